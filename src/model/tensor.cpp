@@ -1,0 +1,24 @@
+// Names and sizes of the storage dtypes.
+#include "model/tensor.h"
+
+namespace smezo {
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DTYPE_F32: return "F32";
+    case DTYPE_F16: return "F16";
+    case DTYPE_BF16: return "BF16";
+  }
+  return "?";
+}
+
+int64_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DTYPE_F32: return 4;
+    case DTYPE_F16: return 2;
+    case DTYPE_BF16: return 2;
+  }
+  return 0;
+}
+
+}  // namespace smezo

@@ -1,0 +1,57 @@
+// Tensors as the model and the backends see them: a non-owning 2-D view on backend memory
+// (host memory for the CPU backend, device memory for CUDA), plus the per-parameter facts
+// the zeroth-order optimiser needs (noise tensor id, mask kind, threshold).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace smezo {
+
+enum DType { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
+
+const char* dtype_name(DType dtype);
+int64_t dtype_size(DType dtype);
+
+// A row-major (rows, cols) view. Vectors are (1, n). Memory belongs to a Backend.
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DTYPE_F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  int64_t numel() const { return rows * cols; }
+  float* f32() const { return static_cast<float*>(data); }
+};
+
+// Which entries of a parameter the optimiser perturbs and updates.
+enum MaskKind {
+  MASK_DENSE,      // every entry (MeZO; embeddings, norms and biases in every method)
+  MASK_MAGNITUDE,  // S-MeZO: entries with |w| <= threshold, recomputed from the current w
+  MASK_RANDOM,     // R-MeZO: a fixed random subset with probability keep_prob, regenerated
+};
+
+struct ParamInfo {
+  std::string name;          // Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
+  uint32_t tensor_id = 0;    // noise stream id: index in the model's canonical parameter list
+  bool is_linear = false;    // a linear layer's weight matrix (the only kind that is masked)
+  bool trainable = true;     // false: never perturbed nor updated
+  MaskKind mask = MASK_DENSE;
+  float threshold = 0.0f;    // MASK_MAGNITUDE: the fixed per-tensor |w| threshold h
+  float keep_prob = 1.0f;    // MASK_RANDOM: probability that an entry is tuned
+  uint64_t mask_seed = 0;    // MASK_RANDOM: seed of the fixed mask stream (one per run)
+};
+
+struct Param {
+  Tensor w;        // (out_features, in_features) for linear weights; (1, n) for vectors
+  ParamInfo info;
+};
+
+// The perturbation applied during one forward pass: every trainable parameter is read as
+// w + scale * m(w) * z(seed, tensor_id, index). scale = sigma * eps; 0 means unperturbed.
+struct Probe {
+  float scale = 0.0f;
+  uint64_t seed = 0;
+};
+
+}  // namespace smezo

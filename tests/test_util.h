@@ -1,0 +1,20 @@
+// Helpers shared by the test suites: temporary directories, fresh random inputs, file writes.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace smezo_test {
+
+// A fresh empty directory under build/test_tmp, unique per call.
+std::string make_temp_dir(const std::string& tag);
+void write_file(const std::string& path, const std::string& bytes);
+std::string read_file(const std::string& path);
+// n floats uniform in [lo, hi), from a seeded generator (never all zeros).
+std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// Runs a shell command, returns its exit code and (stdout + stderr) in *output.
+int run_command(const std::string& cmd, std::string* output);
+
+}  // namespace smezo_test
