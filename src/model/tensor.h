@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/noise_spec.h"  // MaskKind
+
 namespace smezo {
 
 enum DType { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
@@ -22,13 +24,6 @@ struct Tensor {
 
   int64_t numel() const { return rows * cols; }
   float* f32() const { return static_cast<float*>(data); }
-};
-
-// Which entries of a parameter the optimiser perturbs and updates.
-enum MaskKind {
-  MASK_DENSE,      // every entry (MeZO; embeddings, norms and biases in every method)
-  MASK_MAGNITUDE,  // S-MeZO: entries with |w| <= threshold, recomputed from the current w
-  MASK_RANDOM,     // R-MeZO: a fixed random subset with probability keep_prob, regenerated
 };
 
 struct ParamInfo {
