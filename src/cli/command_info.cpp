@@ -1,0 +1,53 @@
+// smezo info MODEL: architecture, every tensor's shape and dtype, and the parameter count.
+#include <cstdio>
+#include <map>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/model_setup.h"
+#include "formats/model_loader.h"
+#include "model/model.h"
+
+namespace smezo {
+
+int command_info(int argc, char** argv) {
+  Args args(argc, argv, 2);
+  std::string path = args.positional().empty() ? args.str("model", default_model_path())
+                                               : args.positional()[0];
+  args.require_all_used();
+  WeightSource src = load_weights(path);
+  const ModelConfig& c = src.config;
+  std::printf("model        %s\n", path.c_str());
+  std::printf("architecture %s\n", architecture_name(c.arch));
+  std::printf("dim %lld, hidden %lld, layers %lld, heads %lld, kv heads %lld, head_dim %lld\n",
+              (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers, (long long)c.n_heads,
+              (long long)c.n_kv_heads, (long long)c.head_dim);
+  std::printf("vocab %lld, max positions %lld, norm %s eps %g, rope %s theta %g, lm head %s",
+              (long long)c.vocab_size, (long long)c.max_seq_len,
+              c.norm_kind == NORM_RMS ? "rms" : "layer", c.norm_eps,
+              c.arch == ARCH_OPT ? "none" : (c.rope_style == ROPE_INTERLEAVED ? "interleaved" : "rotate-half"),
+              c.rope_theta, c.tied_lm_head ? "tied" : "separate");
+  if (c.sliding_window) std::printf(", sliding window %lld", (long long)c.sliding_window);
+  std::printf("\n\n%-56s %-6s %s\n", "tensor", "dtype", "shape");
+  int64_t total = 0;
+  std::map<std::string, int64_t> per_dtype;
+  for (const ExpectedTensor& e : expected_tensors(c)) {
+    const HostTensorView* v = src.find(e.name);
+    if (!v) {
+      std::printf("%-56s MISSING\n", e.name.c_str());
+      continue;
+    }
+    std::string shape = "[";
+    for (size_t i = 0; i < v->shape.size(); i++) shape += (i ? ", " : "") + std::to_string(v->shape[i]);
+    shape += "]";
+    std::printf("%-56s %-6s %s\n", e.name.c_str(), dtype_name(v->dtype), shape.c_str());
+    total += v->numel();
+    per_dtype[dtype_name(v->dtype)] += v->numel();
+  }
+  std::printf("\nparameters   %lld (%.3f M)", (long long)total, total / 1e6);
+  for (const auto& kv : per_dtype) std::printf(", %s %lld", kv.first.c_str(), (long long)kv.second);
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace smezo

@@ -1,0 +1,46 @@
+// smezo command-line entry point: dispatches to the commands and turns every smezo::Error
+// into one line "smezo: error: ..." and exit code 1.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/check.h"
+
+namespace {
+
+void print_usage() {
+  std::printf(
+      "usage: smezo COMMAND [options]\n"
+      "commands:\n"
+      "  info [MODEL]         architecture, shapes, dtypes and parameter count\n"
+      "  generate [options]   text generation (greedy with --temperature 0)\n"
+      "  help                 this text\n"
+      "common options: --model PATH (default: the bundled stories260K), --tokenizer PATH,\n"
+      "                --device cpu|cuda\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  try {
+    if (command == "info") return smezo::command_info(argc, argv);
+    if (command == "generate") return smezo::command_generate(argc, argv);
+    std::fprintf(stderr, "smezo: error: unknown command '%s' (see 'smezo help')\n", command.c_str());
+    return 2;
+  } catch (const smezo::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "smezo: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "smezo: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,68 @@
+// Opening model + tokenizer + backend for the CLI.
+#include "cli/model_setup.h"
+
+#include <sys/stat.h>
+
+#include "common/assets.h"
+#include "common/check.h"
+#include "cpu/cpu_backend.h"
+#include "formats/model_loader.h"
+
+namespace smezo {
+
+namespace {
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string directory_of(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path;
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string default_model_path() { return asset_path("models/stories260K.bin"); }
+
+std::unique_ptr<Backend> make_backend(const std::string& device) {
+  if (device == "cpu") return std::make_unique<CpuBackend>();
+  if (device == "cuda")
+    throw_error("--device cuda: the CUDA backend is not part of this build yet; use --device cpu");
+  throw_error("unknown --device '%s' (choose cpu or cuda)", device.c_str());
+}
+
+std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  std::string beside = directory_of(model_path) + "/tokenizer.model";
+  if (file_exists(beside)) return beside;
+  if (model_path == default_model_path()) return asset_path("tokenizers/tinystories-512.model");
+  throw_error("no tokenizer for %s: pass --tokenizer PATH (a sentencepiece .model)", model_path.c_str());
+}
+
+void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
+                             const ModelConfig& config, const std::string& model_path) {
+  SMEZO_REQUIRE(tokenizer.vocab_size() == config.vocab_size,
+                "tokenizer %s has %lld tokens but model %s has a vocabulary of %lld; "
+                "---> HINT: pass the tokenizer the model was trained with (--tokenizer)",
+                tokenizer_path.c_str(), (long long)tokenizer.vocab_size(), model_path.c_str(),
+                (long long)config.vocab_size);
+}
+
+LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows) {
+  LoadedModel lm;
+  lm.model_path = args.str("model", default_model_path());
+  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, args.str("tokenizer", ""));
+  lm.backend = make_backend(args.str("device", "cpu"));
+  WeightSource source = load_weights(lm.model_path);
+  lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
+  check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
+  DType storage = DTYPE_F32;
+  lm.model = std::make_unique<Model>(source, *lm.backend, storage, max_tokens, max_logit_rows);
+  return lm;
+}
+
+}  // namespace smezo

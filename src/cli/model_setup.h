@@ -1,0 +1,37 @@
+// Shared by the CLI commands: pick the backend, open the model and its tokenizer from the
+// options --model, --tokenizer and --device, with the bundled stories260K as the default.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/args.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace smezo {
+
+struct LoadedModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string model_path;
+  std::string tokenizer_path;
+};
+
+std::string default_model_path();
+
+// Reads --model, --tokenizer, --device; sizes the workspace for max_tokens/max_logit_rows.
+LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows);
+
+std::unique_ptr<Backend> make_backend(const std::string& device);
+
+// The tokenizer for a model: an explicit path, else tokenizer.model next to the model, else
+// the bundled TinyStories tokenizer for the bundled stories260K.
+std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
+
+// Errors unless the tokenizer's vocabulary matches the model's.
+void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
+                             const ModelConfig& config, const std::string& model_path);
+
+}  // namespace smezo

@@ -1,0 +1,33 @@
+// CPU backend memory: fp32 host blocks owned by the backend.
+#include <cstring>
+
+#include "common/check.h"
+#include "cpu/cpu_backend.h"
+
+namespace smezo {
+
+Tensor CpuBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
+  SMEZO_REQUIRE(dtype == DTYPE_F32, "the CPU backend stores fp32 only (asked for %s)",
+                dtype_name(dtype));
+  SMEZO_REQUIRE(rows >= 0 && cols >= 0, "bad tensor shape [%lld, %lld]", (long long)rows,
+                (long long)cols);
+  int64_t n = rows * cols;
+  blocks_.emplace_back(new float[static_cast<size_t>(n > 0 ? n : 1)]());
+  bytes_ += n * 4;
+  Tensor t;
+  t.data = blocks_.back().get();
+  t.dtype = DTYPE_F32;
+  t.rows = rows;
+  t.cols = cols;
+  return t;
+}
+
+void CpuBackend::upload(const Tensor& dst, const float* src) {
+  std::memcpy(dst.data, src, static_cast<size_t>(dst.numel()) * 4);
+}
+
+void CpuBackend::download(const Tensor& src, float* dst) {
+  std::memcpy(dst, src.data, static_cast<size_t>(src.numel()) * 4);
+}
+
+}  // namespace smezo

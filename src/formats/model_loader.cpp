@@ -1,0 +1,37 @@
+// Format dispatch for load_weights().
+#include "formats/model_loader.h"
+
+#include <sys/stat.h>
+
+#include "common/check.h"
+#include "formats/hf_dir.h"
+#include "formats/llama2c.h"
+
+namespace smezo {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+WeightSource load_weights(const std::string& path) {
+  struct stat st;
+  SMEZO_REQUIRE(stat(path.c_str(), &st) == 0, "cannot open model %s: no such file or directory",
+                path.c_str());
+  if (S_ISDIR(st.st_mode)) return load_hf_dir(path);
+  if (ends_with(path, ".safetensors")) {
+    size_t slash = path.find_last_of('/');
+    return load_hf_dir(slash == std::string::npos ? "." : path.substr(0, slash));
+  }
+  if (ends_with(path, ".bin")) return load_llama2c(path);
+  if (ends_with(path, ".gguf"))
+    throw_error("%s: GGUF checkpoints are not supported yet; convert to a Hugging Face directory",
+                path.c_str());
+  throw_error("%s: unknown model format; give a Hugging Face model directory (config.json + "
+              "*.safetensors) or a llama2.c .bin checkpoint", path.c_str());
+}
+
+}  // namespace smezo

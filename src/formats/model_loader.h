@@ -1,0 +1,13 @@
+// Opens a model from any supported path: a Hugging Face directory (config.json +
+// safetensors), a .safetensors file inside such a directory, or a llama2.c .bin checkpoint.
+#pragma once
+
+#include <string>
+
+#include "model/weight_source.h"
+
+namespace smezo {
+
+WeightSource load_weights(const std::string& path);
+
+}  // namespace smezo

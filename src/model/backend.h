@@ -1,0 +1,83 @@
+// The op interface the model is written over. Two implementations: the CPU reference
+// (src/cpu/, fp32, plain loops) and the CUDA backend (cuda/). Every op reads its parameters
+// through the current Probe, i.e. as w + probe.scale * m(w) * z (src/common/noise_spec.h),
+// so perturbations never touch stored weights.
+//
+// Shapes: activations are (tokens, features) row-major; M = number of token rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/tensor.h"
+#include "smezo/model_config.h"
+
+namespace smezo {
+
+// One sequence's slice of a packed batch, for attention.
+struct AttentionSeq {
+  int64_t q_row = 0;   // first query row in q/out
+  int64_t q_len = 0;   // number of query rows
+  int64_t kv_row = 0;  // first key/value row in k/v
+  int64_t kv_len = 0;  // keys/values visible: positions 0..kv_len-1; query i sits at kv_len-q_len+i
+};
+
+struct AttentionParams {
+  Tensor out;  // (M, n_heads*head_dim)
+  Tensor q;    // (M, n_heads*head_dim)
+  Tensor k;    // (rows, n_kv_heads*head_dim)
+  Tensor v;    // (rows, n_kv_heads*head_dim)
+  std::vector<AttentionSeq> seqs;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t sliding_window = 0;  // 0 = full causal attention
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // ---- memory: tensors live until the backend is destroyed
+  virtual Tensor alloc(int64_t rows, int64_t cols, DType dtype) = 0;
+  virtual void upload(const Tensor& dst, const float* src) = 0;   // host fp32 -> dst dtype
+  virtual void download(const Tensor& src, float* dst) = 0;       // src dtype -> host fp32
+  virtual int64_t bytes_allocated() const = 0;
+
+  // ---- ops (parameters read through the probe)
+  // out(M, dim) = table[tokens[m]]
+  virtual void embedding(const Tensor& out, const Param& table, const std::vector<int32_t>& tokens,
+                         const Probe& probe) = 0;
+  // out(M, dim) += table[positions[m] + offset]  (OPT learned positions)
+  virtual void add_position_embedding(const Tensor& out, const Param& table,
+                                      const std::vector<int32_t>& positions, int64_t offset,
+                                      const Probe& probe) = 0;
+  // RMSNorm (bias == nullptr) or LayerNorm (kind NORM_LAYER, bias may be set)
+  virtual void norm(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+                    NormKind kind, float eps, const Probe& probe) = 0;
+  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N))
+  virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+                      const Probe& probe) = 0;
+  // rotary embedding in place on x(M, n_heads*head_dim)
+  virtual void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
+                    int64_t head_dim, float theta, RopeStyle style) = 0;
+  virtual void attention(const AttentionParams& p) = 0;
+  // out = silu(gate) * up, all (M, H)
+  virtual void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) = 0;
+  virtual void relu(const Tensor& x) = 0;
+  // x += y (same shape)
+  virtual void add(const Tensor& x, const Tensor& y) = 0;
+  // out(R, D) = in[rows[r]]
+  virtual void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) = 0;
+  // dst rows [dst_row, dst_row + src.rows) = src
+  virtual void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) = 0;
+
+  // ---- optimiser
+  // W <- W - coef * m(W) ⊙ z(seed, tensor_id)   (coef = lr * g)
+  virtual void update(Param& p, float coef, uint64_t seed) = 0;
+  // the q-quantile of |W| by exact selection (the k-th smallest, k = floor(q * (n - 1)))
+  virtual float abs_quantile(const Param& p, double q) = 0;
+};
+
+}  // namespace smezo

@@ -1,0 +1,225 @@
+// Loading and the forward pass of the decoder-only transformer over Backend ops.
+#include "model/model.h"
+
+#include <string>
+#include <vector>
+
+#include "common/check.h"
+#include "model/model_params.h"
+
+namespace smezo {
+
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void check_config(const ModelConfig& c, const std::string& path) {
+  SMEZO_REQUIRE(c.dim > 0 && c.hidden_dim > 0 && c.n_layers > 0 && c.n_heads > 0 &&
+                    c.n_kv_heads > 0 && c.head_dim > 0 && c.vocab_size > 0 && c.max_seq_len > 0,
+                "%s: model config has a non-positive size (dim %lld, hidden %lld, layers %lld, "
+                "heads %lld, kv heads %lld, head_dim %lld, vocab %lld, max_seq_len %lld)",
+                path.c_str(), (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers,
+                (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim,
+                (long long)c.vocab_size, (long long)c.max_seq_len);
+  SMEZO_REQUIRE(c.n_heads % c.n_kv_heads == 0,
+                "%s: n_heads %lld is not a multiple of n_kv_heads %lld", path.c_str(),
+                (long long)c.n_heads, (long long)c.n_kv_heads);
+  SMEZO_REQUIRE(c.arch == ARCH_OPT || c.head_dim % 2 == 0, "%s: head_dim %lld must be even for RoPE",
+                path.c_str(), (long long)c.head_dim);
+}
+
+}  // namespace
+
+Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
+             int64_t max_logit_rows)
+    : config_(source.config),
+      backend_(backend),
+      max_tokens_(max_tokens),
+      max_logit_rows_(max_logit_rows) {
+  SMEZO_REQUIRE(max_tokens > 0 && max_logit_rows > 0, "model workspace needs positive sizes");
+  check_config(config_, source.path);
+  load(source, storage);
+  const ModelConfig& c = config_;
+  const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  ws_.x = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
+  ws_.xn = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
+  ws_.tmp = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
+  ws_.q = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
+  ws_.att = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
+  ws_.k = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
+  ws_.v = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
+  ws_.h_gate = backend_.alloc(max_tokens, c.mlp_kind == MLP_SWIGLU ? c.hidden_dim : 0, DTYPE_F32);
+  ws_.h_up = backend_.alloc(max_tokens, c.hidden_dim, DTYPE_F32);
+  ws_.last = backend_.alloc(max_logit_rows, c.dim, DTYPE_F32);
+  ws_.logits = backend_.alloc(max_logit_rows, c.vocab_size, DTYPE_F32);
+}
+
+void Model::load(const WeightSource& source, DType storage) {
+  std::vector<ParamSlot> slots = list_param_slots(config_, weights_);
+  std::vector<float> host;
+  uint32_t tensor_id = 0;
+  for (ParamSlot& slot : slots) {
+    const HostTensorView* view = source.find(slot.name);
+    SMEZO_REQUIRE(view, "%s: no tensor '%s' (a %s model with this config needs it)",
+                  source.path.c_str(), slot.name.c_str(), architecture_name(config_.arch));
+    SMEZO_REQUIRE(view->shape == slot.shape,
+                  "tensor %s in %s has shape %s, the model config says %s", slot.name.c_str(),
+                  view->file.c_str(), shape_string(view->shape).c_str(),
+                  shape_string(slot.shape).c_str());
+    const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
+    const int64_t cols = slot.shape.back();
+    host.resize(static_cast<size_t>(rows * cols));
+    convert_to_f32(view->data, view->dtype, rows * cols, host.data());
+    Param& p = *slot.param;
+    p.w = backend_.alloc(rows, cols, storage);
+    backend_.upload(p.w, host.data());
+    p.info.name = slot.name;
+    p.info.tensor_id = tensor_id++;
+    p.info.is_linear = slot.is_linear;
+    param_list_.push_back(&p);
+  }
+}
+
+int64_t Model::parameter_count() const {
+  int64_t n = 0;
+  for (const Param* p : param_list_) n += p->w.numel();
+  return n;
+}
+
+// Runs the embedding and every layer on tokens, leaving the final hidden states in ws_.x.
+// cache_pos < 0: packed batch without cache (seqs say where each sequence is); otherwise one
+// sequence whose new keys/values are written to the cache at cache_pos.
+void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe) {
+  const ModelConfig& c = config_;
+  const int64_t M = static_cast<int64_t>(tokens.size());
+  SMEZO_REQUIRE(M > 0 && M <= max_tokens_, "batch of %lld tokens does not fit the workspace (%lld)",
+                (long long)M, (long long)max_tokens_);
+  auto rows = [M](Tensor t) {
+    t.rows = M;
+    return t;
+  };
+  Tensor x = rows(ws_.x), xn = rows(ws_.xn), tmp = rows(ws_.tmp), q = rows(ws_.q),
+         att = rows(ws_.att), k = rows(ws_.k), v = rows(ws_.v), h_gate = rows(ws_.h_gate),
+         h_up = rows(ws_.h_up);
+  auto bias = [](const Param& p) { return p.w.data ? &p : nullptr; };
+
+  backend_.embedding(x, weights_.tok_embedding, tokens, probe);
+  if (weights_.pos_embedding.w.data)
+    backend_.add_position_embedding(x, weights_.pos_embedding, positions, c.learned_pos_offset, probe);
+
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    LayerParams& L = weights_.layers[l];
+    // attention block
+    backend_.norm(xn, x, L.attn_norm, bias(L.attn_norm_bias), c.norm_kind, c.norm_eps, probe);
+    backend_.linear(q, xn, L.wq, bias(L.bq), probe);
+    backend_.linear(k, xn, L.wk, bias(L.bk), probe);
+    backend_.linear(v, xn, L.wv, bias(L.bv), probe);
+    if (c.arch != ARCH_OPT) {
+      backend_.rope(q, positions, c.n_heads, c.head_dim, c.rope_theta, c.rope_style);
+      backend_.rope(k, positions, c.n_kv_heads, c.head_dim, c.rope_theta, c.rope_style);
+    }
+    AttentionParams ap;
+    ap.out = att;
+    ap.q = q;
+    ap.n_heads = c.n_heads;
+    ap.n_kv_heads = c.n_kv_heads;
+    ap.head_dim = c.head_dim;
+    ap.sliding_window = c.sliding_window;
+    if (cache_pos >= 0) {
+      backend_.copy_rows(cache_k_[l], cache_pos, k);
+      backend_.copy_rows(cache_v_[l], cache_pos, v);
+      ap.k = cache_k_[l];
+      ap.v = cache_v_[l];
+      ap.seqs = {AttentionSeq{0, M, 0, cache_pos + M}};
+    } else {
+      ap.k = k;
+      ap.v = v;
+      ap.seqs = seqs;
+    }
+    backend_.attention(ap);
+    backend_.linear(tmp, att, L.wo, bias(L.bo), probe);
+    backend_.add(x, tmp);
+    // MLP block
+    backend_.norm(xn, x, L.ffn_norm, bias(L.ffn_norm_bias), c.norm_kind, c.norm_eps, probe);
+    if (c.mlp_kind == MLP_SWIGLU) {
+      backend_.linear(h_gate, xn, L.w_gate, nullptr, probe);
+      backend_.linear(h_up, xn, L.w_up, nullptr, probe);
+      backend_.swiglu(h_up, h_gate, h_up);
+    } else {
+      backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);
+      backend_.relu(h_up);
+    }
+    backend_.linear(tmp, h_up, L.w_down, bias(L.b_down), probe);
+    backend_.add(x, tmp);
+  }
+}
+
+void Model::compute_logits(const std::vector<int64_t>& rows, const Probe& probe,
+                           std::vector<float>* out) {
+  const ModelConfig& c = config_;
+  const int64_t R = static_cast<int64_t>(rows.size());
+  SMEZO_REQUIRE(R > 0 && R <= max_logit_rows_, "%lld logit rows asked, workspace holds %lld",
+                (long long)R, (long long)max_logit_rows_);
+  Tensor last = ws_.last, logits = ws_.logits;
+  last.rows = R;
+  logits.rows = R;
+  backend_.gather_rows(last, ws_.x, rows);
+  backend_.norm(last, last, weights_.final_norm,
+                weights_.final_norm_bias.w.data ? &weights_.final_norm_bias : nullptr, c.norm_kind,
+                c.norm_eps, probe);
+  const Param& head = c.tied_lm_head ? weights_.tok_embedding : weights_.lm_head;
+  backend_.linear(logits, last, head, nullptr, probe);
+  out->resize(static_cast<size_t>(R * c.vocab_size));
+  backend_.download(logits, out->data());
+}
+
+void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits) {
+  std::vector<int32_t> positions;
+  std::vector<AttentionSeq> seqs;
+  int64_t row = 0;
+  for (int64_t len : batch.seq_lens) {
+    SMEZO_REQUIRE(len > 0 && len <= config_.max_seq_len,
+                  "sequence of %lld tokens: the model supports 1..%lld", (long long)len,
+                  (long long)config_.max_seq_len);
+    seqs.push_back(AttentionSeq{row, len, row, len});
+    for (int64_t i = 0; i < len; i++) positions.push_back(static_cast<int32_t>(i));
+    row += len;
+  }
+  SMEZO_REQUIRE(row == (int64_t)batch.tokens.size(), "batch: sequence lengths sum to %lld, %zu tokens",
+                (long long)row, batch.tokens.size());
+  run(batch.tokens, positions, seqs, -1, probe);
+  compute_logits(batch.logit_rows, probe, logits);
+}
+
+void Model::enable_kv_cache(int64_t max_len) {
+  SMEZO_REQUIRE(max_len > 0 && max_len <= config_.max_seq_len,
+                "generation length %lld: the model supports 1..%lld positions", (long long)max_len,
+                (long long)config_.max_seq_len);
+  if (cache_len_ >= max_len) return;
+  const int64_t kv_dim = config_.n_kv_heads * config_.head_dim;
+  cache_k_.clear();
+  cache_v_.clear();
+  for (int64_t l = 0; l < config_.n_layers; l++) {
+    cache_k_.push_back(backend_.alloc(max_len, kv_dim, DTYPE_F32));
+    cache_v_.push_back(backend_.alloc(max_len, kv_dim, DTYPE_F32));
+  }
+  cache_len_ = max_len;
+}
+
+void Model::forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  SMEZO_REQUIRE(cache_len_ > 0, "forward_cached: call enable_kv_cache first");
+  SMEZO_REQUIRE(pos >= 0 && pos + n <= cache_len_, "position %lld past the cache (%lld)",
+                (long long)(pos + n), (long long)cache_len_);
+  std::vector<int32_t> positions;
+  for (int64_t i = 0; i < n; i++) positions.push_back(static_cast<int32_t>(pos + i));
+  run(tokens, positions, {}, pos, Probe{});
+  compute_logits({n - 1}, Probe{}, logits);
+}
+
+}  // namespace smezo

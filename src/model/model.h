@@ -1,0 +1,103 @@
+// The decoder-only transformer, written once over Backend ops. LLaMA, Mistral and OPT differ
+// only by ModelConfig (norm kind, positions, MLP kind, GQA, sliding window, biases, tied head).
+//
+// Batches are packed: the tokens of several sequences back to back (no padding); each
+// sequence restarts at position 0 and attends causally within itself. Logits are computed
+// only for the rows that ask for them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/backend.h"
+#include "model/weight_source.h"
+
+namespace smezo {
+
+struct LayerParams {
+  Param attn_norm;       // (1, dim)
+  Param attn_norm_bias;  // (1, dim), LayerNorm only
+  Param wq;              // (n_heads*head_dim, dim)
+  Param wk;              // (n_kv_heads*head_dim, dim)
+  Param wv;              // (n_kv_heads*head_dim, dim)
+  Param wo;              // (dim, n_heads*head_dim)
+  Param bq, bk, bv, bo;  // (1, out_features), linear_bias only
+  Param ffn_norm;        // (1, dim)
+  Param ffn_norm_bias;   // (1, dim), LayerNorm only
+  Param w_gate;          // (hidden, dim), SwiGLU only
+  Param w_up;            // (hidden, dim): SwiGLU up_proj, or OPT fc1
+  Param w_down;          // (dim, hidden): SwiGLU down_proj, or OPT fc2
+  Param b_up, b_down;    // (1, hidden), (1, dim), linear_bias only
+};
+
+struct ModelParams {
+  Param tok_embedding;     // (vocab, dim)
+  Param pos_embedding;     // (max_seq_len + offset, dim), OPT only
+  std::vector<LayerParams> layers;
+  Param final_norm;        // (1, dim)
+  Param final_norm_bias;   // (1, dim), LayerNorm only
+  Param lm_head;           // (vocab, dim); absent when tied to tok_embedding
+};
+
+struct ForwardBatch {
+  std::vector<int32_t> tokens;      // packed tokens of all sequences
+  std::vector<int64_t> seq_lens;    // length of each sequence; they sum to tokens.size()
+  std::vector<int64_t> logit_rows;  // rows of `tokens` whose next-token logits are wanted
+};
+
+class Model {
+ public:
+  // Loads and checks every tensor of source against its config, converting to the backend's
+  // storage dtype. max_tokens and max_logit_rows size the one activation workspace.
+  Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
+        int64_t max_logit_rows);
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
+
+  // Host logits (batch.logit_rows.size(), vocab) for the packed batch under the probe.
+  void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
+
+  // Generation with a key/value cache for one sequence: feed tokens at positions
+  // [pos, pos + tokens.size()), return the logits of the last one.
+  void enable_kv_cache(int64_t max_len);
+  void forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits);
+
+  // All parameters in canonical order (tensor_id = index), absent ones skipped.
+  const std::vector<Param*>& params() { return param_list_; }
+  const ModelParams& weights() const { return weights_; }
+  int64_t parameter_count() const;
+  int64_t max_tokens() const { return max_tokens_; }
+
+ private:
+  struct Workspace {
+    Tensor x, xn, q, k, v, att, tmp;  // (max_tokens, ...) activations
+    Tensor h_gate, h_up;              // (max_tokens, hidden)
+    Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
+  };
+  void load(const WeightSource& source, DType storage);
+  void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+           const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe);
+  void compute_logits(const std::vector<int64_t>& rows, const Probe& probe, std::vector<float>* out);
+
+  ModelConfig config_;
+  Backend& backend_;
+  ModelParams weights_;
+  std::vector<Param*> param_list_;
+  int64_t max_tokens_;
+  int64_t max_logit_rows_;
+  Workspace ws_;
+  std::vector<Tensor> cache_k_, cache_v_;  // per layer (max_len, n_kv_heads*head_dim)
+  int64_t cache_len_ = 0;
+};
+
+// Hugging Face names and shapes that the architecture expects, in canonical order.
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool is_linear;
+};
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
+
+}  // namespace smezo
