@@ -55,9 +55,10 @@ void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& toke
 LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows) {
   LoadedModel lm;
   lm.model_path = args.str("model", default_model_path());
-  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, args.str("tokenizer", ""));
+  std::string tokenizer_arg = args.str("tokenizer", "");
   lm.backend = make_backend(args.str("device", "cpu"));
   WeightSource source = load_weights(lm.model_path);
+  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, tokenizer_arg);
   lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
   check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
   DType storage = DTYPE_F32;

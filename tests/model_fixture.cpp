@@ -1,0 +1,56 @@
+// Tiny random models for tests.
+#include "model_fixture.h"
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "model/model.h"
+
+namespace smezo_test {
+
+smezo::ModelConfig tiny_llama_config() {
+  smezo::ModelConfig c;
+  c.arch = smezo::ARCH_LLAMA;
+  c.dim = 32;
+  c.hidden_dim = 48;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 8;
+  c.vocab_size = 40;
+  c.max_seq_len = 64;
+  c.rope_style = smezo::ROPE_ROTATE_HALF;
+  return c;
+}
+
+smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint32_t seed, float scale) {
+  smezo::WeightSource src;
+  src.config = config;
+  src.path = "random-test-model";
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (const smezo::ExpectedTensor& e : smezo::expected_tensors(config)) {
+    int64_t n = 1;
+    for (int64_t d : e.shape) n *= d;
+    auto buf = std::shared_ptr<float>(new float[n], std::default_delete<float[]>());
+    bool is_norm_weight = e.shape.size() == 1 && e.name.find("norm") != std::string::npos &&
+                          e.name.find(".bias") == std::string::npos;
+    for (int64_t i = 0; i < n; i++) buf.get()[i] = (is_norm_weight ? 1.0f : 0.0f) + dist(rng);
+    smezo::HostTensorView v;
+    v.name = e.name;
+    v.dtype = smezo::DTYPE_F32;
+    v.shape = e.shape;
+    v.data = buf.get();
+    v.file = src.path;
+    src.tensors[e.name] = v;
+    src.keep_alive.push_back(buf);
+  }
+  return src;
+}
+
+float* mutable_tensor(smezo::WeightSource& source, const std::string& name) {
+  return const_cast<float*>(static_cast<const float*>(source.tensors.at(name).data));
+}
+
+}  // namespace smezo_test

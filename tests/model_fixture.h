@@ -1,0 +1,18 @@
+// Tiny random models for tests: an in-memory WeightSource for any ModelConfig.
+#pragma once
+
+#include <cstdint>
+
+#include "model/weight_source.h"
+
+namespace smezo_test {
+
+// A small LLaMA-style config (GQA 4 heads / 2 kv heads, head_dim 8, vocab 40).
+smezo::ModelConfig tiny_llama_config();
+// Every expected tensor filled with uniform values in [-scale, scale) (norm weights near 1).
+smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint32_t seed,
+                                         float scale = 0.3f);
+// Mutable fp32 data of one tensor of a source made by random_weight_source.
+float* mutable_tensor(smezo::WeightSource& source, const std::string& name);
+
+}  // namespace smezo_test

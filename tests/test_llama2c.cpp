@@ -1,0 +1,84 @@
+// The llama2.c checkpoint reader on the real stories260K and on corrupted copies of it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "common/assets.h"
+#include "common/check.h"
+#include "formats/llama2c.h"
+#include "formats/model_loader.h"
+#include "test_util.h"
+
+using namespace smezo;
+using smezo_test::make_temp_dir;
+using smezo_test::read_file;
+using smezo_test::write_file;
+
+namespace {
+
+std::string stories_bytes() { return read_file(asset_path("models/stories260K.bin")); }
+
+std::string load_error(const std::string& path) {
+  try {
+    load_weights(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Llama2c, Stories260KConfig) {
+  WeightSource src = load_llama2c(asset_path("models/stories260K.bin"));
+  const ModelConfig& c = src.config;
+  EXPECT_EQ(c.dim, 64);
+  EXPECT_EQ(c.hidden_dim, 172);
+  EXPECT_EQ(c.n_layers, 5);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.max_seq_len, 512);
+  EXPECT_TRUE(c.tied_lm_head);
+  EXPECT_EQ(c.rope_style, ROPE_INTERLEAVED);
+  int64_t total = 0;
+  for (const auto& kv : src.tensors) total += kv.second.numel();
+  EXPECT_EQ(total, 260032 - 0);  // the model card's parameter count (tied head counted once)
+}
+
+TEST(Llama2c, TruncatedFileNamesTensor) {
+  std::string dir = make_temp_dir("l2c");
+  std::string bytes = stories_bytes();
+  write_file(dir + "/trunc.bin", bytes.substr(0, bytes.size() / 2));
+  std::string err = load_error(dir + "/trunc.bin");
+  EXPECT_THAT(err, testing::HasSubstr("trunc.bin"));
+  EXPECT_THAT(err, testing::HasSubstr("extends past the end"));
+  EXPECT_THAT(err, testing::HasSubstr("tensor w1 "));  // the first tensor that does not fit
+}
+
+TEST(Llama2c, CorruptHeaderNamesField) {
+  std::string dir = make_temp_dir("l2c");
+  std::string bytes = stories_bytes();
+  int32_t bad = -7;
+  std::memcpy(&bytes[4 * 3], &bad, 4);  // n_heads
+  write_file(dir + "/hdr.bin", bytes);
+  std::string err = load_error(dir + "/hdr.bin");
+  EXPECT_THAT(err, testing::HasSubstr("n_heads"));
+  EXPECT_THAT(err, testing::HasSubstr("hdr.bin"));
+  write_file(dir + "/short.bin", "abc");
+  EXPECT_THAT(load_error(dir + "/short.bin"), testing::HasSubstr("too short"));
+}
+
+TEST(Llama2c, WrongSizeForHeaderIsAnError) {
+  std::string dir = make_temp_dir("l2c");
+  write_file(dir + "/extra.bin", stories_bytes() + std::string(64, '\0'));
+  EXPECT_THAT(load_error(dir + "/extra.bin"), testing::HasSubstr("left over"));
+}
+
+TEST(ModelLoader, MissingAndUnknownFiles) {
+  EXPECT_THAT(load_error("no/such/model.bin"), testing::HasSubstr("no/such/model.bin"));
+  std::string dir = make_temp_dir("loader");
+  write_file(dir + "/model.onnx", "x");
+  EXPECT_THAT(load_error(dir + "/model.onnx"), testing::HasSubstr("unknown model format"));
+}

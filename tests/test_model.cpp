@@ -1,0 +1,182 @@
+// The model written over the CPU backend: packing, KV cache, RoPE conventions, GQA, and load
+// errors. Relations between two computations of the same thing, on random weights.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/check.h"
+#include "cpu/cpu_backend.h"
+#include "model/model.h"
+#include "model_fixture.h"
+
+using namespace smezo;
+using smezo_test::random_weight_source;
+using smezo_test::tiny_llama_config;
+
+namespace {
+
+// Relative tolerance for two fp32 computations of the same logits in a different order.
+constexpr float kTol = 2e-5f;
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol = kTol) {
+  ASSERT_EQ(a.size(), b.size());
+  float max_abs = 0.0f;
+  for (float x : a) max_abs = std::max(max_abs, std::fabs(x));
+  for (size_t i = 0; i < a.size(); i++) ASSERT_NEAR(a[i], b[i], tol * (1.0f + max_abs)) << "at " << i;
+}
+
+std::vector<float> logits_of(Model& m, const std::vector<int32_t>& tokens) {
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.seq_lens = {(int64_t)tokens.size()};
+  for (size_t i = 0; i < tokens.size(); i++) b.logit_rows.push_back((int64_t)i);
+  std::vector<float> out;
+  m.forward(b, Probe{}, &out);
+  return out;
+}
+
+}  // namespace
+
+TEST(Model, PackedBatchEqualsSeparateSequences) {
+  CpuBackend be;
+  Model m(random_weight_source(tiny_llama_config(), 1), be, DTYPE_F32, 64, 64);
+  std::vector<int32_t> a = {1, 5, 9, 13, 2}, b = {1, 7, 3};
+  std::vector<float> la = logits_of(m, a), lb = logits_of(m, b);
+  ForwardBatch packed;
+  packed.tokens = {1, 5, 9, 13, 2, 1, 7, 3};
+  packed.seq_lens = {5, 3};
+  packed.logit_rows = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<float> lp;
+  m.forward(packed, Probe{}, &lp);
+  std::vector<float> expected = la;
+  expected.insert(expected.end(), lb.begin(), lb.end());
+  expect_close(lp, expected, 0.0f);  // same per-row arithmetic: bit-identical
+}
+
+TEST(Model, KvCacheEqualsFullForward) {
+  CpuBackend be;
+  Model m(random_weight_source(tiny_llama_config(), 2), be, DTYPE_F32, 64, 64);
+  std::vector<int32_t> toks = {1, 4, 8, 15, 16, 23, 39};
+  std::vector<float> full = logits_of(m, toks);
+  m.enable_kv_cache(16);
+  std::vector<float> step, prompt;
+  m.forward_cached({1, 4, 8}, 0, &prompt);  // a prompt chunk, then one at a time
+  std::vector<float> expected(full.begin() + 2 * 40, full.begin() + 3 * 40);
+  expect_close(prompt, expected);
+  for (size_t i = 3; i < toks.size(); i++) {
+    m.forward_cached({toks[i]}, (int64_t)i, &step);
+    expect_close(step, std::vector<float>(full.begin() + i * 40, full.begin() + (i + 1) * 40));
+  }
+}
+
+// Meta's interleaved RoPE on rows permuted per head equals Hugging Face's rotate-half:
+// HF's conversion moves row (2i) of each head to row i and row (2i+1) to row i + hd/2.
+TEST(Model, RopeConventionsAgreeUnderHfPermutation) {
+  ModelConfig c = tiny_llama_config();
+  c.rope_style = ROPE_INTERLEAVED;
+  WeightSource meta = random_weight_source(c, 3);
+  ModelConfig hf_cfg = c;
+  hf_cfg.rope_style = ROPE_ROTATE_HALF;
+  WeightSource hf = random_weight_source(hf_cfg, 3);  // same values, then permute q/k rows
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    for (const char* proj : {"q_proj", "k_proj"}) {
+      std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + ".weight";
+      const float* src = static_cast<const float*>(meta.tensors.at(name).data);
+      float* dst = smezo_test::mutable_tensor(hf, name);
+      int64_t heads = std::string(proj) == "q_proj" ? c.n_heads : c.n_kv_heads, hd = c.head_dim;
+      for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < hd / 2; i++)
+          for (int64_t k = 0; k < c.dim; k++) {
+            dst[(h * hd + i) * c.dim + k] = src[(h * hd + 2 * i) * c.dim + k];
+            dst[(h * hd + i + hd / 2) * c.dim + k] = src[(h * hd + 2 * i + 1) * c.dim + k];
+          }
+    }
+  }
+  CpuBackend be1, be2;
+  Model m1(meta, be1, DTYPE_F32, 64, 64), m2(hf, be2, DTYPE_F32, 64, 64);
+  std::vector<int32_t> toks = {1, 10, 20, 30, 5, 6, 7, 8, 9};
+  expect_close(logits_of(m1, toks), logits_of(m2, toks));
+}
+
+// Grouped-query attention equals full multi-head attention with each kv head repeated.
+TEST(Model, GqaEqualsRepeatedKvHeads) {
+  ModelConfig c = tiny_llama_config();
+  WeightSource gqa = random_weight_source(c, 4);
+  ModelConfig mha_cfg = c;
+  mha_cfg.n_kv_heads = c.n_heads;
+  WeightSource mha = random_weight_source(mha_cfg, 4);
+  // copy every tensor of gqa; k/v rows repeated per group
+  const int64_t group = c.n_heads / c.n_kv_heads, hd = c.head_dim;
+  for (auto& kv : mha.tensors) {
+    const HostTensorView& g = gqa.tensors.at(kv.first);
+    float* dst = smezo_test::mutable_tensor(mha, kv.first);
+    const float* src = static_cast<const float*>(g.data);
+    bool is_kv = kv.first.find("k_proj") != std::string::npos || kv.first.find("v_proj") != std::string::npos;
+    if (!is_kv) {
+      std::copy(src, src + g.numel(), dst);
+      continue;
+    }
+    for (int64_t h = 0; h < c.n_heads; h++)
+      for (int64_t r = 0; r < hd; r++)
+        for (int64_t k = 0; k < c.dim; k++) dst[(h * hd + r) * c.dim + k] = src[((h / group) * hd + r) * c.dim + k];
+  }
+  CpuBackend be1, be2;
+  Model m1(gqa, be1, DTYPE_F32, 64, 64), m2(mha, be2, DTYPE_F32, 64, 64);
+  std::vector<int32_t> toks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  expect_close(logits_of(m1, toks), logits_of(m2, toks));
+}
+
+// With a window longer than the sequence, sliding-window attention is plain causal attention;
+// with a short window the last position's logits change.
+TEST(Model, SlidingWindow) {
+  ModelConfig c = tiny_llama_config();
+  c.arch = ARCH_MISTRAL;
+  std::vector<int32_t> toks = {1, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  CpuBackend be1, be2, be3;
+  Model full(random_weight_source(c, 5), be1, DTYPE_F32, 64, 64);
+  c.sliding_window = 64;
+  Model wide(random_weight_source(c, 5), be2, DTYPE_F32, 64, 64);
+  c.sliding_window = 3;
+  Model narrow(random_weight_source(c, 5), be3, DTYPE_F32, 64, 64);
+  std::vector<float> lf = logits_of(full, toks), lw = logits_of(wide, toks), ln = logits_of(narrow, toks);
+  expect_close(lf, lw, 0.0f);
+  // the first 3 positions see at most 3 keys: identical; the last differs
+  expect_close(std::vector<float>(lf.begin(), lf.begin() + 3 * 40),
+               std::vector<float>(ln.begin(), ln.begin() + 3 * 40), 0.0f);
+  float diff = 0.0f;
+  for (size_t i = lf.size() - 40; i < lf.size(); i++) diff += std::fabs(lf[i] - ln[i]);
+  EXPECT_GT(diff, 1e-3f);
+}
+
+TEST(Model, MissingTensorIsNamed) {
+  WeightSource src = random_weight_source(tiny_llama_config(), 6);
+  src.tensors.erase("model.layers.1.mlp.up_proj.weight");
+  CpuBackend be;
+  try {
+    Model m(src, be, DTYPE_F32, 8, 8);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("model.layers.1.mlp.up_proj.weight"));
+  }
+}
+
+TEST(Model, ShapeMismatchNamesTensorAndShapes) {
+  WeightSource src = random_weight_source(tiny_llama_config(), 7);
+  src.tensors["model.layers.0.self_attn.k_proj.weight"].shape = {16, 31};
+  CpuBackend be;
+  try {
+    Model m(src, be, DTYPE_F32, 8, 8);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("model.layers.0.self_attn.k_proj.weight"));
+    EXPECT_THAT(e.what(), testing::HasSubstr("[16, 31]"));
+    EXPECT_THAT(e.what(), testing::HasSubstr("[16, 32]"));
+  }
+}
+
+TEST(Model, TokenOutsideVocabularyIsAnError) {
+  CpuBackend be;
+  Model m(random_weight_source(tiny_llama_config(), 8), be, DTYPE_F32, 8, 8);
+  EXPECT_THROW(logits_of(m, {1, 40}), Error);
+}

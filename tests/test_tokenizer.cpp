@@ -1,0 +1,51 @@
+// The sentencepiece tokenizer on the real LLaMA-2, Mistral and TinyStories models.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/assets.h"
+#include "common/check.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace smezo;
+
+TEST(Tokenizer, Llama2HelloWorld) {
+  auto tok = load_sentencepiece_tokenizer(asset_path("tokenizers/llama2.model"));
+  EXPECT_EQ(tok->vocab_size(), 32000);
+  EXPECT_EQ(tok->encode("Hello world", false), (std::vector<int32_t>{15043, 3186}));
+  EXPECT_EQ(tok->encode("Hello world", true), (std::vector<int32_t>{1, 15043, 3186}));
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->eos_id(), 2);
+  EXPECT_EQ(tok->decode({1, 15043, 3186}), "Hello world");
+}
+
+TEST(Tokenizer, MistralAndTinyStoriesRoundTrip) {
+  for (const char* name : {"tokenizers/mistral-7b-v0.1.model", "tokenizers/tinystories-512.model"}) {
+    auto tok = load_sentencepiece_tokenizer(asset_path(name));
+    std::string text = "Once upon a time, there was a little girl named Lily.";
+    std::vector<int32_t> ids = tok->encode(text, true);
+    EXPECT_EQ(ids[0], tok->bos_id());
+    EXPECT_EQ(tok->decode(ids), text) << name;
+    // streaming pieces concatenate to the same text
+    std::string streamed;
+    for (size_t i = 1; i < ids.size(); i++) streamed += tok->decode_piece(ids[i - 1], ids[i]);
+    EXPECT_EQ(streamed, text) << name;
+  }
+}
+
+TEST(Tokenizer, ByteFallbackPieceIsTheByte) {
+  auto tok = load_sentencepiece_tokenizer(asset_path("tokenizers/llama2.model"));
+  std::vector<int32_t> ids = tok->encode("a\nb", false);
+  std::string streamed;
+  for (size_t i = 0; i < ids.size(); i++) streamed += tok->decode_piece(i ? ids[i - 1] : -1, ids[i]);
+  EXPECT_EQ(streamed, " a\nb");
+}
+
+TEST(Tokenizer, MissingOrBadFileIsNamed) {
+  EXPECT_THAT([] { load_sentencepiece_tokenizer("no/such/tokenizer.model"); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("no/such/tokenizer.model")));
+  std::string dir = smezo_test::make_temp_dir("tok");
+  smezo_test::write_file(dir + "/bad.model", "this is not a protobuf");
+  EXPECT_THAT([&] { load_sentencepiece_tokenizer(dir + "/bad.model"); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("bad.model")));
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Brings the project's Debian build dependencies into ./deps without touching the system,
+# for machines that cannot reach a package registry (the GPU machine):
+#   tools/deps.sh download   (here, with network)  apt-get download the .debs into deps/debs
+#   tools/deps.sh unpack     (there)               dpkg -x every .deb into deps/root
+# then build with: make DEPS=deps/root
+# On a machine with apt and root, `tools/deps.sh install` apt-installs them instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-json3-dev libgtest-dev libgmock-dev googletest"
+
+case "${1:-}" in
+  install)
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends build-essential $PACKAGES
+    ;;
+  download)
+    mkdir -p deps/debs
+    (cd deps/debs && apt-get download $PACKAGES)
+    ls -l deps/debs
+    ;;
+  unpack)
+    mkdir -p deps/root
+    for deb in deps/debs/*.deb; do dpkg -x "$deb" deps/root; done
+    # GoogleTest ships as libraries in libgtest-dev; nothing to build.
+    echo "unpacked into deps/root; build with: make DEPS=deps/root"
+    ;;
+  *)
+    echo "usage: tools/deps.sh install|download|unpack" >&2
+    exit 2
+    ;;
+esac
