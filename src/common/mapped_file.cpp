@@ -1,0 +1,74 @@
+// MappedFile: open + fstat + mmap(PROT_READ, MAP_PRIVATE); the descriptor is closed right
+// after mapping (the mapping stays valid).
+#include "common/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/check.h"
+
+namespace smezo {
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  SMEZO_REQUIRE(fd >= 0, "cannot open %s: %s", path.c_str(), std::strerror(errno));
+
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw_error("cannot stat %s: %s", path.c_str(), std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw_error("cannot map %s: not a regular file%s", path.c_str(),
+                S_ISDIR(st.st_mode) ? " (it is a directory)" : "");
+  }
+
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->size_ = static_cast<int64_t>(st.st_size);
+  if (file->size_ > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(file->size_), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      throw_error("cannot mmap %s (%lld bytes): %s", path.c_str(),
+                  static_cast<long long>(file->size_), std::strerror(err));
+    }
+    file->data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return file;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      path_(std::move(other.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::unmap() {
+  if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), static_cast<size_t>(size_));
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace smezo

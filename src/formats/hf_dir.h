@@ -1,0 +1,47 @@
+// Hugging Face model directories: config.json plus safetensors weights.
+//
+// Directory layout read by load_hf_dir:
+//   <dir>/config.json                      required; see parse_hf_config
+//   <dir>/model.safetensors                one file with every tensor, or else
+//   <dir>/model.safetensors.index.json     {"weight_map": {"<tensor name>": "<shard file>"}}
+//   <dir>/<shard file> ...                 each shard listed in the index (paths relative
+//                                          to <dir>)
+// model.safetensors wins when both it and the index exist (as in transformers).
+//
+// config.json subset (model_type selects the architecture):
+//   llama, mistral: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+//     vocab_size, max_position_embeddings (required); num_key_value_heads (default heads),
+//     head_dim (default hidden_size / heads), rms_norm_eps (1e-6), rope_theta (10000; or
+//     rope_parameters.rope_theta as transformers 5 writes it), tie_word_embeddings (false),
+//     bos_token_id (1), eos_token_id (2; a list uses its first entry); hidden_act must be
+//     "silu", rope_scaling / rope_parameters must be null or of rope_type "default".
+//     llama: attention_bias (false) sets linear_bias; mlp_bias, if present, must match it.
+//     mistral: sliding_window (null -> 0, absent -> 4096 as in transformers); no biases.
+//   opt: hidden_size, ffn_dim, num_hidden_layers, num_attention_heads, vocab_size,
+//     max_position_embeddings (required); tie_word_embeddings (true), bos_token_id (2),
+//     eos_token_id (2); word_embed_proj_dim must equal hidden_size, do_layer_norm_before,
+//     enable_bias and layer_norm_elementwise_affine must be true, activation_function
+//     must be "relu". Layer norm eps 1e-5, learned positions offset by 2, biases, tied head.
+#pragma once
+
+#include <string>
+
+#include "model/weight_source.h"
+#include "smezo/model_config.h"
+
+namespace smezo {
+
+// Reads a transformers config.json; throws smezo::Error naming the file and the field.
+ModelConfig parse_hf_config(const std::string& config_json_path);
+
+// The reverse: a config.json text that transformers (and parse_hf_config) load back to cfg.
+// torch_dtype is written as given ("float32", "bfloat16", "float16"). Throws when cfg has a
+// setting the architecture's config.json cannot express (e.g. interleaved RoPE for LLaMA).
+std::string hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
+
+// Loads <dir> (layout above). dir may also be a path to a .safetensors file whose
+// directory holds config.json. The tensors are memory-mapped; the mappings are in
+// keep_alive. Throws smezo::Error naming the directory/file and what was missing.
+WeightSource load_hf_dir(const std::string& dir);
+
+}  // namespace smezo

@@ -1,0 +1,281 @@
+// safetensors reader/writer: bit-exact round trips for F32/F16/BF16, metadata, the writer's
+// layout (8-byte aligned data, no leftover .tmp), and one test per corruption the reader must
+// reject with a message naming the file and the tensor.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/check.h"
+#include "common/half.h"
+#include "common/mapped_file.h"
+#include "formats/safetensors.h"
+#include "test_util.h"
+
+using smezo::DType;
+using smezo::SafetensorsEntry;
+using smezo::SafetensorsFile;
+using testing::HasSubstr;
+
+namespace {
+
+// The message of the smezo::Error fn throws; fails the test when it throws nothing.
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const smezo::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected smezo::Error";
+  return "";
+}
+
+// A safetensors file assembled by hand: 8-byte length, header text, data bytes.
+std::string raw_safetensors(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; i++) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+
+std::vector<uint16_t> to_halves(const std::vector<float>& v, DType dtype) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); i++)
+    out[i] = dtype == smezo::DTYPE_F16 ? smezo::float_to_f16(v[i]) : smezo::float_to_bf16(v[i]);
+  return out;
+}
+
+// Writes a hand-made file with one tensor entry `entry` (a JSON object text) and `data_bytes`
+// of data, and returns the reader's error message.
+std::string corrupt_error(const std::string& tag, const std::string& entry, int data_bytes,
+                          std::string* path_out) {
+  std::string path = smezo_test::make_temp_dir(tag) + "/bad.safetensors";
+  *path_out = path;
+  smezo_test::write_file(path, raw_safetensors("{\"layer.w\":" + entry + "}",
+                                               std::string(static_cast<size_t>(data_bytes), 'x')));
+  return error_of([&] { SafetensorsFile f(path); });
+}
+
+}  // namespace
+
+TEST(Safetensors, RoundTripF32F16BF16BitExact) {
+  std::string path = smezo_test::make_temp_dir("st_roundtrip") + "/t.safetensors";
+  std::vector<float> a = smezo_test::random_floats(3 * 5, 1);
+  std::vector<uint16_t> b = to_halves(smezo_test::random_floats(4 * 7, 2, -8.0f, 8.0f),
+                                      smezo::DTYPE_F16);
+  std::vector<uint16_t> c = to_halves(smezo_test::random_floats(2 * 3 * 3, 3), smezo::DTYPE_BF16);
+  std::vector<float> scalar = {3.25f};
+  std::vector<SafetensorsEntry> entries = {
+      {"half.b", smezo::DTYPE_F16, {4, 7}, b.data()},   // odd byte count before the F32s
+      {"f32.a", smezo::DTYPE_F32, {3, 5}, a.data()},
+      {"bf16.c", smezo::DTYPE_BF16, {2, 3, 3}, c.data()},
+      {"scalar", smezo::DTYPE_F32, {}, scalar.data()},
+      {"empty", smezo::DTYPE_F16, {0, 3}, nullptr},
+  };
+  smezo::write_safetensors(path, entries, {});
+
+  SafetensorsFile f(path);
+  ASSERT_EQ(f.tensors().size(), entries.size());
+  EXPECT_TRUE(f.metadata().empty());
+  for (const SafetensorsEntry& e : entries) {
+    SCOPED_TRACE(e.name);
+    ASSERT_TRUE(f.has(e.name));
+    const smezo::HostTensorView& v = f.tensor(e.name);
+    EXPECT_EQ(v.name, e.name);
+    EXPECT_EQ(v.dtype, e.dtype);
+    EXPECT_EQ(v.shape, e.shape);
+    EXPECT_EQ(v.file, path);
+    int64_t nbytes = v.numel() * smezo::dtype_size(v.dtype);
+    if (nbytes > 0) {
+      EXPECT_EQ(std::memcmp(v.data, e.data, static_cast<size_t>(nbytes)), 0);
+    }
+    // the writer's layout keeps every tensor aligned to its element size
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data) % smezo::dtype_size(v.dtype), 0u);
+  }
+  std::vector<float> back(a.size());
+  smezo::convert_to_f32(f.tensor("f32.a").data, smezo::DTYPE_F32, 15, back.data());
+  EXPECT_EQ(back, a);
+  EXPECT_THAT(error_of([&] { f.tensor("nope"); }), HasSubstr("'nope'"));
+}
+
+TEST(Safetensors, MetadataRoundTrip) {
+  std::string path = smezo_test::make_temp_dir("st_meta") + "/m.safetensors";
+  std::vector<float> w = smezo_test::random_floats(4, 7);
+  std::map<std::string, std::string> meta = {{"format", "pt"}, {"step", "1200"}, {"note", "a b\"c"}};
+  smezo::write_safetensors(path, {{"w", smezo::DTYPE_F32, {4}, w.data()}}, meta);
+  SafetensorsFile f(path);
+  EXPECT_EQ(f.metadata(), meta);
+}
+
+TEST(Safetensors, WriterLayoutMatchesFormat) {
+  std::string dir = smezo_test::make_temp_dir("st_layout");
+  std::string path = dir + "/l.safetensors";
+  std::vector<uint16_t> h(3, 0x3c00);
+  std::vector<float> w = smezo_test::random_floats(6, 8);
+  smezo::write_safetensors(path, {{"h", smezo::DTYPE_BF16, {3}, h.data()},
+                                  {"w", smezo::DTYPE_F32, {2, 3}, w.data()}},
+                           {{"format", "pt"}});
+  std::string bytes = smezo_test::read_file(path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; i--) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  EXPECT_EQ((8 + n) % 8, 0u);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
+  EXPECT_EQ(header["__metadata__"]["format"], "pt");
+  EXPECT_EQ(header["w"]["dtype"], "F32");
+  EXPECT_EQ(header["w"]["shape"], nlohmann::json({2, 3}));
+  EXPECT_EQ(header["w"]["data_offsets"], nlohmann::json({0, 24}));  // largest dtype first
+  EXPECT_EQ(header["h"]["data_offsets"], nlohmann::json({24, 30}));
+  EXPECT_EQ(bytes.size(), 8 + n + 30);  // tensors tile the data region exactly
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good());
+
+  // overwriting an existing file replaces it
+  smezo::write_safetensors(path, {{"w", smezo::DTYPE_F32, {6}, w.data()}}, {});
+  SafetensorsFile f(path);
+  EXPECT_EQ(f.tensors().size(), 1u);
+  EXPECT_EQ(f.tensor("w").shape, std::vector<int64_t>{6});
+}
+
+TEST(Safetensors, WriterRejectsBadEntries) {
+  std::string path = smezo_test::make_temp_dir("st_badwrite") + "/x.safetensors";
+  float v = 1.0f;
+  std::string msg = error_of([&] {
+    smezo::write_safetensors(path, {{"a", smezo::DTYPE_F32, {1}, &v},
+                                    {"a", smezo::DTYPE_F32, {1}, &v}}, {});
+  });
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'a'"));
+  msg = error_of([&] { smezo::write_safetensors(path, {{"neg", smezo::DTYPE_F32, {-1}, &v}}, {}); });
+  EXPECT_THAT(msg, HasSubstr("'neg'"));
+  msg = error_of([&] {
+    smezo::write_safetensors("/nonexistent_dir_smezo/x.safetensors",
+                             {{"a", smezo::DTYPE_F32, {1}, &v}}, {});
+  });
+  EXPECT_THAT(msg, HasSubstr("/nonexistent_dir_smezo/x.safetensors.tmp"));
+}
+
+TEST(Safetensors, MissingFile) {
+  std::string path = smezo_test::make_temp_dir("st_missing") + "/absent.safetensors";
+  std::string msg = error_of([&] { SafetensorsFile f(path); });
+  EXPECT_THAT(msg, HasSubstr("cannot open " + path));
+  EXPECT_THAT(msg, HasSubstr("No such file"));
+}
+
+TEST(Safetensors, MappedFileIsMovableAndMapsBytes) {
+  std::string path = smezo_test::make_temp_dir("st_map") + "/f.bin";
+  smezo_test::write_file(path, "hello");
+  auto m = smezo::MappedFile::open(path);
+  EXPECT_EQ(m->size(), 5);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(m->data()), 5), "hello");
+  smezo::MappedFile moved = std::move(*m);
+  EXPECT_EQ(moved.size(), 5);
+  EXPECT_EQ(moved.path(), path);
+  EXPECT_EQ(m->data(), nullptr);
+  EXPECT_THAT(error_of([&] { smezo::MappedFile::open(smezo_test::make_temp_dir("st_dir")); }),
+              HasSubstr("directory"));
+}
+
+TEST(Safetensors, RejectsFileShorterThan8Bytes) {
+  std::string path = smezo_test::make_temp_dir("st_short") + "/s.safetensors";
+  smezo_test::write_file(path, "abc");
+  std::string msg = error_of([&] { SafetensorsFile f(path); });
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("8-byte"));
+}
+
+TEST(Safetensors, RejectsHeaderLengthPastEnd) {
+  std::string path = smezo_test::make_temp_dir("st_hlen") + "/h.safetensors";
+  std::string bytes = raw_safetensors("{}", "");
+  bytes[0] = 100;  // claims a 100-byte header, the file has 2
+  smezo_test::write_file(path, bytes);
+  std::string msg = error_of([&] { SafetensorsFile f(path); });
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("header length 100"));
+}
+
+TEST(Safetensors, RejectsMalformedJson) {
+  std::string path = smezo_test::make_temp_dir("st_json") + "/j.safetensors";
+  smezo_test::write_file(path, raw_safetensors("{\"w\": {\"dtype\": \"F32\",", ""));
+  std::string msg = error_of([&] { SafetensorsFile f(path); });
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("not valid JSON"));
+}
+
+TEST(Safetensors, RejectsMissingFields) {
+  std::string path;
+  std::string msg = corrupt_error("st_nodtype", R"({"shape":[1],"data_offsets":[0,4]})", 4, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("dtype"));
+  msg = corrupt_error("st_noshape", R"({"dtype":"F32","data_offsets":[0,4]})", 4, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("shape"));
+  msg = corrupt_error("st_nooff", R"({"dtype":"F32","shape":[1]})", 4, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("data_offsets"));
+}
+
+TEST(Safetensors, RejectsOffsetsPastEndOfFile) {
+  std::string path;
+  std::string msg = corrupt_error("st_eof", R"({"dtype":"F32","shape":[4],"data_offsets":[0,16]})",
+                                  12, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("past the end"));
+}
+
+TEST(Safetensors, RejectsBeginAfterEnd) {
+  std::string path;
+  std::string msg = corrupt_error("st_order", R"({"dtype":"F32","shape":[1],"data_offsets":[8,4]})",
+                                  8, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("after end"));
+}
+
+TEST(Safetensors, RejectsSizeMismatch) {
+  std::string path;
+  std::string msg = corrupt_error("st_size", R"({"dtype":"BF16","shape":[2,3],"data_offsets":[0,8]})",
+                                  8, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("needs 12"));
+}
+
+TEST(Safetensors, RejectsNegativeDimension) {
+  std::string path;
+  std::string msg = corrupt_error("st_negdim", R"({"dtype":"F32","shape":[-1,4],"data_offsets":[0,0]})",
+                                  0, &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'layer.w'"));
+  EXPECT_THAT(msg, HasSubstr("non-negative"));
+}
+
+TEST(Safetensors, RejectsUnsupportedDtype) {
+  for (const char* dtype : {"I32", "F64", "U8"}) {
+    std::string path;
+    std::string msg = corrupt_error(
+        "st_dtype", std::string(R"({"dtype":")") + dtype + R"(","shape":[1],"data_offsets":[0,4]})",
+        4, &path);
+    EXPECT_THAT(msg, HasSubstr(path));
+    EXPECT_THAT(msg, HasSubstr("tensor 'layer.w' has dtype " + std::string(dtype)));
+    EXPECT_THAT(msg, HasSubstr("F32, F16 and BF16"));
+  }
+}
+
+TEST(Safetensors, RejectsNonStringMetadata) {
+  std::string path = smezo_test::make_temp_dir("st_badmeta") + "/m.safetensors";
+  smezo_test::write_file(path, raw_safetensors(R"({"__metadata__":{"step":3}})", ""));
+  std::string msg = error_of([&] { SafetensorsFile f(path); });
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("'step'"));
+}
