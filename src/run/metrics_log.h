@@ -1,0 +1,46 @@
+// JSONL metrics log: one JSON object per line, e.g.
+//   {"step":120,"loss":0.6931,"lr":1e-06,"g":-3.2,"dev_acc":null}
+// Generic: the caller decides the keys. Each line is written with one fwrite and flushed
+// (fflush, not fsync) so `tail -f` and a crash both see whole lines. Non-finite numbers are
+// written as null (JSON has no NaN). Invalid UTF-8 in strings is replaced, never thrown on.
+//
+// Resume: open with append=true. A partial last line left by a crash (no trailing '\n') is
+// cut off on open, so new lines never glue onto it. metrics_log_truncate_after() drops the
+// lines logged after the checkpoint being resumed from, so steps are not duplicated.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace smezo {
+
+class MetricsLog {
+ public:
+  // append=false creates or empties `path`; append=true keeps what is there.
+  MetricsLog(const std::string& path, bool append);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  // Writes `record` (must be a JSON object) as one line and flushes it.
+  void write(const nlohmann::json& record);
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  FILE* f_ = nullptr;
+};
+
+// Reads every complete line back. A final line without '\n' (crash mid-write) is ignored;
+// a line that is not a JSON object anywhere else throws smezo::Error naming file and line.
+std::vector<nlohmann::json> metrics_log_read(const std::string& path);
+
+// Rewrites `path` atomically without the records whose "step" is > `step` (records without
+// a numeric "step" are kept). Returns how many records were dropped. Missing file: returns 0.
+int64_t metrics_log_truncate_after(const std::string& path, int64_t step);
+
+}  // namespace smezo
