@@ -5,5 +5,8 @@ namespace smezo {
 
 int command_info(int argc, char** argv);
 int command_generate(int argc, char** argv);
+int command_train(int argc, char** argv);
+int command_eval(int argc, char** argv);
+int command_replay(int argc, char** argv);
 
 }  // namespace smezo

@@ -16,6 +16,11 @@ void print_usage() {
       "commands:\n"
       "  info [MODEL]         architecture, shapes, dtypes and parameter count\n"
       "  generate [options]   text generation (greedy with --temperature 0)\n"
+      "  train [options]      zeroth-order fine-tuning: --task sst2|rte|boolq|wic|multirc|copa|cb\n"
+      "                       --method mezo|smezo|rmezo --sparsity S --lr LR --eps EPS --steps N\n"
+      "                       --batch B --out DIR [--resume] (see README for every option)\n"
+      "  eval [options]       accuracy on --task, --mode zero-shot|icl [--shots K], --split dev|test\n"
+      "  replay BASE LOG --out DIR   rebuild fine-tuned weights from a seed log\n"
       "  help                 this text\n"
       "common options: --model PATH (default: the bundled stories260K), --tokenizer PATH,\n"
       "                --device cpu|cuda\n");
@@ -32,6 +37,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return smezo::command_info(argc, argv);
     if (command == "generate") return smezo::command_generate(argc, argv);
+    if (command == "train") return smezo::command_train(argc, argv);
+    if (command == "eval") return smezo::command_eval(argc, argv);
+    if (command == "replay") return smezo::command_replay(argc, argv);
     std::fprintf(stderr, "smezo: error: unknown command '%s' (see 'smezo help')\n", command.c_str());
     return 2;
   } catch (const smezo::Error& e) {

@@ -53,10 +53,17 @@ void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& toke
 }
 
 LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows) {
-  LoadedModel lm;
-  lm.model_path = args.str("model", default_model_path());
+  std::string model_path = args.str("model", default_model_path());
   std::string tokenizer_arg = args.str("tokenizer", "");
-  lm.backend = make_backend(args.str("device", "cpu"));
+  std::string device = args.str("device", "cpu");
+  return open_model_paths(model_path, tokenizer_arg, device, max_tokens, max_logit_rows);
+}
+
+LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_arg,
+                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows) {
+  LoadedModel lm;
+  lm.model_path = model_path;
+  lm.backend = make_backend(device);
   WeightSource source = load_weights(lm.model_path);
   lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, tokenizer_arg);
   lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);

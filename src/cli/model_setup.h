@@ -23,6 +23,9 @@ std::string default_model_path();
 
 // Reads --model, --tokenizer, --device; sizes the workspace for max_tokens/max_logit_rows.
 LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows);
+// The same from explicit values (tokenizer_arg may be empty: see resolve_tokenizer_path).
+LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_arg,
+                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows);
 
 std::unique_ptr<Backend> make_backend(const std::string& device);
 

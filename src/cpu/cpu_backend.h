@@ -38,7 +38,7 @@ class CpuBackend : public Backend {
   void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) override;
   void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) override;
 
-  void update(Param& p, float coef, uint64_t seed) override;
+  void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
  private:

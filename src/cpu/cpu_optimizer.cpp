@@ -45,11 +45,13 @@ void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t c
   });
 }
 
-void CpuBackend::update(Param& p, float coef, uint64_t seed) {
+void CpuBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   if (!p.info.trainable) return;
   float* w = p.w.f32();
   for_each_noise(seed, p.info.tensor_id, 0, p.w.numel(), [&](int64_t i, float z) {
-    w[i] = updated_value(w[i], z, coef, keep(p.info, w[i], i));
+    const bool k = keep(p.info, w[i], i);
+    const float w1 = updated_value(w[i], z, coef, k);
+    w[i] = k ? fp_fma(-decay, w[i], w1) : w1;
   });
 }
 

@@ -22,10 +22,7 @@ WeightSource load_weights(const std::string& path) {
   SMEZO_REQUIRE(stat(path.c_str(), &st) == 0, "cannot open model %s: no such file or directory",
                 path.c_str());
   if (S_ISDIR(st.st_mode)) return load_hf_dir(path);
-  if (ends_with(path, ".safetensors")) {
-    size_t slash = path.find_last_of('/');
-    return load_hf_dir(slash == std::string::npos ? "." : path.substr(0, slash));
-  }
+  if (ends_with(path, ".safetensors")) return load_hf_dir(path);
   if (ends_with(path, ".bin")) return load_llama2c(path);
   if (ends_with(path, ".gguf"))
     throw_error("%s: GGUF checkpoints are not supported yet; convert to a Hugging Face directory",

@@ -74,8 +74,11 @@ class Backend {
   virtual void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) = 0;
 
   // ---- optimiser
-  // W <- W - coef * m(W) ⊙ z(seed, tensor_id)   (coef = lr * g)
-  virtual void update(Param& p, float coef, uint64_t seed) = 0;
+  // W <- W - coef * m(W) ⊙ z(seed, tensor_id) - decay * m(W) ⊙ W   (coef = lr * g,
+  // decay = lr * weight_decay or 0). Per kept entry, in float with explicit FMAs:
+  //   w1 = fma(-coef, z, w);  w_new = fma(-decay, w, w1)   (decay 0 gives w1 exactly)
+  // The mask is computed from W before the update. Untrainable parameters are left alone.
+  virtual void update(Param& p, float coef, float decay, uint64_t seed) = 0;
   // the q-quantile of |W| by exact selection (the k-th smallest, k = floor(q * (n - 1)))
   virtual float abs_quantile(const Param& p, double q) = 0;
 };

@@ -147,8 +147,8 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     // MLP block
     backend_.norm(xn, x, L.ffn_norm, bias(L.ffn_norm_bias), c.norm_kind, c.norm_eps, probe);
     if (c.mlp_kind == MLP_SWIGLU) {
-      backend_.linear(h_gate, xn, L.w_gate, nullptr, probe);
-      backend_.linear(h_up, xn, L.w_up, nullptr, probe);
+      backend_.linear(h_gate, xn, L.w_gate, bias(L.b_gate), probe);
+      backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);
       backend_.swiglu(h_up, h_gate, h_up);
     } else {
       backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);

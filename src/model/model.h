@@ -28,7 +28,8 @@ struct LayerParams {
   Param w_gate;          // (hidden, dim), SwiGLU only
   Param w_up;            // (hidden, dim): SwiGLU up_proj, or OPT fc1
   Param w_down;          // (dim, hidden): SwiGLU down_proj, or OPT fc2
-  Param b_up, b_down;    // (1, hidden), (1, dim), linear_bias only
+  Param b_gate, b_up;    // (1, hidden), linear_bias only
+  Param b_down;          // (1, dim), linear_bias only
 };
 
 struct ModelParams {
@@ -69,6 +70,7 @@ class Model {
   const ModelParams& weights() const { return weights_; }
   int64_t parameter_count() const;
   int64_t max_tokens() const { return max_tokens_; }
+  int64_t max_logit_rows() const { return max_logit_rows_; }
 
  private:
   struct Workspace {

@@ -37,6 +37,11 @@ void list_llama(const ModelConfig& c, ModelParams& w, Lister& add) {
     add(p + "mlp.gate_proj.weight", {c.hidden_dim, c.dim}, true, &l.w_gate);
     add(p + "mlp.up_proj.weight", {c.hidden_dim, c.dim}, true, &l.w_up);
     add(p + "mlp.down_proj.weight", {c.dim, c.hidden_dim}, true, &l.w_down);
+    if (c.linear_bias) {  // Hugging Face LLaMA's mlp_bias (same flag as attention_bias here)
+      add(p + "mlp.gate_proj.bias", {c.hidden_dim}, false, &l.b_gate);
+      add(p + "mlp.up_proj.bias", {c.hidden_dim}, false, &l.b_up);
+      add(p + "mlp.down_proj.bias", {c.dim}, false, &l.b_down);
+    }
   }
   add("model.norm.weight", {c.dim}, false, &w.final_norm);
   if (!c.tied_lm_head) add("lm_head.weight", {c.vocab_size, c.dim}, true, &w.lm_head);

@@ -1,0 +1,83 @@
+// Hugging Face checkpoint export (see checkpoint.h).
+#include "train/checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "common/check.h"
+#include "formats/hf_dir.h"
+#include "formats/safetensors.h"
+#include "run/summary.h"
+
+namespace smezo {
+
+namespace {
+
+bool is_qk(const std::string& name) {
+  return name.find("self_attn.q_proj.weight") != std::string::npos ||
+         name.find("self_attn.k_proj.weight") != std::string::npos;
+}
+
+// Interleaved pairs (2i, 2i+1) of each head -> rotate-half rows (i, i + hd/2).
+std::vector<float> permute_to_rotate_half(const std::vector<float>& w, int64_t rows, int64_t cols, int64_t hd) {
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < rows / hd; h++)
+    for (int64_t i = 0; i < hd / 2; i++)
+      for (int64_t k = 0; k < cols; k++) {
+        out[(h * hd + i) * cols + k] = w[(h * hd + 2 * i) * cols + k];
+        out[(h * hd + i + hd / 2) * cols + k] = w[(h * hd + 2 * i + 1) * cols + k];
+      }
+  return out;
+}
+
+void copy_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  SMEZO_REQUIRE(in.good(), "cannot read %s", from.c_str());
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  SMEZO_REQUIRE(out.good(), "cannot write %s", to.c_str());
+}
+
+}  // namespace
+
+void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path) {
+  ModelConfig config = model.config();
+  const bool permute = config.arch != ARCH_OPT && config.rope_style == ROPE_INTERLEAVED;
+  config.rope_style = ROPE_ROTATE_HALF;
+  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  std::system(("rm -rf '" + tmp + "' && mkdir -p '" + tmp + "'").c_str());
+  struct stat st;
+  SMEZO_REQUIRE(stat(tmp.c_str(), &st) == 0, "cannot create checkpoint directory %s", tmp.c_str());
+
+  std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
+  for (const ExpectedTensor& e : expected_tensors(config)) shapes[e.name] = e.shape;
+  std::vector<std::vector<float>> data;
+  std::vector<SafetensorsEntry> entries;
+  data.reserve(model.params().size());
+  for (const Param* p : model.params()) {
+    std::vector<float> host(static_cast<size_t>(p->w.numel()));
+    model.backend().download(p->w, host.data());
+    if (permute && is_qk(p->info.name)) host = permute_to_rotate_half(host, p->w.rows, p->w.cols, config.head_dim);
+    data.push_back(std::move(host));
+    SafetensorsEntry e;
+    e.name = p->info.name;
+    e.dtype = DTYPE_F32;
+    e.shape = shapes.at(p->info.name);
+    e.data = data.back().data();
+    entries.push_back(e);
+  }
+  write_safetensors(tmp + "/model.safetensors", entries, {{"format", "pt"}});
+  run_write_file_atomic(tmp + "/config.json", hf_config_json(config, "float32"));
+  if (!tokenizer_path.empty()) copy_file(tokenizer_path, tmp + "/tokenizer.model");
+  // swap in: dir -> dir.old, tmp -> dir, drop dir.old
+  std::system(("rm -rf '" + old + "'").c_str());
+  if (stat(dir.c_str(), &st) == 0) SMEZO_REQUIRE(std::rename(dir.c_str(), old.c_str()) == 0, "cannot replace %s", dir.c_str());
+  SMEZO_REQUIRE(std::rename(tmp.c_str(), dir.c_str()) == 0, "cannot move checkpoint into %s", dir.c_str());
+  std::system(("rm -rf '" + old + "'").c_str());
+}
+
+}  // namespace smezo

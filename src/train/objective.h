@@ -1,0 +1,40 @@
+// Losses and scores over encoded task examples (DESIGN.md, "Tasks, losses, evaluation").
+// Every candidate of every example goes into packed forwards (chunked to the model's
+// workspace); logits are computed only at the rows that predict option tokens.
+//   score(candidate) = mean over its option tokens of log p(token | prefix)
+//   classification loss = mean over examples of -log softmax(scores)[gold]
+//   gold-token loss (COPA) = mean over all gold option tokens of -log p(token | prefix)
+//   accuracy = fraction of examples whose highest score is the gold candidate
+#pragma once
+
+#include <vector>
+
+#include "model/model.h"
+#include "tasks/task_encode.h"
+
+namespace smezo {
+
+struct CandidateScore {
+  double sum_logprob = 0;  // over the option tokens
+  int64_t n_tokens = 0;
+  double mean_logprob() const { return n_tokens ? sum_logprob / n_tokens : 0.0; }
+};
+
+// Scores of each example's candidates (gold_only: just the gold one; the rest stay empty).
+std::vector<std::vector<CandidateScore>> score_examples(Model& model,
+                                                        const std::vector<const EncodedExample*>& examples,
+                                                        const Probe& probe, bool gold_only);
+
+double classification_loss(const std::vector<std::vector<CandidateScore>>& scores,
+                           const std::vector<const EncodedExample*>& examples);
+double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
+                       const std::vector<const EncodedExample*>& examples);
+
+// The training loss of a minibatch under a probe.
+double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
+                  bool as_classification);
+
+// Length-normalised candidate log-likelihood accuracy, in batches of batch_examples.
+double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples);
+
+}  // namespace smezo

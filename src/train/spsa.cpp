@@ -1,0 +1,187 @@
+// SPSA optimiser (see spsa.h).
+#include "train/spsa.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/check.h"
+
+namespace smezo {
+
+namespace {
+
+bool is_norm(const ParamInfo& p) { return p.name.find("norm") != std::string::npos; }
+bool is_bias(const ParamInfo& p) { return p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0; }
+bool is_embedding(const ParamInfo& p) { return p.name.find("embed") != std::string::npos; }
+
+std::string float_hex_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", u);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+Method method_parse(const std::string& name) {
+  if (name == "mezo") return METHOD_MEZO;
+  if (name == "smezo" || name == "s-mezo" || name == "sparse-mezo") return METHOD_SMEZO;
+  if (name == "rmezo" || name == "r-mezo") return METHOD_RMEZO;
+  throw_error("unknown method '%s' (choose mezo, smezo or rmezo)", name.c_str());
+}
+
+const char* method_name(Method m) {
+  switch (m) {
+    case METHOD_MEZO: return "mezo";
+    case METHOD_SMEZO: return "smezo";
+    case METHOD_RMEZO: return "rmezo";
+  }
+  return "?";
+}
+
+LrSchedule lr_schedule_parse(const std::string& name) {
+  if (name == "constant") return LR_CONSTANT;
+  if (name == "linear") return LR_LINEAR;
+  throw_error("unknown learning-rate schedule '%s' (choose constant or linear)", name.c_str());
+}
+
+const char* lr_schedule_name(LrSchedule s) { return s == LR_CONSTANT ? "constant" : "linear"; }
+
+void spsa_validate(const SpsaOptions& o) {
+  SMEZO_REQUIRE(o.sparsity >= 0.0 && o.sparsity < 1.0,
+                "sparsity %g is outside [0, 1): it is the fraction of each weight left untuned", o.sparsity);
+  SMEZO_REQUIRE(std::isfinite(o.eps) && o.eps > 0.0f, "eps %g must be a positive number (MeZO uses 1e-3)",
+                o.eps);
+  SMEZO_REQUIRE(std::isfinite(o.lr) && o.lr >= 0.0f, "learning rate %g must be >= 0", o.lr);
+  SMEZO_REQUIRE(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f, "weight decay %g must be >= 0",
+                o.weight_decay);
+  SMEZO_REQUIRE(o.method != METHOD_MEZO || o.sparsity == 0.0,
+                "mezo tunes every entry: --sparsity %g applies to smezo and rmezo only", o.sparsity);
+  SMEZO_REQUIRE(o.total_steps > 0, "the number of steps must be positive (got %lld)", (long long)o.total_steps);
+}
+
+SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(model), opts_(opts) {
+  spsa_validate(opts_);
+  const uint64_t mask_seed = splitmix64(opts_.seed ^ 0x524D455A4FULL);  // "RMEZO"
+  for (Param* p : model_.params()) {
+    ParamInfo& info = p->info;
+    info.trainable = !((opts_.freeze_embeddings && is_embedding(info)) ||
+                       (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
+    info.mask = MASK_DENSE;
+    info.threshold = 0.0f;
+    info.keep_prob = 1.0f;
+    if (info.is_linear && opts_.method == METHOD_SMEZO) {
+      info.mask = MASK_MAGNITUDE;
+      info.threshold = opts_.sparsity == 0.0 ? std::numeric_limits<float>::infinity()
+                                             : model_.backend().abs_quantile(*p, 1.0 - opts_.sparsity);
+    } else if (info.is_linear && opts_.method == METHOD_RMEZO && opts_.sparsity > 0.0) {
+      info.mask = MASK_RANDOM;
+      info.keep_prob = static_cast<float>(1.0 - opts_.sparsity);
+      info.mask_seed = mask_seed;
+    }
+    if (info.trainable) tuned_count_ += p->w.numel();
+  }
+}
+
+uint64_t SpsaOptimizer::step_seed(int64_t step) const {
+  return splitmix64(opts_.seed * 0x100000001B3ULL + static_cast<uint64_t>(step));
+}
+
+float SpsaOptimizer::lr_at(int64_t step) const {
+  if (opts_.schedule == LR_CONSTANT) return opts_.lr;
+  // linear decay to 0 over the run; steps are 1-based
+  double frac = 1.0 - static_cast<double>(step - 1) / static_cast<double>(opts_.total_steps);
+  return static_cast<float>(opts_.lr * (frac > 0.0 ? frac : 0.0));
+}
+
+SpsaStep SpsaOptimizer::step(int64_t step, const std::function<double(const Probe&)>& loss) {
+  SpsaStep r;
+  r.step = step;
+  r.seed = step_seed(step);
+  r.lr = lr_at(step);
+  r.loss_plus = loss(Probe{opts_.eps, r.seed});
+  r.loss_minus = loss(Probe{-opts_.eps, r.seed});
+  SMEZO_REQUIRE(std::isfinite(r.loss_plus) && std::isfinite(r.loss_minus),
+                "the loss became %s at step %lld (l+ = %g, l- = %g); the weights are those after "
+                "step %lld ---> HINT: lower the learning rate or eps",
+                std::isnan(r.loss_plus) || std::isnan(r.loss_minus) ? "NaN" : "infinite",
+                (long long)step, r.loss_plus, r.loss_minus, (long long)(step - 1));
+  r.g = static_cast<float>((r.loss_plus - r.loss_minus) / (2.0 * static_cast<double>(opts_.eps)));
+  apply_update(r.seed, r.g, r.lr);
+  return r;
+}
+
+void SpsaOptimizer::apply_update(uint64_t seed, float g, float lr) {
+  const float coef = lr * g;
+  const float decay = lr * opts_.weight_decay;
+  for (Param* p : model_.params()) {
+    const bool decayed = !is_norm(p->info) && !is_bias(p->info);
+    model_.backend().update(*p, coef, decayed ? decay : 0.0f, seed);
+  }
+}
+
+nlohmann::json SpsaOptimizer::describe() const {
+  nlohmann::json j;
+  j["method"] = method_name(opts_.method);
+  j["sparsity"] = opts_.sparsity;
+  j["eps"] = opts_.eps;
+  j["lr"] = opts_.lr;
+  j["lr_schedule"] = lr_schedule_name(opts_.schedule);
+  j["total_steps"] = opts_.total_steps;
+  j["weight_decay"] = opts_.weight_decay;
+  j["seed"] = opts_.seed;
+  j["freeze"] = {{"embeddings", opts_.freeze_embeddings}, {"norms", opts_.freeze_norms},
+                 {"biases", opts_.freeze_biases}};
+  nlohmann::json thresholds = nlohmann::json::object();
+  for (Param* p : model_.params())
+    if (p->info.mask == MASK_MAGNITUDE) thresholds[p->info.name] = float_hex_bits(p->info.threshold);
+  j["thresholds_f32_bits"] = thresholds;
+  return j;
+}
+
+SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    SpsaOptions o;
+    o.method = method_parse(j.at("method").get<std::string>());
+    o.sparsity = j.at("sparsity").get<double>();
+    o.eps = j.at("eps").get<float>();
+    o.lr = j.at("lr").get<float>();
+    o.schedule = lr_schedule_parse(j.at("lr_schedule").get<std::string>());
+    o.total_steps = j.at("total_steps").get<int64_t>();
+    o.weight_decay = j.at("weight_decay").get<float>();
+    o.seed = j.at("seed").get<uint64_t>();
+    o.freeze_embeddings = j.at("freeze").at("embeddings").get<bool>();
+    o.freeze_norms = j.at("freeze").at("norms").get<bool>();
+    o.freeze_biases = j.at("freeze").at("biases").get<bool>();
+    return o;
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("%s: the run header is incomplete or malformed: %s", source.c_str(), e.what());
+  }
+}
+
+void SpsaOptimizer::check_matches(const nlohmann::json& header, const std::string& path) const {
+  nlohmann::json mine = describe();
+  for (const char* key : {"method", "sparsity", "eps", "lr", "lr_schedule", "total_steps", "weight_decay",
+                          "seed", "freeze"}) {
+    SMEZO_REQUIRE(header.contains(key), "%s: the header has no field '%s'", path.c_str(), key);
+    SMEZO_REQUIRE(header[key] == mine[key], "%s: field '%s' is %s in the log but %s here", path.c_str(),
+                  key, header[key].dump().c_str(), mine[key].dump().c_str());
+  }
+  const nlohmann::json& theirs = header.value("thresholds_f32_bits", nlohmann::json::object());
+  for (auto& kv : mine["thresholds_f32_bits"].items()) {
+    SMEZO_REQUIRE(theirs.contains(kv.key()) && theirs[kv.key()] == kv.value(),
+                  "%s: the S-MeZO threshold of %s differs from the logged one: this is not the base "
+                  "model the run started from", path.c_str(), kv.key().c_str());
+  }
+}
+
+}  // namespace smezo

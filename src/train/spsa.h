@@ -1,0 +1,92 @@
+// The zeroth-order SPSA optimiser shared by MeZO, Sparse-MeZO and R-MeZO (DESIGN.md,
+// "The algorithm"). Per step t with seed s_t:
+//   l+ = L(W + eps·m(W)⊙z),  l- = L(W - eps·m(W)⊙z),  g = (l+ - l-) / (2 eps)
+//   W <- W - lr_t·g·m(W)⊙z  (- lr_t·wd·m(W)⊙W on decayed parameters)
+// The probes never write W (the backend reads W through a Probe); only the update does.
+// Masks: MeZO m ≡ 1; S-MeZO m = [|w| <= h] with h the (1 - sparsity) quantile of |W| of the
+// base weights, per linear tensor (sparsity 0: h = +inf, so S-MeZO is exactly MeZO);
+// R-MeZO a fixed random mask with keep probability 1 - sparsity. Embeddings, norms and
+// biases are tuned densely in every method unless frozen.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+
+namespace smezo {
+
+enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO };
+enum LrSchedule { LR_CONSTANT, LR_LINEAR };
+
+Method method_parse(const std::string& name);  // "mezo", "smezo", "rmezo"; else an error
+const char* method_name(Method m);
+LrSchedule lr_schedule_parse(const std::string& name);  // "constant", "linear"
+const char* lr_schedule_name(LrSchedule s);
+
+struct SpsaOptions {
+  Method method = METHOD_SMEZO;
+  double sparsity = 0.75;        // fraction of each linear weight NOT tuned (S-MeZO, R-MeZO)
+  float eps = 1e-3f;
+  float lr = 1e-6f;
+  LrSchedule schedule = LR_CONSTANT;
+  int64_t total_steps = 1;       // for the linear decay
+  float weight_decay = 0.0f;     // applied to tuned entries of weights (not biases or norms)
+  uint64_t seed = 42;            // run seed: step seeds and the R-MeZO mask derive from it
+  bool freeze_embeddings = false;
+  bool freeze_norms = false;
+  bool freeze_biases = false;
+};
+
+// Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …).
+void spsa_validate(const SpsaOptions& opts);
+
+struct SpsaStep {
+  int64_t step = 0;
+  uint64_t seed = 0;
+  double loss_plus = 0, loss_minus = 0;
+  float g = 0;
+  float lr = 0;
+};
+
+class SpsaOptimizer {
+ public:
+  // Validates opts and fixes the masks from the model's current (base) weights.
+  SpsaOptimizer(Model& model, const SpsaOptions& opts);
+
+  uint64_t step_seed(int64_t step) const;
+  float lr_at(int64_t step) const;
+
+  // Two probes and the update. loss(probe) evaluates the minibatch under a probe. Throws
+  // smezo::Error without touching W when either loss is NaN or infinite.
+  SpsaStep step(int64_t step, const std::function<double(const Probe&)>& loss);
+
+  // The update alone, from a logged (seed, g, lr): what replay and resume apply.
+  void apply_update(uint64_t seed, float g, float lr);
+
+  // Run identity for the seed log header: method, hyperparameters, per-tensor thresholds.
+  nlohmann::json describe() const;
+  // Checks that a seed-log header describes this optimiser on this base model (same method,
+  // sparsity, eps, seed, weight decay, freezes and bit-identical thresholds).
+  void check_matches(const nlohmann::json& header, const std::string& seed_log_path) const;
+
+  int64_t tuned_parameter_count() const { return tuned_count_; }
+  const SpsaOptions& options() const { return opts_; }
+
+ private:
+  Model& model_;
+  SpsaOptions opts_;
+  int64_t tuned_count_ = 0;
+};
+
+// The options a describe() object records (the inverse of describe(), for replay).
+SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& source);
+
+// splitmix64: the mixing function behind step seeds.
+uint64_t splitmix64(uint64_t x);
+
+}  // namespace smezo

@@ -1,0 +1,256 @@
+// The training driver (see trainer.h).
+#include "train/trainer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "cli/model_setup.h"
+#include "common/assets.h"
+#include "common/check.h"
+#include "run/metrics_log.h"
+#include "run/progress_bar.h"
+#include "run/seed_log.h"
+#include "run/summary.h"
+#include "run/svg_plot.h"
+#include "tasks/task_data.h"
+#include "tasks/task_encode.h"
+#include "train/checkpoint.h"
+#include "train/objective.h"
+
+namespace smezo {
+
+namespace {
+
+struct EncodedSplits {
+  std::vector<EncodedExample> train, dev, test;
+};
+
+std::vector<EncodedExample> encode_all(const Tokenizer& tok, const std::vector<TaskExample>& xs, int64_t max_len) {
+  std::vector<EncodedExample> out;
+  out.reserve(xs.size());
+  for (const TaskExample& x : xs) out.push_back(encode_example(tok, x, max_len));
+  return out;
+}
+
+// The minibatch of a step: a pure function of (data seed, step), so resume sees the same one.
+std::vector<const EncodedExample*> minibatch(const std::vector<EncodedExample>& train, int64_t batch,
+                                             uint64_t data_seed, int64_t step) {
+  std::vector<int64_t> idx(train.size());
+  for (size_t i = 0; i < idx.size(); i++) idx[i] = static_cast<int64_t>(i);
+  std::mt19937_64 rng(splitmix64(data_seed * 0x2545F4914F6CDD1DULL + static_cast<uint64_t>(step)));
+  const int64_t n = std::min<int64_t>(batch, static_cast<int64_t>(idx.size()));
+  std::vector<const EncodedExample*> out;
+  for (int64_t i = 0; i < n; i++) {  // partial Fisher-Yates
+    int64_t j = i + static_cast<int64_t>(rng() % static_cast<uint64_t>(idx.size() - i));
+    std::swap(idx[i], idx[j]);
+    out.push_back(&train[idx[i]]);
+  }
+  return out;
+}
+
+nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt) {
+  nlohmann::json h;
+  h["spsa"] = opt.describe();
+  h["task"] = o.task;
+  h["data_seed"] = o.data_seed;
+  h["n_train"] = o.n_train;
+  h["batch"] = o.batch;
+  h["max_len"] = o.max_len;
+  h["fixed_batch"] = o.fixed_batch;
+  h["model"] = o.model_path;
+  return h;
+}
+
+void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const SpsaOptimizer& opt,
+                         const std::string& path) {
+  opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);
+  for (const char* key : {"task", "data_seed", "n_train", "batch", "max_len", "fixed_batch"}) {
+    SMEZO_REQUIRE(logged.contains(key) && logged[key] == mine[key],
+                  "%s: the run was started with %s = %s, this command says %s ---> HINT: resume with "
+                  "the options of the original run", path.c_str(), key,
+                  logged.contains(key) ? logged[key].dump().c_str() : "(missing)", mine[key].dump().c_str());
+  }
+}
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+double host_peak_rss_mb() {
+  nlohmann::json j = nlohmann::json::object();
+  summary_add_standard_fields(&j);
+  return j.value("peak_host_rss_bytes", 0.0) / 1e6;
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& in) {
+  TrainOptions o = in;
+  SMEZO_REQUIRE(!o.out_dir.empty(), "train: an output directory is required (--out DIR)");
+  SMEZO_REQUIRE(o.batch > 0 && o.steps > 0 && o.max_len > 1, "train: --batch, --steps and --max-len must be positive");
+  SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
+  o.spsa.total_steps = o.steps;
+  if (o.data_seed == 0) o.data_seed = o.spsa.seed;
+  spsa_validate(o.spsa);
+  const auto t_start = std::chrono::steady_clock::now();
+
+  TaskSplits splits = load_task(o.task, o.data_seed, o.n_train, o.n_dev, o.n_test,
+                                o.data_dir.empty() ? asset_path("data") : o.data_dir);
+  SMEZO_REQUIRE(!splits.train.empty(), "task %s has no training examples", o.task.c_str());
+  LoadedModel lm = open_model_paths(o.model_path, o.tokenizer_path, o.device, std::max(o.max_tokens, o.max_len),
+                                    std::max<int64_t>(1024, o.max_len));
+  o.model_path = lm.model_path;
+  Model& model = *lm.model;
+  const int64_t max_len = std::min(o.max_len, model.config().max_seq_len);
+  EncodedSplits data;
+  data.train = encode_all(*lm.tokenizer, splits.train, max_len);
+  data.dev = encode_all(*lm.tokenizer, splits.dev, max_len);
+  if (!o.skip_test) data.test = encode_all(*lm.tokenizer, splits.test, max_len);
+
+  SpsaOptimizer optimizer(model, o.spsa);
+  std::system(("mkdir -p '" + o.out_dir + "'").c_str());
+  const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
+  const nlohmann::json header = run_header(o, optimizer);
+
+  // Start fresh, or rebuild the weights of a killed run from its seed log.
+  int64_t first_step = 1;
+  std::unique_ptr<SeedLogWriter> seed_log;
+  if (o.resume) {
+    SMEZO_REQUIRE(file_exists(seed_log_path), "--resume: %s does not exist; nothing to resume", seed_log_path.c_str());
+    SeedLog log = seed_log_read(seed_log_path);
+    check_resume_header(log.header, header, optimizer, seed_log_path);
+    for (const SeedRecord& r : log.records) {
+      SMEZO_REQUIRE(r.seed == optimizer.step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
+                    seed_log_path.c_str(), (long long)r.step, (unsigned long long)r.seed,
+                    (unsigned long long)optimizer.step_seed(r.step));
+      optimizer.apply_update(r.seed, r.g, r.lr);
+    }
+    first_step = log.records.empty() ? 1 : log.records.back().step + 1;
+    metrics_log_truncate_after(metrics_path, first_step - 1);
+    seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::open_append(seed_log_path, o.flush_every));
+    std::fprintf(stderr, "resuming %s at step %lld (replayed %zu logged updates)\n", o.out_dir.c_str(),
+                 (long long)first_step, log.records.size());
+  } else {
+    SMEZO_REQUIRE(!file_exists(seed_log_path), "%s already holds a run ---> HINT: pass --resume to continue it, "
+                  "or choose another --out", o.out_dir.c_str());
+    seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path, header, o.flush_every));
+  }
+  MetricsLog metrics(metrics_path, o.resume);
+
+  // Loss and accuracy history for the plot (from the metrics file when resuming).
+  PlotSeries loss_series, dev_series;
+  TrainResult result;
+  for (const nlohmann::json& rec : metrics_log_read(metrics_path)) {
+    if (rec.contains("loss") && rec["loss"].is_number()) loss_series.push_back({rec["step"], rec["loss"]});
+    if (rec.contains("dev_acc") && rec["dev_acc"].is_number()) {
+      dev_series.push_back({rec["step"], rec["dev_acc"]});
+      result.best_dev_acc = std::max(result.best_dev_acc, rec["dev_acc"].get<double>());
+    }
+  }
+  const std::vector<EncodedExample> dev_subset =
+      o.eval_examples > 0 && o.eval_examples < (int64_t)data.dev.size()
+          ? std::vector<EncodedExample>(data.dev.begin(), data.dev.begin() + o.eval_examples)
+          : data.dev;
+  auto evaluate_dev = [&](int64_t step, const std::vector<EncodedExample>& set) {
+    double acc = accuracy(model, set, o.batch);
+    metrics.write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
+    dev_series.push_back({static_cast<double>(step), acc});
+    result.best_dev_acc = std::max(result.best_dev_acc, acc);
+    return acc;
+  };
+  const std::string title = splits.name + " · " + method_name(o.spsa.method) + " · " + o.model_path;
+
+  ProgressOptions po;
+  po.total_steps = o.steps;
+  po.start_step = first_step - 1;
+  po.plain_every = o.progress_every > 0 ? o.progress_every : std::max<int64_t>(1, o.steps / 20);
+  ProgressBar bar(po);
+  const std::vector<const EncodedExample*> fixed = minibatch(data.train, o.batch, o.data_seed, 1);
+  std::string status = "completed";
+  int64_t step = first_step;
+  const auto t_loop = std::chrono::steady_clock::now();
+  try {
+    for (; step <= o.steps; step++) {
+      const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
+      SpsaStep s = optimizer.step(step, [&](const Probe& probe) {
+        return batch_loss(model, batch, probe, splits.train_as_classification);
+      });
+      seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
+      const double loss = 0.5 * (s.loss_plus + s.loss_minus);
+      if (step == first_step) result.first_loss = loss;
+      result.last_loss = loss;
+      loss_series.push_back({static_cast<double>(step), loss});
+      metrics.write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
+                     {"g", s.g}, {"lr", s.lr}});
+      bar.update(step, loss);
+      if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
+        bar.set_dev_accuracy(evaluate_dev(step, dev_subset));
+        write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
+      }
+      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps) {
+        seed_log->flush();
+        save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path);
+      }
+    }
+  } catch (const Error& e) {
+    // A non-finite loss: W is untouched, so the log so far and any checkpoint stay good.
+    seed_log->flush();
+    bar.finish();
+    status = std::string("stopped: ") + e.what();
+    nlohmann::json summary = {{"status", status}, {"task", splits.name}, {"steps_done", step - 1},
+                              {"hyperparameters", header}};
+    summary_add_standard_fields(&summary);
+    summary_write(o.out_dir + "/summary.json", summary);
+    throw;
+  }
+  seed_log->flush();
+  bar.finish();
+  result.steps_done = o.steps;
+  const double train_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
+  const int64_t steps_run = o.steps - first_step + 1;
+
+  std::fprintf(stderr, "evaluating on %zu dev%s examples...\n", data.dev.size(),
+               o.skip_test ? "" : (" and " + std::to_string(data.test.size()) + " test").c_str());
+  result.final_dev_acc = data.dev.empty() ? -1 : evaluate_dev(o.steps, data.dev);
+  if (!o.skip_test && !data.test.empty()) result.test_acc = accuracy(model, data.test, o.batch);
+  save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path);
+  write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+
+  nlohmann::json summary;
+  summary["status"] = status;
+  summary["task"] = splits.name;
+  summary["split_note"] = splits.split_note;
+  summary["sizes"] = {{"train", splits.train.size()}, {"dev", splits.dev.size()}, {"test", splits.test.size()}};
+  summary["method"] = method_name(o.spsa.method);
+  summary["model"] = o.model_path;
+  summary["device"] = lm.backend->name();
+  summary["hyperparameters"] = header;
+  summary["hyperparameters"]["spsa"].erase("thresholds_f32_bits");  // in the seed log
+  summary["parameters"] = model.parameter_count();
+  summary["trainable_parameters"] = optimizer.tuned_parameter_count();
+  summary["steps"] = o.steps;
+  summary["resumed_at_step"] = o.resume ? nlohmann::json(first_step) : nlohmann::json(nullptr);
+  summary["first_loss"] = result.first_loss;
+  summary["final_loss"] = result.last_loss;
+  summary["final_dev_acc"] = result.final_dev_acc;
+  summary["best_dev_acc"] = result.best_dev_acc;
+  summary["test_acc"] = o.skip_test ? nlohmann::json(nullptr) : nlohmann::json(result.test_acc);
+  summary["wall_time_s"] = result.wall_s;
+  summary["steps_per_s"] = steps_run / train_wall;
+  summary["peak_backend_memory_MB"] = lm.backend->bytes_allocated() / 1e6;
+  summary["peak_host_memory_MB"] = host_peak_rss_mb();
+  summary_add_standard_fields(&summary);
+  summary_write(o.out_dir + "/summary.json", summary);
+  std::fprintf(stderr, "done: dev acc %.4f (best %.4f)%s, %s\n", result.final_dev_acc, result.best_dev_acc,
+               o.skip_test ? "" : (", test acc " + std::to_string(result.test_acc)).c_str(),
+               (o.out_dir + "/summary.json").c_str());
+  return result;
+}
+
+}  // namespace smezo
