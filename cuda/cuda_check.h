@@ -1,0 +1,55 @@
+// CUDA error checking: one macro family for the whole CUDA backend, plus device discovery.
+//
+//   CUDA_CHECK(cudaMalloc(&p, bytes));       // any cudaError_t-returning call
+//   CUBLAS_CHECK(cublasGemmEx(...));         // any cublasStatus_t-returning call
+//   my_kernel<<<grid, block, 0, stream>>>(...);
+//   CUDA_CHECK_LAUNCH();                     // after EVERY launch
+//
+// Each macro evaluates its argument once and, on failure, throws smezo::Error naming the
+// failing statement, the error, file:line and the current device, with a HINT line where one
+// helps. CUDA_CHECK_LAUNCH() reads cudaGetLastError(); with the environment variable
+// SMEZO_CUDA_SYNC=1 it also synchronises the device, so an asynchronous fault is reported at
+// the launch that caused it (debug mode; slow).
+//
+// Host code only (the macros call host functions); usable from .cu files and, in builds
+// with SMEZO_WITH_CUDA, from .cpp files.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+namespace smezo {
+
+// Throw smezo::Error for a failed CUDA runtime call / cuBLAS call (used by the macros).
+[[noreturn]] void cuda_check_fail(const char* stmt, cudaError_t err, const char* file, int line);
+[[noreturn]] void cublas_check_fail(const char* stmt, cublasStatus_t status, const char* file,
+                                    int line);
+// The body of CUDA_CHECK_LAUNCH().
+void cuda_check_launch(const char* file, int line);
+// True when SMEZO_CUDA_SYNC=1 (read once).
+bool cuda_sync_debug();
+
+// True when a CUDA driver and at least one device are usable. Never throws; the answer is
+// computed once (false on machines with no GPU, no driver, or a too-old driver).
+bool cuda_device_available();
+
+}  // namespace smezo
+
+#define CUDA_CHECK(stmt)                                                  \
+  do {                                                                    \
+    const cudaError_t smezo_cuda_err_ = (stmt);                           \
+    if (smezo_cuda_err_ != cudaSuccess)                                   \
+      ::smezo::cuda_check_fail(#stmt, smezo_cuda_err_, __FILE__, __LINE__); \
+  } while (0)
+
+#define CUBLAS_CHECK(stmt)                                                     \
+  do {                                                                         \
+    const cublasStatus_t smezo_cublas_st_ = (stmt);                            \
+    if (smezo_cublas_st_ != CUBLAS_STATUS_SUCCESS)                             \
+      ::smezo::cublas_check_fail(#stmt, smezo_cublas_st_, __FILE__, __LINE__); \
+  } while (0)
+
+#define CUDA_CHECK_LAUNCH()                              \
+  do {                                                   \
+    ::smezo::cuda_check_launch(__FILE__, __LINE__);      \
+  } while (0)
