@@ -14,17 +14,23 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
                 weight.info.name.c_str(), (long long)K, (long long)weight.w.cols);
   SMEZO_REQUIRE(out.rows == M && out.cols == N, "linear %s: output shape mismatch",
                 weight.info.name.c_str());
-  std::vector<float> row(K), b(N, 0.0f);
+  std::vector<float> b(N, 0.0f);
   if (bias) cpu_read_param(*bias, probe, 0, N, b.data());
   const float* x = in.f32();
   float* y = out.f32();
-  for (int64_t n = 0; n < N; n++) {
-    cpu_read_param(weight, probe, n * K, K, row.data());
-    for (int64_t m = 0; m < M; m++) {
-      const float* xm = x + m * K;
-      float acc = 0.0f;
-      for (int64_t k = 0; k < K; k++) acc += xm[k] * row[k];
-      y[m * N + n] = acc + b[n];
+  // Output features are independent: threads split them without changing any arithmetic.
+#pragma omp parallel
+  {
+    std::vector<float> row(K);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; n++) {
+      cpu_read_param(weight, probe, n * K, K, row.data());
+      for (int64_t m = 0; m < M; m++) {
+        const float* xm = x + m * K;
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; k++) acc += xm[k] * row[k];
+        y[m * N + n] = acc + b[n];
+      }
     }
   }
 }

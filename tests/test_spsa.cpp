@@ -1,0 +1,206 @@
+// The SPSA optimiser on a quadratic objective: convergence for MeZO, S-MeZO and R-MeZO, mask
+// semantics, sparsity 0 == MeZO bit for bit, and option validation.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/check.h"
+#include "cpu/cpu_backend.h"
+#include "model/model.h"
+#include "model_fixture.h"
+#include "test_util.h"
+#include "train/spsa.h"
+
+using namespace smezo;
+
+namespace {
+
+ModelConfig micro_config() {
+  ModelConfig c = smezo_test::tiny_llama_config();
+  c.dim = 8;
+  c.hidden_dim = 8;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 4;
+  c.vocab_size = 8;
+  c.tied_lm_head = true;
+  return c;
+}
+
+// f(W) = sum over every parameter entry of (w_eff - target)^2, w_eff read under the probe.
+struct Quadratic {
+  Model& model;
+  std::vector<std::vector<float>> target;
+  double operator()(const Probe& probe) const {
+    double f = 0.0;
+    for (size_t t = 0; t < model.params().size(); t++) {
+      const Param& p = *model.params()[t];
+      std::vector<float> w(p.w.numel());
+      cpu_read_param(p, probe, 0, p.w.numel(), w.data());
+      for (size_t i = 0; i < w.size(); i++) f += (w[i] - target[t][i]) * (w[i] - target[t][i]);
+    }
+    return f;
+  }
+};
+
+std::vector<std::vector<float>> snapshot(Model& m) {
+  std::vector<std::vector<float>> out;
+  for (const Param* p : m.params()) out.emplace_back(p->w.f32(), p->w.f32() + p->w.numel());
+  return out;
+}
+
+struct QuadraticRun {
+  double f0, f1;     // objective before and after
+  double floor = 0;  // the part no tuned entry can reduce (entries outside the mask)
+};
+
+// Runs `steps` SPSA steps on the quadratic with target 0.5·W0 (the optimum of a tuned entry
+// stays inside an S-MeZO mask, since |0.5 w| <= |w| <= h).
+QuadraticRun run_quadratic(Method method, double sparsity, int steps, Model& model,
+                           std::vector<std::vector<float>>* before = nullptr) {
+  Quadratic f{model, {}};
+  for (const Param* p : model.params()) {
+    f.target.emplace_back(p->w.f32(), p->w.f32() + p->w.numel());
+    for (float& t : f.target.back()) t *= 0.5f;
+  }
+  SpsaOptions o;
+  o.method = method;
+  o.sparsity = sparsity;
+  o.eps = 1e-3f;
+  o.lr = 8e-4f;  // SPSA's best rate on sum (w-t)^2 is 1/(2(d+2)), about 1e-3 for d = 472
+  o.total_steps = steps;
+  SpsaOptimizer opt(model, o);
+  if (before) *before = snapshot(model);
+  QuadraticRun r;
+  r.f0 = f(Probe{});
+  for (size_t t = 0; t < model.params().size(); t++) {
+    const Param& p = *model.params()[t];
+    for (int64_t i = 0; i < p.w.numel(); i++) {
+      const float w = p.w.f32()[i];
+      if (!mask_keep(p.info.mask, w, p.info.threshold, p.info.keep_prob, p.info.mask_seed, p.info.tensor_id, i))
+        r.floor += (w - f.target[t][i]) * (w - f.target[t][i]);
+    }
+  }
+  for (int s = 1; s <= steps; s++) opt.step(s, [&](const Probe& p) { return f(p); });
+  r.f1 = f(Probe{});
+  return r;
+}
+
+}  // namespace
+
+TEST(Spsa, QuadraticConvergesForEveryMethod) {
+  // 3000 steps at d = 472 contract the reducible part by about e^-5: ask for 1/20 (MeZO), and
+  // 1/10 with masks, where an S-MeZO entry whose noisy step overshoots past h freezes there.
+  for (Method method : {METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO}) {
+    CpuBackend be;
+    Model m(smezo_test::random_weight_source(micro_config(), 7), be, DTYPE_F32, 8, 8);
+    QuadraticRun r = run_quadratic(method, method == METHOD_MEZO ? 0.0 : 0.5, 3000, m);
+    if (method != METHOD_MEZO) {
+      EXPECT_GT(r.floor, 0.0);
+    }
+    EXPECT_LT(r.f1 - r.floor, (method == METHOD_MEZO ? 0.05 : 0.1) * (r.f0 - r.floor))
+        << method_name(method) << ": " << r.f0 << " -> " << r.f1 << " (floor " << r.floor << ")";
+  }
+}
+
+TEST(Spsa, MasksLeaveUntunedEntriesAlone) {
+  for (Method method : {METHOD_SMEZO, METHOD_RMEZO}) {
+    CpuBackend be;
+    Model m(smezo_test::random_weight_source(micro_config(), 8), be, DTYPE_F32, 8, 8);
+    std::vector<std::vector<float>> before;
+    run_quadratic(method, 0.7, 200, m, &before);
+    int64_t linear_total = 0, linear_changed = 0, dense_changed = 0, dense_total = 0;
+    for (size_t t = 0; t < m.params().size(); t++) {
+      const Param& p = *m.params()[t];
+      for (int64_t i = 0; i < p.w.numel(); i++) {
+        const bool changed = p.w.f32()[i] != before[t][i];
+        if (p.info.is_linear) {
+          linear_total++;
+          linear_changed += changed;
+          // an entry outside the mask never moves
+          if (method == METHOD_SMEZO && std::fabs(before[t][i]) > p.info.threshold) {
+            EXPECT_FALSE(changed);
+          }
+          if (method == METHOD_RMEZO &&
+              !mask_keep(MASK_RANDOM, 0, 0, p.info.keep_prob, p.info.mask_seed, p.info.tensor_id, i)) {
+            EXPECT_FALSE(changed);
+          }
+        } else {
+          dense_total++;
+          dense_changed += changed;
+        }
+      }
+    }
+    const double frac = double(linear_changed) / linear_total;
+    EXPECT_NEAR(frac, 0.3, 0.08) << method_name(method);  // keep fraction 1 - sparsity
+    EXPECT_EQ(dense_changed, dense_total) << "embeddings and norms are tuned densely";
+  }
+}
+
+TEST(Spsa, SparsityZeroIsMezoBitForBit) {
+  CpuBackend be1, be2;
+  Model a(smezo_test::random_weight_source(micro_config(), 9), be1, DTYPE_F32, 8, 8);
+  Model b(smezo_test::random_weight_source(micro_config(), 9), be2, DTYPE_F32, 8, 8);
+  run_quadratic(METHOD_MEZO, 0.0, 300, a);
+  run_quadratic(METHOD_SMEZO, 0.0, 300, b);
+  auto wa = snapshot(a), wb = snapshot(b);
+  for (size_t t = 0; t < wa.size(); t++)
+    ASSERT_EQ(0, std::memcmp(wa[t].data(), wb[t].data(), wa[t].size() * 4)) << a.params()[t]->info.name;
+}
+
+TEST(Spsa, ThresholdIsTheExactQuantile) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 10), be, DTYPE_F32, 8, 8);
+  const Param& p = *m.params()[2];  // a linear weight
+  ASSERT_TRUE(p.info.is_linear);
+  std::vector<float> a(p.w.f32(), p.w.f32() + p.w.numel());
+  for (float& x : a) x = std::fabs(x);
+  std::sort(a.begin(), a.end());
+  const int64_t n = (int64_t)a.size();
+  for (double q : {0.0, 0.25, 0.5, 0.8, 1.0})
+    EXPECT_EQ(be.abs_quantile(p, q), a[(int64_t)std::floor(q * (n - 1))]) << q;
+}
+
+TEST(Spsa, BadOptionsAreClearErrors) {
+  auto msg = [](SpsaOptions o) {
+    try {
+      spsa_validate(o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  SpsaOptions o;
+  o.sparsity = 1.0;
+  EXPECT_THAT(msg(o), testing::HasSubstr("sparsity 1 is outside [0, 1)"));
+  o.sparsity = -0.1;
+  EXPECT_THAT(msg(o), testing::HasSubstr("outside [0, 1)"));
+  o = SpsaOptions();
+  o.eps = 0.0f;
+  EXPECT_THAT(msg(o), testing::HasSubstr("eps 0 must be a positive"));
+  o.eps = -1e-3f;
+  EXPECT_THAT(msg(o), testing::HasSubstr("eps"));
+  o = SpsaOptions();
+  o.lr = NAN;
+  EXPECT_THAT(msg(o), testing::HasSubstr("learning rate"));
+  o = SpsaOptions();
+  o.method = METHOD_MEZO;
+  o.sparsity = 0.5;
+  EXPECT_THAT(msg(o), testing::HasSubstr("mezo tunes every entry"));
+  EXPECT_THAT([] { method_parse("adam"); }, testing::ThrowsMessage<Error>(testing::HasSubstr("unknown method 'adam'")));
+}
+
+TEST(Spsa, NonFiniteLossStopsWithoutTouchingWeights) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 11), be, DTYPE_F32, 8, 8);
+  SpsaOptions o;
+  SpsaOptimizer opt(m, o);
+  auto before = snapshot(m);
+  EXPECT_THAT([&] { opt.step(7, [](const Probe& p) { return p.scale > 0 ? 1.0 : NAN; }); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("NaN at step 7")));
+  auto after = snapshot(m);
+  for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
+}
