@@ -1,0 +1,93 @@
+// Encoding task examples into token sequences; see task_encode.h.
+#include "tasks/task_encode.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+
+namespace smezo {
+
+// Length of the longest common prefix of a and b.
+static size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) k++;
+  return k;
+}
+
+static EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& context,
+                                         const std::string& option, int64_t max_len,
+                                         const std::string& icl_prefix) {
+  const std::string prompt = template_lstrip_whitespace(icl_prefix + context);
+  const std::vector<int32_t> c_tok = tok.encode(context, false);
+  const std::vector<int32_t> f_tok = tok.encode(context + option, false);
+  const size_t k = common_prefix(c_tok, f_tok);
+  SMEZO_REQUIRE(f_tok.size() > k,
+                "option \"%s\" adds no tokens after its context (context %zu tokens, context + "
+                "option %zu tokens)",
+                option.c_str(), c_tok.size(), f_tok.size());
+  const int64_t n_option = static_cast<int64_t>(f_tok.size() - k);
+
+  EncodedCandidate cand;
+  cand.tokens.push_back(tok.bos_id());
+  if (k == c_tok.size()) {
+    std::vector<int32_t> p_tok = tok.encode(prompt, false);
+    cand.tokens.insert(cand.tokens.end(), p_tok.begin(), p_tok.end());
+    cand.tokens.insert(cand.tokens.end(), f_tok.begin() + k, f_tok.end());
+  } else {  // merged across the boundary: score the whole string's tail
+    std::vector<int32_t> all = tok.encode(prompt + option, false);
+    SMEZO_REQUIRE(static_cast<int64_t>(all.size()) >= n_option,
+                  "option \"%s\": the full prompt has %zu tokens, fewer than the %lld option "
+                  "tokens",
+                  option.c_str(), all.size(), static_cast<long long>(n_option));
+    cand.tokens.insert(cand.tokens.end(), all.begin(), all.end());
+  }
+  int64_t len = static_cast<int64_t>(cand.tokens.size());
+  cand.option_start = len - n_option;
+
+  if (len > max_len) {
+    SMEZO_REQUIRE(n_option + 1 <= max_len,
+                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld with BOS\n"
+                  "---> HINT: raise the maximum sequence length",
+                  option.c_str(), static_cast<long long>(n_option),
+                  static_cast<long long>(max_len));
+    int64_t drop = len - max_len;
+    cand.tokens.erase(cand.tokens.begin() + 1, cand.tokens.begin() + 1 + drop);
+    cand.option_start -= drop;
+  }
+  return cand;
+}
+
+EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,
+                              const std::string& icl_prefix) {
+  SMEZO_REQUIRE(ex.contexts.size() == ex.options.size() && !ex.options.empty(),
+                "task example has %zu contexts and %zu options (need the same, non-zero count)",
+                ex.contexts.size(), ex.options.size());
+  SMEZO_REQUIRE(ex.gold >= 0 && ex.gold < static_cast<int>(ex.options.size()),
+                "task example's gold index %d is not one of its %zu candidates", ex.gold,
+                ex.options.size());
+  SMEZO_REQUIRE(max_len >= 2, "max_len %lld is too small (need BOS and one option token)",
+                static_cast<long long>(max_len));
+  EncodedExample out;
+  out.gold = ex.gold;
+  for (size_t i = 0; i < ex.options.size(); i++)
+    out.candidates.push_back(encode_candidate(tok, ex.contexts[i], ex.options[i], max_len,
+                                              icl_prefix));
+  return out;
+}
+
+std::string build_icl_prefix(const std::vector<TaskExample>& demos) {
+  if (demos.empty()) return "";
+  std::string joined;
+  for (size_t i = 0; i < demos.size(); i++) {
+    const TaskExample& d = demos[i];
+    SMEZO_REQUIRE(d.gold >= 0 && d.gold < static_cast<int>(d.options.size()) &&
+                      d.contexts.size() == d.options.size(),
+                  "demonstration %zu has gold index %d outside its %zu candidates", i, d.gold,
+                  d.options.size());
+    if (i) joined += "\n\n";
+    joined += template_strip_whitespace(d.contexts[d.gold] + d.options[d.gold]);
+  }
+  return template_strip_whitespace(joined) + "\n\n";
+}
+
+}  // namespace smezo

@@ -1,0 +1,50 @@
+// Encoding task examples into token sequences, as MeZO's utils.encode_prompt does.
+//
+// For each candidate (context c, option o; see templates.h):
+//   prompt  = (icl_prefix + c).lstrip()        MeZO: (demos + "\n\n" + eval_prompt).lstrip()
+//   C = encode(c), F = encode(c + o)           (no BOS)
+//   * If C is a prefix of F (the normal case: sentencepiece and byte-level BPE do not merge
+//     across the space or newline that starts the option), the option tokens are F[|C|:] and
+//       tokens = BOS + encode(prompt) + F[|C|:],   option_start = 1 + |encode(prompt)|,
+//     so candidates with the same context share their prompt tokens exactly.
+//     (With the LLaMA-2 tokenizer this equals MeZO's BOS + encode(prompt + o) on every row
+//     of the seven tasks, with and without demonstrations; tests check a sample of rows.)
+//   * Otherwise the tokenizer merged text across the context/option boundary. We then tokenise
+//     the whole string, as MeZO always does: tokens = BOS + encode(prompt + o), and score its
+//     last |F| - k tokens, k = the length of the common prefix of C and F. (MeZO scores the last
+//     |F| - |C|; counting from the divergence instead keeps the boundary-spanning token, which
+//     carries option text, among the option tokens. The prompt tokens may then differ between
+//     candidates.) An option that adds no tokens throws.
+// Truncation: when tokens exceed max_len, tokens are dropped from the left of the prompt,
+// right after BOS (BOS stays at position 0, the option is never cut, as MeZO's left
+// truncation with add_bos_token); an option that does not fit in max_len - 1 throws.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tasks/templates.h"
+#include "tokenizer/tokenizer.h"
+
+namespace smezo {
+
+struct EncodedCandidate {
+  std::vector<int32_t> tokens;  // (seq_len) BOS, prompt tokens, option tokens
+  int64_t option_start = 0;     // option tokens are tokens[option_start .. seq_len)
+};
+
+struct EncodedExample {
+  std::vector<EncodedCandidate> candidates;  // (n_candidates), same order as TaskExample
+  int gold = 0;
+};
+
+EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,
+                              const std::string& icl_prefix = "");
+
+// MeZO's in-context demonstrations: each demo's context + gold option, stripped of
+// surrounding whitespace, joined by "\n\n" (MeZO's train_sep), the whole stripped, and a final
+// "\n\n" so the evaluated example follows directly. Empty for no demos.
+std::string build_icl_prefix(const std::vector<TaskExample>& demos);
+
+}  // namespace smezo
