@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -48,10 +49,6 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   ModelConfig config = model.config();
   const bool permute = config.arch != ARCH_OPT && config.rope_style == ROPE_INTERLEAVED;
   config.rope_style = ROPE_ROTATE_HALF;
-  const std::string tmp = dir + ".tmp", old = dir + ".old";
-  std::system(("rm -rf '" + tmp + "' && mkdir -p '" + tmp + "'").c_str());
-  struct stat st;
-  SMEZO_REQUIRE(stat(tmp.c_str(), &st) == 0, "cannot create checkpoint directory %s", tmp.c_str());
 
   std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
   for (const ExpectedTensor& e : expected_tensors(config)) shapes[e.name] = e.shape;
@@ -61,6 +58,9 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   for (const Param* p : model.params()) {
     std::vector<float> host(static_cast<size_t>(p->w.numel()));
     model.backend().download(p->w, host.data());
+    for (size_t i = 0; i < host.size(); i++)
+      SMEZO_REQUIRE(std::isfinite(host[i]), "not writing checkpoint %s: tensor %s holds a non-finite value (%g at "
+                    "index %zu); the previous checkpoint is kept", dir.c_str(), p->info.name.c_str(), host[i], i);
     if (permute && is_qk(p->info.name)) host = permute_to_rotate_half(host, p->w.rows, p->w.cols, config.head_dim);
     data.push_back(std::move(host));
     SafetensorsEntry e;
@@ -70,6 +70,10 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
     e.data = data.back().data();
     entries.push_back(e);
   }
+  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  std::system(("rm -rf '" + tmp + "' && mkdir -p '" + tmp + "'").c_str());
+  struct stat st;
+  SMEZO_REQUIRE(stat(tmp.c_str(), &st) == 0, "cannot create checkpoint directory %s", tmp.c_str());
   write_safetensors(tmp + "/model.safetensors", entries, {{"format", "pt"}});
   run_write_file_atomic(tmp + "/config.json", hf_config_json(config, "float32"));
   if (!tokenizer_path.empty()) copy_file(tokenizer_path, tmp + "/tokenizer.model");

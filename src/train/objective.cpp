@@ -15,10 +15,14 @@ struct PendingCandidate {
   const EncodedCandidate* enc;
 };
 
-// log p(target) from one row of logits, in double.
+// log p(target) from one row of logits, in double; NaN when any logit is not finite, so a
+// diverged model shows up as a NaN loss instead of a plausible number.
 double token_logprob(const float* logits, int64_t vocab, int32_t target) {
   float max_logit = logits[0];
-  for (int64_t v = 1; v < vocab; v++) max_logit = std::max(max_logit, logits[v]);
+  for (int64_t v = 0; v < vocab; v++) {
+    if (!std::isfinite(logits[v])) return std::nan("");
+    max_logit = std::max(max_logit, logits[v]);
+  }
   double sum = 0.0;
   for (int64_t v = 0; v < vocab; v++) sum += std::exp(static_cast<double>(logits[v] - max_logit));
   return static_cast<double>(logits[target] - max_logit) - std::log(sum);

@@ -1,0 +1,203 @@
+// Training end to end on the real stories260K and real task data: the loss falls on a fixed
+// batch, replay rebuilds the trained weights bit for bit, a run killed with SIGKILL and
+// resumed equals an uninterrupted one bit for bit, and bad input gives one-line errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "cli/model_setup.h"
+#include "common/check.h"
+#include "common/assets.h"
+#include "run/metrics_log.h"
+#include "run/seed_log.h"
+#include "tasks/task_data.h"
+#include "tasks/task_encode.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/objective.h"
+#include "train/spsa.h"
+
+using namespace smezo;
+using smezo_test::make_temp_dir;
+using smezo_test::read_file;
+using smezo_test::run_command;
+
+namespace {
+
+const std::string kSmezo = "./build/smezo";
+// A small, fast run: 2 examples per step, short candidates, no evaluation (add --task, --lr).
+const std::string kSmallRun =
+    " train --batch 2 --max-len 40 --eval-every 0 --dev-examples 8 --skip-test --progress-every 1000"
+    " --flush-every 5";
+const std::string kSst2 = " --task sst2 --lr 2e-3";
+
+}  // namespace
+
+TEST(Train, FixedBatchLossFallsOnStories260K) {
+  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1024, 256);
+  TaskSplits splits = load_task("sst2", 1, 16, 0, 0);
+  std::vector<EncodedExample> enc;
+  for (int i = 0; i < 3; i++) enc.push_back(encode_example(*lm.tokenizer, splits.train[i], 48));
+  std::vector<const EncodedExample*> batch;
+  for (const auto& e : enc) batch.push_back(&e);
+  SpsaOptions o;
+  o.method = METHOD_SMEZO;
+  o.sparsity = 0.75;
+  o.lr = 3e-3f;
+  o.total_steps = 150;
+  SpsaOptimizer opt(*lm.model, o);
+  const double before = batch_loss(*lm.model, batch, Probe{}, true);
+  for (int s = 1; s <= 150; s++)
+    opt.step(s, [&](const Probe& p) { return batch_loss(*lm.model, batch, p, true); });
+  const double after = batch_loss(*lm.model, batch, Probe{}, true);
+  EXPECT_LT(after, 0.8 * before) << before << " -> " << after;
+}
+
+TEST(Train, ReplayRebuildsTrainedWeightsBitForBit) {
+  std::string dir = make_temp_dir("replay"), out;
+  ASSERT_EQ(run_command(kSmezo + kSmallRun + kSst2 + " --steps 25 --out " + dir + "/run", &out), 0) << out;
+  ASSERT_EQ(run_command(kSmezo + " replay " + default_model_path() + " " + dir + "/run/seed_log.txt --out " + dir +
+                            "/replayed", &out), 0) << out;
+  EXPECT_THAT(out, testing::HasSubstr("replayed 25 steps"));
+  const std::string trained = read_file(dir + "/run/checkpoint/model.safetensors");
+  EXPECT_EQ(trained, read_file(dir + "/replayed/model.safetensors"));
+  // and the weights did move: an empty log replays to the base weights, which differ
+  smezo_test::write_file(dir + "/empty_log.txt", read_file(dir + "/run/seed_log.txt").substr(
+                                                     0, read_file(dir + "/run/seed_log.txt").find("\n1 ") + 1));
+  ASSERT_EQ(run_command(kSmezo + " replay " + default_model_path() + " " + dir + "/empty_log.txt --out " + dir +
+                            "/base", &out), 0) << out;
+  EXPECT_THAT(out, testing::HasSubstr("replayed 0 steps"));
+  EXPECT_NE(trained, read_file(dir + "/base/model.safetensors"));
+  // a seed log from another base model is refused
+  std::string bad = dir + "/run/seed_log.txt";
+  ASSERT_NE(run_command(kSmezo + " replay " + dir + "/run/checkpoint " + bad + " --out " + dir + "/x", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("not the base model"));
+}
+
+TEST(Train, ResumeAfterSigkillEqualsUninterruptedRun) {
+  std::string dir = make_temp_dir("resume"), out;
+  const std::string run = kSmezo + kSmallRun + " --task sst2 --steps 60 --checkpoint-every 20";
+  ASSERT_EQ(run_command(run + " --lr 2e-3 --out " + dir + "/straight", &out), 0) << out;
+  // start the same run, kill it hard once its seed log holds some flushed steps
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string cmd = run + " --lr 2e-3 --out " + dir + "/killed > /dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  int64_t logged = 0;
+  for (int i = 0; i < 600 && logged < 23; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      logged = (int64_t)seed_log_read(dir + "/killed/seed_log.txt").records.size();
+    } catch (const std::exception&) {
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  ASSERT_GE(logged, 23);
+  ASSERT_LT(logged, 60);
+  ASSERT_EQ(run_command(run + " --lr 2e-3 --out " + dir + "/killed --resume", &out), 0) << out;
+  EXPECT_THAT(out, testing::HasSubstr("resuming"));
+  EXPECT_EQ(read_file(dir + "/straight/checkpoint/model.safetensors"),
+            read_file(dir + "/killed/checkpoint/model.safetensors"));
+  SeedLog a = seed_log_read(dir + "/straight/seed_log.txt"), b = seed_log_read(dir + "/killed/seed_log.txt");
+  ASSERT_EQ(a.records.size(), 60u);
+  ASSERT_EQ(b.records.size(), 60u);
+  for (size_t i = 0; i < 60; i++) EXPECT_EQ(seed_log_format_record(a.records[i]), seed_log_format_record(b.records[i]));
+  // every step appears once in the metrics of the resumed run
+  int64_t step_lines = 0;
+  for (const auto& rec : metrics_log_read(dir + "/killed/metrics.jsonl")) step_lines += rec.contains("loss");
+  EXPECT_EQ(step_lines, 60);
+  // resuming with different options is refused
+  ASSERT_NE(run_command(run + " --lr 1e-3 --out " + dir + "/killed --resume", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("'lr'"));
+}
+
+TEST(Train, NonFiniteLossStopsAndSaysWhere) {
+  std::string dir = make_temp_dir("nan"), out;
+  int rc = run_command(kSmezo + kSmallRun + " --task sst2 --steps 20 --lr 3e38 --out " + dir + "/run", &out);
+  EXPECT_NE(rc, 0);
+  EXPECT_THAT(out, testing::ContainsRegex("smezo: error: the loss became (NaN|infinite) at step [0-9]+"));
+  const std::string summary = read_file(dir + "/run/summary.json");
+  EXPECT_THAT(summary, testing::HasSubstr("\"status\": \"stopped: the loss became"));
+  // the seed log holds exactly the steps before the failing one
+  SeedLog log = seed_log_read(dir + "/run/seed_log.txt");
+  EXPECT_GE(log.records.size(), 1u);
+  EXPECT_THAT(out, testing::HasSubstr("at step " + std::to_string(log.records.size() + 1)));
+}
+
+TEST(Train, CheckpointRefusesNonFiniteWeights) {
+  std::string dir = make_temp_dir("ckpt");
+  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  save_hf_checkpoint(*lm.model, dir + "/ckpt", lm.tokenizer_path);
+  const std::string good = read_file(dir + "/ckpt/model.safetensors");
+  lm.model->params()[3]->w.f32()[5] = INFINITY;
+  EXPECT_THAT([&] { save_hf_checkpoint(*lm.model, dir + "/ckpt", lm.tokenizer_path); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("model.layers.0.self_attn.k_proj.weight holds a non-finite")));
+  EXPECT_EQ(read_file(dir + "/ckpt/model.safetensors"), good);  // the previous one is kept
+}
+
+// The exported checkpoint is a Hugging Face LLaMA (rotate-half RoPE): loading it back gives
+// the same logits as the llama2.c original, up to fp32 summation order.
+TEST(Train, ExportedCheckpointReloadsWithSameLogits) {
+  std::string dir = make_temp_dir("export");
+  LoadedModel a = open_model_paths(default_model_path(), "", "cpu", 64, 64);
+  save_hf_checkpoint(*a.model, dir + "/hf", a.tokenizer_path);
+  LoadedModel b = open_model_paths(dir + "/hf", "", "cpu", 64, 64);
+  EXPECT_EQ(b.model->config().rope_style, ROPE_ROTATE_HALF);
+  ForwardBatch fb;
+  fb.tokens = a.tokenizer->encode("Once upon a time there was a cat", true);
+  fb.seq_lens = {(int64_t)fb.tokens.size()};
+  for (size_t i = 0; i < fb.tokens.size(); i++) fb.logit_rows.push_back((int64_t)i);
+  std::vector<float> la, lb;
+  a.model->forward(fb, Probe{}, &la);
+  b.model->forward(fb, Probe{}, &lb);
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t i = 0; i < la.size(); i++) ASSERT_NEAR(la[i], lb[i], 1e-4f * (1 + std::fabs(la[i]))) << i;
+}
+
+TEST(Train, BadInputIsAOneLineError) {
+  std::string dir = make_temp_dir("badtrain");
+  smezo_test::write_file(dir + "/empty.txt", "");
+  std::system(("mkdir -p " + dir + "/data/glue/SST-2").c_str());
+  smezo_test::write_file(dir + "/data/glue/SST-2/train.tsv", "sentence\tlabel\ngood movie\t1\nno label here\n");
+  smezo_test::write_file(dir + "/data/glue/SST-2/dev.tsv", "sentence\tlabel\nfine\t1\n");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"--task winogrande", "winogrande"},
+      {"--task sst2 --method adam", "unknown method 'adam'"},
+      {"--task sst2 --sparsity 1", "sparsity 1 is outside [0, 1)"},
+      {"--task sst2 --sparsity -0.5", "outside [0, 1)"},
+      {"--task sst2 --eps 0", "eps 0 must be a positive"},
+      {"--task sst2 --eps -1", "eps -1 must be a positive"},
+      {"--task sst2 --data " + dir + "/data", "SST-2/train.tsv:3: "},
+  };
+  for (const Case& c : cases) {
+    std::string out;
+    int rc = run_command(kSmezo + kSmallRun + " --steps 2 --out " + dir + "/run " + c.args, &out);
+    EXPECT_NE(rc, 0) << c.args;
+    EXPECT_THAT(out, testing::HasSubstr(c.expect)) << c.args;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << c.args << ": " << out;
+  }
+}
+
+TEST(Eval, ZeroShotAndInContextRun) {
+  std::string out;
+  ASSERT_EQ(run_command(kSmezo + " eval --task copa --mode zero-shot --test-examples 20 --max-len 64", &out), 0) << out;
+  EXPECT_THAT(out, testing::ContainsRegex("copa test \\(20 examples, zero-shot\\): accuracy 0\\.[0-9]{4}"));
+  ASSERT_EQ(run_command(kSmezo + " eval --task sst2 --mode icl --shots 2 --test-examples 20 --max-len 128", &out), 0) << out;
+  EXPECT_THAT(out, testing::ContainsRegex("sst2 test \\(20 examples, icl, k=2\\): accuracy"));
+  EXPECT_NE(run_command(kSmezo + " eval --task sst2 --mode icl --shots 0", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("--shots"));
+}
