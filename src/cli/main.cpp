@@ -21,6 +21,7 @@ void print_usage() {
       "                       --batch B --out DIR [--resume] (see README for every option)\n"
       "  eval [options]       accuracy on --task, --mode zero-shot|icl [--shots K], --split dev|test\n"
       "  replay BASE LOG --out DIR   rebuild fine-tuned weights from a seed log\n"
+      "  logits --tokens 1,2,3 --out F   next-token logits of one sequence (safetensors)\n"
       "  help                 this text\n"
       "common options: --model PATH (default: the bundled stories260K), --tokenizer PATH,\n"
       "                --device cpu|cuda\n");
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     if (command == "train") return smezo::command_train(argc, argv);
     if (command == "eval") return smezo::command_eval(argc, argv);
     if (command == "replay") return smezo::command_replay(argc, argv);
+    if (command == "logits") return smezo::command_logits(argc, argv);
     std::fprintf(stderr, "smezo: error: unknown command '%s' (see 'smezo help')\n", command.c_str());
     return 2;
   } catch (const smezo::Error& e) {
