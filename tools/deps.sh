@@ -12,8 +12,10 @@ PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-jso
 case "${1:-}" in
   install)
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends build-essential $PACKAGES
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends build-essential $PACKAGES
     ;;
   download)
     mkdir -p deps/debs
