@@ -11,7 +11,7 @@ BUILD    := build
 DEPS     ?=
 # -ffp-contract=off: the noise spec (src/common/noise_spec.h) must round the same on every
 # compiler, so no silent fused multiply-adds on the host.
-CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -Iinclude -Isrc
+CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -I. -Iinclude -Isrc
 LDLIBS   := -lsentencepiece -lpthread
 ifneq ($(DEPS),)
 CXXFLAGS += -I$(DEPS)/usr/include
@@ -45,7 +45,7 @@ ifneq ($(NVCC),)
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
 # The target arch plus a portable PTX for sm_80+ GPUs.
 GENCODE   := -gencode=arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -gencode=arch=compute_80,code=compute_80
-NVCCFLAGS := -std=c++17 -O3 -g -Iinclude -Isrc $(GENCODE) -Xcompiler -Wall,-ffp-contract=off,-fopenmp
+NVCCFLAGS := -std=c++17 -O3 -g -I. -Iinclude -Isrc $(GENCODE) -Xcompiler -Wall,-ffp-contract=off,-fopenmp
 ifneq ($(DEPS),)
 NVCCFLAGS += -I$(DEPS)/usr/include
 endif

@@ -1,0 +1,80 @@
+// The CUDA backend: the Backend ops on the GPU. Parameters are stored in fp32, fp16 or bf16
+// (the model's storage dtype); activations, norms, softmax and accumulation are fp32.
+// Parameters are read through the Probe exactly as the CPU reference reads them
+// (src/common/noise_spec.h), so the same (seed, tensor, index) gives the same z on both.
+// One op family per file:
+//   cuda_backend.cu    memory (alloc/upload/download), stream, cuBLAS handle, scratch
+//   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
+//   elementwise.cu     rope, swiglu, relu, add, gather_rows, copy_rows
+//   linear.cu          linear: cuBLAS GEMM; a perturbed probe materialises W' for one layer
+//                      into the scratch buffer first (the fused kernel is its own issue)
+//   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
+//   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
+// Host-side vectors (tokens, positions, rows, attention seqs) are copied to device buffers
+// that grow as needed; the one workspace of the model is allocated once by Model.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "model/backend.h"
+
+namespace smezo {
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend();  // throws smezo::Error when no CUDA device is usable
+  ~CudaBackend() override;
+  const char* name() const override { return "cuda"; }
+
+  Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
+  void upload(const Tensor& dst, const float* src) override;
+  void download(const Tensor& src, float* dst) override;
+  int64_t bytes_allocated() const override { return bytes_; }
+
+  void embedding(const Tensor& out, const Param& table, const std::vector<int32_t>& tokens,
+                 const Probe& probe) override;
+  void add_position_embedding(const Tensor& out, const Param& table,
+                              const std::vector<int32_t>& positions, int64_t offset,
+                              const Probe& probe) override;
+  void norm(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+            NormKind kind, float eps, const Probe& probe) override;
+  void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+              const Probe& probe) override;
+  void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
+            int64_t head_dim, float theta, RopeStyle style) override;
+  void attention(const AttentionParams& p) override;
+  void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) override;
+  void relu(const Tensor& x) override;
+  void add(const Tensor& x, const Tensor& y) override;
+  void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) override;
+  void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) override;
+
+  void update(Param& p, float coef, float decay, uint64_t seed) override;
+  float abs_quantile(const Param& p, double q) override;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+
+  // Device copies of small host arrays, valid until the next call with the same slot.
+  enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
+  void* device_copy(IndexSlot slot, const void* host, size_t bytes);
+  // A device scratch buffer of at least `bytes`, grown on demand (used by linear for the
+  // materialised W' and the low-precision copy of x, and by abs_quantile).
+  void* scratch(size_t bytes);
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::vector<void*> blocks_;
+  int64_t bytes_ = 0;
+  void* index_buf_[SLOT_COUNT] = {};
+  size_t index_cap_[SLOT_COUNT] = {};
+  void* scratch_ = nullptr;
+  size_t scratch_cap_ = 0;
+};
+
+}  // namespace smezo
