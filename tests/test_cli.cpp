@@ -50,3 +50,28 @@ TEST(Cli, ErrorsAreOneLineAndNonZero) {
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << c.args << ": " << out;
   }
 }
+
+// A Hugging Face directory whose tensor disagrees with its config.json: the error names the
+// tensor, the file and both shapes.
+TEST(Cli, ShapeDisagreeingWithConfigJsonIsNamed) {
+  std::string dir = smezo_test::make_temp_dir("cli_shape"), out;
+  ASSERT_EQ(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
+                            "/none.txt --out " + dir + "/hf", &out),
+            1);  // no seed log: a clear error, nothing written
+  EXPECT_THAT(out, testing::HasSubstr("none.txt"));
+  // export the model (empty seed log), then claim a different MLP width in config.json
+  smezo_test::write_file(dir + "/log.txt", "# smezo seed log v1\n# {\"spsa\":{\"method\":\"mezo\",\"sparsity\":0.0,"
+                         "\"eps\":0.001,\"lr\":1e-06,\"lr_schedule\":\"constant\",\"total_steps\":1,"
+                         "\"weight_decay\":0.0,\"seed\":42,\"freeze\":{\"embeddings\":false,\"norms\":false,"
+                         "\"biases\":false},\"thresholds_f32_bits\":{}}}\n");
+  ASSERT_EQ(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
+                            "/log.txt --out " + dir + "/hf", &out), 0) << out;
+  std::string config = read_file(dir + "/hf/config.json");
+  size_t at = config.find("\"intermediate_size\": 172");
+  ASSERT_NE(at, std::string::npos) << config;
+  config.replace(at, std::string("\"intermediate_size\": 172").size(), "\"intermediate_size\": 176");
+  smezo_test::write_file(dir + "/hf/config.json", config);
+  ASSERT_NE(run_command(std::string(kSmezo) + " generate --steps 5 --model " + dir + "/hf", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("tensor model.layers.0.mlp.gate_proj.weight in " + dir + "/hf/model.safetensors "
+                                      "has shape [172, 64], the model config says [176, 64]"));
+}

@@ -204,3 +204,30 @@ TEST(Spsa, NonFiniteLossStopsWithoutTouchingWeights) {
   auto after = snapshot(m);
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
 }
+
+// Weight decay shrinks tuned entries of weights by the documented rule (decay = lr·wd):
+// w1 = fma(-coef, z, w), w_new = fma(-decay, w, w1); norms are never decayed.
+TEST(Spsa, WeightDecayFollowsTheUpdateRule) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 12), be, DTYPE_F32, 8, 8);
+  SpsaOptions o;
+  o.method = METHOD_MEZO;
+  o.sparsity = 0.0;
+  o.lr = 0.01f;
+  o.weight_decay = 0.5f;
+  SpsaOptimizer opt(m, o);
+  auto before = snapshot(m);
+  const uint64_t seed = 1234;
+  const float g = 0.75f;
+  opt.apply_update(seed, g, o.lr);
+  for (size_t t = 0; t < before.size(); t++) {
+    const Param& p = *m.params()[t];
+    const bool decayed = p.info.name.find("norm") == std::string::npos;
+    for (int64_t i = 0; i < p.w.numel(); i++) {
+      const float w = before[t][i], z = noise_normal(seed, p.info.tensor_id, i, NOISE_STREAM_GAUSS);
+      const float w1 = fp_fma(-(o.lr * g), z, w);
+      const float expected = decayed ? fp_fma(-(o.lr * o.weight_decay), w, w1) : w1;
+      ASSERT_EQ(p.w.f32()[i], expected) << p.info.name << "[" << i << "]";
+    }
+  }
+}
