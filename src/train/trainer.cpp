@@ -180,13 +180,15 @@ TrainResult train(const TrainOptions& in) {
       SpsaStep s = optimizer.step(step, [&](const Probe& probe) {
         return batch_loss(model, batch, probe, splits.train_as_classification);
       });
-      seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
       const double loss = 0.5 * (s.loss_plus + s.loss_minus);
       if (step == first_step) result.first_loss = loss;
       result.last_loss = loss;
       loss_series.push_back({static_cast<double>(step), loss});
+      // Metrics first, then the seed log: a kill between the two leaves a metrics line that
+      // resume drops (it keeps steps <= the last durable seed-log step), never a missing one.
       metrics.write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
                      {"g", s.g}, {"lr", s.lr}});
+      seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
       bar.update(step, loss);
       if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
         bar.set_dev_accuracy(evaluate_dev(step, dev_subset));
