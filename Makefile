@@ -15,7 +15,8 @@ CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -I. -Iinc
 LDLIBS   := -lsentencepiece -lpthread
 ifneq ($(DEPS),)
 CXXFLAGS += -I$(DEPS)/usr/include
-LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu
+# RPATH (not RUNPATH) so libsentencepiece finds its own protobuf-lite in DEPS too
+LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,--disable-new-dtags,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu
 endif
 
 # ---- CUDA detection (printed, never silent)
