@@ -1,0 +1,181 @@
+// The CUDA backend's memory and plumbing: construction (stream, cuBLAS handle), tensor
+// allocation, upload/download with fp32 <-> fp16/bf16 conversion on the host, the per-slot
+// device copies of small host arrays, and the grow-on-demand scratch buffer. The ops live in
+// one file per family (see cuda/cuda_backend.h).
+#include "cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+#include "common/half.h"
+#include "cuda/cuda_check.h"
+
+namespace smezo {
+
+namespace {
+
+// Host staging for fp16/bf16 transfers is done in chunks of this many elements (32 MiB).
+constexpr int64_t kStageElems = int64_t(1) << 24;
+
+// cudaMalloc with a message that names what was being allocated.
+void* device_malloc(size_t bytes, const char* what, int64_t already) {
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, std::max<size_t>(bytes, 1));
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw_error("out of GPU memory allocating %s (%.1f MiB; %.1f MiB of tensors already "
+                "allocated)\n---> HINT: lower the batch size or sequence length, use fp16/bf16 "
+                "storage, or free other processes on this GPU (nvidia-smi)",
+                what, bytes / 1048576.0, already / 1048576.0);
+  }
+  CUDA_CHECK(err);
+  return p;
+}
+
+void host_to_storage(DType dtype, const float* src, int64_t n, uint16_t* dst) {
+  if (dtype == DTYPE_F16) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_f16(src[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  }
+}
+
+void storage_to_host(DType dtype, const uint16_t* src, int64_t n, float* dst) {
+  if (dtype == DTYPE_F16) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_float(src[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+  }
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend() {
+  SMEZO_REQUIRE(cuda_device_available(),
+                "no usable CUDA device (no GPU, no driver, or a driver too old for this build)"
+                "\n---> HINT: check nvidia-smi, or run with the CPU backend");
+  try {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  } catch (...) {
+    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  // Never throws: errors here are ignored (the process may be unwinding from a CUDA fault).
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (void* p : blocks_) cudaFree(p);
+  for (void* p : index_buf_)
+    if (p != nullptr) cudaFree(p);
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+Tensor CudaBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
+  SMEZO_REQUIRE(rows >= 0 && cols >= 0, "bad tensor shape [%lld, %lld]", (long long)rows,
+                (long long)cols);
+  SMEZO_REQUIRE(dtype == DTYPE_F32 || dtype == DTYPE_F16 || dtype == DTYPE_BF16,
+                "alloc: unknown dtype %d", static_cast<int>(dtype));
+  const int64_t bytes = rows * cols * dtype_size(dtype);
+  const std::string what =
+      format_string("a [%lld, %lld] %s tensor", (long long)rows, (long long)cols, dtype_name(dtype));
+  // Reserve first, so that push_back cannot throw after the allocation.
+  if (blocks_.size() == blocks_.capacity()) blocks_.reserve(2 * blocks_.size() + 16);
+  void* p = device_malloc(static_cast<size_t>(bytes), what.c_str(), bytes_);
+  blocks_.push_back(p);
+  bytes_ += bytes;
+  Tensor t;
+  t.data = p;
+  t.dtype = dtype;
+  t.rows = rows;
+  t.cols = cols;
+  return t;
+}
+
+void CudaBackend::upload(const Tensor& dst, const float* src) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  if (dst.dtype == DTYPE_F32) {
+    CUDA_CHECK(cudaMemcpyAsync(dst.data, src, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice,
+                               stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
+  std::vector<uint16_t> stage(static_cast<size_t>(std::min(n, kStageElems)));
+  uint16_t* out = static_cast<uint16_t*>(dst.data);
+  for (int64_t start = 0; start < n; start += kStageElems) {
+    const int64_t count = std::min(kStageElems, n - start);
+    host_to_storage(dst.dtype, src + start, count, stage.data());
+    CUDA_CHECK(cudaMemcpyAsync(out + start, stage.data(), static_cast<size_t>(count) * 2,
+                               cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the staging buffer is reused next chunk
+  }
+}
+
+void CudaBackend::download(const Tensor& src, float* dst) {
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  if (src.dtype == DTYPE_F32) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src.data, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost,
+                               stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
+  std::vector<uint16_t> stage(static_cast<size_t>(std::min(n, kStageElems)));
+  const uint16_t* in = static_cast<const uint16_t*>(src.data);
+  for (int64_t start = 0; start < n; start += kStageElems) {
+    const int64_t count = std::min(kStageElems, n - start);
+    CUDA_CHECK(cudaMemcpyAsync(stage.data(), in + start, static_cast<size_t>(count) * 2,
+                               cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    storage_to_host(src.dtype, stage.data(), count, dst + start);
+  }
+}
+
+void* CudaBackend::device_copy(IndexSlot slot, const void* host, size_t bytes) {
+  SMEZO_REQUIRE(slot >= 0 && slot < SLOT_COUNT, "device_copy: bad slot %d", static_cast<int>(slot));
+  if (bytes > index_cap_[slot]) {
+    // Kernels queued earlier may still read the old buffer.
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (index_buf_[slot] != nullptr) CUDA_CHECK(cudaFree(index_buf_[slot]));
+    index_buf_[slot] = nullptr;
+    index_cap_[slot] = 0;
+    const size_t cap = std::max<size_t>(bytes + bytes / 2, 4096);
+    index_buf_[slot] = device_malloc(cap, "an index buffer", bytes_);
+    index_cap_[slot] = cap;
+  }
+  if (bytes > 0) {
+    // Stream-ordered after earlier readers of this slot; a pageable source is staged by the
+    // driver before the call returns, so the caller may free `host` right away.
+    CUDA_CHECK(cudaMemcpyAsync(index_buf_[slot], host, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  return index_buf_[slot];
+}
+
+void* CudaBackend::scratch(size_t bytes) {
+  if (bytes > scratch_cap_ || scratch_ == nullptr) {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued kernels may still use the old one
+    if (scratch_ != nullptr) CUDA_CHECK(cudaFree(scratch_));
+    scratch_ = nullptr;
+    scratch_cap_ = 0;
+    const size_t cap = std::max<size_t>(bytes, 1 << 16);
+    const std::string what = format_string("the %.1f MiB scratch buffer", cap / 1048576.0);
+    scratch_ = device_malloc(cap, what.c_str(), bytes_);
+    scratch_cap_ = cap;
+  }
+  return scratch_;
+}
+
+}  // namespace smezo

@@ -1,0 +1,173 @@
+// Small helpers shared by the CUDA op files (include from .cu files only). The whole API:
+//
+//   ceil_div(a, b)                        host+device, int64_t
+//   grid_blocks(items, block)             host: blocks for a grid-stride loop, in [1, 65536]
+//   to_float(T) / from_float<T>(f)        device: fp32/fp16/bf16 <-> float, round to nearest even
+//   load4(p, i, n, v) / store4(p, i, n, v)  device: elements i..i+3 (those < n) as float; one
+//                                         16-byte (fp32) or 8-byte (fp16/bf16) access when the
+//                                         4 are in range and aligned, scalar accesses otherwise
+//   warp_reduce_sum(v), block_reduce_sum(v)  device: fp32 sums; block_reduce_sum needs
+//                                         blockDim.x a multiple of 32 (<= 1024), is called by
+//                                         every thread of the block, returns the total to all,
+//                                         and may be called repeatedly in one kernel
+//   MaskArgs, mask_args(info)             the POD part of a ParamInfo that kernels need
+//   mask_keep4(m, w, group, keep)         device: mask_keep (src/common/noise_spec.h) of the 4
+//                                         elements of `group`, with ONE Philox call for
+//                                         MASK_RANDOM; bit-identical to 4 mask_keep calls
+//   TypeTag<T>, dispatch_dtype(dtype, fn) host: fn(TypeTag<float|__half|__nv_bfloat16>{})
+//
+// Example:  dispatch_dtype(t.dtype, [&](auto tag) {
+//             using T = typename decltype(tag)::type;
+//             my_kernel<T><<<grid_blocks(n, 256), 256, 0, stream>>>(static_cast<T*>(t.data), n);
+//             CUDA_CHECK_LAUNCH();
+//           });
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "common/check.h"
+#include "common/noise_spec.h"
+#include "model/tensor.h"
+
+namespace smezo {
+
+__host__ __device__ __forceinline__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Blocks for a grid-stride loop over `items` work items (the loop covers the rest).
+inline unsigned grid_blocks(int64_t items, int block) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(ceil_div(items, block), 65536)));
+}
+
+// ---- dtype conversions
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// The vector type that holds 4 elements of T in one access.
+template <typename T>
+using Raw4 = typename std::conditional<sizeof(T) == 4, float4, uint2>::type;
+
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, int64_t i, int64_t n, float v[4]) {
+  if (i + 3 < n && reinterpret_cast<uintptr_t>(p + i) % sizeof(Raw4<T>) == 0) {
+    const Raw4<T> raw = *reinterpret_cast<const Raw4<T>*>(p + i);
+    T t[4];
+    memcpy(t, &raw, sizeof raw);
+#pragma unroll
+    for (int l = 0; l < 4; ++l) v[l] = to_float(t[l]);
+  } else {
+#pragma unroll
+    for (int l = 0; l < 4; ++l) v[l] = i + l < n ? to_float(p[i + l]) : 0.0f;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void store4(T* p, int64_t i, int64_t n, const float v[4]) {
+  if (i + 3 < n && reinterpret_cast<uintptr_t>(p + i) % sizeof(Raw4<T>) == 0) {
+    T t[4];
+#pragma unroll
+    for (int l = 0; l < 4; ++l) t[l] = from_float<T>(v[l]);
+    Raw4<T> raw;
+    memcpy(&raw, t, sizeof raw);
+    *reinterpret_cast<Raw4<T>*>(p + i) = raw;
+  } else {
+#pragma unroll
+    for (int l = 0; l < 4; ++l)
+      if (i + l < n) p[i + l] = from_float<T>(v[l]);
+  }
+}
+
+// ---- reductions
+
+__device__ __forceinline__ float warp_reduce_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float block_reduce_sum(float v) {
+  __shared__ float partial[32];
+  __shared__ float total;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  v = warp_reduce_sum(v);
+  __syncthreads();  // a previous call's readers of `partial`/`total` are done
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int n_warps = static_cast<int>(blockDim.x >> 5);
+    float s = lane < n_warps ? partial[lane] : 0.0f;
+    s = warp_reduce_sum(s);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  return total;
+}
+
+// ---- masks
+
+struct MaskArgs {
+  MaskKind kind = MASK_DENSE;
+  float threshold = 0.0f;   // MASK_MAGNITUDE
+  float keep_prob = 1.0f;   // MASK_RANDOM
+  uint64_t mask_seed = 0;   // MASK_RANDOM
+  uint32_t tensor_id = 0;
+};
+
+inline MaskArgs mask_args(const ParamInfo& info) {
+  MaskArgs m;
+  m.kind = info.mask;
+  m.threshold = info.threshold;
+  m.keep_prob = info.keep_prob;
+  m.mask_seed = info.mask_seed;
+  m.tensor_id = info.tensor_id;
+  return m;
+}
+
+// keep[l] = mask_keep(m.kind, w[l], ..., 4*group + l) for l = 0..3.
+__device__ __forceinline__ void mask_keep4(const MaskArgs& m, const float w[4], int64_t group,
+                                           bool keep[4]) {
+  if (m.kind == MASK_RANDOM) {
+    uint32_t x[4];
+    noise_philox4(m.mask_seed, m.tensor_id, group, NOISE_STREAM_RMEZO_MASK, x);
+#pragma unroll
+    for (int l = 0; l < 4; ++l) keep[l] = uniform01_from_bits(x[l]) < m.keep_prob;
+  } else {
+#pragma unroll
+    for (int l = 0; l < 4; ++l) keep[l] = mask_keep(m.kind, w[l], m.threshold, 1.0f, 0, 0, 0);
+  }
+}
+
+// ---- dtype dispatch
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+template <typename Fn>
+void dispatch_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DTYPE_F32: fn(TypeTag<float>{}); return;
+    case DTYPE_F16: fn(TypeTag<__half>{}); return;
+    case DTYPE_BF16: fn(TypeTag<__nv_bfloat16>{}); return;
+  }
+  throw_error("unknown dtype %d", static_cast<int>(dtype));
+}
+
+}  // namespace smezo

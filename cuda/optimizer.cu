@@ -1,0 +1,188 @@
+// CUDA optimiser ops: the SPSA update W <- W - coef·m(W)⊙z - decay·m(W)⊙W, and the exact
+// |W| quantile that fixes the S-MeZO threshold.
+//
+//   update_kernel          one thread per Philox group of 4 elements (one Philox call for z,
+//                          one more for an R-MeZO mask), mask from the CURRENT w, the CPU's
+//                          element rule (src/cpu/cpu_optimizer.cpp) in float with explicit
+//                          FMAs, stored rounded to nearest even in the storage dtype. Groups
+//                          with no kept entry skip the noise and the store. Bit-exact with the
+//                          CPU update followed by the same rounding.
+//   abs_radix_hist_kernel  one pass of an exact radix select on the bit patterns of |w| (as
+//                          float; for non-negative floats the bit order is the value order):
+//                          a 256-bin histogram of the next 8 bits among the elements whose
+//                          higher bits equal the prefix chosen so far. Per-block shared
+//                          histograms with warp-aggregated atomics (__match_any_sync), flushed
+//                          into a 256 x u64 histogram in the scratch buffer. The host picks the
+//                          bin holding rank k and narrows the prefix: 4 passes for fp32, 3 for
+//                          fp16 (the low 13 bits of an upcast half are zero), 2 for bf16. No
+//                          copy of the tensor; O(1) scratch.
+// Reference: src/cpu/cpu_optimizer.cpp.
+#include <cmath>
+#include <cstring>
+
+#include "common/check.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/device_utils.cuh"
+
+namespace smezo {
+
+namespace {
+
+struct UpdateParams {
+  void* w = nullptr;   // (numel) storage dtype, updated in place
+  int64_t n = 0;
+  float coef = 0.0f;   // lr * g
+  float decay = 0.0f;  // lr * weight_decay, or 0
+  uint64_t seed = 0;   // step seed of z
+  MaskArgs mask;
+};
+
+constexpr int kBins = 256;
+constexpr uint32_t kNoBin = kBins;  // key of elements outside the current prefix
+
+}  // namespace
+
+// --- kernels
+
+namespace {  // internal linkage: kernel names cannot clash across files
+
+template <typename T>
+__global__ void update_kernel(UpdateParams p) {
+  T* w = static_cast<T*>(p.w);
+  const int64_t n_groups = ceil_div(p.n, 4);
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v[4];
+    load4(w, 4 * g, p.n, v);
+    bool keep[4];
+    mask_keep4(p.mask, v, g, keep);
+    if (!(keep[0] || keep[1] || keep[2] || keep[3])) continue;  // nothing changes
+    float z[4];
+    noise_normal4(p.seed, p.mask.tensor_id, g, NOISE_STREAM_GAUSS, z);
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const float w1 = updated_value(v[l], z[l], p.coef, keep[l]);
+      v[l] = keep[l] ? fp_fma(-p.decay, v[l], w1) : w1;
+    }
+    store4(w, 4 * g, p.n, v);
+  }
+}
+
+// Adds to hist[b] the number of elements whose |w| bits match `prefix` under `prefix_mask`
+// and have bits [shift, shift+8) equal to b.
+template <typename T>
+__global__ void abs_radix_hist_kernel(const T* w, int64_t n, uint32_t prefix, uint32_t prefix_mask,
+                                      int shift, unsigned long long* hist) {
+  __shared__ uint32_t local[kBins];
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int64_t n_groups = ceil_div(n, 4);
+  // The loop bound is tested on the warp's first group, so whole warps iterate together and
+  // every lane reaches __match_any_sync.
+  for (int64_t warp_first = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31);
+       warp_first < n_groups; warp_first += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t g = warp_first + lane;
+    uint32_t key[4] = {kNoBin, kNoBin, kNoBin, kNoBin};
+    if (g < n_groups) {
+      float v[4];
+      load4(w, 4 * g, n, v);
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const uint32_t bits = fp_bits(v[l]) & 0x7fffffffu;  // |w|
+        if (4 * g + l < n && (bits & prefix_mask) == prefix) key[l] = (bits >> shift) & 0xffu;
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const unsigned peers = __match_any_sync(0xffffffffu, key[l]);
+      if (key[l] != kNoBin && lane == __ffs(peers) - 1) atomicAdd(&local[key[l]], __popc(peers));
+    }
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
+    if (local[b] != 0) atomicAdd(&hist[b], static_cast<unsigned long long>(local[b]));
+}
+
+}  // namespace
+
+// --- launcher
+
+namespace {
+
+constexpr int kUpdateBlock = 256;
+constexpr int kHistBlock = 256;
+
+int sm_count() {
+  int dev = 0, count = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev));
+  return count > 0 ? count : 1;
+}
+
+}  // namespace
+
+void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
+  if (!p.info.trainable) return;
+  const int64_t n = p.w.numel();
+  if (n == 0) return;
+  UpdateParams u;
+  u.w = p.w.data;
+  u.n = n;
+  u.coef = coef;
+  u.decay = decay;
+  u.seed = seed;
+  u.mask = mask_args(p.info);
+  const unsigned grid = grid_blocks(ceil_div(n, 4), kUpdateBlock);
+  dispatch_dtype(p.w.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    update_kernel<T><<<grid, kUpdateBlock, 0, stream_>>>(u);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+float CudaBackend::abs_quantile(const Param& p, double q) {
+  SMEZO_REQUIRE(q >= 0.0 && q <= 1.0, "quantile %g outside [0, 1]", q);
+  const int64_t n = p.w.numel();
+  SMEZO_REQUIRE(n > 0, "quantile of empty tensor %s", p.info.name.c_str());
+  const int64_t k = static_cast<int64_t>(std::floor(q * static_cast<double>(n - 1)));
+  // Bits of |w| (as float) that can be non-zero in this dtype, 8 per pass from the top.
+  const int passes = p.w.dtype == DTYPE_F32 ? 4 : p.w.dtype == DTYPE_F16 ? 3 : 2;
+  // Enough blocks to fill the GPU a few times over; each block counts < 2^32 elements.
+  const int64_t grid = std::max<int64_t>(
+      ceil_div(n, int64_t(1) << 30),
+      std::min<int64_t>(ceil_div(ceil_div(n, 4), kHistBlock), int64_t(8) * sm_count()));
+  SMEZO_REQUIRE(grid <= 0x7fffffff, "abs_quantile: tensor %s too large", p.info.name.c_str());
+  auto* hist = static_cast<unsigned long long*>(scratch(kBins * sizeof(unsigned long long)));
+  unsigned long long host[kBins];
+  uint32_t prefix = 0, prefix_mask = 0;
+  int64_t rank = k;  // rank of the answer among the elements matching the prefix
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = 24 - 8 * pass;
+    CUDA_CHECK(cudaMemsetAsync(hist, 0, sizeof host, stream_));
+    dispatch_dtype(p.w.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      abs_radix_hist_kernel<T><<<static_cast<unsigned>(grid), kHistBlock, 0, stream_>>>(
+          static_cast<const T*>(p.w.data), n, prefix, prefix_mask, shift, hist);
+      CUDA_CHECK_LAUNCH();
+    });
+    CUDA_CHECK(cudaMemcpyAsync(host, hist, sizeof host, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    int64_t below = 0;
+    int bin = 0;
+    while (bin < kBins && rank >= below + static_cast<int64_t>(host[bin])) below += host[bin++];
+    SMEZO_REQUIRE(bin < kBins,
+                  "abs_quantile: radix select lost rank %lld of tensor %s in pass %d (counted %lld)"
+                  "\n---> HINT: this is a bug in cuda/optimizer.cu; rerun with SMEZO_CUDA_SYNC=1",
+                  (long long)rank, p.info.name.c_str(), pass, (long long)below);
+    prefix |= static_cast<uint32_t>(bin) << shift;
+    prefix_mask |= 0xffu << shift;
+    rank -= below;
+  }
+  float result;
+  std::memcpy(&result, &prefix, sizeof result);
+  return result;
+}
+
+}  // namespace smezo
