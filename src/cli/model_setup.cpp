@@ -8,6 +8,10 @@
 #include "cpu/cpu_backend.h"
 #include "formats/model_loader.h"
 
+#ifdef SMEZO_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace smezo {
 
 namespace {
@@ -30,9 +34,33 @@ std::string default_model_path() { return asset_path("models/stories260K.bin"); 
 
 std::unique_ptr<Backend> make_backend(const std::string& device) {
   if (device == "cpu") return std::make_unique<CpuBackend>();
-  if (device == "cuda")
-    throw_error("--device cuda: the CUDA backend is not part of this build yet; use --device cpu");
+  if (device == "cuda") {
+#ifdef SMEZO_WITH_CUDA
+    return std::make_unique<CudaBackend>();
+#else
+    throw_error("--device cuda: this build has no CUDA (built without nvcc); use --device cpu, "
+                "or rebuild with nvcc on the PATH");
+#endif
+  }
   throw_error("unknown --device '%s' (choose cpu or cuda)", device.c_str());
+}
+
+DType storage_dtype(const std::string& device, const std::string& dtype) {
+  if (dtype.empty()) return device == "cuda" ? DTYPE_BF16 : DTYPE_F32;
+  DType d;
+  if (dtype == "f32") {
+    d = DTYPE_F32;
+  } else if (dtype == "f16") {
+    d = DTYPE_F16;
+  } else if (dtype == "bf16") {
+    d = DTYPE_BF16;
+  } else {
+    throw_error("unknown --dtype '%s' (choose f32, f16 or bf16)", dtype.c_str());
+  }
+  SMEZO_REQUIRE(d == DTYPE_F32 || device != "cpu",
+                "--dtype %s: the CPU backend stores f32 only; leave --dtype out or use --device "
+                "cuda", dtype.c_str());
+  return d;
 }
 
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
@@ -56,19 +84,21 @@ LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows) {
   std::string model_path = args.str("model", default_model_path());
   std::string tokenizer_arg = args.str("tokenizer", "");
   std::string device = args.str("device", "cpu");
-  return open_model_paths(model_path, tokenizer_arg, device, max_tokens, max_logit_rows);
+  std::string dtype = args.str("dtype", "");
+  return open_model_paths(model_path, tokenizer_arg, device, max_tokens, max_logit_rows, dtype);
 }
 
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_arg,
-                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows) {
+                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
+                             const std::string& dtype) {
   LoadedModel lm;
   lm.model_path = model_path;
+  const DType storage = storage_dtype(device, dtype);  // before anything heavy: fail fast
   lm.backend = make_backend(device);
   WeightSource source = load_weights(lm.model_path);
   lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, tokenizer_arg);
   lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
   check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
-  DType storage = DTYPE_F32;
   lm.model = std::make_unique<Model>(source, *lm.backend, storage, max_tokens, max_logit_rows);
   return lm;
 }

@@ -1,5 +1,6 @@
 // Shared by the CLI commands: pick the backend, open the model and its tokenizer from the
-// options --model, --tokenizer and --device, with the bundled stories260K as the default.
+// options --model, --tokenizer, --device and --dtype, with the bundled stories260K as the
+// default.
 #pragma once
 
 #include <memory>
@@ -21,13 +22,21 @@ struct LoadedModel {
 
 std::string default_model_path();
 
-// Reads --model, --tokenizer, --device; sizes the workspace for max_tokens/max_logit_rows.
+// Reads --model, --tokenizer, --device, --dtype; sizes the workspace for
+// max_tokens/max_logit_rows.
 LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows);
-// The same from explicit values (tokenizer_arg may be empty: see resolve_tokenizer_path).
+// The same from explicit values (tokenizer_arg may be empty: see resolve_tokenizer_path;
+// dtype may be empty: the device's default storage, see storage_dtype).
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_arg,
-                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows);
+                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
+                             const std::string& dtype = "");
 
+// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA).
 std::unique_ptr<Backend> make_backend(const std::string& device);
+
+// The parameter storage dtype for --dtype on a device: "f32" | "f16" | "bf16", or "" for the
+// device's default (cpu: f32, the only one it stores; cuda: bf16).
+DType storage_dtype(const std::string& device, const std::string& dtype);
 
 // The tokenizer for a model: an explicit path, else tokenizer.model next to the model, else
 // the bundled TinyStories tokenizer for the bundled stories260K.

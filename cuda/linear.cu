@@ -1,0 +1,326 @@
+// The linear layer on the GPU: out(M, N) = in(M, K) · W'(N, K)ᵀ (+ b'(1, N)), fp32 out,
+// fp32 accumulation, W stored fp32 / fp16 / bf16. W' and b' are the parameters read through
+// the probe (src/common/noise_spec.h): w' = keep ? fma(scale, z, w) : w.
+//
+// Version 1 (this file): "materialise, then cuBLAS" — the honest baseline of DESIGN.md's
+// fused perturbed linear.
+//   1. perturbed probe: perturb_weight_kernel writes W' (the storage dtype, rounded to nearest
+//      even once from the fp32 w') for THIS layer into the backend's scratch buffer; one Philox
+//      call per 4 elements, i.e. the noise is generated once per element per call.
+//   2. fp16/bf16 W: convert_input_kernel rounds x (fp32) to W's dtype (nearest even) into
+//      scratch, because cublasGemmEx wants A and B of the same type.
+//   3. cublasGemmEx (see "GEMM layout" below); fp16/bf16 on tensor cores with fp32
+//      accumulation, fp32 with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32), so it matches the CPU
+//      reference up to summation order.
+//   4. bias_epilogue_kernel adds b' (perturbed in fp32, never rounded: exactly the CPU value).
+// Checked against the CPU reference by tests/test_backend_ops.cu (Linear* cases).
+//
+// Memory contract. Scratch holds at most one layer's W' (N·K elements of the storage dtype)
+// plus x in 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is
+// shared, so two requests could move the first region). Its high-water mark is therefore the
+// largest single layer (for LLaMA-7B the LM head, 32000 x 4096 x 2 B = 262 MB) plus one
+// activation, never proportional to the parameter count. Nothing is allocated per call.
+// cuBLAS uses the default workspace pool of its handle (a few MiB, 32 MiB on Hopper,
+// allocated by cuBLAS with the handle); we do not call cublasSetWorkspace, so the handle's
+// workspace is one of the "small constants" of the memory contract. The handle must be bound
+// to backend.stream() (CudaBackend's constructor does that; linear() checks and rebinds).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "common/check.h"
+#include "common/noise_spec.h"
+#include "cuda_backend.h"
+#include "cuda_check.h"
+
+namespace smezo {
+
+namespace {
+
+// --- storage types
+
+__device__ __forceinline__ float load_as_float(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load_as_float(const __half* p, int64_t i) {
+  return __half2float(p[i]);
+}
+__device__ __forceinline__ float load_as_float(const __nv_bfloat16* p, int64_t i) {
+  return __bfloat162float(p[i]);
+}
+
+// Round to nearest even, as the host's float_to_f16 / float_to_bf16 (src/common/half.h).
+__device__ __forceinline__ void store_from_float(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_from_float(__half* p, int64_t i, float v) {
+  p[i] = __float2half_rn(v);
+}
+__device__ __forceinline__ void store_from_float(__nv_bfloat16* p, int64_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+
+// Everything a kernel needs to read one parameter through a probe.
+struct ProbeParams {
+  float scale;         // sigma * eps (nonzero when a kernel is asked to perturb)
+  uint64_t seed;       // the step seed (key of the z stream)
+  uint32_t tensor_id;  // noise stream id of the parameter
+  MaskKind mask;
+  float threshold;     // MASK_MAGNITUDE
+  float keep_prob;     // MASK_RANDOM
+  uint64_t mask_seed;  // MASK_RANDOM
+};
+
+ProbeParams make_probe_params(const Param& p, const Probe& probe) {
+  ProbeParams pp;
+  pp.scale = probe.scale;
+  pp.seed = probe.seed;
+  pp.tensor_id = p.info.tensor_id;
+  pp.mask = p.info.mask;
+  pp.threshold = p.info.threshold;
+  pp.keep_prob = p.info.keep_prob;
+  pp.mask_seed = p.info.mask_seed;
+  return pp;
+}
+
+// The four perturbed values of elements 4*group .. 4*group+3 (those < n), from their stored
+// values w[0..3]. One Philox call gives the four z; for MASK_RANDOM one more call gives the
+// four mask words (the same words mask_keep reads one element at a time: spec section 6).
+__device__ __forceinline__ void perturb_group(const ProbeParams& p, int64_t group, float w[4]) {
+  float z[4];
+  noise_normal4(p.seed, p.tensor_id, group, NOISE_STREAM_GAUSS, z);
+  uint32_t mask_words[4] = {0u, 0u, 0u, 0u};
+  if (p.mask == MASK_RANDOM)
+    noise_philox4(p.mask_seed, p.tensor_id, group, NOISE_STREAM_RMEZO_MASK, mask_words);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) {
+    const bool keep = p.mask == MASK_RANDOM ? uniform01_from_bits(mask_words[l]) < p.keep_prob
+                                            : mask_keep(p.mask, w[l], p.threshold, p.keep_prob,
+                                                        p.mask_seed, p.tensor_id, 4 * group + l);
+    w[l] = perturbed_value(w[l], z[l], p.scale, keep);
+  }
+}
+
+// --- kernels
+
+// Four consecutive elements as one 8- or 16-byte access.
+template <typename T>
+struct alignas(4 * sizeof(T)) Vec4 {
+  T v[4];
+};
+
+// dst[i] = round_T(perturbed_value(float(src[i]), z_i, scale, keep_i)), i in [0, n).
+// Grid-stride over groups of four elements (one Philox call each); a full group is one
+// vector load and one vector store when both pointers are aligned to 4 elements.
+template <typename T>
+__global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_aligned,
+                                      ProbeParams p) {
+  const int64_t n_groups = (n + 3) / 4;
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i0 = 4 * g;
+    const int count = n - i0 < 4 ? static_cast<int>(n - i0) : 4;
+    float w[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (vec_aligned && count == 4) {
+      const Vec4<T> in = reinterpret_cast<const Vec4<T>*>(src)[g];
+#pragma unroll
+      for (int l = 0; l < 4; ++l) w[l] = load_as_float(in.v, l);
+      perturb_group(p, g, w);
+      Vec4<T> res;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) store_from_float(res.v, l, w[l]);
+      reinterpret_cast<Vec4<T>*>(dst)[g] = res;
+    } else {
+      for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
+      perturb_group(p, g, w);
+      for (int l = 0; l < count; ++l) store_from_float(dst, i0 + l, w[l]);
+    }
+  }
+}
+
+// dst[i] = round_T(src[i]), i in [0, n): x in the GEMM's input type.
+template <typename T>
+__global__ void convert_input_kernel(T* dst, const float* src, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    store_from_float(dst, i, src[i]);
+}
+
+// out(M, N) += b'(N). Thread n forms b'[n] once (perturbed when `perturb`, in fp32, exactly
+// as cpu_read_param) and adds it to rows blockIdx.y, blockIdx.y + gridDim.y, ...
+template <typename T>
+__global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64_t N, bool perturb,
+                                     ProbeParams p) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n >= N) return;
+  float b = load_as_float(bias, n);
+  if (perturb) {
+    const float z = noise_normal(p.seed, p.tensor_id, n, NOISE_STREAM_GAUSS);
+    const bool keep = mask_keep(p.mask, b, p.threshold, p.keep_prob, p.mask_seed, p.tensor_id, n);
+    b = perturbed_value(b, z, p.scale, keep);
+  }
+  for (int64_t m = blockIdx.y; m < M; m += gridDim.y) out[m * N + n] = fp_add(out[m * N + n], b);
+}
+
+// --- launchers
+
+constexpr int kBlock = 256;
+
+unsigned grid_for(int64_t work_items) {
+  const int64_t blocks = (work_items + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
+}
+
+template <typename T>
+void launch_perturb_weight(void* dst, const void* src, int64_t n, const ProbeParams& p,
+                           cudaStream_t stream) {
+  const uintptr_t vec = 4 * sizeof(T);
+  const bool vec_aligned =
+      reinterpret_cast<uintptr_t>(dst) % vec == 0 && reinterpret_cast<uintptr_t>(src) % vec == 0;
+  perturb_weight_kernel<T><<<grid_for((n + 3) / 4), kBlock, 0, stream>>>(
+      static_cast<T*>(dst), static_cast<const T*>(src), n, vec_aligned, p);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_convert_input(void* dst, const float* src, int64_t n, cudaStream_t stream) {
+  convert_input_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(static_cast<T*>(dst), src, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_bias_epilogue(float* out, const void* bias, int64_t M, int64_t N, bool perturb,
+                          const ProbeParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((N + kBlock - 1) / kBlock),
+                  static_cast<unsigned>(std::min<int64_t>(M, 32)));
+  bias_epilogue_kernel<T>
+      <<<grid, kBlock, 0, stream>>>(out, static_cast<const T*>(bias), M, N, perturb, p);
+  CUDA_CHECK_LAUNCH();
+}
+
+void perturb_weight(DType dtype, void* dst, const void* src, int64_t n, const ProbeParams& p,
+                    cudaStream_t stream) {
+  switch (dtype) {
+    case DTYPE_F32: return launch_perturb_weight<float>(dst, src, n, p, stream);
+    case DTYPE_F16: return launch_perturb_weight<__half>(dst, src, n, p, stream);
+    case DTYPE_BF16: return launch_perturb_weight<__nv_bfloat16>(dst, src, n, p, stream);
+  }
+}
+
+void convert_input(DType dtype, void* dst, const float* src, int64_t n, cudaStream_t stream) {
+  switch (dtype) {
+    case DTYPE_F16: return launch_convert_input<__half>(dst, src, n, stream);
+    case DTYPE_BF16: return launch_convert_input<__nv_bfloat16>(dst, src, n, stream);
+    case DTYPE_F32: break;
+  }
+  throw_error("linear: fp32 input needs no conversion (internal error)");
+}
+
+void bias_epilogue(DType dtype, float* out, const void* bias, int64_t M, int64_t N, bool perturb,
+                   const ProbeParams& p, cudaStream_t stream) {
+  switch (dtype) {
+    case DTYPE_F32: return launch_bias_epilogue<float>(out, bias, M, N, perturb, p, stream);
+    case DTYPE_F16: return launch_bias_epilogue<__half>(out, bias, M, N, perturb, p, stream);
+    case DTYPE_BF16:
+      return launch_bias_epilogue<__nv_bfloat16>(out, bias, M, N, perturb, p, stream);
+  }
+}
+
+cudaDataType cuda_data_type(DType dtype) {
+  switch (dtype) {
+    case DTYPE_F32: return CUDA_R_32F;
+    case DTYPE_F16: return CUDA_R_16F;
+    case DTYPE_BF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+constexpr size_t kScratchAlign = 256;
+
+size_t align_up(size_t bytes) {
+  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+}  // namespace
+
+void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weight,
+                         const Param* bias, const Probe& probe) {
+  const Tensor& W = weight.w;
+  const char* name = weight.info.name.c_str();
+  const int64_t M = in.rows, K = in.cols, N = W.rows;
+  SMEZO_REQUIRE(W.cols == K, "linear %s: input has %lld features, weight expects %lld", name,
+                (long long)K, (long long)W.cols);
+  SMEZO_REQUIRE(out.rows == M && out.cols == N,
+                "linear %s: output is [%lld, %lld], expected [%lld, %lld]", name,
+                (long long)out.rows, (long long)out.cols, (long long)M, (long long)N);
+  SMEZO_REQUIRE(in.dtype == DTYPE_F32 && out.dtype == DTYPE_F32,
+                "linear %s: activations must be F32 (got in %s, out %s)", name,
+                dtype_name(in.dtype), dtype_name(out.dtype));
+  SMEZO_REQUIRE(out.data != in.data, "linear %s: out and in must not alias", name);
+  SMEZO_REQUIRE(
+      M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
+      "linear %s: [%lld x %lld] times [%lld x %lld]^T exceeds the int dimensions of cuBLAS", name,
+      (long long)M, (long long)K, (long long)N, (long long)K);
+  if (bias)
+    SMEZO_REQUIRE(bias->w.numel() == N, "linear %s: bias %s has %lld entries, expected %lld", name,
+                  bias->info.name.c_str(), (long long)bias->w.numel(), (long long)N);
+  if (M == 0 || N == 0) return;
+  SMEZO_REQUIRE(K > 0, "linear %s: zero input features", name);
+
+  // The GEMM must run on the backend stream, ordered with our kernels. CudaBackend binds the
+  // handle once at construction; rebinding (which would also reset a user workspace) only
+  // happens if that was not done.
+  cudaStream_t handle_stream = nullptr;
+  CUBLAS_CHECK(cublasGetStream(cublas_, &handle_stream));
+  if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+
+  const DType wt = W.dtype;
+  const bool perturb_w = probe.scale != 0.0f && weight.info.trainable;
+
+  // One scratch request for everything this call needs: [W' | x in 16 bits].
+  const size_t w_bytes = perturb_w ? align_up(static_cast<size_t>(N * K * dtype_size(wt))) : 0;
+  const size_t x_bytes =
+      wt != DTYPE_F32 ? align_up(static_cast<size_t>(M * K * dtype_size(wt))) : 0;
+  char* scratch_base =
+      w_bytes + x_bytes > 0 ? static_cast<char*>(scratch(w_bytes + x_bytes)) : nullptr;
+
+  const void* w_gemm = W.data;
+  if (perturb_w) {
+    w_gemm = scratch_base;
+    perturb_weight(wt, scratch_base, W.data, N * K, make_probe_params(weight, probe), stream_);
+  }
+  const void* x_gemm = in.data;
+  if (wt != DTYPE_F32) {
+    x_gemm = scratch_base + w_bytes;
+    convert_input(wt, scratch_base + w_bytes, in.f32(), M * K, stream_);
+  }
+
+  // GEMM layout. cuBLAS is column-major, and a row-major (R, C) buffer with row stride C is
+  // exactly a column-major (C, R) matrix with leading dimension C. So the buffers are, in
+  // cuBLAS's eyes:  W (N,K) row-major = Wᵀ (K x N), ld K;  x (M,K) row-major = xᵀ (K x M),
+  // ld K;  out (M,N) row-major = outᵀ (N x M), ld N. We want out = x·Wᵀ, i.e. the column-major
+  // product outᵀ (N x M) = W (N x K) · xᵀ (K x M): C = op(A)·op(B) with
+  //   A = the W buffer (K x N, lda = K), op = T   -> W  (N x K)   m = N
+  //   B = the x buffer (K x M, ldb = K), op = N   -> xᵀ (K x M)   n = M, k = K
+  //   C = the out buffer (N x M, ldc = N).
+  // No copy or transpose is ever made; both operands are read along K (contiguous).
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType ab_type = cuda_data_type(wt);
+  // fp32: PEDANTIC forbids TF32 or other reduced-precision paths whatever the handle's math
+  // mode, so the result differs from the fp32 CPU reference by summation order only. fp16/bf16:
+  // tensor cores, fp32 accumulation.
+  const cublasComputeType_t compute =
+      wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+  CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N),
+                            static_cast<int>(M), static_cast<int>(K), &alpha, w_gemm, ab_type,
+                            static_cast<int>(K), x_gemm, ab_type, static_cast<int>(K), &beta,
+                            out.data, CUDA_R_32F, static_cast<int>(N), compute,
+                            CUBLAS_GEMM_DEFAULT));
+
+  if (bias) {
+    const bool perturb_b = probe.scale != 0.0f && bias->info.trainable;
+    bias_epilogue(bias->w.dtype, out.f32(), bias->w.data, M, N, perturb_b,
+                  make_probe_params(*bias, probe), stream_);
+  }
+}
+
+}  // namespace smezo

@@ -1,0 +1,906 @@
+// Backend conformance: every op of src/model/backend.h (attention aside: see
+// tests/test_attention_cuda.cu) run on the CUDA backend and on the CPU reference, from tables of
+// cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops. Plus the
+// stories260K model end to end on both backends. Every test skips with
+// "no CUDA device: skipped" where no GPU is present.
+//
+// Method. Inputs are fresh random values (never zeros), from seeds derived from
+// SMEZO_TEST_SEED (default 20250101; set it to vary the inputs, it is printed with every
+// failure). Outputs are allocated with one guard row above and one below (rows + 2, the op
+// sees the middle), guard rows are random and must come back bit-identical, and the middle is
+// poisoned with NaN before the run (in-place ops start from their input instead). The CPU
+// backend stores fp32 only, so for fp16/bf16 storage the host values are first rounded to the
+// storage type (float_to_f16 / float_to_bf16, src/common/half.h) and the SAME rounded values
+// are given to both backends.
+//
+// Tolerance policy (|cuda - cpu| <= bound, element by element; NaN never passes):
+//   embedding, add_position_embedding,  exact (0): the same spec arithmetic (perturbed_value is
+//   relu, add, gather_rows, copy_rows   one fma) or plain copies/adds on identical inputs.
+//   update (fp32 storage)               bit-exact: both run the spec's correctly rounded fp32
+//                                       ops (noise_spec.h section 5) on identical w.
+//   update (fp16/bf16 storage)          bit-exact vs round_nearest_even(CPU fp32 update of the
+//                                       rounded w): the GPU reads float(w16) (exact), does the
+//                                       same fp32 ops, and rounds once to the storage type, so
+//                                       the two differ in nothing (no double rounding: the
+//                                       CPU's fp32 result IS the GPU's pre-rounding value).
+//   abs_quantile                        exact: selection returns an element of |W|.
+//   swiglu                              1e-6 relative (kTolElementwise): expf vs std::exp and
+//                                       the division, a few ulps.
+//   norm (RMS, Layer)                   1e-5 x (|w|·(|x̂|+1) + |b|) (kTolNorm): the row
+//                                       reductions are summed in a different order.
+//   rope                                (|v0|+|v1|) x (1e-6 + 8·pos·2^-23) (kRopeAngleUlps): the
+//                                       angle pos·θ^(-2j/d) carries a few ulps of pow/multiply
+//                                       error on each side, which grows with the position.
+//   linear, small-integer inputs        exact (CUTLASS basic_gemm's trick): every product and
+//                                       partial sum is an integer below 2^24, for fp32, fp16
+//                                       and bf16 alike.
+//   linear, random inputs               1e-5 x (Σ_k |x_k·w'_k| + |b'|) (kTolGemm). The reference
+//                                       is the CPU linear on the SAME operands the GPU
+//                                       multiplies: W' = cpu_read_param(W) rounded to the
+//                                       storage type, x rounded to it, b' = cpu_read_param(b)
+//                                       in fp32. Products are exact in fp32 (11x11 or 8x8
+//                                       significand bits), so only the fp32 summation order
+//                                       differs (~sqrt(K)·2^-24 typical, tensor cores included).
+//   model logits (stories260K, fp32)    1e-4 x max|logit| (kTolModelLogits); greedy text exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../cuda/cuda_backend.h"
+#include "../cuda/cuda_check.h"
+#include "common/assets.h"
+#include "common/half.h"
+#include "cpu/cpu_backend.h"
+#include "formats/model_loader.h"
+#include "model/generate.h"
+#include "model/model.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace smezo;
+
+namespace {
+
+// ---- tolerances (the table above)
+constexpr double kTolElementwise = 1e-6;
+constexpr double kTolNorm = 1e-5;
+constexpr double kTolGemm = 1e-5;
+constexpr double kRopeAngleUlps = 8.0;
+constexpr double kTolModelLogits = 1e-4;
+
+// ---- seeds
+
+uint32_t base_seed() {
+  static const uint32_t seed = [] {
+    const char* v = std::getenv("SMEZO_TEST_SEED");
+    return v != nullptr ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10)) : 20250101u;
+  }();
+  return seed;
+}
+
+// A well-mixed seed for (test, case, part) (splitmix64 finaliser).
+uint64_t mix_seed(uint64_t test, uint64_t case_index, uint64_t part) {
+  uint64_t z =
+      base_seed() + 0x9E3779B97F4A7C15ull * (1 + test * 1000003ull + case_index * 101ull + part);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+uint32_t seed32(uint64_t test, uint64_t case_index, uint64_t part) {
+  return static_cast<uint32_t>(mix_seed(test, case_index, part));
+}
+
+std::string seed_note() { return "SMEZO_TEST_SEED=" + std::to_string(base_seed()); }
+
+// ---- host values
+
+float round_to(DType dt, float v) {
+  switch (dt) {
+    case DTYPE_F16: return f16_to_float(float_to_f16(v));
+    case DTYPE_BF16: return bf16_to_float(float_to_bf16(v));
+    case DTYPE_F32: break;
+  }
+  return v;
+}
+
+std::vector<float> rounded(DType dt, std::vector<float> v) {
+  for (float& x : v) x = round_to(dt, x);
+  return v;
+}
+
+std::vector<float> uniform(int64_t n, uint32_t seed, float lo, float hi) {
+  return smezo_test::random_floats(n, seed, lo, hi);
+}
+
+// Integers in [lo, hi] as floats (exact in every storage type for |v| <= 256).
+std::vector<float> small_ints(int64_t n, uint32_t seed, int lo, int hi) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(dist(rng));
+  return v;
+}
+
+template <typename T>
+std::vector<T> random_indices(int64_t n, uint32_t seed, int64_t lo, int64_t hi) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> dist(lo, hi);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = static_cast<T>(dist(rng));
+  return v;
+}
+
+const char* dt_str(DType dt) { return dtype_name(dt); }
+
+// ---- guarded tensors
+
+// A (rows, cols) tensor with one guard row above and one below: `view` is what the op sees.
+struct Guarded {
+  Tensor full;  // (rows + 2, cols)
+  Tensor view;  // rows 1 .. rows of full
+  std::vector<float> top, bottom;
+};
+
+// contents empty: the rows are poisoned with NaN (fp32 outputs only).
+Guarded make_guarded(Backend& be, int64_t rows, int64_t cols, DType dt,
+                     const std::vector<float>& contents, uint32_t seed) {
+  Guarded g;
+  g.full = be.alloc(rows + 2, cols, dt);
+  g.view = g.full;
+  g.view.rows = rows;
+  g.view.data = static_cast<char*>(g.full.data) + cols * dtype_size(dt);
+  g.top = rounded(dt, uniform(cols, seed, -3.0f, 3.0f));
+  g.bottom = rounded(dt, uniform(cols, seed + 1, -3.0f, 3.0f));
+  std::vector<float> host;
+  host.reserve(static_cast<size_t>((rows + 2) * cols));
+  host.insert(host.end(), g.top.begin(), g.top.end());
+  if (contents.empty()) {
+    host.insert(host.end(), static_cast<size_t>(rows * cols), std::nanf(""));
+  } else {
+    EXPECT_EQ(static_cast<int64_t>(contents.size()), rows * cols);
+    host.insert(host.end(), contents.begin(), contents.end());
+  }
+  host.insert(host.end(), g.bottom.begin(), g.bottom.end());
+  be.upload(g.full, host.data());
+  return g;
+}
+
+// Downloads the middle rows, checking that both guard rows are bit-identical.
+std::vector<float> download_checked(Backend& be, const Guarded& g) {
+  const int64_t rows = g.view.rows, cols = g.full.cols;
+  std::vector<float> all(static_cast<size_t>(g.full.numel()));
+  be.download(g.full, all.data());
+  int64_t bad = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    bad += float_bits(all[c]) != float_bits(g.top[c]);
+    bad += float_bits(all[(rows + 1) * cols + c]) != float_bits(g.bottom[c]);
+  }
+  EXPECT_EQ(bad, 0) << "the " << be.name() << " op wrote " << bad
+                    << " guard element(s) outside its output";
+  return std::vector<float>(all.begin() + cols, all.begin() + (rows + 1) * cols);
+}
+
+std::vector<float> download(Backend& be, const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  be.download(t, v.data());
+  return v;
+}
+
+// ---- parameters
+
+// A parameter on `be` holding `values` (already representable in dt).
+Param make_param(Backend& be, int64_t rows, int64_t cols, DType dt,
+                 const std::vector<float>& values, const ParamInfo& info) {
+  Param p;
+  p.w = be.alloc(rows, cols, dt);
+  be.upload(p.w, values.data());
+  p.info = info;
+  return p;
+}
+
+// A host-memory fp32 parameter view (for cpu_read_param on host vectors).
+Param host_param(std::vector<float>& values, int64_t rows, int64_t cols, const ParamInfo& info) {
+  Param p;
+  p.w.data = values.data();
+  p.w.dtype = DTYPE_F32;
+  p.w.rows = rows;
+  p.w.cols = cols;
+  p.info = info;
+  return p;
+}
+
+double median_abs(const std::vector<float>& v) {
+  std::vector<float> a(v.size());
+  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
+  std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());
+  return a[a.size() / 2];
+}
+
+// ParamInfo for a mask kind: MAGNITUDE keeps |w| <= median |w|, RANDOM keeps 30 %.
+ParamInfo make_info(const std::string& name, uint32_t tensor_id, MaskKind mask,
+                    const std::vector<float>& values, bool trainable, uint64_t mask_seed) {
+  ParamInfo info;
+  info.name = name;
+  info.tensor_id = tensor_id;
+  info.trainable = trainable;
+  info.mask = mask;
+  if (mask == MASK_MAGNITUDE) info.threshold = static_cast<float>(median_abs(values));
+  if (mask == MASK_RANDOM) {
+    info.keep_prob = 0.3f;
+    info.mask_seed = mask_seed;
+  }
+  return info;
+}
+
+const char* mask_str(MaskKind m) {
+  return m == MASK_DENSE ? "dense" : m == MASK_MAGNITUDE ? "magnitude" : "random";
+}
+
+// ---- comparison
+
+// |got[i] - ref[i]| <= bound(i) for every i (NaN fails). Reports the failure count, the first
+// few failures and the worst error/bound ratio.
+template <typename Bound>
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& ref, Bound bound) {
+  ASSERT_EQ(got.size(), ref.size());
+  int64_t bad = 0;
+  double worst = 0.0;
+  std::ostringstream first;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double b = bound(i);
+    const double err = std::fabs(static_cast<double>(got[i]) - static_cast<double>(ref[i]));
+    if (!(err <= b)) {
+      if (bad < 5)
+        first << "\n  [" << i << "] cuda " << got[i] << " cpu " << ref[i] << " |diff| " << err
+              << " bound " << b;
+      ++bad;
+    }
+    if (b > 0.0 && err / b > worst) worst = err / b;
+  }
+  EXPECT_EQ(bad, 0) << bad << " of " << got.size() << " elements out of tolerance (worst "
+                    << "error/bound " << worst << ")" << first.str();
+}
+
+void expect_exact(const std::vector<float>& got, const std::vector<float>& ref) {
+  expect_near_all(got, ref, [](size_t) { return 0.0; });
+}
+
+// ---- the fixture: a CPU backend and a CUDA backend per test
+
+class BackendOps : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+    gpu_ = std::make_unique<CudaBackend>();
+  }
+  CpuBackend cpu_;
+  std::unique_ptr<CudaBackend> gpu_;
+};
+
+constexpr DType kAllDtypes[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
+
+}  // namespace
+
+// ---------------------------------------------------------------- embedding
+
+TEST_F(BackendOps, Embedding) {
+  struct Case {
+    int64_t vocab, dim, M;
+    DType dt;
+    float scale;
+    MaskKind mask;
+    bool trainable;
+  };
+  const Case cases[] = {
+      {37, 8, 1, DTYPE_F32, 0.0f, MASK_DENSE, true},
+      {37, 8, 5, DTYPE_F32, 1e-3f, MASK_DENSE, true},
+      {100, 257, 13, DTYPE_F16, -1e-3f, MASK_DENSE, true},
+      {100, 257, 13, DTYPE_BF16, 1e-3f, MASK_DENSE, true},
+      {1000, 288, 64, DTYPE_F32, 0.25f, MASK_MAGNITUDE, true},
+      {513, 33, 7, DTYPE_BF16, -0.25f, MASK_RANDOM, true},
+      {50, 31, 9, DTYPE_F16, 0.0f, MASK_DENSE, true},
+      {50, 31, 9, DTYPE_F32, 1e-3f, MASK_DENSE, false},  // untrainable: never perturbed
+  };
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case& c = cases[ci];
+    SCOPED_TRACE(testing::Message() << "embedding case " << ci << ": vocab " << c.vocab << " dim "
+                                    << c.dim << " M " << c.M << " " << dt_str(c.dt) << " scale "
+                                    << c.scale << " " << mask_str(c.mask) << " " << seed_note());
+    const std::vector<float> table =
+        rounded(c.dt, uniform(c.vocab * c.dim, seed32(1, ci, 0), -1, 1));
+    const ParamInfo info = make_info("model.embed_tokens.weight", 3 + ci, c.mask, table,
+                                     c.trainable, mix_seed(1, ci, 1));
+    const std::vector<int32_t> tokens =
+        random_indices<int32_t>(c.M, seed32(1, ci, 2), 0, c.vocab - 1);
+    const Probe probe{c.scale, mix_seed(1, ci, 3)};
+    auto run = [&](Backend& be, DType dt) {
+      Param p = make_param(be, c.vocab, c.dim, dt, table, info);
+      Guarded out = make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(1, ci, 4));
+      be.embedding(out.view, p, tokens, probe);
+      return download_checked(be, out);
+    };
+    expect_exact(run(*gpu_, c.dt), run(cpu_, DTYPE_F32));
+  }
+}
+
+TEST_F(BackendOps, AddPositionEmbedding) {
+  struct Case {
+    int64_t n_pos, dim, M, offset;
+    DType dt;
+    float scale;
+  };
+  const Case cases[] = {
+      {10, 8, 1, 2, DTYPE_F32, 0.0f},
+      {66, 96, 17, 2, DTYPE_F32, 1e-3f},
+      {130, 257, 40, 2, DTYPE_F16, -1e-3f},
+      {130, 257, 40, 0, DTYPE_BF16, 0.5f},
+  };
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case& c = cases[ci];
+    SCOPED_TRACE(testing::Message()
+                 << "position case " << ci << ": " << dt_str(c.dt) << " dim " << c.dim << " M "
+                 << c.M << " scale " << c.scale << " " << seed_note());
+    const std::vector<float> table =
+        rounded(c.dt, uniform(c.n_pos * c.dim, seed32(2, ci, 0), -1, 1));
+    const ParamInfo info =
+        make_info("model.decoder.embed_positions.weight", 1, MASK_DENSE, table, true, 0);
+    const std::vector<int32_t> positions =
+        random_indices<int32_t>(c.M, seed32(2, ci, 1), 0, c.n_pos - 1 - c.offset);
+    const std::vector<float> x0 = uniform(c.M * c.dim, seed32(2, ci, 2), -1, 1);
+    const Probe probe{c.scale, mix_seed(2, ci, 3)};
+    auto run = [&](Backend& be, DType dt) {
+      Param p = make_param(be, c.n_pos, c.dim, dt, table, info);
+      Guarded out = make_guarded(be, c.M, c.dim, DTYPE_F32, x0, seed32(2, ci, 4));
+      be.add_position_embedding(out.view, p, positions, c.offset, probe);
+      return download_checked(be, out);
+    };
+    expect_exact(run(*gpu_, c.dt), run(cpu_, DTYPE_F32));
+  }
+}
+
+// ---------------------------------------------------------------- norm
+
+TEST_F(BackendOps, Norm) {
+  struct Case {
+    int64_t M, dim;
+    NormKind kind;
+    bool bias;
+    DType dt;
+    float scale;
+    bool in_place;
+  };
+  const Case cases[] = {
+      {1, 8, NORM_RMS, false, DTYPE_F32, 0.0f, false},
+      {7, 33, NORM_RMS, false, DTYPE_F32, 1e-3f, false},
+      {64, 288, NORM_RMS, false, DTYPE_BF16, -1e-3f, false},
+      {5, 4096, NORM_RMS, false, DTYPE_F16, 0.0f, false},
+      {3, 1000, NORM_RMS, false, DTYPE_F32, 0.0f, true},  // norm(last, last): in place
+      {1, 8, NORM_LAYER, true, DTYPE_F32, 0.0f, false},
+      {9, 257, NORM_LAYER, true, DTYPE_F32, 1e-3f, false},
+      {33, 768, NORM_LAYER, true, DTYPE_F16, 1e-3f, false},
+      {4, 5120, NORM_LAYER, true, DTYPE_BF16, -1e-3f, true},
+      {6, 100, NORM_LAYER, false, DTYPE_F32, 0.0f, false},
+  };
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case& c = cases[ci];
+    SCOPED_TRACE(testing::Message()
+                 << "norm case " << ci << ": " << (c.kind == NORM_RMS ? "rms" : "layer") << " M "
+                 << c.M << " dim " << c.dim << " bias " << c.bias << " " << dt_str(c.dt)
+                 << " scale " << c.scale << " in_place " << c.in_place << " " << seed_note());
+    std::vector<float> x = uniform(c.M * c.dim, seed32(3, ci, 0), -2, 2);
+    if (c.kind == NORM_LAYER)
+      for (float& v : x) v += 0.75f;  // a nonzero mean
+    std::vector<float> w = rounded(c.dt, uniform(c.dim, seed32(3, ci, 1), 0.5f, 1.5f));
+    std::vector<float> b = rounded(c.dt, uniform(c.dim, seed32(3, ci, 2), -0.5f, 0.5f));
+    const ParamInfo wi = make_info("norm.weight", 11, MASK_DENSE, w, true, 0);
+    const ParamInfo bi = make_info("norm.bias", 12, MASK_DENSE, b, true, 0);
+    const Probe probe{c.scale, mix_seed(3, ci, 3)};
+    const float eps = c.kind == NORM_RMS ? 1e-5f : 1e-6f;
+    auto run = [&](Backend& be, DType dt) {
+      Param pw = make_param(be, 1, c.dim, dt, w, wi);
+      Param pb = make_param(be, 1, c.dim, dt, b, bi);
+      Guarded in = make_guarded(be, c.M, c.dim, DTYPE_F32, x, seed32(3, ci, 4));
+      Guarded out = c.in_place ? in : make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(3, ci, 5));
+      be.norm(out.view, in.view, pw, c.bias ? &pb : nullptr, c.kind, eps, probe);
+      if (!c.in_place) {
+        SCOPED_TRACE("input of norm");
+        expect_exact(download_checked(be, in), x);
+      }
+      return download_checked(be, out);
+    };
+    const std::vector<float> ref = run(cpu_, DTYPE_F32), got = run(*gpu_, c.dt);
+    // bound_d = kTolNorm (|w_d| (|x̂_d| + 1) + |b_d|), x̂ the normalised input in double.
+    std::vector<float> w_eff(c.dim), b_eff(c.dim, 0.0f);
+    Param hw = host_param(w, 1, c.dim, wi), hb = host_param(b, 1, c.dim, bi);
+    cpu_read_param(hw, probe, 0, c.dim, w_eff.data());
+    if (c.bias) cpu_read_param(hb, probe, 0, c.dim, b_eff.data());
+    std::vector<double> bound(ref.size());
+    for (int64_t m = 0; m < c.M; ++m) {
+      const float* xm = x.data() + m * c.dim;
+      double mean = 0.0, var = 0.0;
+      if (c.kind == NORM_LAYER) {
+        for (int64_t d = 0; d < c.dim; ++d) mean += xm[d];
+        mean /= c.dim;
+      }
+      for (int64_t d = 0; d < c.dim; ++d) var += (xm[d] - mean) * (xm[d] - mean);
+      const double inv = 1.0 / std::sqrt(var / c.dim + eps);
+      for (int64_t d = 0; d < c.dim; ++d)
+        bound[m * c.dim + d] =
+            kTolNorm *
+            (std::fabs(w_eff[d]) * (std::fabs((xm[d] - mean) * inv) + 1.0) + std::fabs(b_eff[d]));
+    }
+    expect_near_all(got, ref, [&](size_t i) { return bound[i]; });
+  }
+}
+
+// ---------------------------------------------------------------- linear
+
+namespace {
+
+struct LinearCase {
+  int64_t M, N, K;
+  DType dt;
+  bool bias;
+  float scale;  // sigma * eps; 0 = unperturbed
+  MaskKind mask;
+  bool trainable;
+  bool small_int;  // integer inputs: the result must be exact
+};
+
+std::string describe(const LinearCase& c) {
+  std::ostringstream s;
+  s << "linear M " << c.M << " N " << c.N << " K " << c.K << " " << dt_str(c.dt)
+    << (c.bias ? " +bias" : "") << " scale " << c.scale << " " << mask_str(c.mask)
+    << (c.trainable ? "" : " untrainable") << (c.small_int ? " small-int" : "") << " "
+    << seed_note();
+  return s.str();
+}
+
+// Runs one case on the CUDA backend and checks it against the CPU linear on the same operands.
+void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64_t ci) {
+  SCOPED_TRACE(describe(c));
+  const int64_t M = c.M, N = c.N, K = c.K;
+  std::vector<float> x, w, b;
+  if (c.small_int) {
+    x = small_ints(M * K, seed32(4, ci, 0), -4, 4);
+    w = small_ints(N * K, seed32(4, ci, 1), -4, 4);
+    b = small_ints(N, seed32(4, ci, 2), -8, 8);
+  } else {
+    x = uniform(M * K, seed32(4, ci, 0), -1, 1);
+    w = rounded(c.dt, uniform(N * K, seed32(4, ci, 1), -0.5f, 0.5f));
+    b = rounded(c.dt, uniform(N, seed32(4, ci, 2), -1, 1));
+  }
+  const ParamInfo wi = make_info("model.layers.0.mlp.up_proj.weight", 40 + ci, c.mask, w,
+                                 c.trainable, mix_seed(4, ci, 3));
+  const ParamInfo bi =
+      make_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, b, c.trainable, 0);
+  const Probe probe{c.scale, mix_seed(4, ci, 4)};
+
+  // The reference operands: W' (rounded to the storage type), x rounded to it, b' in fp32.
+  std::vector<float> w_eff(w.size()), b_eff(b.size());
+  Param hw = host_param(w, N, K, wi), hb = host_param(b, 1, N, bi);
+  cpu_read_param(hw, probe, 0, N * K, w_eff.data());
+  cpu_read_param(hb, probe, 0, N, b_eff.data());
+  w_eff = rounded(c.dt, w_eff);
+  const std::vector<float> x_eff = rounded(c.dt, x);
+  if (c.trainable && c.scale != 0.0f) {
+    int64_t changed = 0;
+    for (size_t i = 0; i < w.size(); ++i) changed += w_eff[i] != w[i];
+    EXPECT_GT(changed, 0) << "the probe perturbed nothing: the case tests nothing";
+  }
+
+  // The CPU runs unperturbed on the effective operands (W', b' already applied).
+  ParamInfo w_plain = wi, b_plain = bi;
+  w_plain.trainable = b_plain.trainable = false;
+  Param cw = make_param(cpu, N, K, DTYPE_F32, w_eff, w_plain);
+  Param cb = make_param(cpu, 1, N, DTYPE_F32, b_eff, b_plain);
+  Guarded cx = make_guarded(cpu, M, K, DTYPE_F32, x_eff, seed32(4, ci, 5));
+  Guarded cpu_out = make_guarded(cpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
+  cpu.linear(cpu_out.view, cx.view, cw, c.bias ? &cb : nullptr, Probe{});
+  const std::vector<float> ref = download_checked(cpu, cpu_out);
+
+  Param gw = make_param(gpu, N, K, c.dt, w, wi);
+  Param gb = make_param(gpu, 1, N, c.dt, b, bi);
+  Guarded gx = make_guarded(gpu, M, K, DTYPE_F32, x, seed32(4, ci, 5));
+  Guarded gout = make_guarded(gpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
+  gpu.linear(gout.view, gx.view, gw, c.bias ? &gb : nullptr, probe);
+  const std::vector<float> got = download_checked(gpu, gout);
+  {
+    SCOPED_TRACE("the input and the stored weights are never written");
+    expect_exact(download_checked(gpu, gx), x);
+    expect_exact(download(gpu, gw.w), w);
+    expect_exact(download(gpu, gb.w), b);
+  }
+
+  if (c.small_int) {
+    expect_exact(got, ref);
+    return;
+  }
+  // bound = kTolGemm (Σ_k |x_k w'_k| + |b'|), in double.
+  std::vector<double> bound(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = c.bias ? std::fabs(b_eff[n]) : 0.0;
+      for (int64_t k = 0; k < K; ++k)
+        s += std::fabs(static_cast<double>(x_eff[m * K + k]) * w_eff[n * K + k]);
+      bound[m * N + n] = kTolGemm * s;
+    }
+  expect_near_all(got, ref, [&](size_t i) { return bound[i]; });
+}
+
+}  // namespace
+
+TEST_F(BackendOps, LinearSmallIntegersExact) {
+  const int64_t shapes[][3] = {{1, 1, 1},     {1, 7, 5},      {7, 13, 17},
+                               {64, 96, 128}, {33, 255, 513}, {130, 64, 1000}};
+  uint64_t ci = 0;
+  for (const auto& s : shapes)
+    for (DType dt : kAllDtypes)
+      for (bool bias : {false, true})
+        check_linear(cpu_, *gpu_, {s[0], s[1], s[2], dt, bias, 0.0f, MASK_DENSE, true, true}, ci++);
+}
+
+TEST_F(BackendOps, LinearRandom) {
+  // Odd shapes (N, K not multiples of 8 or 16), M = 1 (generation), and model-like ones.
+  const int64_t shapes[][3] = {{1, 1, 1},       {1, 300, 77},    {5, 1000, 288}, {17, 129, 1001},
+                               {128, 512, 256}, {300, 37, 4096}, {64, 768, 768}, {1, 32000, 64}};
+  uint64_t ci = 100;
+  for (const auto& s : shapes)
+    for (DType dt : kAllDtypes)
+      for (bool bias : {false, true})
+        check_linear(cpu_, *gpu_, {s[0], s[1], s[2], dt, bias, 0.0f, MASK_DENSE, true, false},
+                     ci++);
+}
+
+TEST_F(BackendOps, LinearPerturbed) {
+  // sigma = +1, -1 (scale = sigma * eps) and 0, every mask kind, every storage type; the
+  // bias is perturbed densely with the same probe. Large scales make a wrong z or mask
+  // obvious; eps = 1e-3 is the training value.
+  const int64_t shapes[][3] = {{1, 67, 45}, {13, 129, 257}, {40, 255, 1001}};
+  const float scales[] = {1e-3f, -1e-3f, 0.0f, 0.25f};
+  const MaskKind masks[] = {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM};
+  uint64_t ci = 300;
+  for (const auto& s : shapes)
+    for (DType dt : kAllDtypes)
+      for (MaskKind mask : masks)
+        for (float scale : scales)
+          check_linear(cpu_, *gpu_, {s[0], s[1], s[2], dt, ci % 2 == 0, scale, mask, true, false},
+                       ci++);
+  // A training-sized tile count (many CTAs, the vectorised perturb path), bf16 as on the GPU.
+  for (MaskKind mask : masks)
+    check_linear(cpu_, *gpu_, {256, 1024, 512, DTYPE_BF16, true, -1e-3f, mask, true, false}, ci++);
+  // An untrainable weight and bias are read as stored even under a probe.
+  check_linear(cpu_, *gpu_, {9, 70, 33, DTYPE_BF16, true, 0.25f, MASK_DENSE, false, false}, ci++);
+}
+
+// ---------------------------------------------------------------- rope
+
+TEST_F(BackendOps, Rope) {
+  struct Case {
+    int64_t M, n_heads, head_dim;
+    float theta;
+    int32_t max_pos;
+  };
+  const Case cases[] = {
+      {1, 1, 2, 10000.0f, 0},     {7, 4, 8, 10000.0f, 50},        {5, 3, 6, 10000.0f, 9},
+      {33, 6, 64, 10000.0f, 500}, {16, 32, 128, 500000.0f, 4000}, {20, 8, 128, 1e6f, 30000},
+  };
+  uint64_t ci = 0;
+  for (const Case& c : cases)
+    for (RopeStyle style : {ROPE_ROTATE_HALF, ROPE_INTERLEAVED}) {
+      SCOPED_TRACE(testing::Message()
+                   << "rope M " << c.M << " heads " << c.n_heads << " head_dim " << c.head_dim
+                   << " theta " << c.theta << " max_pos " << c.max_pos << " style "
+                   << (style == ROPE_ROTATE_HALF ? "half" : "interleaved") << " " << seed_note());
+      const int64_t cols = c.n_heads * c.head_dim;
+      const std::vector<float> x = uniform(c.M * cols, seed32(5, ci, 0), -1, 1);
+      const std::vector<int32_t> pos = random_indices<int32_t>(c.M, seed32(5, ci, 1), 0, c.max_pos);
+      auto run = [&](Backend& be) {
+        Guarded t = make_guarded(be, c.M, cols, DTYPE_F32, x, seed32(5, ci, 2));
+        be.rope(t.view, pos, c.n_heads, c.head_dim, c.theta, style);
+        return download_checked(be, t);
+      };
+      const std::vector<float> ref = run(cpu_), got = run(*gpu_);
+      // Each rotated pair (a, b) shares the bound (|v_a| + |v_b|) (1e-6 + 8 pos 2^-23).
+      std::vector<double> bound(ref.size());
+      const int64_t half = c.head_dim / 2;
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t h = 0; h < c.n_heads; ++h)
+          for (int64_t j = 0; j < half; ++j) {
+            const int64_t base = m * cols + h * c.head_dim;
+            const int64_t a = base + (style == ROPE_INTERLEAVED ? 2 * j : j);
+            const int64_t b = base + (style == ROPE_INTERLEAVED ? 2 * j + 1 : j + half);
+            const double bnd = (std::fabs(x[a]) + std::fabs(x[b])) *
+                               (kTolElementwise + kRopeAngleUlps * pos[m] * std::ldexp(1.0, -23));
+            bound[a] = bound[b] = bnd;
+          }
+      expect_near_all(got, ref, [&](size_t i) { return bound[i]; });
+      ++ci;
+    }
+}
+
+// ---------------------------------------------------------------- elementwise
+
+TEST_F(BackendOps, Swiglu) {
+  const int64_t shapes[][2] = {{1, 1}, {7, 33}, {64, 1000}, {3, 11008}};
+  uint64_t ci = 0;
+  for (const auto& s : shapes)
+    for (bool in_place : {false, true}) {  // the model calls swiglu(h_up, h_gate, h_up)
+      SCOPED_TRACE(testing::Message() << "swiglu M " << s[0] << " H " << s[1] << " in_place "
+                                      << in_place << " " << seed_note());
+      const std::vector<float> gate = uniform(s[0] * s[1], seed32(6, ci, 0), -8, 8);
+      const std::vector<float> up = uniform(s[0] * s[1], seed32(6, ci, 1), -2, 2);
+      auto run = [&](Backend& be) {
+        Guarded g = make_guarded(be, s[0], s[1], DTYPE_F32, gate, seed32(6, ci, 2));
+        Guarded u = make_guarded(be, s[0], s[1], DTYPE_F32, up, seed32(6, ci, 3));
+        Guarded out = in_place ? u : make_guarded(be, s[0], s[1], DTYPE_F32, {}, seed32(6, ci, 4));
+        be.swiglu(out.view, g.view, u.view);
+        expect_exact(download_checked(be, g), gate);
+        return download_checked(be, out);
+      };
+      const std::vector<float> ref = run(cpu_), got = run(*gpu_);
+      expect_near_all(got, ref, [&](size_t i) { return kTolElementwise * std::fabs(ref[i]); });
+      ++ci;
+    }
+}
+
+TEST_F(BackendOps, ReluAndAdd) {
+  const int64_t shapes[][2] = {{1, 1}, {7, 33}, {64, 1000}, {5, 11008}};
+  uint64_t ci = 0;
+  for (const auto& s : shapes) {
+    SCOPED_TRACE(testing::Message()
+                 << "relu/add M " << s[0] << " cols " << s[1] << " " << seed_note());
+    const std::vector<float> x = uniform(s[0] * s[1], seed32(7, ci, 0), -1, 1);
+    const std::vector<float> y = uniform(s[0] * s[1], seed32(7, ci, 1), -1, 1);
+    auto run_relu = [&](Backend& be) {
+      Guarded t = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 2));
+      be.relu(t.view);
+      return download_checked(be, t);
+    };
+    auto run_add = [&](Backend& be) {
+      Guarded tx = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 3));
+      Guarded ty = make_guarded(be, s[0], s[1], DTYPE_F32, y, seed32(7, ci, 4));
+      be.add(tx.view, ty.view);
+      expect_exact(download_checked(be, ty), y);
+      return download_checked(be, tx);
+    };
+    expect_exact(run_relu(*gpu_), run_relu(cpu_));
+    expect_exact(run_add(*gpu_), run_add(cpu_));
+    ++ci;
+  }
+}
+
+TEST_F(BackendOps, GatherRows) {
+  struct Case {
+    int64_t in_rows, cols, out_rows;
+  };
+  const Case cases[] = {{1, 1, 1}, {10, 7, 3}, {64, 288, 64}, {513, 1000, 100}};
+  uint64_t ci = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "gather_rows " << c.in_rows << "x" << c.cols << " -> "
+                                    << c.out_rows << " " << seed_note());
+    const std::vector<float> x = uniform(c.in_rows * c.cols, seed32(8, ci, 0), -1, 1);
+    std::vector<int64_t> rows =
+        random_indices<int64_t>(c.out_rows, seed32(8, ci, 1), 0, c.in_rows - 1);
+    rows.front() = c.in_rows - 1;  // the last row, and (with repeats) the first
+    if (rows.size() > 1) rows.back() = 0;
+    auto run = [&](Backend& be) {
+      Guarded in = make_guarded(be, c.in_rows, c.cols, DTYPE_F32, x, seed32(8, ci, 2));
+      Guarded out = make_guarded(be, c.out_rows, c.cols, DTYPE_F32, {}, seed32(8, ci, 3));
+      be.gather_rows(out.view, in.view, rows);
+      return download_checked(be, out);
+    };
+    expect_exact(run(*gpu_), run(cpu_));
+    ++ci;
+  }
+}
+
+TEST_F(BackendOps, CopyRows) {
+  struct Case {
+    int64_t dst_rows, src_rows, cols, dst_row;
+  };
+  const Case cases[] = {
+      {1, 1, 1, 0}, {10, 3, 7, 0}, {10, 3, 7, 7}, {200, 1, 96, 123}, {64, 17, 1000, 20}};
+  uint64_t ci = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message()
+                 << "copy_rows " << c.src_rows << " rows into " << c.dst_rows << " at " << c.dst_row
+                 << ", cols " << c.cols << " " << seed_note());
+    const std::vector<float> dst0 = uniform(c.dst_rows * c.cols, seed32(9, ci, 0), -1, 1);
+    const std::vector<float> src = uniform(c.src_rows * c.cols, seed32(9, ci, 1), -1, 1);
+    auto run = [&](Backend& be) {
+      Guarded dst = make_guarded(be, c.dst_rows, c.cols, DTYPE_F32, dst0, seed32(9, ci, 2));
+      Guarded s = make_guarded(be, c.src_rows, c.cols, DTYPE_F32, src, seed32(9, ci, 3));
+      be.copy_rows(dst.view, c.dst_row, s.view);
+      return download_checked(be, dst);
+    };
+    expect_exact(run(*gpu_), run(cpu_));
+    ++ci;
+  }
+}
+
+// ---------------------------------------------------------------- optimiser
+
+TEST_F(BackendOps, UpdateBitExact) {
+  struct Case {
+    int64_t rows, cols;
+    MaskKind mask;
+    float coef, decay;
+    bool trainable;
+  };
+  const Case cases[] = {
+      {1, 1, MASK_DENSE, 1e-3f, 0.0f, true},           {7, 13, MASK_DENSE, -2.5e-3f, 0.0f, true},
+      {7, 13, MASK_MAGNITUDE, 0.05f, 0.0f, true},      {333, 517, MASK_RANDOM, 0.05f, 0.0f, true},
+      {333, 517, MASK_MAGNITUDE, -0.01f, 1e-2f, true}, {1024, 1024, MASK_DENSE, 0.02f, 1e-3f, true},
+      {1, 4097, MASK_RANDOM, 1e-3f, 5e-3f, true},      {31, 33, MASK_DENSE, 0.05f, 0.0f, false},
+  };
+  uint64_t ci = 0;
+  for (const Case& c : cases)
+    for (DType dt : kAllDtypes) {
+      SCOPED_TRACE(testing::Message()
+                   << "update " << c.rows << "x" << c.cols << " " << dt_str(dt) << " "
+                   << mask_str(c.mask) << " coef " << c.coef << " decay " << c.decay
+                   << " trainable " << c.trainable << " " << seed_note());
+      const std::vector<float> w0 = rounded(dt, uniform(c.rows * c.cols, seed32(10, ci, 0), -1, 1));
+      const ParamInfo info = make_info("model.layers.1.self_attn.o_proj.weight", 77 + ci, c.mask,
+                                       w0, c.trainable, mix_seed(10, ci, 1));
+      const uint64_t seed = mix_seed(10, ci, 2);
+      auto run = [&](Backend& be, DType storage) {
+        Guarded g = make_guarded(be, c.rows, c.cols, storage, w0, seed32(10, ci, 3));
+        Param p;
+        p.w = g.view;
+        p.info = info;
+        be.update(p, c.coef, c.decay, seed);
+        return download_checked(be, g);
+      };
+      const std::vector<float> ref = rounded(dt, run(cpu_, DTYPE_F32));
+      const std::vector<float> got = run(*gpu_, dt);
+      ASSERT_EQ(got.size(), ref.size());
+      int64_t bad = 0, changed = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        if (float_bits(got[i]) != float_bits(ref[i]) && bad++ < 5)
+          ADD_FAILURE() << "element " << i << ": cuda " << got[i] << " cpu " << ref[i];
+        changed += float_bits(ref[i]) != float_bits(w0[i]);
+      }
+      EXPECT_EQ(bad, 0) << "elements differing from the CPU update";
+      if (c.trainable && c.rows * c.cols > 64) {
+        EXPECT_GT(changed, 0) << "the update changed nothing: the case tests nothing";
+      }
+      if (!c.trainable) {
+        EXPECT_EQ(changed, 0) << "an untrainable parameter was updated";
+      }
+      ++ci;
+    }
+}
+
+TEST_F(BackendOps, AbsQuantileExact) {
+  struct Case {
+    int64_t rows, cols;
+    bool ties;  // values from a handful of levels, both signs: many equal |w|
+  };
+  const Case cases[] = {{1, 1, false},    {1, 2, false},       {1, 3, true},
+                        {1, 7, false},    {10, 100, true},     {1, 4097, false},
+                        {257, 255, true}, {1031, 1017, false}, {1, 65537, true}};
+  const double qs[] = {0.0, 0.25, 1.0 / 3.0, 0.5, 0.7, 0.8, 0.999, 1.0};
+  uint64_t ci = 0;
+  for (const Case& c : cases)
+    for (DType dt : kAllDtypes) {
+      SCOPED_TRACE(testing::Message()
+                   << "abs_quantile " << c.rows << "x" << c.cols << " " << dt_str(dt)
+                   << (c.ties ? " ties" : "") << " " << seed_note());
+      std::vector<float> w = c.ties ? small_ints(c.rows * c.cols, seed32(11, ci, 0), -6, 6)
+                                    : uniform(c.rows * c.cols, seed32(11, ci, 0), -1, 1);
+      if (c.ties)
+        for (float& v : w) v = v == 0.0f ? 0.375f : 0.25f * v;  // never zero
+      w = rounded(dt, w);
+      const ParamInfo info = make_info("w", 5, MASK_DENSE, w, true, 0);
+      Param pc = make_param(cpu_, c.rows, c.cols, DTYPE_F32, w, info);
+      Param pg = make_param(*gpu_, c.rows, c.cols, dt, w, info);
+      for (double q : qs) {
+        const float ref = cpu_.abs_quantile(pc, q), got = gpu_->abs_quantile(pg, q);
+        EXPECT_EQ(float_bits(got), float_bits(ref))
+            << "q " << q << ": cuda " << got << " cpu " << ref;
+      }
+      expect_exact(download(*gpu_, pg.w), w);  // selection never writes the weights
+      ++ci;
+    }
+}
+
+TEST_F(BackendOps, AbsQuantileLarge) {
+  // ~50M elements (7001 x 7142 = 50,001,142: not a multiple of any tile), fp32 and bf16 (bf16
+  // has only 2^15 distinct |w|, so huge runs of ties), against std::nth_element on the host.
+  const int64_t rows = 7001, cols = 7142, n = rows * cols;
+  for (DType dt : {DTYPE_F32, DTYPE_BF16}) {
+    SCOPED_TRACE(testing::Message() << "abs_quantile large " << dt_str(dt) << " " << seed_note());
+    const std::vector<float> w = rounded(dt, uniform(n, seed32(12, dt, 0), -1, 1));
+    Param p =
+        make_param(*gpu_, rows, cols, dt, w, make_info("big", 9, MASK_DENSE, {0.0f}, true, 0));
+    std::vector<float> a(w.size());
+    for (double q : {0.8, 0.3, 1.0}) {
+      for (size_t i = 0; i < w.size(); ++i) a[i] = std::fabs(w[i]);
+      const int64_t k = static_cast<int64_t>(std::floor(q * static_cast<double>(n - 1)));
+      std::nth_element(a.begin(), a.begin() + k, a.end());
+      const float got = gpu_->abs_quantile(p, q);
+      EXPECT_EQ(float_bits(got), float_bits(a[k]))
+          << "q " << q << ": cuda " << got << " host " << a[k];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the model end to end
+
+namespace {
+
+std::vector<float> model_logits(Model& m, const ForwardBatch& batch, const Probe& probe) {
+  std::vector<float> out;
+  m.forward(batch, probe, &out);
+  return out;
+}
+
+void expect_logits_close(const std::vector<float>& got, const std::vector<float>& ref) {
+  float max_abs = 0.0f;
+  for (float v : ref) max_abs = std::max(max_abs, std::fabs(v));
+  const double bound = kTolModelLogits * std::max(1.0f, max_abs);
+  expect_near_all(got, ref, [&](size_t) { return bound; });
+}
+
+}  // namespace
+
+TEST_F(BackendOps, Stories260KLogitsMatchCpu) {
+  const WeightSource source = load_weights(asset_path("models/stories260K.bin"));
+  Model mc(source, cpu_, DTYPE_F32, 64, 64);
+  Model mg(source, *gpu_, DTYPE_F32, 64, 64);
+  ForwardBatch batch;  // two packed sequences
+  batch.tokens = {1, 34, 300, 12, 511, 87, 200, 5, 9, 450, 33, 101, 1, 403, 7, 260, 66};
+  batch.seq_lens = {12, 5};
+  for (int64_t i = 0; i < 17; ++i) batch.logit_rows.push_back(i);
+  {
+    SCOPED_TRACE("unperturbed");
+    expect_logits_close(model_logits(mg, batch, Probe{}), model_logits(mc, batch, Probe{}));
+  }
+  {
+    SCOPED_TRACE("MeZO probe, sigma = -1");
+    const Probe probe{-1e-3f, 0x5eed5eed12345678ull};
+    expect_logits_close(model_logits(mg, batch, probe), model_logits(mc, batch, probe));
+  }
+  {
+    SCOPED_TRACE("S-MeZO probe (magnitude masks at the 0.8 quantile), sigma = +1");
+    for (size_t i = 0; i < mc.params().size(); ++i) {
+      Param& pc = *mc.params()[i];
+      Param& pg = *mg.params()[i];
+      ASSERT_EQ(pc.info.tensor_id, pg.info.tensor_id);
+      if (!pc.info.is_linear) continue;
+      pc.info.mask = pg.info.mask = MASK_MAGNITUDE;
+      pc.info.threshold = cpu_.abs_quantile(pc, 0.8);
+      pg.info.threshold = gpu_->abs_quantile(pg, 0.8);
+      EXPECT_EQ(pg.info.threshold, pc.info.threshold) << pc.info.name;
+    }
+    const Probe probe{1e-3f, 0xfeedface00c0ffeeull};
+    expect_logits_close(model_logits(mg, batch, probe), model_logits(mc, batch, probe));
+  }
+}
+
+// llama2.c's run.c with -t 0 -n 200 prints exactly this text; so must the CUDA backend (fp32).
+TEST_F(BackendOps, Stories260KGreedyGolden) {
+  const WeightSource source = load_weights(asset_path("models/stories260K.bin"));
+  std::unique_ptr<Tokenizer> tok =
+      load_sentencepiece_tokenizer(asset_path("tokenizers/tinystories-512.model"));
+  Model m(source, *gpu_, DTYPE_F32, 200, 1);
+  GenerateOptions opts;
+  opts.steps = 200;
+  opts.temperature = 0.0f;
+  std::string text;
+  generate(m, *tok, opts, [&](const std::string& piece) { text += piece; });
+  text += "\n";  // as `smezo generate` ends its output
+  EXPECT_EQ(text, smezo_test::read_file(asset_path("models/stories260K.greedy200.txt")));
+}
