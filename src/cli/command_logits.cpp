@@ -38,13 +38,14 @@ int command_logits(int argc, char** argv) {
   const std::string tokens_arg = args.str("tokens", "");
   const std::string out = args.str("out", "");
   const std::string device = args.str("device", "cpu");
+  const DType storage = storage_dtype(device, args.str("dtype", ""));
   args.require_all_used();
   SMEZO_REQUIRE(!tokens_arg.empty() && !out.empty(), "usage: smezo logits --model M --tokens 1,2,3 --out FILE");
   std::vector<int32_t> tokens = parse_tokens(tokens_arg);
   std::unique_ptr<Backend> backend = make_backend(device);
   WeightSource source = load_weights(model_path);
   const int64_t n = static_cast<int64_t>(tokens.size());
-  Model model(source, *backend, DTYPE_F32, n, n);
+  Model model(source, *backend, storage, n, n);
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.seq_lens = {n};
@@ -56,7 +57,7 @@ int command_logits(int argc, char** argv) {
   e.dtype = DTYPE_F32;
   e.shape = {n, model.config().vocab_size};
   e.data = logits.data();
-  write_safetensors(out, {e}, {{"tokens", tokens_arg}, {"model", model_path}, {"device", backend->name()}});
+  write_safetensors(out, {e}, {{"tokens", tokens_arg}, {"model", model_path}, {"device", backend->name()}, {"dtype", dtype_name(storage)}});
   std::printf("wrote logits (%lld, %lld) to %s\n", (long long)n, (long long)model.config().vocab_size, out.c_str());
   return 0;
 }

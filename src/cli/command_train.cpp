@@ -15,6 +15,7 @@ int command_train(int argc, char** argv) {
   o.model_path = args.str("model", default_model_path());
   o.tokenizer_path = args.str("tokenizer", "");
   o.device = args.str("device", "cpu");
+  o.dtype = args.str("dtype", "");
   o.task = args.str("task", "sst2");
   o.data_dir = args.str("data", "");
   o.n_train = args.integer("train-examples", 1000);

@@ -103,7 +103,7 @@ TrainResult train(const TrainOptions& in) {
                                 o.data_dir.empty() ? asset_path("data") : o.data_dir);
   SMEZO_REQUIRE(!splits.train.empty(), "task %s has no training examples", o.task.c_str());
   LoadedModel lm = open_model_paths(o.model_path, o.tokenizer_path, o.device, std::max(o.max_tokens, o.max_len),
-                                    std::max<int64_t>(1024, o.max_len));
+                                    std::max<int64_t>(1024, o.max_len), o.dtype);
   o.model_path = lm.model_path;
   Model& model = *lm.model;
   const int64_t max_len = std::min(o.max_len, model.config().max_seq_len);

@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string model_path;        // base model
   std::string tokenizer_path;    // empty: resolve_tokenizer_path()
   std::string device = "cpu";
+  std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
   int64_t n_train = 1000, n_dev = 500, n_test = 1000;
