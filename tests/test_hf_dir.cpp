@@ -20,17 +20,10 @@ using nlohmann::json;
 using smezo::ModelConfig;
 using testing::HasSubstr;
 
+using smezo_test::error_of;
+
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const smezo::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected smezo::Error";
-  return "";
-}
 
 json tiny_llama_json() {
   return {{"architectures", {"LlamaForCausalLM"}},

@@ -25,18 +25,10 @@ using smezo::SafetensorsEntry;
 using smezo::SafetensorsFile;
 using testing::HasSubstr;
 
+using smezo_test::error_of;
+
 namespace {
 
-// The message of the smezo::Error fn throws; fails the test when it throws nothing.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const smezo::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected smezo::Error";
-  return "";
-}
 
 // A safetensors file assembled by hand: 8-byte length, header text, data bytes.
 std::string raw_safetensors(const std::string& header, const std::string& data) {

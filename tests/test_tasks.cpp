@@ -20,23 +20,14 @@
 using namespace smezo;
 using testing::HasSubstr;
 
+using smezo_test::error_of;
+
 namespace {
 
 std::string superglue(const std::string& task, const std::string& file) {
   return asset_path("data/superglue/" + task + "/" + file);
 }
 
-// Runs fn, expects smezo::Error, returns its message.
-template <typename F>
-std::string error_of(F fn) {
-  try {
-    fn();
-  } catch (const smezo::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected smezo::Error";
-  return "";
-}
 
 // The exact text MeZO feeds the model for candidate i.
 std::string full_text(const TaskExample& ex, int i) { return ex.contexts[i] + ex.options[i]; }

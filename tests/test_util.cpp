@@ -11,6 +11,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
+#include "common/check.h"
+
 namespace smezo_test {
 
 std::string make_temp_dir(const std::string& tag) {
@@ -44,6 +48,16 @@ std::vector<float> random_floats(int64_t n, uint32_t seed, float lo, float hi) {
   std::vector<float> v(static_cast<size_t>(n));
   for (auto& x : v) x = dist(rng);
   return v;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const smezo::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected smezo::Error";
+  return "";
 }
 
 int run_command(const std::string& cmd, std::string* output) {

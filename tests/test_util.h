@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@ void write_file(const std::string& path, const std::string& bytes);
 std::string read_file(const std::string& path);
 // n floats uniform in [lo, hi), from a seeded generator (never all zeros).
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// The message of the smezo::Error that fn throws; fails the test when it throws nothing.
+std::string error_of(const std::function<void()>& fn);
 // Runs a shell command, returns its exit code and (stdout + stderr) in *output.
 int run_command(const std::string& cmd, std::string* output);
 
