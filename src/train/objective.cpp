@@ -1,6 +1,7 @@
 // Scoring candidates and the training losses (see objective.h).
 #include "train/objective.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/check.h"
@@ -9,10 +10,26 @@ namespace smezo {
 
 namespace {
 
-struct PendingCandidate {
-  size_t example;
+// One sequence to run and the option tokens it scores. Usually one candidate's full tokens;
+// when every candidate of an example has a single option token after the same prefix (SST-2,
+// RTE, CB, ... with LLaMA's tokenizer), one run of the shared prefix scores them all from its
+// last row. The row of a token depends only on the tokens before it, so both ways give the
+// same numbers.
+struct Target {
   size_t candidate;
-  const EncodedCandidate* enc;
+  int64_t row;     // row in the sequence whose logits predict the token
+  int32_t token;
+};
+struct PendingSequence {
+  size_t example;
+  const int32_t* tokens;
+  int64_t len;
+  std::vector<Target> targets;
+  int64_t logit_rows() const {  // distinct rows (targets of one row are adjacent)
+    int64_t n = 0;
+    for (size_t i = 0; i < targets.size(); i++) n += i == 0 || targets[i].row != targets[i - 1].row;
+    return n;
+  }
 };
 
 // log p(target) from one row of logits, in double; NaN when any logit is not finite, so a
@@ -28,31 +45,59 @@ double token_logprob(const float* logits, int64_t vocab, int32_t target) {
   return static_cast<double>(logits[target] - max_logit) - std::log(sum);
 }
 
-void run_chunk(Model& model, const std::vector<PendingCandidate>& chunk, const Probe& probe,
+void run_chunk(Model& model, const std::vector<PendingSequence>& chunk, const Probe& probe,
                std::vector<std::vector<CandidateScore>>* out) {
   ForwardBatch batch;
-  std::vector<int32_t> targets;
-  for (const PendingCandidate& pc : chunk) {
-    const EncodedCandidate& c = *pc.enc;
+  std::vector<std::vector<int64_t>> target_logit_row(chunk.size());  // per target: row in logits
+  for (size_t i = 0; i < chunk.size(); i++) {
+    const PendingSequence& ps = chunk[i];
     const int64_t base = static_cast<int64_t>(batch.tokens.size());
-    const int64_t len = static_cast<int64_t>(c.tokens.size());
-    batch.tokens.insert(batch.tokens.end(), c.tokens.begin(), c.tokens.end());
-    batch.seq_lens.push_back(len);
-    for (int64_t t = c.option_start; t < len; t++) {
-      batch.logit_rows.push_back(base + t - 1);  // the row before a token predicts it
-      targets.push_back(c.tokens[t]);
+    batch.tokens.insert(batch.tokens.end(), ps.tokens, ps.tokens + ps.len);
+    batch.seq_lens.push_back(ps.len);
+    for (size_t t = 0; t < ps.targets.size(); t++) {
+      if (t == 0 || ps.targets[t].row != ps.targets[t - 1].row) batch.logit_rows.push_back(base + ps.targets[t].row);
+      target_logit_row[i].push_back(static_cast<int64_t>(batch.logit_rows.size()) - 1);
     }
   }
   std::vector<float> logits;
   model.forward(batch, probe, &logits);
   const int64_t vocab = model.config().vocab_size;
-  size_t row = 0;
-  for (const PendingCandidate& pc : chunk) {
-    CandidateScore& s = (*out)[pc.example][pc.candidate];
-    const int64_t n = static_cast<int64_t>(pc.enc->tokens.size()) - pc.enc->option_start;
-    for (int64_t i = 0; i < n; i++, row++) s.sum_logprob += token_logprob(&logits[row * vocab], vocab, targets[row]);
-    s.n_tokens = n;
+  for (size_t i = 0; i < chunk.size(); i++) {
+    for (size_t t = 0; t < chunk[i].targets.size(); t++) {
+      const Target& tg = chunk[i].targets[t];
+      CandidateScore& s = (*out)[chunk[i].example][tg.candidate];
+      s.sum_logprob += token_logprob(&logits[target_logit_row[i][t] * vocab], vocab, tg.token);
+      s.n_tokens++;
+    }
   }
+}
+
+// The sequences that score an example's candidates (all, or just the gold one).
+std::vector<PendingSequence> plan_example(size_t e, const EncodedExample& ex, bool gold_only) {
+  for (const EncodedCandidate& c : ex.candidates)
+    SMEZO_REQUIRE(c.option_start >= 1 && c.option_start < (int64_t)c.tokens.size(),
+                  "an encoded candidate needs a prefix and at least one option token");
+  const EncodedCandidate& first = ex.candidates[0];
+  bool shared = !gold_only && ex.candidates.size() > 1;
+  for (const EncodedCandidate& c : ex.candidates)
+    shared = shared && (int64_t)c.tokens.size() == first.option_start + 1 && c.option_start == first.option_start &&
+             std::equal(c.tokens.begin(), c.tokens.begin() + c.option_start, first.tokens.begin());
+  std::vector<PendingSequence> out;
+  if (shared) {
+    PendingSequence ps{e, first.tokens.data(), first.option_start, {}};
+    for (size_t c = 0; c < ex.candidates.size(); c++)
+      ps.targets.push_back(Target{c, first.option_start - 1, ex.candidates[c].tokens[first.option_start]});
+    out.push_back(ps);
+    return out;
+  }
+  for (size_t c = 0; c < ex.candidates.size(); c++) {
+    if (gold_only && static_cast<int>(c) != ex.gold) continue;
+    const EncodedCandidate& enc = ex.candidates[c];
+    PendingSequence ps{e, enc.tokens.data(), (int64_t)enc.tokens.size(), {}};
+    for (int64_t t = enc.option_start; t < ps.len; t++) ps.targets.push_back(Target{c, t - 1, enc.tokens[t]});
+    out.push_back(ps);
+  }
+  return out;
 }
 
 }  // namespace
@@ -61,30 +106,24 @@ std::vector<std::vector<CandidateScore>> score_examples(Model& model,
                                                         const std::vector<const EncodedExample*>& examples,
                                                         const Probe& probe, bool gold_only) {
   std::vector<std::vector<CandidateScore>> out(examples.size());
-  std::vector<PendingCandidate> chunk;
+  std::vector<PendingSequence> chunk;
   int64_t chunk_tokens = 0, chunk_rows = 0;
   for (size_t e = 0; e < examples.size(); e++) {
-    const EncodedExample& ex = *examples[e];
-    out[e].resize(ex.candidates.size());
-    for (size_t c = 0; c < ex.candidates.size(); c++) {
-      if (gold_only && static_cast<int>(c) != ex.gold) continue;
-      const EncodedCandidate& enc = ex.candidates[c];
-      const int64_t len = static_cast<int64_t>(enc.tokens.size());
-      SMEZO_REQUIRE(enc.option_start >= 1 && enc.option_start < len,
-                    "an encoded candidate needs a prefix and at least one option token");
-      const int64_t rows = len - enc.option_start;  // logit rows it needs
-      SMEZO_REQUIRE(len <= model.max_tokens() && rows <= model.max_logit_rows(),
+    out[e].resize(examples[e]->candidates.size());
+    for (PendingSequence& ps : plan_example(e, *examples[e], gold_only)) {
+      const int64_t rows = ps.logit_rows();
+      SMEZO_REQUIRE(ps.len <= model.max_tokens() && rows <= model.max_logit_rows(),
                     "a %lld-token candidate with %lld option tokens does not fit the workspace "
-                    "(%lld tokens, %lld logit rows)", (long long)len, (long long)rows,
+                    "(%lld tokens, %lld logit rows)", (long long)ps.len, (long long)rows,
                     (long long)model.max_tokens(), (long long)model.max_logit_rows());
-      if (chunk_tokens + len > model.max_tokens() || chunk_rows + rows > model.max_logit_rows()) {
+      if (chunk_tokens + ps.len > model.max_tokens() || chunk_rows + rows > model.max_logit_rows()) {
         run_chunk(model, chunk, probe, &out);
         chunk.clear();
         chunk_tokens = chunk_rows = 0;
       }
-      chunk.push_back(PendingCandidate{e, c, &enc});
-      chunk_tokens += len;
+      chunk_tokens += ps.len;
       chunk_rows += rows;
+      chunk.push_back(std::move(ps));
     }
   }
   if (!chunk.empty()) run_chunk(model, chunk, probe, &out);
