@@ -1,0 +1,76 @@
+// Kernel playground for the linear layer (`smezo bench --kernel linear`): validates and times
+// the PRODUCTION code paths (CudaBackend::linear, CudaBackend::update, abs_quantile) against
+// two floors, on random weights generated on the GPU, for LLaMA-7B-sized shapes by default.
+//
+// Per weight shape N x K (storage dtype bf16 or f16):
+//   abs_quantile   CudaBackend::abs_quantile(W, q): the S-MeZO threshold (wall clock, it syncs)
+//   noise-only     every z of the N*K elements regenerated exactly as the spec does
+//                  (noise_normal4 per group of 4, the production launch shape), summed into a
+//                  per-block checksum: the RNG floor of any perturbed linear
+//   weight-read    W read once (16-byte loads), summed into a per-block checksum: the
+//                  bandwidth floor
+//   update         CudaBackend::update with the S-MeZO mask and with MASK_DENSE, timed on a
+//                  COPY of W (W itself is never written, so every row uses the same weights)
+// and per M (rows of x):
+//   gemm           cublasGemmEx alone, x already rounded to the storage dtype (cuBLAS's rate)
+//   linear         CudaBackend::linear, Probe{scale 0} (x -> bf16/f16 conversion + GEMM)
+//   s-mezo, mezo   CudaBackend::linear, Probe{eps, seed} with MASK_MAGNITUDE (threshold above)
+//                  / MASK_DENSE: today "materialise W' in scratch, then cuBLAS" — the path the
+//                  fused kernel must beat (DESIGN.md, "The fused perturbed linear")
+//   fused          LinearBenchOptions::fused when set, else "n/a (not implemented)"
+// Before timing, every path is validated on sampled output entries against a host computation
+// from downloaded W rows and host-regenerated z (see linear_bench.cu); any FAIL makes
+// run_linear_bench return 1 (the timings are still printed, marked FAIL).
+// Timing (GPU.md "Measuring"): cudaEvents on backend.stream() around each call, warm-up calls
+// first, the L2 flushed before every timed rep (a memset of flush_bytes outside the events),
+// median of reps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/tensor.h"
+
+namespace smezo {
+
+class CudaBackend;
+
+// The hook for the fused perturbed linear (DESIGN.md): out(M, N) = in(M, K) · W'(N, K)ᵀ with
+// W' = W + probe.scale · m(W) ⊙ z read through the probe exactly as CudaBackend::linear (no
+// bias), enqueued on backend.stream(); W is never written. W' rounded to the storage dtype
+// before the multiply, so it is validated against the same reference as the materialised path.
+using FusedLinearFn = void (*)(CudaBackend& backend, const Tensor& out, const Tensor& in,
+                               const Param& weight, const Probe& probe);
+
+struct LinearShape {
+  int64_t n = 0;  // out features (rows of W)
+  int64_t k = 0;  // in features (cols of W)
+};
+
+// LLaMA-7B: q/k/v/o 4096x4096, gate/up 11008x4096, down 4096x11008, LM head 32000x4096.
+inline std::vector<LinearShape> default_linear_bench_shapes() {
+  return {{4096, 4096}, {11008, 4096}, {4096, 11008}, {32000, 4096}};
+}
+
+struct LinearBenchOptions {
+  DType dtype = DTYPE_BF16;                       // W storage: DTYPE_BF16 or DTYPE_F16
+  std::vector<LinearShape> shapes = default_linear_bench_shapes();
+  std::vector<int64_t> ms = {16, 1024, 4096};     // rows of x (batch x length)
+  int reps = 20;                                  // timed reps per region (median reported)
+  int warmup = 3;                                 // untimed calls before the reps
+  double mask_quantile = 0.75;                    // S-MeZO threshold = this quantile of |W|
+  float eps = 1e-3f;                              // probe scale (sigma = +1)
+  uint64_t seed = 20240601;                       // weights, x and the step seed derive from it
+  int64_t flush_bytes = int64_t(256) << 20;       // L2 flush buffer (> the 50 MB L2 of an H100)
+  std::string json_path;                          // one JSON object per shape x M; "" = none
+  FusedLinearFn fused = nullptr;                  // nullptr: "n/a (not implemented)"
+  std::string fused_name = "fused";               // its label in the report
+};
+
+// Validates, times and prints (stdout) every path for every shape x M; writes JSON lines when
+// json_path is set. Returns 0 when every validation passed, 1 otherwise. Throws smezo::Error
+// for bad options or CUDA failures (no GPU, out of memory).
+int run_linear_bench(const LinearBenchOptions& options);
+
+}  // namespace smezo
