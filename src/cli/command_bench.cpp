@@ -6,7 +6,7 @@
 //
 // Kernels: linear (cuda/linear_bench.h). Exit code 1 when a validation failed. Needs a CUDA
 // build (SMEZO_WITH_CUDA) and a GPU; the CPU-only build says so.
-#include "cli/command_bench.h"
+#include "cli/commands.h"
 
 #include <cerrno>
 #include <cstdint>

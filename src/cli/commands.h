@@ -9,5 +9,6 @@ int command_train(int argc, char** argv);
 int command_eval(int argc, char** argv);
 int command_replay(int argc, char** argv);
 int command_logits(int argc, char** argv);
+int command_bench(int argc, char** argv);
 
 }  // namespace smezo

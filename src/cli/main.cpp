@@ -22,6 +22,8 @@ void print_usage() {
       "  eval [options]       accuracy on --task, --mode zero-shot|icl [--shots K], --split dev|test\n"
       "  replay BASE LOG --out DIR   rebuild fine-tuned weights from a seed log\n"
       "  logits --tokens 1,2,3 --out F   next-token logits of one sequence (safetensors)\n"
+      "  bench --kernel linear [--dtype bf16|f16] [--shapes NxK,...] [--m 16,1024,4096]\n"
+      "        [--reps N] [--json F]   kernel benchmark against cuBLAS (needs a GPU)\n"
       "  help                 this text\n"
       "common options: --model PATH (default: the bundled stories260K), --tokenizer PATH,\n"
       "                --device cpu|cuda\n");
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
     if (command == "eval") return smezo::command_eval(argc, argv);
     if (command == "replay") return smezo::command_replay(argc, argv);
     if (command == "logits") return smezo::command_logits(argc, argv);
+    if (command == "bench") return smezo::command_bench(argc, argv);
     std::fprintf(stderr, "smezo: error: unknown command '%s' (see 'smezo help')\n", command.c_str());
     return 2;
   } catch (const smezo::Error& e) {
