@@ -2,7 +2,7 @@
 # One full check on the GPU machine (device tool), logs under $OUT, a short table last:
 #   tools/deps.sh download            # here, once: the Debian .debs into deps/ (git-ignored)
 #   cp -r ../shared/assets carry/     # here: the assets the tests read (git-ignored)
-#   device run, carry [deps, carry]:  bash tools/gpu_check.sh
+#   device run, carry [deps, carry]:  bash tools/gpu_check.sh [--bench]
 # Steps: unpack the debs, build for the GPU found, run the whole test suite (GPU tests run
 # instead of skipping), run the Hugging Face oracle on --device cuda.
 set -uo pipefail
@@ -30,4 +30,9 @@ else
   status oracle FAILED
 fi
 tail -n 20 "$OUT/oracle.log" >> "$OUT/summary.txt"
+if [ "${1:-}" = "--bench" ]; then
+  ./build/smezo bench --kernel linear --json "$OUT/bench_linear_bf16.jsonl" > "$OUT/bench_linear_bf16.txt" 2>&1
+  status bench "rc=$?"
+  tail -n 16 "$OUT/bench_linear_bf16.txt" >> "$OUT/summary.txt"
+fi
 cat "$OUT/summary.txt"
