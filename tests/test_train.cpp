@@ -201,3 +201,27 @@ TEST(Eval, ZeroShotAndInContextRun) {
   EXPECT_NE(run_command(kSmezo + " eval --task sst2 --mode icl --shots 0", &out), 0);
   EXPECT_THAT(out, testing::HasSubstr("--shots"));
 }
+
+// The public embedding API: plain options in, results out, no CLI involved.
+TEST(Train, PublicApiRunsATinyJob) {
+  std::string dir = make_temp_dir("api");
+  smezo::TrainOptions o;
+  o.model_path = default_model_path();
+  o.task = "rte";
+  o.n_train = 8;
+  o.n_dev = 4;
+  o.n_test = 4;
+  o.max_len = 48;
+  o.batch = 2;
+  o.steps = 3;
+  o.eval_every = 0;
+  o.out_dir = dir + "/run";
+  o.spsa.method = smezo::METHOD_RMEZO;
+  o.spsa.sparsity = 0.5;
+  o.spsa.lr = 1e-3f;
+  smezo::TrainResult r = smezo::train(o);
+  EXPECT_EQ(r.steps_done, 3);
+  EXPECT_GE(r.final_dev_acc, 0.0);
+  EXPECT_GE(r.test_acc, 0.0);
+  EXPECT_EQ(seed_log_read(o.out_dir + "/seed_log.txt").records.size(), 3u);
+}

@@ -17,30 +17,16 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model.h"
+#include "smezo/train.h"  // Method, LrSchedule, SpsaOptions
 
 namespace smezo {
 
-enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO };
-enum LrSchedule { LR_CONSTANT, LR_LINEAR };
 
 Method method_parse(const std::string& name);  // "mezo", "smezo", "rmezo"; else an error
 const char* method_name(Method m);
 LrSchedule lr_schedule_parse(const std::string& name);  // "constant", "linear"
 const char* lr_schedule_name(LrSchedule s);
 
-struct SpsaOptions {
-  Method method = METHOD_SMEZO;
-  double sparsity = 0.75;        // fraction of each linear weight NOT tuned (S-MeZO, R-MeZO)
-  float eps = 1e-3f;
-  float lr = 1e-6f;
-  LrSchedule schedule = LR_CONSTANT;
-  int64_t total_steps = 1;       // for the linear decay
-  float weight_decay = 0.0f;     // applied to tuned entries of weights (not biases or norms)
-  uint64_t seed = 42;            // run seed: step seeds and the R-MeZO mask derive from it
-  bool freeze_embeddings = false;
-  bool freeze_norms = false;
-  bool freeze_biases = false;
-};
 
 // Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …).
 void spsa_validate(const SpsaOptions& opts);

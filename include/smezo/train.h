@@ -1,0 +1,62 @@
+// Public API for embedding smezo's training in another program: plain option structs in,
+// results out. Link build/libsmezo.a (plus -lsentencepiece, and -lcublas -lcudart in CUDA
+// builds) and call smezo::train(). The command-line `smezo train` is a thin layer over this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace smezo {
+
+enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO };
+enum LrSchedule { LR_CONSTANT, LR_LINEAR };
+
+struct SpsaOptions {
+  Method method = METHOD_SMEZO;
+  double sparsity = 0.75;        // fraction of each linear weight NOT tuned (S-MeZO, R-MeZO)
+  float eps = 1e-3f;
+  float lr = 1e-6f;
+  LrSchedule schedule = LR_CONSTANT;
+  int64_t total_steps = 1;       // for the linear decay
+  float weight_decay = 0.0f;     // applied to tuned entries of weights (not biases or norms)
+  uint64_t seed = 42;            // run seed: step seeds and the R-MeZO mask derive from it
+  bool freeze_embeddings = false;
+  bool freeze_norms = false;
+  bool freeze_biases = false;
+};
+
+struct TrainOptions {
+  std::string model_path;        // base model
+  std::string tokenizer_path;    // empty: resolve_tokenizer_path()
+  std::string device = "cpu";
+  std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
+  std::string task = "sst2";
+  std::string data_dir;          // empty: asset_path("data")
+  int64_t n_train = 1000, n_dev = 500, n_test = 1000;
+  uint64_t data_seed = 0;        // sampling of the splits
+  int64_t max_len = 256;         // tokens per candidate (context truncated from the left)
+  int64_t batch = 16;            // examples per step
+  int64_t steps = 20000;
+  int64_t eval_every = 500;      // 0: only at the end
+  int64_t eval_examples = 0;     // dev examples per periodic evaluation; 0: all
+  int64_t checkpoint_every = 0;  // 0: only at the end
+  int64_t flush_every = 10;      // seed-log durability interval (steps)
+  int64_t max_tokens = 8192;     // workspace tokens per forward (larger batches are chunked)
+  bool fixed_batch = false;      // reuse the first minibatch every step (overfitting checks)
+  bool skip_test = false;        // no test-set evaluation at the end
+  bool resume = false;
+  int64_t progress_every = 0;    // plain progress line interval; 0: about 20 lines per run
+  std::string out_dir;           // required
+  SpsaOptions spsa;              // total_steps is set from steps
+};
+
+struct TrainResult {
+  int64_t steps_done = 0;
+  double first_loss = 0, last_loss = 0;
+  double final_dev_acc = -1, best_dev_acc = -1, test_acc = -1;
+  double wall_s = 0;
+};
+
+TrainResult train(const TrainOptions& opts);
+
+}  // namespace smezo
