@@ -1,10 +1,9 @@
 // Hugging Face checkpoint export (see checkpoint.h).
 #include "train/checkpoint.h"
 
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <vector>
@@ -70,18 +69,24 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
     e.data = data.back().data();
     entries.push_back(e);
   }
+  namespace fs = std::filesystem;
   const std::string tmp = dir + ".tmp", old = dir + ".old";
-  std::system(("rm -rf '" + tmp + "' && mkdir -p '" + tmp + "'").c_str());
-  struct stat st;
-  SMEZO_REQUIRE(stat(tmp.c_str(), &st) == 0, "cannot create checkpoint directory %s", tmp.c_str());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  SMEZO_REQUIRE(!ec, "cannot create checkpoint directory %s: %s", tmp.c_str(), ec.message().c_str());
   write_safetensors(tmp + "/model.safetensors", entries, {{"format", "pt"}});
   run_write_file_atomic(tmp + "/config.json", hf_config_json(config, "float32"));
   if (!tokenizer_path.empty()) copy_file(tokenizer_path, tmp + "/tokenizer.model");
   // swap in: dir -> dir.old, tmp -> dir, drop dir.old
-  std::system(("rm -rf '" + old + "'").c_str());
-  if (stat(dir.c_str(), &st) == 0) SMEZO_REQUIRE(std::rename(dir.c_str(), old.c_str()) == 0, "cannot replace %s", dir.c_str());
-  SMEZO_REQUIRE(std::rename(tmp.c_str(), dir.c_str()) == 0, "cannot move checkpoint into %s", dir.c_str());
-  std::system(("rm -rf '" + old + "'").c_str());
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) {
+    fs::rename(dir, old, ec);
+    SMEZO_REQUIRE(!ec, "cannot replace %s: %s", dir.c_str(), ec.message().c_str());
+  }
+  fs::rename(tmp, dir, ec);
+  SMEZO_REQUIRE(!ec, "cannot move checkpoint into %s: %s", dir.c_str(), ec.message().c_str());
+  fs::remove_all(old, ec);
 }
 
 }  // namespace smezo

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "cli/model_setup.h"
@@ -113,7 +114,10 @@ TrainResult train(const TrainOptions& in) {
   if (!o.skip_test) data.test = encode_all(*lm.tokenizer, splits.test, max_len);
 
   SpsaOptimizer optimizer(model, o.spsa);
-  std::system(("mkdir -p '" + o.out_dir + "'").c_str());
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(o.out_dir, mkdir_error);
+  SMEZO_REQUIRE(!mkdir_error, "cannot create the output directory %s: %s", o.out_dir.c_str(),
+                mkdir_error.message().c_str());
   const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
   const nlohmann::json header = run_header(o, optimizer);
 
