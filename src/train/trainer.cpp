@@ -188,16 +188,16 @@ TrainResult train(const TrainOptions& in) {
       if (step == first_step) result.first_loss = loss;
       result.last_loss = loss;
       loss_series.push_back({static_cast<double>(step), loss});
-      // Metrics first, then the seed log: a kill between the two leaves a metrics line that
-      // resume drops (it keeps steps <= the last durable seed-log step), never a missing one.
+      // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
+      // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
       metrics.write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
                      {"g", s.g}, {"lr", s.lr}});
-      seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
       bar.update(step, loss);
       if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
         bar.set_dev_accuracy(evaluate_dev(step, dev_subset));
         write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
       }
+      seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
       if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps) {
         seed_log->flush();
         save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path);
