@@ -1,0 +1,70 @@
+// The fused perturbed linear (DESIGN.md "The fused perturbed linear"), version 0:
+//   out(M, N) fp32 = x_r(M, K) · W'(N, K)ᵀ (+ b'(N))
+// in ONE kernel, where x_r = x (fp32) rounded to W's storage type (bf16 or fp16, nearest even,
+// as cuda/linear.cu's convert_input_kernel), W' = perturbed_value(w, z, scale, keep) rounded to
+// the storage type (bit for bit what linear.cu's perturb_weight_kernel writes to scratch), and
+// b' = perturbed_value(b, z_b, scale, keep_b) in fp32, never rounded (as linear.cu's bias
+// epilogue). Nothing W-sized is ever written to global memory; W is only read. See
+// cuda/fused_linear.cu for the kernel, its cost model and its known limits.
+//
+// Plain C++ header (no CUDA-only types): .cpp files of a CUDA build may include it.
+//
+//   fused_linear(backend, out, in, weight, bias_or_null, probe);   // validates, enqueues
+//   LinearBenchOptions::fused = fused_linear_bench_hook;           // smezo bench --kernel linear
+//
+// Not (yet) the path of CudaBackend::linear, which stays "materialise W', then cuBLAS" until
+// this kernel is validated and measured on the GPU (tests/test_fused_linear.cu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/noise_spec.h"
+#include "model/tensor.h"
+
+namespace smezo {
+
+class CudaBackend;
+
+// How one parameter is read through a probe: w' = keep ? fma(scale, z, w) : w, with z and keep
+// from src/common/noise_spec.h at the element's index in the tensor (row-major).
+struct FusedProbe {
+  float scale = 0.0f;        // sigma * eps; 0 = read as stored (no noise is generated)
+  uint64_t seed = 0;         // step seed (key of the z stream)
+  uint32_t tensor_id = 0;    // noise stream id of the parameter
+  MaskKind mask = MASK_DENSE;
+  float threshold = 0.0f;    // MASK_MAGNITUDE: keep |w| <= threshold
+  float keep_prob = 1.0f;    // MASK_RANDOM
+  uint64_t mask_seed = 0;    // MASK_RANDOM
+};
+
+// The probe of `p` under `probe`: scale 0 when the parameter is not trainable.
+FusedProbe fused_probe(const Param& p, const Probe& probe);
+
+struct FusedLinearParams {
+  float* out = nullptr;          // (M, N) fp32, row-major, written (never read)
+  const float* x = nullptr;      // (M, K) fp32 activations, row-major
+  const void* w = nullptr;       // (N, K) weights, DTYPE_BF16 or DTYPE_F16, row-major
+  DType w_dtype = DTYPE_BF16;
+  const void* bias = nullptr;    // (N) or nullptr; any dtype
+  DType bias_dtype = DTYPE_F32;
+  int64_t M = 0, N = 0, K = 0;
+  FusedProbe w_probe;            // how W is read (index n*K + k)
+  FusedProbe b_probe;            // how the bias is read (index n)
+};
+
+// Enqueues the kernel on `stream`. Throws smezo::Error for unsupported dtypes or shapes
+// (fp32 weights: use CudaBackend::linear). M == 0 or N == 0: nothing is launched.
+void launch_fused_linear(const FusedLinearParams& p, cudaStream_t stream);
+
+// CudaBackend::linear's contract (shapes checked the same way), computed by the fused kernel on
+// backend.stream(). Weights must be fp16 or bf16.
+void fused_linear(CudaBackend& backend, const Tensor& out, const Tensor& in, const Param& weight,
+                  const Param* bias, const Probe& probe);
+
+// The signature of LinearBenchOptions::fused (cuda/linear_bench.h): fused_linear without bias.
+void fused_linear_bench_hook(CudaBackend& backend, const Tensor& out, const Tensor& in,
+                             const Param& weight, const Probe& probe);
+
+}  // namespace smezo
