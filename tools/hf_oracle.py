@@ -195,9 +195,14 @@ def run_cmd(cmd, env=None):
     return r.returncode, r.stdout, r.stderr
 
 
-def smezo_logits(args, model_dir, tokens, out_file):
+SMEZO_DTYPE = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
+
+
+def smezo_logits(args, model_dir, tokens, out_file, dname):
     cmd = [args.smezo, "logits", "--model", model_dir, "--tokens", ",".join(map(str, tokens)),
            "--out", out_file, "--device", args.device]
+    if args.device != "cpu":  # CUDA stores weights as saved (the CPU backend stores f32 only)
+        cmd += ["--dtype", SMEZO_DTYPE[dname]]
     rc, out, err = run_cmd(cmd)
     if rc != 0:
         return None, f"`{' '.join(cmd)}` exited {rc}: {(err or out).strip()[-600:]}"
@@ -323,7 +328,8 @@ def main():
                 if lp_mode == "native":
                     tol = native_tol
             ours, problem = smezo_logits(args, model_dir, tokens,
-                                         os.path.join(args.workdir, f"{case.name}_{dname}.logits.safetensors"))
+                                         os.path.join(args.workdir, f"{case.name}_{dname}.logits.safetensors"),
+                                         dname)
             if problem:
                 rows.append((case.name, dname, float("nan"), float("nan"), tol, "-", False, problem))
                 continue
