@@ -240,6 +240,8 @@ def golden_check(args):
             return False, f"missing {p} (pass --assets DIR, or --no-golden)"
     cmd = [args.smezo, "generate", "--model", model, "--tokenizer", tok, "--device", args.device,
            "--temperature", "0", "--steps", str(GOLDEN_STEPS)]
+    if args.device != "cpu":  # the checkpoint is fp32; the golden text is an fp32 result
+        cmd += ["--dtype", "f32"]
     env = dict(os.environ, SMEZO_ASSETS=args.assets)
     rc, out, err = run_cmd(cmd, env=env)
     if rc != 0:
