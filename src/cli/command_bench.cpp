@@ -20,6 +20,7 @@
 #include "common/check.h"
 
 #ifdef SMEZO_WITH_CUDA
+#include "cuda/fused_linear.h"
 #include "cuda/linear_bench.h"
 #endif
 
@@ -112,6 +113,8 @@ int command_bench(int argc, char** argv) {
   opt.warmup = static_cast<int>(warmup);
   opt.mask_quantile = quantile;
   opt.json_path = json;
+  opt.fused = fused_linear_bench_hook;  // v0 (cuda/fused_linear.cu): validated, then timed
+  opt.fused_name = "fused-v0";
   return run_linear_bench(opt);
 #else
   throw_error("smezo bench needs a CUDA build and a GPU (this smezo was built without nvcc)"
