@@ -75,3 +75,16 @@ TEST(Cli, ShapeDisagreeingWithConfigJsonIsNamed) {
   EXPECT_THAT(out, testing::HasSubstr("tensor model.layers.0.mlp.gate_proj.weight in " + dir + "/hf/model.safetensors "
                                       "has shape [172, 64], the model config says [176, 64]"));
 }
+
+// Updates round to the storage dtype: a bf16 run cannot be replayed with fp32 weights.
+TEST(Cli, ReplayRefusesAnotherStorageDtype) {
+  std::string dir = smezo_test::make_temp_dir("cli_dtype"), out;
+  smezo_test::write_file(dir + "/log.txt", "# smezo seed log v1\n# {\"storage_dtype\":\"BF16\",\"device\":\"cpu\","
+                         "\"spsa\":{\"method\":\"mezo\",\"sparsity\":0.0,\"eps\":0.001,\"lr\":1e-06,"
+                         "\"lr_schedule\":\"constant\",\"total_steps\":1,\"weight_decay\":0.0,\"seed\":42,"
+                         "\"freeze\":{\"embeddings\":false,\"norms\":false,\"biases\":false},"
+                         "\"thresholds_f32_bits\":{}}}\n");
+  ASSERT_NE(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
+                            "/log.txt --out " + dir + "/hf", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("stored weights as BF16, this replay as F32"));
+}

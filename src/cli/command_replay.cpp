@@ -20,13 +20,23 @@ int command_replay(int argc, char** argv) {
   const std::string out = args.str("out", "");
   SMEZO_REQUIRE(!out.empty(), "replay: --out DIR is required");
   const std::string tokenizer = args.str("tokenizer", "");
-  const std::string device = args.str("device", "cpu");
-  args.require_all_used();
   SeedLog log = seed_log_read(log_path);
+  // Replay stores weights as training did (updates round to the storage dtype); the logged
+  // device and dtype are the defaults.
+  const std::string logged_dtype = log.header.value("storage_dtype", std::string("F32"));
+  const std::string dtype_arg = logged_dtype == "BF16" ? "bf16" : logged_dtype == "F16" ? "f16" : "f32";
+  const std::string device = args.str("device", log.header.value("device", std::string("cpu")));
+  const std::string dtype = args.str("dtype", device == "cpu" ? "" : dtype_arg);
+  args.require_all_used();
   SMEZO_REQUIRE(log.header.contains("spsa"), "%s: not a smezo training log (no 'spsa' in the header)",
                 log_path.c_str());
   SpsaOptions opts = spsa_options_from_json(log.header["spsa"], log_path);
-  LoadedModel lm = open_model_paths(base, tokenizer, device, 1, 1);
+  LoadedModel lm = open_model_paths(base, tokenizer, device, 1, 1, dtype);
+  const std::string replay_dtype = dtype_name(lm.model->params().front()->w.dtype);
+  SMEZO_REQUIRE(replay_dtype == logged_dtype,
+                "%s: the run stored weights as %s, this replay as %s: the updates would round "
+                "differently ---> HINT: replay with --device cuda --dtype %s", log_path.c_str(),
+                logged_dtype.c_str(), replay_dtype.c_str(), dtype_arg.c_str());
   SpsaOptimizer optimizer(*lm.model, opts);
   optimizer.check_matches(log.header["spsa"], log_path);
   for (const SeedRecord& r : log.records) optimizer.apply_update(r.seed, r.g, r.lr);

@@ -53,8 +53,11 @@ std::vector<const EncodedExample*> minibatch(const std::vector<EncodedExample>& 
   return out;
 }
 
-nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt) {
+nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model& model) {
   nlohmann::json h;
+  // Updates round to the storage dtype, so replay and resume must store weights the same way.
+  h["storage_dtype"] = dtype_name(model.params().front()->w.dtype);
+  h["device"] = model.backend().name();
   h["spsa"] = opt.describe();
   h["task"] = o.task;
   h["data_seed"] = o.data_seed;
@@ -69,7 +72,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt) {
 void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const SpsaOptimizer& opt,
                          const std::string& path) {
   opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);
-  for (const char* key : {"task", "data_seed", "n_train", "batch", "max_len", "fixed_batch"}) {
+  for (const char* key : {"task", "data_seed", "n_train", "batch", "max_len", "fixed_batch", "storage_dtype", "device"}) {
     SMEZO_REQUIRE(logged.contains(key) && logged[key] == mine[key],
                   "%s: the run was started with %s = %s, this command says %s ---> HINT: resume with "
                   "the options of the original run", path.c_str(), key,
@@ -119,7 +122,7 @@ TrainResult train(const TrainOptions& in) {
   SMEZO_REQUIRE(!mkdir_error, "cannot create the output directory %s: %s", o.out_dir.c_str(),
                 mkdir_error.message().c_str());
   const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
-  const nlohmann::json header = run_header(o, optimizer);
+  const nlohmann::json header = run_header(o, optimizer, model);
 
   // Start fresh, or rebuild the weights of a killed run from its seed log.
   int64_t first_step = 1;
