@@ -19,6 +19,7 @@
 // Reference: src/cpu/cpu_optimizer.cpp.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common/check.h"
 #include "cuda/cuda_backend.h"
@@ -36,6 +37,7 @@ struct UpdateParams {
   float decay = 0.0f;  // lr * weight_decay, or 0
   uint64_t seed = 0;   // step seed of z
   MaskArgs mask;
+  bool stochastic_rounding = false;  // bf16 only: round kept entries stochastically
 };
 
 constexpr int kBins = 256;
@@ -64,6 +66,16 @@ __global__ void update_kernel(UpdateParams p) {
     for (int l = 0; l < 4; ++l) {
       const float w1 = updated_value(v[l], z[l], p.coef, keep[l]);
       v[l] = keep[l] ? fp_fma(-p.decay, v[l], w1) : w1;
+    }
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+      if (p.stochastic_rounding) {  // kept entries only: the others keep their stored bits
+        for (int l = 0; l < 4; ++l) {
+          const int64_t i = 4 * g + l;
+          if (i < p.n && keep[l])
+            w[i] = __ushort_as_bfloat16(bf16_round_stochastic(v[l], noise_rounding_bits(p.seed, p.mask.tensor_id, i)));
+        }
+        continue;
+      }
     }
     store4(w, 4 * g, p.n, v);
   }
@@ -134,6 +146,10 @@ void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   u.decay = decay;
   u.seed = seed;
   u.mask = mask_args(p.info);
+  u.stochastic_rounding = p.info.stochastic_rounding && p.w.dtype == DTYPE_BF16;
+  SMEZO_REQUIRE(!(p.info.stochastic_rounding && p.w.dtype == DTYPE_F16),
+                "stochastic rounding is implemented for bf16 storage; %s is stored as F16 "
+                "---> HINT: use --dtype bf16 or drop --stochastic-rounding", p.info.name.c_str());
   const unsigned grid = grid_blocks(ceil_div(n, 4), kUpdateBlock);
   dispatch_dtype(p.w.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -23,6 +23,7 @@ struct SpsaOptions {
   bool freeze_embeddings = false;
   bool freeze_norms = false;
   bool freeze_biases = false;
+  bool stochastic_rounding = false;  // round updates stochastically to bf16 storage (CUDA)
 };
 
 struct TrainOptions {

@@ -10,7 +10,8 @@
 namespace smezo {
 
 int command_train(int argc, char** argv) {
-  Args args(argc, argv, 2, {"resume", "fixed-batch", "skip-test", "freeze-embeddings", "freeze-norms", "freeze-biases"});
+  Args args(argc, argv, 2, {"resume", "fixed-batch", "skip-test", "freeze-embeddings", "freeze-norms", "freeze-biases",
+                                 "stochastic-rounding"});
   TrainOptions o;
   o.model_path = args.str("model", default_model_path());
   o.tokenizer_path = args.str("tokenizer", "");
@@ -44,6 +45,7 @@ int command_train(int argc, char** argv) {
   o.spsa.freeze_embeddings = args.flag("freeze-embeddings");
   o.spsa.freeze_norms = args.flag("freeze-norms");
   o.spsa.freeze_biases = args.flag("freeze-biases");
+  o.spsa.stochastic_rounding = args.flag("stochastic-rounding");
   o.out_dir = args.str("out", "runs/" + o.task + "-" + method_name(o.spsa.method));
   args.require_all_used();
   train(o);

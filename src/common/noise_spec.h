@@ -379,4 +379,23 @@ SMEZO_HD float updated_value(float w, float z, float coef, bool keep) {
   return keep ? fp_fma(-coef, z, w) : w;
 }
 
+// ---- Stochastic rounding of updated weights to bf16 storage (an option of the update).
+// The 16 random bits of element `index` are the top half of lane index % 4 of
+// Philox(key = step seed, counter = (index / 4, tensor_id, NOISE_STREAM_ROUNDING)).
+// bf16 keeps the top 16 bits of a float: adding r (uniform in [0, 2^16)) to the 16 dropped
+// bits and truncating rounds the magnitude up with probability (dropped bits) / 2^16, so the
+// stored value equals x in expectation; infinities and NaN are kept (NaN stays quiet).
+SMEZO_HD uint32_t noise_rounding_bits(uint64_t seed, uint32_t tensor_id, int64_t index) {
+  uint32_t x[4];
+  noise_philox4(seed, tensor_id, index >> 2, NOISE_STREAM_ROUNDING, x);
+  return x[index & 3] >> 16;
+}
+
+SMEZO_HD uint16_t bf16_round_stochastic(float x, uint32_t r16) {
+  const uint32_t u = fp_bits(x);
+  if ((u & 0x7f800000u) == 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | ((u & 0x007fffffu) ? 0x0040u : 0u));
+  return static_cast<uint16_t>((u + (r16 & 0xffffu)) >> 16);
+}
+
 }  // namespace smezo

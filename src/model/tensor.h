@@ -35,6 +35,8 @@ struct ParamInfo {
   float threshold = 0.0f;    // MASK_MAGNITUDE: the fixed per-tensor |w| threshold h
   float keep_prob = 1.0f;    // MASK_RANDOM: probability that an entry is tuned
   uint64_t mask_seed = 0;    // MASK_RANDOM: seed of the fixed mask stream (one per run)
+  bool stochastic_rounding = false;  // updates round stochastically to bf16 storage
+                                     // (noise_spec.h); fp32 storage has nothing to round
 };
 
 struct Param {

@@ -76,6 +76,7 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(mod
     ParamInfo& info = p->info;
     info.trainable = !((opts_.freeze_embeddings && is_embedding(info)) ||
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
+    info.stochastic_rounding = opts_.stochastic_rounding;
     info.mask = MASK_DENSE;
     info.threshold = 0.0f;
     info.keep_prob = 1.0f;
@@ -88,6 +89,10 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(mod
       info.keep_prob = static_cast<float>(1.0 - opts_.sparsity);
       info.mask_seed = mask_seed;
     }
+    SMEZO_REQUIRE(!(opts_.stochastic_rounding && info.trainable && p->w.dtype != DTYPE_BF16),
+                  "stochastic rounding applies to bf16 storage, but %s is stored as %s "
+                  "---> HINT: --device cuda --dtype bf16, or drop --stochastic-rounding",
+                  info.name.c_str(), dtype_name(p->w.dtype));
     if (info.trainable) tuned_count_ += p->w.numel();
   }
 }
@@ -141,6 +146,7 @@ nlohmann::json SpsaOptimizer::describe() const {
   j["seed"] = opts_.seed;
   j["freeze"] = {{"embeddings", opts_.freeze_embeddings}, {"norms", opts_.freeze_norms},
                  {"biases", opts_.freeze_biases}};
+  j["stochastic_rounding"] = opts_.stochastic_rounding;
   nlohmann::json thresholds = nlohmann::json::object();
   for (Param* p : model_.params())
     if (p->info.mask == MASK_MAGNITUDE) thresholds[p->info.name] = float_hex_bits(p->info.threshold);
@@ -162,6 +168,7 @@ SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& s
     o.freeze_embeddings = j.at("freeze").at("embeddings").get<bool>();
     o.freeze_norms = j.at("freeze").at("norms").get<bool>();
     o.freeze_biases = j.at("freeze").at("biases").get<bool>();
+    o.stochastic_rounding = j.value("stochastic_rounding", false);
     return o;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the run header is incomplete or malformed: %s", source.c_str(), e.what());
@@ -186,6 +193,7 @@ void SpsaOptimizer::check_matches(const nlohmann::json& header, const std::strin
   require(t.seed == m.seed, "seed");
   require(t.freeze_embeddings == m.freeze_embeddings && t.freeze_norms == m.freeze_norms &&
               t.freeze_biases == m.freeze_biases, "freeze");
+  require(t.stochastic_rounding == m.stochastic_rounding, "stochastic_rounding");
   nlohmann::json mine = describe();
   const nlohmann::json& theirs = header.value("thresholds_f32_bits", nlohmann::json::object());
   for (auto& kv : mine["thresholds_f32_bits"].items()) {
