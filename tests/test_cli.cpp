@@ -40,6 +40,8 @@ TEST(Cli, ErrorsAreOneLineAndNonZero) {
       {"generate --stepz 3", "unknown option --stepz"},
       {"info no/such/dir", "no/such/dir"},
       {"frobnicate", "unknown command"},
+      {"train -steps 5", "unexpected argument '-steps'"},
+      {"logits --tokens 1,4294967298 --out build/x.safetensors", "'4294967298' is not a token id"},
   };
   for (const Case& c : cases) {
     std::string out;
@@ -87,4 +89,24 @@ TEST(Cli, ReplayRefusesAnotherStorageDtype) {
   ASSERT_NE(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
                             "/log.txt --out " + dir + "/hf", &out), 0);
   EXPECT_THAT(out, testing::HasSubstr("stored weights as BF16, this replay as F32"));
+}
+
+// replay --out never deletes a directory that holds anything but a checkpoint.
+TEST(Cli, ReplayRefusesToReplaceAnOrdinaryDirectory) {
+  std::string dir = smezo_test::make_temp_dir("cli_out"), out;
+  smezo_test::write_file(dir + "/log.txt", "# smezo seed log v1\n# {\"spsa\":{\"method\":\"mezo\",\"sparsity\":0.0,"
+                         "\"eps\":0.001,\"lr\":1e-06,\"lr_schedule\":\"constant\",\"total_steps\":1,"
+                         "\"weight_decay\":0.0,\"seed\":42,\"freeze\":{\"embeddings\":false,\"norms\":false,"
+                         "\"biases\":false},\"thresholds_f32_bits\":{}}}\n");
+  smezo_test::write_file(dir + "/notes.txt", "precious");
+  ASSERT_NE(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
+                            "/log.txt --out " + dir, &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("refusing to replace"));
+  EXPECT_EQ(read_file(dir + "/notes.txt"), "precious");
+  EXPECT_EQ(read_file(dir + "/log.txt").substr(0, 19), "# smezo seed log v1");
+  // replacing an earlier checkpoint is fine
+  ASSERT_EQ(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
+                            "/log.txt --out " + dir + "/ckpt", &out), 0) << out;
+  ASSERT_EQ(run_command(std::string(kSmezo) + " replay " + smezo::asset_path("models/stories260K.bin") + " " + dir +
+                            "/log.txt --out " + dir + "/ckpt", &out), 0) << out;
 }

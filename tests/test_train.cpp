@@ -121,6 +121,11 @@ TEST(Train, ResumeAfterSigkillEqualsUninterruptedRun) {
   // resuming with different options is refused
   ASSERT_NE(run_command(run + " --lr 1e-3 --out " + dir + "/killed --resume", &out), 0);
   EXPECT_THAT(out, testing::HasSubstr("'lr'"));
+  // so is another dev size: on small tasks it changes the training pool
+  const std::string other_dev = kSmezo + " train --batch 2 --max-len 40 --eval-every 0 --dev-examples 9 --skip-test"
+                                " --progress-every 1000 --flush-every 5 --task sst2 --steps 60 --checkpoint-every 20";
+  ASSERT_NE(run_command(other_dev + " --lr 2e-3 --out " + dir + "/killed --resume", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("n_dev"));
 }
 
 TEST(Train, NonFiniteLossStopsAndSaysWhere) {

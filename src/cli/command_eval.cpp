@@ -36,6 +36,8 @@ int command_eval(int argc, char** argv) {
   TaskSplits splits = load_task(task, seed, n_train, n_dev, n_test, data_dir);
   LoadedModel lm = open_model(args, std::max<int64_t>(8192, max_len), std::max<int64_t>(1024, max_len));
   args.require_all_used();
+  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
+                "eval", args.positional().empty() ? "" : args.positional()[0].c_str());
   SMEZO_REQUIRE(shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
                 (long long)shots, splits.train.size());
   const std::string prefix = build_icl_prefix(

@@ -22,6 +22,8 @@ int command_generate(int argc, char** argv) {
   const bool stats = args.flag("stats");
   LoadedModel lm = open_model(args, opts.steps, 1);
   args.require_all_used();
+  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
+                "generate", args.positional().empty() ? "" : args.positional()[0].c_str());
   auto start = std::chrono::steady_clock::now();
   std::vector<int32_t> tokens = generate(*lm.model, *lm.tokenizer, opts, [](const std::string& piece) {
     std::fputs(piece.c_str(), stdout);

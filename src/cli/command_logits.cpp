@@ -1,6 +1,8 @@
 // smezo logits: the next-token logits of every position of one token sequence, written as a
 // safetensors file with one F32 tensor "logits" (tokens, vocab) and the tokens as metadata.
 // For checking the forward pass against other implementations (tools/hf_oracle.py).
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <sstream>
 
@@ -22,8 +24,10 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    SMEZO_REQUIRE(!item.empty() && end && *end == '\0', "--tokens: '%s' is not an integer token id", item.c_str());
+    errno = 0;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    SMEZO_REQUIRE(!item.empty() && end && *end == '\0' && errno == 0 && v >= 0 && v <= INT32_MAX,
+                  "--tokens: '%s' is not a token id (an integer in [0, 2^31))", item.c_str());
     out.push_back(static_cast<int32_t>(v));
   }
   SMEZO_REQUIRE(!out.empty(), "--tokens needs at least one token id");
@@ -40,6 +44,8 @@ int command_logits(int argc, char** argv) {
   const std::string device = args.str("device", "cpu");
   const DType storage = storage_dtype(device, args.str("dtype", ""));
   args.require_all_used();
+  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
+                "logits", args.positional().empty() ? "" : args.positional()[0].c_str());
   SMEZO_REQUIRE(!tokens_arg.empty() && !out.empty(), "usage: smezo logits --model M --tokens 1,2,3 --out FILE");
   std::vector<int32_t> tokens = parse_tokens(tokens_arg);
   std::unique_ptr<Backend> backend = make_backend(device);

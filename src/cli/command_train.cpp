@@ -48,6 +48,8 @@ int command_train(int argc, char** argv) {
   o.spsa.stochastic_rounding = args.flag("stochastic-rounding");
   o.out_dir = args.str("out", "runs/" + o.task + "-" + method_name(o.spsa.method));
   args.require_all_used();
+  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
+                "train", args.positional().empty() ? "" : args.positional()[0].c_str());
   train(o);
   return 0;
 }

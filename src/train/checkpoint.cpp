@@ -81,6 +81,15 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   // swap in: dir -> dir.old, tmp -> dir, drop dir.old
   fs::remove_all(old, ec);
   if (fs::exists(dir)) {
+    // only ever replace a previous checkpoint, never a directory holding anything else
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name != "config.json" && name != "model.safetensors" && name != "tokenizer.model") {
+        fs::remove_all(tmp, ec);
+        throw_error("refusing to replace %s with a checkpoint: it holds %s, which is not part of one "
+                    "---> HINT: choose a new or empty directory", dir.c_str(), name.c_str());
+      }
+    }
     fs::rename(dir, old, ec);
     SMEZO_REQUIRE(!ec, "cannot replace %s: %s", dir.c_str(), ec.message().c_str());
   }

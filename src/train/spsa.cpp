@@ -121,6 +121,8 @@ SpsaStep SpsaOptimizer::step(int64_t step, const std::function<double(const Prob
                 std::isnan(r.loss_plus) || std::isnan(r.loss_minus) ? "NaN" : "infinite",
                 (long long)step, r.loss_plus, r.loss_minus, (long long)(step - 1));
   r.g = static_cast<float>((r.loss_plus - r.loss_minus) / (2.0 * static_cast<double>(opts_.eps)));
+  SMEZO_REQUIRE(std::isfinite(r.g), "the projected gradient overflowed at step %lld (l+ = %g, l- = %g, eps = %g) "
+                "---> HINT: use a larger eps", (long long)step, r.loss_plus, r.loss_minus, opts_.eps);
   apply_update(r.seed, r.g, r.lr);
   return r;
 }

@@ -62,6 +62,8 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["task"] = o.task;
   h["data_seed"] = o.data_seed;
   h["n_train"] = o.n_train;
+  h["n_dev"] = o.n_dev;  // small tasks take dev out of the train pool: it shapes the train set
+  h["data_dir"] = o.data_dir;
   h["batch"] = o.batch;
   h["max_len"] = o.max_len;
   h["fixed_batch"] = o.fixed_batch;
@@ -72,7 +74,8 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
 void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const SpsaOptimizer& opt,
                          const std::string& path) {
   opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);
-  for (const char* key : {"task", "data_seed", "n_train", "batch", "max_len", "fixed_batch", "storage_dtype", "device"}) {
+  for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir", "batch", "max_len",
+                          "fixed_batch", "storage_dtype", "device"}) {
     SMEZO_REQUIRE(logged.contains(key) && logged[key] == mine[key],
                   "%s: the run was started with %s = %s, this command says %s ---> HINT: resume with "
                   "the options of the original run", path.c_str(), key,
@@ -152,8 +155,14 @@ TrainResult train(const TrainOptions& in) {
   // Loss and accuracy history for the plot (from the metrics file when resuming).
   PlotSeries loss_series, dev_series;
   TrainResult result;
+  bool final_dev_logged = false;  // a resumed, already finished run: its final evaluation too
   for (const nlohmann::json& rec : metrics_log_read(metrics_path)) {
-    if (rec.contains("loss") && rec["loss"].is_number()) loss_series.push_back({rec["step"], rec["loss"]});
+    if (rec.contains("loss") && rec["loss"].is_number()) {
+      loss_series.push_back({rec["step"], rec["loss"]});
+      if (rec["step"] == 1) result.first_loss = rec["loss"].get<double>();
+    }
+    if (rec.contains("dev_acc") && rec["step"] == o.steps && rec.value("dev_examples", 0) == (int64_t)data.dev.size())
+      final_dev_logged = true;
     if (rec.contains("dev_acc") && rec["dev_acc"].is_number()) {
       dev_series.push_back({rec["step"], rec["dev_acc"]});
       result.best_dev_acc = std::max(result.best_dev_acc, rec["dev_acc"].get<double>());
@@ -188,7 +197,7 @@ TrainResult train(const TrainOptions& in) {
         return batch_loss(model, batch, probe, splits.train_as_classification);
       });
       const double loss = 0.5 * (s.loss_plus + s.loss_minus);
-      if (step == first_step) result.first_loss = loss;
+      if (step == 1) result.first_loss = loss;
       result.last_loss = loss;
       loss_series.push_back({static_cast<double>(step), loss});
       // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
@@ -225,7 +234,13 @@ TrainResult train(const TrainOptions& in) {
 
   std::fprintf(stderr, "evaluating on %zu dev%s examples...\n", data.dev.size(),
                o.skip_test ? "" : (" and " + std::to_string(data.test.size()) + " test").c_str());
-  result.final_dev_acc = data.dev.empty() ? -1 : evaluate_dev(o.steps, data.dev);
+  if (data.dev.empty()) {
+    result.final_dev_acc = -1;
+  } else if (final_dev_logged) {  // resumed after the end: measure again, do not log it twice
+    result.final_dev_acc = accuracy(model, data.dev, o.batch);
+  } else {
+    result.final_dev_acc = evaluate_dev(o.steps, data.dev);
+  }
   if (!o.skip_test && !data.test.empty()) result.test_acc = accuracy(model, data.test, o.batch);
   save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path);
   write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
@@ -242,7 +257,8 @@ TrainResult train(const TrainOptions& in) {
   summary["hyperparameters"] = header;
   summary["hyperparameters"]["spsa"].erase("thresholds_f32_bits");  // in the seed log
   summary["parameters"] = model.parameter_count();
-  summary["trainable_parameters"] = optimizer.tuned_parameter_count();
+  // entries of the tensors that are tuned; S-MeZO/R-MeZO masks then pick a subset of the linear ones
+  summary["parameters_in_tuned_tensors"] = optimizer.tuned_parameter_count();
   summary["steps"] = o.steps;
   summary["resumed_at_step"] = o.resume ? nlohmann::json(first_step) : nlohmann::json(nullptr);
   summary["first_loss"] = result.first_loss;
@@ -251,7 +267,7 @@ TrainResult train(const TrainOptions& in) {
   summary["best_dev_acc"] = result.best_dev_acc;
   summary["test_acc"] = o.skip_test ? nlohmann::json(nullptr) : nlohmann::json(result.test_acc);
   summary["wall_time_s"] = result.wall_s;
-  summary["steps_per_s"] = steps_run / train_wall;
+  summary["steps_per_s"] = steps_run > 0 ? nlohmann::json(steps_run / train_wall) : nlohmann::json(nullptr);
   summary["peak_backend_memory_MB"] = lm.backend->bytes_allocated() / 1e6;
   summary["peak_host_memory_MB"] = host_peak_rss_mb();
   summary_add_standard_fields(&summary);
