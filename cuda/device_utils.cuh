@@ -10,7 +10,7 @@
 //                                         blockDim.x a multiple of 32 (<= 1024), is called by
 //                                         every thread of the block, returns the total to all,
 //                                         and may be called repeatedly in one kernel
-//   MaskArgs, mask_args(info)             the POD part of a ParamInfo that kernels need
+//   MaskArgs, mask_args(info)             (from probe_args.h) the POD part of a ParamInfo
 //   mask_keep4(m, w, group, keep)         device: mask_keep (src/common/noise_spec.h) of the 4
 //                                         elements of `group`, with ONE Philox call for
 //                                         MASK_RANDOM; bit-identical to 4 mask_keep calls
@@ -35,6 +35,7 @@
 #include "common/check.h"
 #include "common/noise_spec.h"
 #include "model/tensor.h"
+#include "probe_args.h"  // MaskArgs, mask_args
 
 namespace smezo {
 
@@ -120,24 +121,6 @@ __device__ __forceinline__ float block_reduce_sum(float v) {
 }
 
 // ---- masks
-
-struct MaskArgs {
-  MaskKind kind = MASK_DENSE;
-  float threshold = 0.0f;   // MASK_MAGNITUDE
-  float keep_prob = 1.0f;   // MASK_RANDOM
-  uint64_t mask_seed = 0;   // MASK_RANDOM
-  uint32_t tensor_id = 0;
-};
-
-inline MaskArgs mask_args(const ParamInfo& info) {
-  MaskArgs m;
-  m.kind = info.mask;
-  m.threshold = info.threshold;
-  m.keep_prob = info.keep_prob;
-  m.mask_seed = info.mask_seed;
-  m.tensor_id = info.tensor_id;
-  return m;
-}
 
 // keep[l] = mask_keep(m.kind, w[l], ..., 4*group + l) for l = 0..3.
 __device__ __forceinline__ void mask_keep4(const MaskArgs& m, const float w[4], int64_t group,

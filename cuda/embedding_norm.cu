@@ -23,21 +23,6 @@ namespace smezo {
 
 namespace {
 
-// What a kernel needs to read a parameter through a probe.
-struct ProbeArgs {
-  float scale = 0.0f;  // 0: the stored values, no noise
-  uint64_t seed = 0;
-  MaskArgs mask;
-};
-
-ProbeArgs probe_args(const Param& p, const Probe& probe) {
-  ProbeArgs a;
-  a.scale = p.info.trainable ? probe.scale : 0.0f;
-  a.seed = probe.seed;
-  a.mask = mask_args(p.info);
-  return a;
-}
-
 struct EmbedParams {
   float* out = nullptr;           // (rows, dim) fp32
   const void* table = nullptr;    // (table_rows, dim) in the storage dtype

@@ -100,7 +100,7 @@ __device__ __forceinline__ float load_any(const void* p, DType dt, int64_t i) {
 // != 0) generates both; an aligned run generates one.
 template <typename T>
 __device__ __forceinline__ void read_w_run(const T* w, int64_t idx, int count,
-                                           const FusedProbe& pr, float v[4]) {
+                                           const ProbeArgs& pr, float v[4]) {
   if (count == 4 && reinterpret_cast<uintptr_t>(w + idx) % 8 == 0) {
     const uint2 raw = *reinterpret_cast<const uint2*>(w + idx);  // 4 x 16 bits, one access
     v[0] = bits16_to_float<T>(static_cast<uint16_t>(raw.x & 0xffffu));
@@ -115,12 +115,12 @@ __device__ __forceinline__ void read_w_run(const T* w, int64_t idx, int count,
   const int64_t g0 = idx >> 2;
   const int64_t g1 = (idx + count - 1) >> 2;  // g0 or g0 + 1
   float za[4], zb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  noise_normal4(pr.seed, pr.tensor_id, g0, NOISE_STREAM_GAUSS, za);
-  if (g1 != g0) noise_normal4(pr.seed, pr.tensor_id, g1, NOISE_STREAM_GAUSS, zb);
+  noise_normal4(pr.seed, pr.mask.tensor_id, g0, NOISE_STREAM_GAUSS, za);
+  if (g1 != g0) noise_normal4(pr.seed, pr.mask.tensor_id, g1, NOISE_STREAM_GAUSS, zb);
   uint32_t ma[4] = {0u, 0u, 0u, 0u}, mb[4] = {0u, 0u, 0u, 0u};
-  if (pr.mask == MASK_RANDOM) {
-    noise_philox4(pr.mask_seed, pr.tensor_id, g0, NOISE_STREAM_RMEZO_MASK, ma);
-    if (g1 != g0) noise_philox4(pr.mask_seed, pr.tensor_id, g1, NOISE_STREAM_RMEZO_MASK, mb);
+  if (pr.mask.kind == MASK_RANDOM) {
+    noise_philox4(pr.mask.mask_seed, pr.mask.tensor_id, g0, NOISE_STREAM_RMEZO_MASK, ma);
+    if (g1 != g0) noise_philox4(pr.mask.mask_seed, pr.mask.tensor_id, g1, NOISE_STREAM_RMEZO_MASK, mb);
   }
 #pragma unroll
   for (int l = 0; l < 4; ++l) {
@@ -131,9 +131,9 @@ __device__ __forceinline__ void read_w_run(const T* w, int64_t idx, int count,
     const float z = second ? pick4(zb, lane) : pick4(za, lane);
     // MASK_RANDOM: the word mask_keep would draw (spec section 6); others: mask_keep itself.
     const bool keep =
-        pr.mask == MASK_RANDOM
-            ? uniform01_from_bits(second ? pick4(mb, lane) : pick4(ma, lane)) < pr.keep_prob
-            : mask_keep(pr.mask, v[l], pr.threshold, pr.keep_prob, pr.mask_seed, pr.tensor_id, i);
+        pr.mask.kind == MASK_RANDOM
+            ? uniform01_from_bits(second ? pick4(mb, lane) : pick4(ma, lane)) < pr.mask.keep_prob
+            : mask_keep(pr.mask.kind, v[l], pr.mask.threshold, pr.mask.keep_prob, pr.mask.mask_seed, pr.mask.tensor_id, i);
     v[l] = perturbed_value(v[l], z, pr.scale, keep);
   }
 }
@@ -166,11 +166,11 @@ __global__ void __launch_bounds__(kThreads)
     float b = 0.0f;
     if (p.bias != nullptr && n < N) {
       b = load_any(p.bias, p.bias_dtype, n);
-      const FusedProbe& bp = p.b_probe;
+      const ProbeArgs& bp = p.b_probe;
       if (bp.scale != 0.0f) {
-        const float z = noise_normal(bp.seed, bp.tensor_id, n, NOISE_STREAM_GAUSS);
+        const float z = noise_normal(bp.seed, bp.mask.tensor_id, n, NOISE_STREAM_GAUSS);
         const bool keep =
-            mask_keep(bp.mask, b, bp.threshold, bp.keep_prob, bp.mask_seed, bp.tensor_id, n);
+            mask_keep(bp.mask.kind, b, bp.mask.threshold, bp.mask.keep_prob, bp.mask.mask_seed, bp.mask.tensor_id, n);
         b = perturbed_value(b, z, bp.scale, keep);
       }
     }
@@ -252,18 +252,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // --- launcher
 
-FusedProbe fused_probe(const Param& p, const Probe& probe) {
-  FusedProbe f;
-  f.scale = p.info.trainable ? probe.scale : 0.0f;
-  f.seed = probe.seed;
-  f.tensor_id = p.info.tensor_id;
-  f.mask = p.info.mask;
-  f.threshold = p.info.threshold;
-  f.keep_prob = p.info.keep_prob;
-  f.mask_seed = p.info.mask_seed;
-  return f;
-}
-
 void launch_fused_linear(const FusedLinearParams& p, cudaStream_t stream) {
   SMEZO_REQUIRE(p.w_dtype == DTYPE_BF16 || p.w_dtype == DTYPE_F16,
                 "fused linear: weights must be bf16 or f16 (got %s)"
@@ -313,11 +301,11 @@ void fused_linear(CudaBackend& backend, const Tensor& out, const Tensor& in, con
   p.M = M;
   p.N = N;
   p.K = K;
-  p.w_probe = fused_probe(weight, probe);
+  p.w_probe = probe_args(weight, probe);
   if (bias) {
     p.bias = bias->w.data;
     p.bias_dtype = bias->w.dtype;
-    p.b_probe = fused_probe(*bias, probe);
+    p.b_probe = probe_args(*bias, probe);
   }
   launch_fused_linear(p, backend.stream());
 }

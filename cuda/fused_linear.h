@@ -22,6 +22,7 @@
 
 #include "common/noise_spec.h"
 #include "model/tensor.h"
+#include "probe_args.h"
 
 namespace smezo {
 
@@ -29,18 +30,7 @@ class CudaBackend;
 
 // How one parameter is read through a probe: w' = keep ? fma(scale, z, w) : w, with z and keep
 // from src/common/noise_spec.h at the element's index in the tensor (row-major).
-struct FusedProbe {
-  float scale = 0.0f;        // sigma * eps; 0 = read as stored (no noise is generated)
-  uint64_t seed = 0;         // step seed (key of the z stream)
-  uint32_t tensor_id = 0;    // noise stream id of the parameter
-  MaskKind mask = MASK_DENSE;
-  float threshold = 0.0f;    // MASK_MAGNITUDE: keep |w| <= threshold
-  float keep_prob = 1.0f;    // MASK_RANDOM
-  uint64_t mask_seed = 0;    // MASK_RANDOM
-};
-
-// The probe of `p` under `probe`: scale 0 when the parameter is not trainable.
-FusedProbe fused_probe(const Param& p, const Probe& probe);
+// How W and the bias are read: ProbeArgs / probe_args() from probe_args.h.
 
 struct FusedLinearParams {
   float* out = nullptr;          // (M, N) fp32, row-major, written (never read)
@@ -50,8 +40,8 @@ struct FusedLinearParams {
   const void* bias = nullptr;    // (N) or nullptr; any dtype
   DType bias_dtype = DTYPE_F32;
   int64_t M = 0, N = 0, K = 0;
-  FusedProbe w_probe;            // how W is read (index n*K + k)
-  FusedProbe b_probe;            // how the bias is read (index n)
+  ProbeArgs w_probe;            // how W is read (index n*K + k)
+  ProbeArgs b_probe;            // how the bias is read (index n)
 };
 
 // Enqueues the kernel on `stream`. Throws smezo::Error for unsupported dtypes or shapes

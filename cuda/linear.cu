@@ -35,6 +35,7 @@
 #include "common/noise_spec.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
+#include "device_utils.cuh"
 
 namespace smezo {
 
@@ -59,45 +60,16 @@ __device__ __forceinline__ void store_from_float(__nv_bfloat16* p, int64_t i, fl
   p[i] = __float2bfloat16_rn(v);
 }
 
-// Everything a kernel needs to read one parameter through a probe.
-struct ProbeParams {
-  float scale;         // sigma * eps (nonzero when a kernel is asked to perturb)
-  uint64_t seed;       // the step seed (key of the z stream)
-  uint32_t tensor_id;  // noise stream id of the parameter
-  MaskKind mask;
-  float threshold;     // MASK_MAGNITUDE
-  float keep_prob;     // MASK_RANDOM
-  uint64_t mask_seed;  // MASK_RANDOM
-};
-
-ProbeParams make_probe_params(const Param& p, const Probe& probe) {
-  ProbeParams pp;
-  pp.scale = probe.scale;
-  pp.seed = probe.seed;
-  pp.tensor_id = p.info.tensor_id;
-  pp.mask = p.info.mask;
-  pp.threshold = p.info.threshold;
-  pp.keep_prob = p.info.keep_prob;
-  pp.mask_seed = p.info.mask_seed;
-  return pp;
-}
-
 // The four perturbed values of elements 4*group .. 4*group+3 (those < n), from their stored
 // values w[0..3]. One Philox call gives the four z; for MASK_RANDOM one more call gives the
 // four mask words (the same words mask_keep reads one element at a time: spec section 6).
-__device__ __forceinline__ void perturb_group(const ProbeParams& p, int64_t group, float w[4]) {
+__device__ __forceinline__ void perturb_group(const ProbeArgs& p, int64_t group, float w[4]) {
   float z[4];
-  noise_normal4(p.seed, p.tensor_id, group, NOISE_STREAM_GAUSS, z);
-  uint32_t mask_words[4] = {0u, 0u, 0u, 0u};
-  if (p.mask == MASK_RANDOM)
-    noise_philox4(p.mask_seed, p.tensor_id, group, NOISE_STREAM_RMEZO_MASK, mask_words);
+  noise_normal4(p.seed, p.mask.tensor_id, group, NOISE_STREAM_GAUSS, z);
+  bool keep[4];
+  mask_keep4(p.mask, w, group, keep);
 #pragma unroll
-  for (int l = 0; l < 4; ++l) {
-    const bool keep = p.mask == MASK_RANDOM ? uniform01_from_bits(mask_words[l]) < p.keep_prob
-                                            : mask_keep(p.mask, w[l], p.threshold, p.keep_prob,
-                                                        p.mask_seed, p.tensor_id, 4 * group + l);
-    w[l] = perturbed_value(w[l], z[l], p.scale, keep);
-  }
+  for (int l = 0; l < 4; ++l) w[l] = perturbed_value(w[l], z[l], p.scale, keep[l]);
 }
 
 // --- kernels
@@ -113,7 +85,7 @@ struct alignas(4 * sizeof(T)) Vec4 {
 // vector load and one vector store when both pointers are aligned to 4 elements.
 template <typename T>
 __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_aligned,
-                                      ProbeParams p) {
+                                      ProbeArgs p) {
   const int64_t n_groups = (n + 3) / 4;
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -149,13 +121,14 @@ __global__ void convert_input_kernel(T* dst, const float* src, int64_t n) {
 // as cpu_read_param) and adds it to rows blockIdx.y, blockIdx.y + gridDim.y, ...
 template <typename T>
 __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64_t N, bool perturb,
-                                     ProbeParams p) {
+                                     ProbeArgs p) {
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n >= N) return;
   float b = load_as_float(bias, n);
   if (perturb) {
-    const float z = noise_normal(p.seed, p.tensor_id, n, NOISE_STREAM_GAUSS);
-    const bool keep = mask_keep(p.mask, b, p.threshold, p.keep_prob, p.mask_seed, p.tensor_id, n);
+    const MaskArgs& m = p.mask;
+    const float z = noise_normal(p.seed, m.tensor_id, n, NOISE_STREAM_GAUSS);
+    const bool keep = mask_keep(m.kind, b, m.threshold, m.keep_prob, m.mask_seed, m.tensor_id, n);
     b = perturbed_value(b, z, p.scale, keep);
   }
   for (int64_t m = blockIdx.y; m < M; m += gridDim.y) out[m * N + n] = fp_add(out[m * N + n], b);
@@ -171,7 +144,7 @@ unsigned grid_for(int64_t work_items) {
 }
 
 template <typename T>
-void launch_perturb_weight(void* dst, const void* src, int64_t n, const ProbeParams& p,
+void launch_perturb_weight(void* dst, const void* src, int64_t n, const ProbeArgs& p,
                            cudaStream_t stream) {
   const uintptr_t vec = 4 * sizeof(T);
   const bool vec_aligned =
@@ -189,7 +162,7 @@ void launch_convert_input(void* dst, const float* src, int64_t n, cudaStream_t s
 
 template <typename T>
 void launch_bias_epilogue(float* out, const void* bias, int64_t M, int64_t N, bool perturb,
-                          const ProbeParams& p, cudaStream_t stream) {
+                          const ProbeArgs& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((N + kBlock - 1) / kBlock),
                   static_cast<unsigned>(std::min<int64_t>(M, 32)));
   bias_epilogue_kernel<T>
@@ -197,7 +170,7 @@ void launch_bias_epilogue(float* out, const void* bias, int64_t M, int64_t N, bo
   CUDA_CHECK_LAUNCH();
 }
 
-void perturb_weight(DType dtype, void* dst, const void* src, int64_t n, const ProbeParams& p,
+void perturb_weight(DType dtype, void* dst, const void* src, int64_t n, const ProbeArgs& p,
                     cudaStream_t stream) {
   switch (dtype) {
     case DTYPE_F32: return launch_perturb_weight<float>(dst, src, n, p, stream);
@@ -216,7 +189,7 @@ void convert_input(DType dtype, void* dst, const float* src, int64_t n, cudaStre
 }
 
 void bias_epilogue(DType dtype, float* out, const void* bias, int64_t M, int64_t N, bool perturb,
-                   const ProbeParams& p, cudaStream_t stream) {
+                   const ProbeArgs& p, cudaStream_t stream) {
   switch (dtype) {
     case DTYPE_F32: return launch_bias_epilogue<float>(out, bias, M, N, perturb, p, stream);
     case DTYPE_F16: return launch_bias_epilogue<__half>(out, bias, M, N, perturb, p, stream);
@@ -286,7 +259,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   const void* w_gemm = W.data;
   if (perturb_w) {
     w_gemm = scratch_base;
-    perturb_weight(wt, scratch_base, W.data, N * K, make_probe_params(weight, probe), stream_);
+    perturb_weight(wt, scratch_base, W.data, N * K, probe_args(weight, probe), stream_);
   }
   const void* x_gemm = in.data;
   if (wt != DTYPE_F32) {
@@ -319,7 +292,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   if (bias) {
     const bool perturb_b = probe.scale != 0.0f && bias->info.trainable;
     bias_epilogue(bias->w.dtype, out.f32(), bias->w.data, M, N, perturb_b,
-                  make_probe_params(*bias, probe), stream_);
+                  probe_args(*bias, probe), stream_);
   }
 }
 
