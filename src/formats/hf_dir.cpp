@@ -172,19 +172,24 @@ double parse_rope_theta(const ConfigFields& f) {
   return nested;
 }
 
-void parse_llama_family(const ConfigFields& f, ModelConfig* cfg) {
+// The sizes every architecture has; mlp_key names the MLP width ("intermediate_size", "ffn_dim").
+void parse_sizes(const ConfigFields& f, const char* mlp_key, ModelConfig* cfg) {
   cfg->dim = f.get_int("hidden_size");
-  cfg->hidden_dim = f.get_int("intermediate_size");
+  cfg->hidden_dim = f.get_int(mlp_key);
   cfg->n_layers = f.get_int("num_hidden_layers");
   cfg->n_heads = f.get_int("num_attention_heads");
   cfg->vocab_size = f.get_int("vocab_size");
   cfg->max_seq_len = f.get_int("max_position_embeddings");
   f.require_positive("hidden_size", cfg->dim);
-  f.require_positive("intermediate_size", cfg->hidden_dim);
+  f.require_positive(mlp_key, cfg->hidden_dim);
   f.require_positive("num_hidden_layers", cfg->n_layers);
   f.require_positive("num_attention_heads", cfg->n_heads);
   f.require_positive("vocab_size", cfg->vocab_size);
   f.require_positive("max_position_embeddings", cfg->max_seq_len);
+}
+
+void parse_llama_family(const ConfigFields& f, ModelConfig* cfg) {
+  parse_sizes(f, "intermediate_size", cfg);
 
   cfg->n_kv_heads = f.get_int("num_key_value_heads", cfg->n_heads);
   f.require_positive("num_key_value_heads", cfg->n_kv_heads);
@@ -237,18 +242,7 @@ void parse_llama_family(const ConfigFields& f, ModelConfig* cfg) {
 }
 
 void parse_opt(const ConfigFields& f, ModelConfig* cfg) {
-  cfg->dim = f.get_int("hidden_size");
-  cfg->hidden_dim = f.get_int("ffn_dim");
-  cfg->n_layers = f.get_int("num_hidden_layers");
-  cfg->n_heads = f.get_int("num_attention_heads");
-  cfg->vocab_size = f.get_int("vocab_size");
-  cfg->max_seq_len = f.get_int("max_position_embeddings");
-  f.require_positive("hidden_size", cfg->dim);
-  f.require_positive("ffn_dim", cfg->hidden_dim);
-  f.require_positive("num_hidden_layers", cfg->n_layers);
-  f.require_positive("num_attention_heads", cfg->n_heads);
-  f.require_positive("vocab_size", cfg->vocab_size);
-  f.require_positive("max_position_embeddings", cfg->max_seq_len);
+  parse_sizes(f, "ffn_dim", cfg);
   SMEZO_REQUIRE(cfg->dim % cfg->n_heads == 0, "config %s: hidden_size %lld is not a multiple of "
                 "num_attention_heads %lld", f.path.c_str(), static_cast<long long>(cfg->dim),
                 static_cast<long long>(cfg->n_heads));
