@@ -7,7 +7,13 @@
 # On a machine with apt and root, `tools/deps.sh install` apt-installs them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-json3-dev libgtest-dev libgmock-dev googletest"
+# What the program builds and links against (also downloaded for the GPU machine):
+# sentencepiece, JSON, GoogleTest, CLI11 (options), PCRE2 (BPE pre-tokeniser), OpenBLAS (CPU GEMM).
+PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-json3-dev libgtest-dev libgmock-dev
+googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopenblas0-openmp libgfortran5"
+# CI only (not needed to build the program on the GPU machine): clang + libFuzzer for the fuzz
+# targets, Open MPI for the multi-rank tests.
+CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev"
 
 case "${1:-}" in
   install)
@@ -15,7 +21,7 @@ case "${1:-}" in
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends build-essential $PACKAGES
+    $SUDO apt-get install -y -qq --no-install-recommends build-essential $PACKAGES $CI_PACKAGES
     ;;
   download)
     mkdir -p deps/debs
