@@ -94,6 +94,10 @@ $(BUILD)/libsmezo.a: $(LIB_OBJ)
 $(BUILD)/smezo: $(BUILD)/src/cli/main.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
+# The tests run build/smezo (or $(BUILD)/smezo) and write under $(BUILD)/test_tmp.
+$(TEST_OBJ): CXXFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
+$(TEST_OBJ): NVCCFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
+
 $(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) -lgtest -lgmock $(LDLIBS)
 

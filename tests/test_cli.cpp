@@ -10,7 +10,7 @@ using smezo_test::run_command;
 
 namespace {
 
-const char* kSmezo = "./build/smezo";
+const std::string kSmezo = smezo_test::smezo_binary();
 
 }  // namespace
 

@@ -30,7 +30,7 @@ using smezo_test::run_command;
 
 namespace {
 
-const std::string kSmezo = "./build/smezo";
+const std::string kSmezo = smezo_test::smezo_binary();
 // A small, fast run: 2 examples per step, short candidates, no evaluation (add --task, --lr).
 const std::string kSmallRun =
     " train --batch 2 --max-len 40 --eval-every 0 --dev-examples 8 --skip-test --progress-every 1000"

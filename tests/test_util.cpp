@@ -17,11 +17,18 @@
 
 namespace smezo_test {
 
+#ifndef SMEZO_BUILD_DIR
+#define SMEZO_BUILD_DIR "build"
+#endif
+
+std::string build_dir() { return SMEZO_BUILD_DIR; }
+std::string smezo_binary() { return build_dir() + "/smezo"; }
+
 std::string make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
   mkdir("build", 0755);
-  mkdir("build/test_tmp", 0755);
-  std::string dir = "build/test_tmp/" + tag + "_" + std::to_string(getpid()) + "_" +
+  mkdir((build_dir() + "/test_tmp").c_str(), 0755);
+  std::string dir = build_dir() + "/test_tmp/" + tag + "_" + std::to_string(getpid()) + "_" +
                     std::to_string(counter++);
   std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot create " + dir);

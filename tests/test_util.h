@@ -17,6 +17,9 @@ std::string read_file(const std::string& path);
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 // The message of the smezo::Error that fn throws; fails the test when it throws nothing.
 std::string error_of(const std::function<void()>& fn);
+// The build folder the tests were built in (make BUILD=...), and the smezo binary in it.
+std::string build_dir();
+std::string smezo_binary();
 // Runs a shell command, returns its exit code and (stdout + stderr) in *output.
 int run_command(const std::string& cmd, std::string* output);
 
