@@ -1,0 +1,106 @@
+// tools/zo_grid.py, the runner of the MeZO / R-MeZO / S-MeZO comparison: its table and plots
+// from a small fake set of run directories (tests/fixtures/zo_grid, hand-made numbers whose
+// expected table is worked out below), and a grid interrupted at a deadline then resumed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using smezo_test::make_temp_dir;
+using smezo_test::read_file;
+using smezo_test::run_command;
+using testing::HasSubstr;
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) n++;
+  return n;
+}
+
+}  // namespace
+
+// The fixture: MeZO lr 1e-6 (chosen over lr 2e-6 by seed 42's final dev 0.60 > 0.55) with
+// seeds at test 0.61/0.63/0.59 -> 61.0 ± 2.0; its mean final dev 0.60 is the target, which its
+// mean dev curve reaches at step 400. S-MeZO s0.8 lr 5e-6 (chosen over s0.5 by 0.66 > 0.59)
+// reaches it at step 100 -> 4.0x; test 0.70/0.71/0.69 -> 70.0 ± 1.0. R-MeZO never reaches it.
+// An unfinished run (a seed log, no summary) is left out.
+TEST(ZoGrid, TableFromFakeRuns) {
+  const std::string report = make_temp_dir("zo_grid_table");
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs tests/fixtures/zo_grid --report " + report, &out), 0)
+      << out;
+  const std::string table = read_file(report + "/table.md");
+  EXPECT_EQ(table, out.substr(0, table.size()));
+  EXPECT_THAT(table, HasSubstr("| rte | zero-shot | – | – | 52.7 |"));
+  EXPECT_THAT(table, HasSubstr("| rte | MeZO | 0, 1e-6 | 3 | 61.0 ± 2.0 | 62.0 | 400 (1.0×) | 50 | 700 |"));
+  EXPECT_THAT(table, HasSubstr("| rte | R-MeZO | 0.8, 5e-6 | 1 | 54.0 ± 0.0 | 55.0 | not reached | 50 | 700 |"));
+  EXPECT_THAT(table, HasSubstr("| rte | S-MeZO | 0.8, 5e-6 | 3 | 70.0 ± 1.0 | 68.0 | 100 (4.0×) | 40 | 700 |"));
+  EXPECT_EQ(count(table, "\n"), 6);  // header, rule, zero-shot and three methods
+  const std::string svg = read_file(report + "/dev_acc_rte.svg");
+  EXPECT_EQ(count(svg, "<path "), 3);
+  EXPECT_THAT(svg, HasSubstr("S-MeZO (s 0.8, lr 5e-6)"));
+  EXPECT_THAT(svg, HasSubstr("zero-shot (test)"));
+}
+
+TEST(ZoGrid, TableWithoutRunsIsAnError) {
+  const std::string empty = make_temp_dir("zo_grid_empty");
+  std::string out;
+  EXPECT_NE(run_command("python3 tools/zo_grid.py table --runs " + empty, &out), 0);
+  EXPECT_THAT(out, HasSubstr("no finished runs"));
+}
+
+// A SIGTERM to the runner (Ctrl-C, the end of a device call) stops its running job once the
+// first training run has logged a few steps; the next call resumes that run with --resume and
+// finishes the grid: the search, the best setting's second seed, then the zero-shot evaluation.
+TEST(ZoGrid, InterruptedGridResumes) {
+  const std::string runs = make_temp_dir("zo_grid_runs");
+  const std::string base = "python3 tools/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
+                           " --runs " + runs + " --poll-s 0.05";
+  const std::string first_log = runs + "/sst2/mezo-lr0.001-seed1/seed_log.txt";
+  std::string out;
+  // Records are lines that start with a digit; the run flushes its seed log every 2 steps.
+  ASSERT_EQ(run_command("sh -c '" + base + " --jobs 1 > " + runs + "/first.log 2>&1 & pid=$!; "
+                        "for i in $(seq 1200); do n=$(grep -c \"^[0-9]\" " + first_log + " 2>/dev/null); "
+                        "[ \"${n:-0}\" -ge 2 ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; "
+                        "echo runner exit $?'", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("runner exit 143"));
+  const std::string first = read_file(runs + "/first.log");
+  EXPECT_THAT(first, HasSubstr("SIGTERM: stopped sst2/mezo-lr0.001-seed1 (resumes next time)")) << first;
+  ASSERT_EQ(run_command(base + " --jobs 2", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("started sst2/mezo-lr0.001-seed1 (resume)"));
+  EXPECT_THAT(out, HasSubstr("grid complete"));
+  for (const char* run : {"mezo-lr0.001-seed1", "mezo-lr0.001-seed2", "smezo-s0.75-lr0.001-seed1",
+                          "smezo-s0.75-lr0.003-seed1"}) {
+    const auto summary = nlohmann::json::parse(read_file(runs + "/sst2/" + run + "/summary.json"));
+    EXPECT_EQ(summary["status"], "completed") << run;
+  }
+  const auto resumed = nlohmann::json::parse(read_file(runs + "/sst2/mezo-lr0.001-seed1/summary.json"));
+  EXPECT_TRUE(resumed["resumed_at_step"].is_number()) << resumed.dump();
+  EXPECT_TRUE(exists(runs + "/sst2/eval-zero-shot.json"));
+  // Exactly one of the two S-MeZO settings got its second seed.
+  EXPECT_NE(exists(runs + "/sst2/smezo-s0.75-lr0.001-seed2"), exists(runs + "/sst2/smezo-s0.75-lr0.003-seed2"));
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs " + runs, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("| sst2 | S-MeZO | 0.75, "));
+}
+
+// The deadline stops running jobs the same way (resumably) and says so.
+TEST(ZoGrid, DeadlineStopsRunningJobs) {
+  const std::string runs = make_temp_dir("zo_grid_deadline");
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
+                            " --runs " + runs + " --jobs 2 --deadline-s 0.01",
+                        &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("deadline: stopped sst2/mezo-lr0.001-seed1 (resumes next time)"));
+  EXPECT_THAT(out, HasSubstr("unfinished 4"));  // three search runs and the eval
+}

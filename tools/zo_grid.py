@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""Runs a named grid of `smezo train` / `smezo eval` jobs and builds the comparison table.
+
+The paper's comparison (MeZO vs R-MeZO vs S-MeZO, issue #12) as a resumable batch job:
+
+  tools/zo_grid.py plan  --grid smollm2-paper [--step-ms 40]     what would run, and how long
+  tools/zo_grid.py run   --grid smollm2-paper --model M --runs DIR [--jobs 6] [--deadline-s 540]
+  tools/zo_grid.py table --runs DIR [--report DIR]                RESULTS-ready table + SVG plots
+
+`run` is safe to call again and again (one GPU call at a time, say): finished jobs (a
+summary.json with status "completed", or an eval .json) are skipped, a job killed earlier is
+continued with `smezo train ... --resume` (bit-identical to an uninterrupted run), and at the
+deadline the running jobs are killed and left to resume next time. The grid has two phases
+per task and method: a search over the method's learning rates (and S-MeZO's sparsities) with
+the first seed, then the setting with the best final dev accuracy again with the other seeds
+(the first seed's run is reused). Zero-shot and in-context baselines run as `smezo eval`.
+
+Only the Python standard library is used (the GPU machine and CI have no extra packages).
+"""
+import argparse
+import json
+import math
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+# ---- grids ------------------------------------------------------------------------------
+
+# MeZO's protocol: 1000 train / 500 dev / 1000 test examples, batch 16, eps 1e-3, classification
+# loss with candidate scoring (smezo train's defaults). Learning rates follow the paper's
+# appendix grids (S-MeZO and R-MeZO are allowed larger ones), scaled to a 135M model.
+# Storage is f32: a 135M model fits easily, and updates of ~1e-7 would vanish in bf16.
+GRIDS = {
+    "smollm2-paper": {
+        "tasks": ["sst2", "rte", "boolq"],
+        "methods": {
+            "mezo": {"lr": [1e-6, 2e-6, 5e-6], "sparsity": [0.0]},
+            "rmezo": {"lr": [2e-6, 5e-6, 1e-5], "sparsity": [0.8]},
+            "smezo": {"lr": [2e-6, 5e-6, 1e-5], "sparsity": [0.5, 0.7, 0.8]},
+        },
+        "seeds": [42, 43, 44],
+        "steps": 5000, "eval_every": 250, "batch": 16, "max_len": 256,
+        "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"],
+        "evals": [("zero-shot", 0, 256), ("icl", 16, 2048)],
+        "eval_args": ["--device", "cuda", "--dtype", "f32"],
+    },
+    # A fifth of the steps and one lr per method, to size a session's budget first.
+    "smollm2-quick": {
+        "tasks": ["sst2", "rte", "boolq"],
+        "methods": {
+            "mezo": {"lr": [2e-6], "sparsity": [0.0]},
+            "rmezo": {"lr": [5e-6], "sparsity": [0.8]},
+            "smezo": {"lr": [5e-6], "sparsity": [0.8]},
+        },
+        "seeds": [42],
+        "steps": 1000, "eval_every": 100, "batch": 16, "max_len": 256,
+        "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"],
+        "evals": [("zero-shot", 0, 256)],
+        "eval_args": ["--device", "cuda", "--dtype", "f32"],
+    },
+    # The runner's own test: the bundled stories260K on the CPU, a few steps.
+    "ci-tiny": {
+        "tasks": ["sst2"],
+        "methods": {
+            "mezo": {"lr": [1e-3], "sparsity": [0.0]},
+            "smezo": {"lr": [1e-3, 3e-3], "sparsity": [0.75]},
+        },
+        "seeds": [1, 2],
+        "steps": 40, "eval_every": 10, "batch": 2, "max_len": 32,
+        "train_args": ["--device", "cpu", "--train-examples", "32", "--dev-examples", "8",
+                       "--test-examples", "8", "--flush-every", "2"],
+        "evals": [("zero-shot", 0, 32)],
+        "eval_args": ["--device", "cpu", "--dev-examples", "8", "--test-examples", "8"],
+    },
+}
+
+
+def fmt_num(x):
+    """A learning rate or sparsity as it appears in run names: 2e-06 -> 2e-6, 0.8 -> 0.8."""
+    s = "%g" % x
+    return s.replace("e-0", "e-").replace("e+0", "e+")
+
+
+def train_name(task, method, sparsity, lr, seed):
+    s = "" if method == "mezo" else "-s%s" % fmt_num(sparsity)
+    return "%s/%s%s-lr%s-seed%d" % (task, method, s, fmt_num(lr), seed)
+
+
+def search_runs(grid):
+    """(name, task, method, sparsity, lr, seed) of the search phase: first seed, every setting."""
+    seed = grid["seeds"][0]
+    for task in grid["tasks"]:
+        for method, space in grid["methods"].items():
+            for sp in space["sparsity"]:
+                for lr in space["lr"]:
+                    yield (train_name(task, method, sp, lr, seed), task, method, sp, lr, seed)
+
+
+def train_command(grid, smezo, model, runs_dir, job):
+    name, task, method, sp, lr, seed = job
+    cmd = [smezo, "train", "--task", task, "--method", method, "--lr", repr(lr),
+           "--steps", str(grid["steps"]), "--batch", str(grid["batch"]),
+           "--max-len", str(grid["max_len"]), "--eval-every", str(grid["eval_every"]),
+           "--seed", str(seed), "--out", os.path.join(runs_dir, name)] + grid["train_args"]
+    if method != "mezo":
+        cmd += ["--sparsity", repr(sp)]
+    if model:
+        cmd += ["--model", model]
+    return cmd
+
+
+def eval_jobs(grid):
+    for task in grid["tasks"]:
+        for mode, shots, max_len in grid["evals"]:
+            name = "%s/eval-%s%s" % (task, mode, "-k%d" % shots if shots else "")
+            yield name, task, mode, shots, max_len
+
+
+def eval_command(grid, smezo, model, runs_dir, job):
+    name, task, mode, shots, max_len = job
+    cmd = [smezo, "eval", "--task", task, "--mode", mode, "--split", "test",
+           "--max-len", str(max_len), "--batch", str(grid["batch"]),
+           "--out", os.path.join(runs_dir, name + ".json")] + grid["eval_args"]
+    if shots:
+        cmd += ["--shots", str(shots)]
+    if model:
+        cmd += ["--model", model]
+    return cmd
+
+
+# ---- reading runs -----------------------------------------------------------------------
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def run_state(run_dir):
+    """'done', 'partial' (a seed log exists: resume it), 'failed' or 'new'."""
+    summary = read_json(os.path.join(run_dir, "summary.json"))
+    if summary is not None and summary.get("status") == "completed":
+        return "done"
+    if summary is not None and str(summary.get("status", "")).startswith("stopped"):
+        return "failed"
+    if os.path.exists(os.path.join(run_dir, "seed_log.txt")):
+        return "partial"
+    return "new"
+
+
+def dev_curve(run_dir):
+    """[(step, dev_acc)] in step order from metrics.jsonl (full-dev evaluations only)."""
+    points = {}
+    try:
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue  # a partial last line
+                if isinstance(rec.get("dev_acc"), (int, float)):
+                    points[int(rec["step"])] = float(rec["dev_acc"])
+    except OSError:
+        pass
+    return sorted(points.items())
+
+
+def best_settings(grid, runs_dir):
+    """{(task, method): job} of the finished search run with the best final dev accuracy, once
+    every search run of that task and method is finished (else absent)."""
+    best, pending = {}, set()
+    for job in search_runs(grid):
+        name, task, method = job[0], job[1], job[2]
+        summary = read_json(os.path.join(runs_dir, name, "summary.json"))
+        if summary is None or summary.get("status") != "completed":
+            if run_state(os.path.join(runs_dir, name)) != "failed":
+                pending.add((task, method))
+            continue
+        acc = summary.get("final_dev_acc")
+        acc = acc if isinstance(acc, (int, float)) else -1.0
+        key = (task, method)
+        if key not in best or acc > best[key][0]:
+            best[key] = (acc, job)
+    return {k: v[1] for k, v in best.items() if k not in pending}
+
+
+def all_jobs(grid, runs_dir):
+    """Every job runnable now, in order: search runs, seed runs of decided settings, evals."""
+    jobs = [("train", j) for j in search_runs(grid)]
+    for (task, method), job in sorted(best_settings(grid, runs_dir).items()):
+        _, _, _, sp, lr, _ = job
+        for seed in grid["seeds"][1:]:
+            jobs.append(("train", (train_name(task, method, sp, lr, seed), task, method, sp, lr, seed)))
+    return jobs + [("eval", j) for j in eval_jobs(grid)]
+
+
+def job_finished(kind, job, runs_dir):
+    if kind == "eval":
+        return read_json(os.path.join(runs_dir, job[0] + ".json")) is not None
+    return run_state(os.path.join(runs_dir, job[0])) in ("done", "failed")
+
+
+# ---- run ----------------------------------------------------------------------------------
+
+def cmd_plan(args):
+    grid = GRIDS[args.grid]
+    n_search = len(list(search_runs(grid)))
+    n_seed = len(grid["tasks"]) * len(grid["methods"]) * (len(grid["seeds"]) - 1)
+    n_eval = len(list(eval_jobs(grid)))
+    print("grid %s: %d search runs + %d seed runs (after the search) + %d evals" %
+          (args.grid, n_search, n_seed, n_eval))
+    for job in search_runs(grid):
+        print("  " + " ".join(shlex.quote(c) for c in train_command(grid, "smezo", args.model, args.runs, job)))
+    for job in eval_jobs(grid):
+        print("  " + " ".join(shlex.quote(c) for c in eval_command(grid, "smezo", args.model, args.runs, job)))
+    if args.step_ms:
+        train_s = (n_search + n_seed) * grid["steps"] * args.step_ms / 1000.0
+        print("training alone at %.0f ms/step: %.0f s sequential, %.0f s at %d jobs if the GPU "
+              "scales %.1fx" % (args.step_ms, train_s, train_s / args.speedup, args.jobs, args.speedup))
+    return 0
+
+
+def launch(cmd, log_path):
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    log = open(log_path, "ab")
+    log.write(("\n$ %s\n" % " ".join(shlex.quote(c) for c in cmd)).encode())
+    log.flush()
+    # A new process group, so the deadline can stop the job and nothing it started.
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log
+
+
+class Stop(Exception):
+    pass
+
+
+def on_signal(signum, frame):
+    raise Stop(signal.Signals(signum).name)
+
+
+def cmd_run(args):
+    grid = GRIDS[args.grid]
+    deadline = time.time() + args.deadline_s if args.deadline_s else None
+    running = {}  # name -> (kind, job, process, log)
+    started = failed = 0
+    stopped_by = None
+
+    def stop_all(why):
+        for name, (kind, job, proc, log) in running.items():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # safe: train resumes bit for bit
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            log.close()
+            print("[zo_grid] %s: stopped %s (resumes next time)" % (why, name), flush=True)
+        running.clear()
+
+    # Ctrl-C or a SIGTERM (the end of a device call, say) stops the jobs too, resumably.
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        while True:
+            for name in list(running):  # reap
+                kind, job, proc, log = running[name]
+                if proc.poll() is not None:
+                    log.close()
+                    del running[name]
+                    if proc.returncode != 0:
+                        failed += 1
+                        print("[zo_grid] %s exited with %d (see its log)" % (name, proc.returncode), flush=True)
+                    else:
+                        print("[zo_grid] %s finished" % name, flush=True)
+            if deadline and time.time() >= deadline:
+                stop_all("deadline")
+                break
+            todo = [(k, j) for k, j in all_jobs(grid, args.runs)
+                    if j[0] not in running and not job_finished(k, j, args.runs)]
+            if not todo and not running:
+                break
+            while todo and len(running) < args.jobs:
+                kind, job = todo.pop(0)
+                if kind == "eval":
+                    cmd = eval_command(grid, args.smezo, args.model, args.runs, job)
+                    log_path = os.path.join(args.runs, job[0] + ".log")
+                else:
+                    run_dir = os.path.join(args.runs, job[0])
+                    cmd = train_command(grid, args.smezo, args.model, args.runs, job)
+                    if run_state(run_dir) == "partial":
+                        cmd.append("--resume")
+                    log_path = os.path.join(run_dir, "run.log")
+                proc, log = launch(cmd, log_path)
+                running[job[0]] = (kind, job, proc, log)
+                started += 1
+                print("[zo_grid] started %s%s" % (job[0], " (resume)" if cmd[-1] == "--resume" else ""),
+                      flush=True)
+            time.sleep(args.poll_s)
+    except Stop as e:
+        stopped_by = str(e)
+        stop_all(stopped_by)
+    left = [j[0] for k, j in all_jobs(grid, args.runs) if not job_finished(k, j, args.runs)]
+    print("[zo_grid] started %d, failed %d, unfinished %d%s" %
+          (started, failed, len(left), "" if left else " — grid complete"), flush=True)
+    if stopped_by:
+        return 128 + getattr(signal, stopped_by)
+    return 1 if failed else 0
+
+
+# ---- table and plots ----------------------------------------------------------------------
+
+def mean_std(xs):
+    if not xs:
+        return None, None
+    return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def steps_to_reach(curve, target):
+    for step, acc in curve:
+        if acc >= target:
+            return step
+    return None
+
+
+def mean_curve(curves):
+    """Mean dev accuracy per step over the runs that all have that step."""
+    steps = None
+    for c in curves:
+        s = {p[0] for p in c}
+        steps = s if steps is None else steps & s
+    if not steps:
+        return []
+    return [(st, statistics.mean(dict(c)[st] for c in curves)) for st in sorted(steps)]
+
+
+def collect(runs_dir):
+    """{task: {method: [run dicts]}} from every finished train run found under runs_dir, and
+    {task: {eval name: eval json}}."""
+    runs, evals = {}, {}
+    for task in sorted(os.listdir(runs_dir)):
+        tdir = os.path.join(runs_dir, task)
+        if not os.path.isdir(tdir):
+            continue
+        for entry in sorted(os.listdir(tdir)):
+            path = os.path.join(tdir, entry)
+            if entry.endswith(".json") and entry.startswith("eval-"):
+                j = read_json(path)
+                if j is not None:
+                    evals.setdefault(task, {})[entry[:-5]] = j
+                continue
+            summary = read_json(os.path.join(path, "summary.json"))
+            if summary is None or summary.get("status") != "completed":
+                continue
+            hp = summary.get("hyperparameters", {}).get("spsa", {})
+            runs.setdefault(task, {}).setdefault(summary.get("method"), []).append({
+                "name": entry, "summary": summary, "curve": dev_curve(path),
+                "setting": (hp.get("sparsity"), hp.get("lr")), "seed": hp.get("seed")})
+    return runs, evals
+
+
+def pick_best(method_runs):
+    """The setting whose first-seed run has the best final dev accuracy, and all its seeds."""
+    by_setting = {}
+    for r in method_runs:
+        by_setting.setdefault(r["setting"], []).append(r)
+    def score(rs):
+        first = min(rs, key=lambda r: r["seed"])
+        acc = first["summary"].get("final_dev_acc")
+        return acc if isinstance(acc, (int, float)) else -1.0
+    setting = max(by_setting, key=lambda s: (score(by_setting[s]), len(by_setting[s])))
+    return setting, sorted(by_setting[setting], key=lambda r: r["seed"])
+
+
+METHOD_ORDER = ["mezo", "rmezo", "smezo"]
+METHOD_LABEL = {"mezo": "MeZO", "rmezo": "R-MeZO", "smezo": "S-MeZO"}
+METHOD_COLOR = {"mezo": "#1f77b4", "rmezo": "#2ca02c", "smezo": "#d62728"}
+
+
+def pct(x):
+    return "–" if x is None else "%.1f" % (100.0 * x)
+
+
+def build_table(runs, evals):
+    lines = ["| task | method | setting (sparsity, lr) | seeds | test acc % (mean ± std) | best dev % "
+             "| steps to MeZO's final dev (speed-up) | ms/step | peak device MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    best = {}
+    for task in sorted(set(runs) | set(evals)):
+        for name, j in sorted(evals.get(task, {}).items()):
+            lines.append("| %s | %s | – | – | %s | – | – | – | – |" %
+                         (task, name.replace("eval-", ""), pct(j.get("accuracy"))))
+        methods = runs.get(task, {})
+        mezo_target = None
+        chosen = {}
+        for method in sorted(methods, key=lambda m: METHOD_ORDER.index(m) if m in METHOD_ORDER else 9):
+            setting, rs = pick_best(methods[method])
+            chosen[method] = (setting, rs)
+            if method == "mezo":
+                mezo_target = statistics.mean(r["summary"]["final_dev_acc"] for r in rs)
+        best[task] = chosen
+        for method, (setting, rs) in chosen.items():
+            tests = [r["summary"]["test_acc"] for r in rs if isinstance(r["summary"].get("test_acc"), (int, float))]
+            m, s = mean_std(tests)
+            best_dev = max((r["summary"].get("best_dev_acc") or -1.0) for r in rs)
+            # The paper's speed-up measure, on the mean dev curve over seeds: the first evaluation
+            # at which it reaches MeZO's final dev accuracy (mean over seeds), against MeZO's own.
+            reach = "–"
+            if mezo_target is not None:
+                target = mezo_target - 1e-9
+                st = steps_to_reach(mean_curve([r["curve"] for r in rs]), target)
+                ms = steps_to_reach(mean_curve([r["curve"] for r in chosen["mezo"][1]]), target)
+                reach = "not reached" if st is None else "%d" % st + (" (%.1f×)" % (ms / st) if ms else "")
+            rates = [r["summary"].get("steps_per_s") for r in rs if r["summary"].get("steps_per_s")]
+            ms_step = "%.0f" % (1000.0 / statistics.mean(rates)) if rates else "–"
+            mem = max(r["summary"].get("peak_backend_memory_MB") or 0 for r in rs)
+            lines.append("| %s | %s | %s, %s | %d | %s ± %s | %s | %s | %s | %.0f |" % (
+                task, METHOD_LABEL.get(method, method), fmt_num(setting[0] or 0.0), fmt_num(setting[1]),
+                len(rs), pct(m), "–" if s is None else "%.1f" % (100.0 * s), pct(best_dev), reach,
+                ms_step, mem))
+    return "\n".join(lines) + "\n", best
+
+
+def svg_plot(task, chosen, baselines, path):
+    """Dev accuracy vs step, the mean over seeds of each method's chosen setting; baselines
+    ({label: test accuracy}, e.g. zero-shot) as dashed lines."""
+    W, H, L, R, T, B = 760, 400, 60, 230, 40, 50
+    series = {m: mean_curve([r["curve"] for r in rs]) for m, (s, rs) in chosen.items()}
+    pts = [p for c in series.values() for p in c] + [(0, a) for a in baselines.values()]
+    if not pts:
+        return False
+    x_max = max(p[0] for p in pts) or 1
+    y_lo = math.floor(min(p[1] for p in pts) * 20) / 20
+    y_hi = math.ceil(max(p[1] for p in pts) * 20) / 20
+    if y_hi <= y_lo:
+        y_hi = y_lo + 0.05
+    sx = lambda x: L + (W - L - R) * x / x_max
+    sy = lambda y: H - B - (H - T - B) * (y - y_lo) / (y_hi - y_lo)
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="12">' % (W, H), '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="22" font-size="15">%s: dev accuracy vs step (mean over seeds)</text>' % (L, task)]
+    for i in range(5):
+        y = y_lo + (y_hi - y_lo) * i / 4
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (L, W - R, sy(y), sy(y)))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (L - 6, sy(y) + 4, y))
+    for i in range(5):
+        x = x_max * i / 4
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (sx(x), H - B + 18, x))
+    out.append('<text x="%d" y="%d" text-anchor="middle">step</text>' % ((L + W - R) // 2, H - 12))
+    for k, (method, curve) in enumerate(sorted(series.items())):
+        color = METHOD_COLOR.get(method, "#555")
+        d = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", sx(x), sy(y)) for i, (x, y) in enumerate(curve))
+        out.append('<path d="%s" fill="none" stroke="%s" stroke-width="2"/>' % (d, color))
+        setting = chosen[method][0]
+        label = "%s (s %s, lr %s)" % (METHOD_LABEL.get(method, method), fmt_num(setting[0] or 0.0), fmt_num(setting[1]))
+        out.append('<rect x="%d" y="%d" width="12" height="3" fill="%s"/>' % (W - R + 8, T + 10 + 18 * k, color))
+        out.append('<text x="%d" y="%d">%s</text>' % (W - R + 24, T + 15 + 18 * k, label))
+    for k, (label, acc) in enumerate(sorted(baselines.items())):
+        y = sy(acc)
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="5,4"/>'
+                   % (L, W - R, y, y))
+        out.append('<text x="%d" y="%.1f" fill="#555">%s (test)</text>' % (W - R + 8, y + 4, label))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return True
+
+
+def cmd_table(args):
+    runs, evals = collect(args.runs)
+    if not runs and not evals:
+        print("zo_grid: no finished runs or evals under %s" % args.runs, file=sys.stderr)
+        return 1
+    table, best = build_table(runs, evals)
+    report = args.report or args.runs
+    os.makedirs(report, exist_ok=True)
+    plots = []
+    for task, chosen in sorted(best.items()):
+        baselines = {name.replace("eval-", ""): j["accuracy"] for name, j in evals.get(task, {}).items()
+                     if isinstance(j.get("accuracy"), (int, float))}
+        if chosen and svg_plot(task, chosen, baselines, os.path.join(report, "dev_acc_%s.svg" % task)):
+            plots.append("dev_acc_%s.svg" % task)
+    with open(os.path.join(report, "table.md"), "w") as f:
+        f.write(table)
+    sys.stdout.write(table)
+    print("plots: %s" % (", ".join(os.path.join(report, p) for p in plots) or "none"))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("plan", "run"):
+        p = sub.add_parser(name)
+        p.add_argument("--grid", required=True, choices=sorted(GRIDS))
+        p.add_argument("--model", default="", help="model path (default: smezo's bundled model)")
+        p.add_argument("--runs", default="runs/grid", help="where the run directories go")
+        p.add_argument("--jobs", type=int, default=4, help="runs at once on the device")
+        if name == "plan":
+            p.add_argument("--step-ms", type=float, default=0.0, help="measured ms per step, for the estimate")
+            p.add_argument("--speedup", type=float, default=1.0, help="throughput gain of --jobs over one job")
+        else:
+            p.add_argument("--smezo", default="build/smezo")
+            p.add_argument("--deadline-s", type=float, default=0.0, help="stop (resumably) after this long")
+            p.add_argument("--poll-s", type=float, default=1.0)
+    p = sub.add_parser("table")
+    p.add_argument("--runs", default="runs/grid")
+    p.add_argument("--report", default="", help="where table.md and the SVGs go (default: --runs)")
+    args = ap.parse_args()
+    return {"plan": cmd_plan, "run": cmd_run, "table": cmd_table}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
