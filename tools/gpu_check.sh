@@ -2,9 +2,14 @@
 # One full check on the GPU machine (device tool), logs under $OUT, a short table last:
 #   tools/deps.sh download            # here, once: the Debian .debs into deps/ (git-ignored)
 #   cp -r ../shared/assets carry/     # here: the assets the tests read (git-ignored)
-#   device run, carry [deps, carry]:  bash tools/gpu_check.sh [--bench]
-# Steps: unpack the debs, build for the GPU found, run the whole test suite (GPU tests run
-# instead of skipping), run the Hugging Face oracle on --device cuda.
+#   device run, carry [deps, carry]:  bash tools/gpu_check.sh [--bench] [--sanitize] [--determinism]
+# Always: unpack the debs, build for the GPU found, run the whole test suite (GPU tests run
+# instead of skipping), run the Hugging Face oracle on --device cuda. Options add:
+#   --bench        the kernel benchmark (smezo bench --kernel linear)
+#   --sanitize     compute-sanitizer memcheck (with leak check), racecheck, synccheck and
+#                  initcheck over the GPU tests, one line each
+#   --determinism  tools/determinism_check.sh on cuda in bf16 and f32: two identical runs,
+#                  kill -9 + --resume, replay on the GPU, a CPU replay of the f32 run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu_check}
@@ -12,6 +17,15 @@ mkdir -p "$OUT"
 export SMEZO_ASSETS=${SMEZO_ASSETS:-$PWD/carry/assets}
 status() { printf '%-28s %s\n' "$1" "$2" >> "$OUT/summary.txt"; }
 : > "$OUT/summary.txt"
+BENCH=0 SANITIZE=0 DETERMINISM=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) BENCH=1 ;;
+    --sanitize) SANITIZE=1 ;;
+    --determinism) DETERMINISM=1 ;;
+    *) echo "gpu_check.sh: unknown option $arg (--bench, --sanitize, --determinism)" >&2; exit 2 ;;
+  esac
+done
 
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 tools/deps.sh unpack > "$OUT/deps.log" 2>&1 && status deps ok || status deps FAILED
@@ -30,9 +44,39 @@ else
   status oracle FAILED
 fi
 tail -n 20 "$OUT/oracle.log" >> "$OUT/summary.txt"
-if [ "${1:-}" = "--bench" ]; then
+
+if [ "$BENCH" = 1 ]; then
   ./build/smezo bench --kernel linear --json "$OUT/bench_linear_bf16.jsonl" > "$OUT/bench_linear_bf16.txt" 2>&1
   status bench "rc=$?"
   tail -n 16 "$OUT/bench_linear_bf16.txt" >> "$OUT/summary.txt"
+fi
+
+if [ "$SANITIZE" = 1 ]; then
+  # The suites that run CUDA code (tests/*.cu); each tool over all of them.
+  gpu_tests=$(grep -ho '^TEST\(_F\)\?([A-Za-z0-9_]*' tests/*.cu | sed 's/.*(//' | sort -u | sed 's/$/.*/' | paste -sd: -)
+  for tool in memcheck racecheck synccheck initcheck; do
+    extra=""
+    [ "$tool" = memcheck ] && extra="--leak-check full"
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
+      ./build/smezo_tests --gtest_filter="$gpu_tests" > "$OUT/sanitize_$tool.log" 2>&1
+    rc=$?
+    summary_line=$(grep -E '^========= (ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY)' "$OUT/sanitize_$tool.log" | tail -n 1)
+    if [ "$rc" = 0 ]; then
+      status "sanitize $tool" "PASS ($(( $(date +%s) - start )) s) ${summary_line#========= }"
+    else
+      status "sanitize $tool" "FAILED rc=$rc ${summary_line#========= } (see sanitize_$tool.log)"
+    fi
+  done
+fi
+
+if [ "$DETERMINISM" = 1 ]; then
+  for dtype in bf16 f32; do
+    tools/determinism_check.sh --device cuda --dtype "$dtype" --steps 300 --kills 3 \
+      --workdir "/tmp/smezo-determinism-$dtype" > "$OUT/determinism_$dtype.txt" 2>&1
+    while IFS= read -r line; do status "$(echo "$line" | awk '{print $1" "$2}')" "$(echo "$line" | cut -c29-)"; done \
+      < <(grep -E 'PASS|FAIL' "$OUT/determinism_$dtype.txt")
+  done
 fi
 cat "$OUT/summary.txt"
