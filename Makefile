@@ -1,5 +1,6 @@
 # smezo build.
-#   make            build/smezo (CLI) and build/libsmezo.a; with nvcc also every CUDA source
+#   make            build/smezo (CLI), build/libsmezo.a and build/render_prompts (task prompts
+#                   as JSONL for tokenizer oracles); with nvcc also every CUDA source
 #   make test       build and run the GoogleTest suites (GPU tests skip without a GPU)
 #   make profile    as make, with -lineinfo and NVTX ranges for Nsight
 #   make clean
@@ -12,7 +13,7 @@ DEPS     ?=
 # -ffp-contract=off: the noise spec (src/common/noise_spec.h) must round the same on every
 # compiler, so no silent fused multiply-adds on the host.
 CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -I. -Iinclude -Isrc
-LDLIBS   := -lsentencepiece -lpthread
+LDLIBS   := -lsentencepiece -lpcre2-8 -lpthread
 ifneq ($(DEPS),)
 CXXFLAGS += -I$(DEPS)/usr/include
 # RPATH (not RUNPATH) so libsentencepiece finds its own protobuf-lite in DEPS too
@@ -73,7 +74,7 @@ LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 
 .PHONY: all test profile clean info
-all: info $(BUILD)/smezo $(BUILD)/libsmezo.a
+all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
 	@echo "smezo build: $(CUDA_STATUS)"
@@ -83,6 +84,9 @@ info:
 	@test -f $(or $(DEPS),/)/usr/include/nlohmann/json.hpp \
 	  && echo "smezo build: ✓ nlohmann-json" \
 	  || { echo "smezo build: ✗ nlohmann/json.hpp missing: apt-get install nlohmann-json3-dev (or tools/deps.sh)"; exit 1; }
+	@test -f $(or $(DEPS),/)/usr/include/pcre2.h \
+	  && echo "smezo build: ✓ PCRE2 (BPE pre-tokeniser)" \
+	  || { echo "smezo build: ✗ pcre2.h missing: apt-get install libpcre2-dev (or tools/deps.sh)"; exit 1; }
 
 profile:
 	$(MAKE) PROFILE=1 all
@@ -92,6 +96,10 @@ $(BUILD)/libsmezo.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/smezo: $(BUILD)/src/cli/main.o $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# tools/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/bpe_oracle.py)
+$(BUILD)/render_prompts: $(BUILD)/tools/render_prompts.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # The tests run build/smezo (or $(BUILD)/smezo) and write under $(BUILD)/test_tmp.

@@ -1,5 +1,5 @@
 // Tokenizer interface shared by the sentencepiece tokenizer (LLaMA, Mistral, TinyStories)
-// and, later, the GPT-2 byte-level BPE tokenizer (OPT, SmolLM2).
+// and the GPT-2 byte-level BPE tokenizer (OPT, SmolLM2; src/tokenizer/bpe_tokenizer.h).
 #pragma once
 
 #include <cstdint>
@@ -14,16 +14,25 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
   // Token ids of text; with add_bos the BOS id is prepended.
   virtual std::vector<int32_t> encode(const std::string& text, bool add_bos) const = 0;
-  // Text of a whole token sequence (no BOS/EOS text, leading space of the first piece dropped).
+  // Text of a whole token sequence: no BOS/EOS (BPE: no control token) text; sentencepiece
+  // drops the leading space of the first piece.
   virtual std::string decode(const std::vector<int32_t>& tokens) const = 0;
   // Text that token adds when it follows prev (as llama2.c prints pieces while streaming).
   virtual std::string decode_piece(int32_t prev, int32_t token) const = 0;
   virtual int64_t vocab_size() const = 0;
-  virtual int32_t bos_id() const = 0;
-  virtual int32_t eos_id() const = 0;
+  virtual int32_t bos_id() const = 0;  // -1 when the tokenizer has none
+  virtual int32_t eos_id() const = 0;  // -1 when the tokenizer has none
+  // Whether the model's own tokenizer prepends BOS (LLaMA: yes; SmolLM2: no, although it
+  // names one). Callers that follow the model pass this as add_bos.
+  virtual bool add_bos_by_default() const { return true; }
 };
 
 // Loads a sentencepiece .model file; errors name the file.
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& path);
+
+// Loads a byte-level BPE tokenizer from a Hugging Face tokenizer.json (with the
+// tokenizer_config.json beside it, when present, for BOS/EOS names); bpe_vocab.h lists the
+// supported subset. Errors name the file and the field.
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);
 
 }  // namespace smezo

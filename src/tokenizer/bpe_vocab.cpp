@@ -1,0 +1,301 @@
+// Byte-level BPE vocabularies: validation and the Hugging Face tokenizer.json loader (the
+// supported subset is listed in bpe_vocab.h).
+#include "tokenizer/bpe_vocab.h"
+
+#include <sys/stat.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/check.h"
+#include "common/mapped_file.h"
+#include "tokenizer/bpe_bytes.h"
+#include "tokenizer/bpe_pretokenizer.h"
+
+namespace smezo {
+
+void bpe_vocab_validate(const BpeVocab& v) {
+  const char* src = v.source.c_str();
+  const int64_t n = static_cast<int64_t>(v.tokens.size());
+  SMEZO_REQUIRE(n > 0, "%s: the BPE vocabulary is empty", src);
+  SMEZO_REQUIRE(n < (int64_t{1} << 31), "%s: %lld tokens do not fit 32-bit ids", src, (long long)n);
+  SMEZO_REQUIRE(static_cast<int64_t>(v.types.size()) == n, "%s: %zu token types for %lld tokens", src,
+                v.types.size(), (long long)n);
+  std::unordered_map<std::string, int32_t> id_of;
+  id_of.reserve(v.tokens.size());
+  for (int32_t i = 0; i < n; i++) {
+    SMEZO_REQUIRE(v.types[i] >= BPE_TOKEN_NORMAL && v.types[i] <= BPE_TOKEN_BYTE,
+                  "%s: token %d has type %d, expected 1..6 (normal .. byte)", src, i, v.types[i]);
+    id_of.emplace(v.tokens[i], i);
+  }
+  for (int b = 0; b < 256; b++) {
+    std::string spelling;
+    utf8_append(bpe_byte_to_codepoint(static_cast<uint8_t>(b)), &spelling);
+    SMEZO_REQUIRE(id_of.count(spelling), "%s: byte 0x%02X (\"%s\") is not a token; a byte-level BPE vocabulary "
+                  "needs all 256 byte characters", src, b, spelling.c_str());
+  }
+  for (size_t r = 0; r < v.merges.size(); r++) {
+    const auto& m = v.merges[r];
+    SMEZO_REQUIRE(id_of.count(m.first) && id_of.count(m.second), "%s: merge %zu (\"%s\" \"%s\") names a token "
+                  "that is not in the vocabulary", src, r, m.first.c_str(), m.second.c_str());
+    SMEZO_REQUIRE(id_of.count(m.first + m.second), "%s: merge %zu (\"%s\" \"%s\") makes \"%s\", which is not "
+                  "in the vocabulary", src, r, m.first.c_str(), m.second.c_str(), (m.first + m.second).c_str());
+  }
+  const std::pair<const char*, int32_t> specials[] = {
+      {"BOS", v.bos_id}, {"EOS", v.eos_id}, {"UNK", v.unk_id}, {"PAD", v.pad_id}};
+  for (const auto& s : specials)
+    SMEZO_REQUIRE(s.second >= -1 && s.second < n, "%s: %s token id %d outside the %lld-token vocabulary", src,
+                  s.first, s.second, (long long)n);
+  SMEZO_REQUIRE(!v.add_bos || v.bos_id >= 0, "%s: the tokenizer asks for BOS but names no BOS token", src);
+  SMEZO_REQUIRE(!v.pre_patterns.empty(), "%s: no pre-tokeniser", src);
+}
+
+// --- tokenizer.json
+
+namespace {
+
+using json = nlohmann::json;
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+json read_json_object(const std::string& path) {
+  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  SMEZO_REQUIRE(file->size() > 0, "%s is empty", path.c_str());
+  const char* begin = reinterpret_cast<const char*>(file->data());
+  json j;
+  try {
+    j = json::parse(begin, begin + file->size());
+  } catch (const json::exception& e) {
+    throw_error("%s is not valid JSON (%s)", path.c_str(), e.what());
+  }
+  SMEZO_REQUIRE(j.is_object(), "%s is a JSON %s, expected an object", path.c_str(), j.type_name());
+  return j;
+}
+
+// A field that must be absent, null or the given neutral value.
+void require_neutral(const json& obj, const char* key, const json& neutral, const std::string& where) {
+  if (!obj.contains(key) || obj[key].is_null() || obj[key] == neutral) return;
+  throw_error("%s: %s = %s is not supported by smezo's BPE tokenizer", where.c_str(), key, obj[key].dump().c_str());
+}
+
+// A regex that matches text literally.
+std::string regex_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string(".^$|?*+()[]{}\\/-").find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Appends the regex stages of one pre_tokenizer step; *byte_level is set by ByteLevel, which
+// must be the last step.
+void parse_pre_step(const json& step, const std::string& where, std::vector<std::string>* patterns,
+                    bool* byte_level) {
+  SMEZO_REQUIRE(step.is_object() && step.contains("type"), "%s: pre_tokenizer step %s has no type", where.c_str(),
+                step.dump().c_str());
+  SMEZO_REQUIRE(!*byte_level, "%s: pre_tokenizer step %s comes after ByteLevel; smezo supports ByteLevel only "
+                "as the last step", where.c_str(), step.dump().c_str());
+  const std::string type = step["type"].get<std::string>();
+  if (type == "Sequence") {
+    for (const json& inner : step.at("pretokenizers")) parse_pre_step(inner, where, patterns, byte_level);
+  } else if (type == "ByteLevel") {
+    // HF's default add_prefix_space is true, so an absent field means true too.
+    SMEZO_REQUIRE(step.contains("add_prefix_space") && step["add_prefix_space"] == false,
+                  "%s: pre_tokenizer ByteLevel with add_prefix_space = true is not supported (only false, as "
+                  "GPT-2, OPT and SmolLM2 use)", where.c_str());
+    if (step.value("use_regex", true)) patterns->push_back(kBpeGpt2Pattern);
+    *byte_level = true;
+  } else if (type == "Digits") {
+    patterns->push_back(step.value("individual_digits", false) ? kBpeDigitPattern : "\\p{N}+");
+  } else if (type == "Split") {
+    const std::string behavior = step.value("behavior", std::string());
+    SMEZO_REQUIRE(behavior == "Isolated", "%s: pre_tokenizer Split with behavior \"%s\" is not supported "
+                  "(only \"Isolated\")", where.c_str(), behavior.c_str());
+    SMEZO_REQUIRE(!step.value("invert", false), "%s: pre_tokenizer Split with invert = true is not supported",
+                  where.c_str());
+    const json& pattern = step.at("pattern");
+    if (pattern.contains("Regex")) {
+      patterns->push_back(pattern["Regex"].get<std::string>());
+    } else if (pattern.contains("String")) {
+      patterns->push_back(regex_escape(pattern["String"].get<std::string>()));
+    } else {
+      throw_error("%s: pre_tokenizer Split pattern %s is neither Regex nor String", where.c_str(),
+                  pattern.dump().c_str());
+    }
+  } else {
+    throw_error("%s: pre_tokenizer type \"%s\" is not supported (supported: ByteLevel, Digits, Split, Sequence)",
+                where.c_str(), type.c_str());
+  }
+}
+
+// BOS from the post_processor: *bos_name is set when it prepends a token to every sequence.
+void parse_post_processor(const json& pp, const std::string& where, std::string* bos_name) {
+  if (pp.is_null()) return;
+  const std::string type = pp.at("type").get<std::string>();
+  if (type == "ByteLevel") return;  // only trims offsets
+  if (type == "Sequence") {
+    for (const json& inner : pp.at("processors")) parse_post_processor(inner, where, bos_name);
+    return;
+  }
+  SMEZO_REQUIRE(type == "TemplateProcessing", "%s: post_processor type \"%s\" is not supported (supported: "
+                "TemplateProcessing, ByteLevel, Sequence)", where.c_str(), type.c_str());
+  const json& single = pp.at("single");
+  const size_t n = single.size();
+  const bool ends_with_a = n >= 1 && single[n - 1].contains("Sequence");
+  SMEZO_REQUIRE(ends_with_a && n <= 2, "%s: post_processor template %s is not supported (only [$A] or [BOS, $A]: "
+                "smezo never appends EOS)", where.c_str(), single.dump().c_str());
+  if (n == 2) {
+    SMEZO_REQUIRE(single[0].contains("SpecialToken"), "%s: post_processor template %s is not supported",
+                  where.c_str(), single.dump().c_str());
+    const std::string name = single[0]["SpecialToken"].at("id").get<std::string>();
+    const json& ids = pp.at("special_tokens").at(name).at("ids");
+    SMEZO_REQUIRE(ids.size() == 1, "%s: post_processor special token \"%s\" has %zu ids, expected 1",
+                  where.c_str(), name.c_str(), ids.size());
+    *bos_name = name;
+  }
+}
+
+// "bos_token": "<s>" or {"content": "<s>", ...}; "" when absent or null.
+std::string config_token(const json& config, const char* key) {
+  if (!config.contains(key) || config[key].is_null()) return "";
+  const json& t = config[key];
+  return t.is_string() ? t.get<std::string>() : t.at("content").get<std::string>();
+}
+
+void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v) {
+  SMEZO_REQUIRE(root.contains("model") && root["model"].is_object(), "%s: no \"model\" object", path.c_str());
+  const json& model = root["model"];
+  const std::string type = model.value("type", std::string("(none)"));
+  SMEZO_REQUIRE(type == "BPE", "%s: model.type is \"%s\"; smezo's byte-level tokenizer reads BPE models (a "
+                "sentencepiece model needs its tokenizer.model)", path.c_str(), type.c_str());
+  const std::string where = path + ": model";
+  require_neutral(model, "dropout", json(), where);
+  require_neutral(model, "continuing_subword_prefix", "", where);
+  require_neutral(model, "end_of_word_suffix", "", where);
+  require_neutral(model, "byte_fallback", false, where);
+  v->ignore_merges = model.value("ignore_merges", false);
+
+  // Tokens: the model's vocab, then added_tokens (which may reuse a vocab id or extend it).
+  const json& vocab = model.at("vocab");
+  SMEZO_REQUIRE(vocab.is_object(), "%s: model.vocab is not an object", path.c_str());
+  const json added = root.value("added_tokens", json::array());
+  int64_t n = 0;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
+  for (const json& a : added) n = std::max<int64_t>(n, a.at("id").get<int64_t>() + 1);
+  SMEZO_REQUIRE(n > 0 && n < (int64_t{1} << 31), "%s: token ids up to %lld", path.c_str(), (long long)n - 1);
+  v->tokens.assign(n, std::string());
+  v->types.assign(n, 0);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const int64_t id = it.value().get<int64_t>();
+    SMEZO_REQUIRE(id >= 0, "%s: token \"%s\" has id %lld", path.c_str(), it.key().c_str(), (long long)id);
+    SMEZO_REQUIRE(v->types[id] == 0, "%s: id %lld is given to both \"%s\" and \"%s\"", path.c_str(),
+                  (long long)id, v->tokens[id].c_str(), it.key().c_str());
+    v->tokens[id] = it.key();
+    v->types[id] = BPE_TOKEN_NORMAL;
+  }
+  for (const json& a : added) {
+    const int64_t id = a.at("id").get<int64_t>();
+    const std::string content = a.at("content").get<std::string>();
+    SMEZO_REQUIRE(id >= 0, "%s: added token \"%s\" has id %lld", path.c_str(), content.c_str(), (long long)id);
+    for (const char* flag : {"lstrip", "rstrip", "single_word"})
+      SMEZO_REQUIRE(!a.value(flag, false), "%s: added token \"%s\" has %s = true, which is not supported",
+                    path.c_str(), content.c_str(), flag);
+    v->tokens[id] = content;  // HF spells an added token by its content
+    v->types[id] = a.value("special", false) ? BPE_TOKEN_CONTROL : BPE_TOKEN_USER_DEFINED;
+  }
+  for (int64_t id = 0; id < n; id++)
+    SMEZO_REQUIRE(v->types[id] != 0, "%s: no token has id %lld (ids must run 0..%lld without holes)",
+                  path.c_str(), (long long)id, (long long)n - 1);
+
+  const json& merges = model.at("merges");
+  v->merges.reserve(merges.size());
+  for (size_t r = 0; r < merges.size(); r++) {
+    const json& m = merges[r];
+    if (m.is_string()) {  // "a b": byte-level tokens never hold a real space
+      const std::string s = m.get<std::string>();
+      const size_t space = s.find(' ');
+      SMEZO_REQUIRE(space != std::string::npos && s.find(' ', space + 1) == std::string::npos,
+                    "%s: merge %zu \"%s\" is not two tokens separated by one space", path.c_str(), r, s.c_str());
+      v->merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+    } else {
+      SMEZO_REQUIRE(m.is_array() && m.size() == 2, "%s: merge %zu %s is not a pair", path.c_str(), r,
+                    m.dump().c_str());
+      v->merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    }
+  }
+
+  SMEZO_REQUIRE(!root.contains("normalizer") || root["normalizer"].is_null(), "%s: normalizer %s is not "
+                "supported (only null)", path.c_str(), root["normalizer"].dump().c_str());
+  bool byte_level = false;
+  SMEZO_REQUIRE(root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null(), "%s: no pre_tokenizer; smezo "
+                "reads byte-level BPE (GPT-2 style) tokenizers only", path.c_str());
+  parse_pre_step(root["pre_tokenizer"], path, &v->pre_patterns, &byte_level);
+  SMEZO_REQUIRE(byte_level, "%s: pre_tokenizer has no ByteLevel step; smezo reads byte-level BPE (GPT-2 style) "
+                "tokenizers only", path.c_str());
+  const json decoder = root.value("decoder", json());
+  SMEZO_REQUIRE(decoder.is_object() && decoder.value("type", std::string()) == "ByteLevel", "%s: decoder %s is not "
+                "supported (only ByteLevel)", path.c_str(), decoder.dump().c_str());
+
+  std::string bos_name;
+  parse_post_processor(root.value("post_processor", json()), path, &bos_name);
+
+  std::unordered_map<std::string, int32_t> id_of;
+  for (int32_t i = 0; i < static_cast<int32_t>(n); i++) id_of.emplace(v->tokens[i], i);
+  auto lookup = [&](const std::string& name, const std::string& field) {
+    auto it = id_of.find(name);
+    SMEZO_REQUIRE(it != id_of.end(), "%s: %s \"%s\" is not a token", path.c_str(), field.c_str(), name.c_str());
+    return it->second;
+  };
+  if (model.contains("unk_token") && !model["unk_token"].is_null())
+    v->unk_id = lookup(model["unk_token"].get<std::string>(), "model.unk_token");
+  if (!bos_name.empty()) {
+    v->bos_id = lookup(bos_name, "post_processor BOS");
+    v->add_bos = true;
+  }
+
+  const size_t slash = path.find_last_of('/');
+  const std::string config_path = (slash == std::string::npos ? "" : path.substr(0, slash + 1)) +
+                                  "tokenizer_config.json";
+  if (!is_file(config_path)) return;
+  const json config = read_json_object(config_path);
+  const struct {
+    const char* key;
+    int32_t* id;
+  } named[] = {{"bos_token", &v->bos_id}, {"eos_token", &v->eos_id}, {"unk_token", &v->unk_id},
+               {"pad_token", &v->pad_id}};
+  for (const auto& t : named) {
+    const std::string name = config_token(config, t.key);
+    if (name.empty()) continue;
+    const int32_t id = lookup(name, config_path + " " + t.key);
+    SMEZO_REQUIRE(t.id != &v->bos_id || bos_name.empty() || id == v->bos_id, "%s: bos_token \"%s\" differs from "
+                  "the BOS \"%s\" that %s's post_processor prepends", config_path.c_str(), name.c_str(),
+                  bos_name.c_str(), path.c_str());
+    *t.id = id;
+  }
+  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean() &&
+      config["add_bos_token"].get<bool>())
+    v->add_bos = true;
+}
+
+}  // namespace
+
+BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path) {
+  const json root = read_json_object(path);
+  BpeVocab v;
+  v.source = path;
+  try {
+    read_tokenizer_json(root, path, &v);
+  } catch (const json::exception& e) {
+    throw_error("%s: malformed tokenizer.json (%s)", path.c_str(), e.what());
+  }
+  bpe_vocab_validate(v);
+  return v;
+}
+
+}  // namespace smezo
