@@ -62,7 +62,7 @@ def edge_cases():
         "Hello, World!", "(parens) [brackets] {braces}", "a--b...c!!!", "email@example.com",
         "https://example.com/path?q=1&r=2", "def f(x):\n    return x ** 2\n",
         "a\u00a0b", "a \u00a0 b", "a\u3000 b", "a \u2028b", "x \u180ey", "a \x85b", "a\x0b\x0c b", "a\u200bb",
-        "\ufeffbom", "a\x1c\x1d b", "nul\x00byte",
+        "\ufeffbom", "a\x1c\x1d b", "nul\x00byte", "a\x04b", "x \x06\x13 y", "\x1d", "\x7f\x01",
         "<|im_start|>user\nHi there<|im_end|>\n", "a<|endoftext|>b", "<|im_start|><|im_end|>",
         "<|im_start", "<<|im_start|>>", "text <|endoftext|> more", " <|im_end|> ",
         "a" * 3000, "ab" * 1500, "supercalifragilistic" * 100, ("word " * 400).strip(),
@@ -96,7 +96,7 @@ def fixture_line(case, ids, decoded, extra=None):
 def write_jsonl(path, lines):
     with open(path, "w", encoding="utf-8") as f:
         for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
     print(f"wrote {path}: {len(lines)} lines, {os.path.getsize(path)} bytes")
 
 
@@ -171,19 +171,32 @@ def smollm2_reference(gguf):
     return raw, fixed.backend_tokenizer
 
 
+def sample_prompts(rendered, every_kind):
+    """Distinct prompt texts. every_kind: all of them; else one per (task, row), the kinds
+    taken in turn (context, full, icl, ...), no in-context prompt for the long-passage tasks
+    (BoolQ, MultiRC), so the committed fixture stays small."""
+    groups = {}
+    for p in rendered:
+        groups.setdefault((p["task"], p["row"]), []).append(p)
+    seen, out = set(), []
+    for k, ((task, _), lines) in enumerate(groups.items()):
+        if not every_kind:
+            lines = [p for p in lines if not (p["kind"] == "icl" and task in ("boolq", "multirc"))]
+            lines = [lines[k % len(lines)]]
+        for p in lines:
+            if p["text"] not in seen:
+                seen.add(p["text"])
+                out.append(p)
+    return out
+
+
 def cmd_smollm2(args):
     raw, ref = smollm2_reference(args.gguf)
     if args.save_tokenizer_json:
         ref.save(args.save_tokenizer_json)
         print(f"wrote {args.save_tokenizer_json} (HF's tokenizer with SmolLM2's pre_tokenizer)")
     cases = edge_cases()
-    seen = set()
-    prompts = []
-    for p in render_prompts(args.render_prompts, args.rows):
-        if p["text"] in seen:
-            continue
-        seen.add(p["text"])
-        prompts.append(p)
+    prompts = sample_prompts(render_prompts(args.render_prompts, args.rows), args.every_kind)
     lines, n_raw_differs = [], 0
     for case in cases:
         text = text_of(case)
@@ -198,7 +211,7 @@ def cmd_smollm2(args):
     n_tokens = sum(len(line["ids"]) for line in lines)
     print(f"smollm2: {len(cases)} edge cases + {len(prompts)} task prompts, {n_tokens} tokens; "
           f"transformers' unpatched GGUF tokenizer differs on {n_raw_differs} of them")
-    write_jsonl(os.path.join(FIXTURES, "smollm2_ids.jsonl"), lines)
+    write_jsonl(args.out or os.path.join(FIXTURES, "smollm2_ids.jsonl"), lines)
 
 
 def main():
@@ -210,7 +223,11 @@ def main():
     s = sub.add_parser("smollm2")
     s.add_argument("--gguf", default=os.environ.get("SMEZO_SMOLLM2",
                                                     os.path.join(ROOT, "weights", "SmolLM2-135M-Instruct.Q4_1.gguf")))
-    s.add_argument("--rows", type=int, default=12, help="rows per task handed to render_prompts")
+    s.add_argument("--rows", type=int, default=75, help="rows per task handed to render_prompts")
+    s.add_argument("--every-kind", action="store_true",
+                   help="every prompt of each row (a bigger check) instead of one per row")
+    s.add_argument("--out", help="fixture path (default tests/fixtures/bpe/smollm2_ids.jsonl); the C++ test "
+                   "reads another one from $SMEZO_BPE_SMOLLM2_FIXTURE")
     s.add_argument("--save-tokenizer-json", help="also save the reference as a tokenizer.json here")
     args = parser.parse_args()
     {"tiny": cmd_tiny, "smollm2": cmd_smollm2}[args.cmd](args)

@@ -14,7 +14,7 @@ namespace {
 // A pair of adjacent symbols that has a merge, as it was when pushed.
 struct Candidate {
   int32_t rank;
-  int32_t left, right;         // symbol positions (the first byte of each symbol)
+  int32_t left, right;         // symbol positions (index of each symbol's first kept byte)
   int32_t left_id, right_id;   // their tokens then; a change means the entry is stale
   int32_t merged;
 };
@@ -29,16 +29,20 @@ struct LaterFirst {
 }  // namespace
 
 void BpeMerger::merge_word(const char* bytes, size_t n, std::vector<int32_t>* out) const {
-  if (n == 0) return;
-  if (n == 1) {
-    out->push_back(byte_ids_[static_cast<uint8_t>(bytes[0])]);
+  // symbol i starts as the i-th kept byte; a symbol merged into its left neighbour gets -1
+  std::vector<int32_t> token;
+  token.reserve(n);
+  for (size_t i = 0; i < n; i++) {
+    const int32_t id = byte_ids_[static_cast<uint8_t>(bytes[i])];
+    if (id >= 0) token.push_back(id);
+  }
+  const int32_t count = static_cast<int32_t>(token.size());
+  if (count <= 1) {
+    out->insert(out->end(), token.begin(), token.end());
     return;
   }
-  const int32_t count = static_cast<int32_t>(n);
-  // symbol i starts at byte i; a symbol merged into its left neighbour gets token -1
-  std::vector<int32_t> token(n), prev(n), next(n);
+  std::vector<int32_t> prev(count), next(count);
   for (int32_t i = 0; i < count; i++) {
-    token[i] = byte_ids_[static_cast<uint8_t>(bytes[i])];
     prev[i] = i - 1;
     next[i] = i + 1 < count ? i + 1 : -1;
   }

@@ -30,7 +30,9 @@ class BpeMerger {
   void add_merge(int32_t left, int32_t right, int32_t merged, int32_t rank);
   int64_t n_merges() const { return static_cast<int64_t>(merges_.size()); }
 
-  // Appends the tokens of the word bytes[0, n) to *out. Every byte id must have been set.
+  // Appends the tokens of the word bytes[0, n) to *out. A byte whose id is -1 is left out
+  // before merging (its neighbours become adjacent), as HF's BPE does for a character that
+  // has no token and no unk.
   void merge_word(const char* bytes, size_t n, std::vector<int32_t>* out) const;
 
  private:

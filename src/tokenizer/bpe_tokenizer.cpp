@@ -33,9 +33,8 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {
                      [](const AddedToken& a, const AddedToken& b) { return a.text.size() > b.text.size(); });
 
   for (int b = 0; b < 256; b++) {
-    std::string spelling;
-    utf8_append(bpe_byte_to_codepoint(static_cast<uint8_t>(b)), &spelling);
-    merger_.set_byte_id(static_cast<uint8_t>(b), id_of.at(spelling));
+    auto it = id_of.find(bpe_bytes_to_spelling(std::string(1, static_cast<char>(b))));
+    merger_.set_byte_id(static_cast<uint8_t>(b), it != id_of.end() ? it->second : vocab_.missing_byte_id);
   }
   for (size_t r = 0; r < vocab_.merges.size(); r++) {
     const auto& m = vocab_.merges[r];

@@ -7,7 +7,8 @@
 //      tokens are; they become their own id;
 //   3. the text between them is cut into words (bpe_pretokenizer.h), and each word's bytes
 //      are merged (bpe_merge.h). Words of up to 64 bytes are cached, so the repeated words
-//      of a long text are merged once.
+//      of a long text are merged once. A byte that has no token is dropped, or becomes
+//      missing_byte_id when the vocabulary names one (bpe_vocab.h), as in HF.
 //   add_bos prepends bos_id() (throws when the model has no BOS); add_bos_by_default() says
 //   what the model's own tokenizer does (SmolLM2: no BOS).
 // decode(ids): the bytes of every token but control tokens (BOS, EOS, <|im_start|>...,

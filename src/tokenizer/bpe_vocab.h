@@ -47,13 +47,19 @@ struct BpeVocab {
   std::vector<std::pair<std::string, std::string>> merges;  // (n_merges) best (rank 0) first
   std::vector<std::string> pre_patterns;  // pre-tokeniser regex stages (bpe_pretokenizer.h)
   bool ignore_merges = false;        // a word that is a whole token is not merged (HF option)
+  // The token for a byte whose alphabet character is not a token (HF: model.unk_token);
+  // -1: such a byte is dropped, as HF (unk_token null) and llama.cpp do. SmolLM2 lacks 21
+  // byte characters: 0xC0, 0xC1, 0xF5..0xFF (never in UTF-8) and the controls 0x04, 0x06,
+  // 0x13, 0x14, 0x16, 0x1D, so "a\x04b" encodes as "ab" there.
+  int32_t missing_byte_id = -1;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: the model has none
   bool add_bos = false;              // whether the model's own tokenizer prepends BOS
 };
 
-// Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, every
-// byte's alphabet character is a token, every merge's parts and concatenation are tokens,
-// special ids in range (or -1), add_bos only with a BOS, at least one pre-tokeniser stage.
+// Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, the
+// space's alphabet character "Ġ" is a token (a byte-level vocabulary), every merge's parts
+// and concatenation are tokens, special ids in range (or -1), add_bos only with a BOS, at
+// least one pre-tokeniser stage.
 void bpe_vocab_validate(const BpeVocab& vocab);
 
 // Reads a Hugging Face tokenizer.json (and tokenizer_config.json beside it, if present).
