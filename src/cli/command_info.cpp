@@ -40,9 +40,9 @@ int command_info(int argc, char** argv) {
     std::string shape = "[";
     for (size_t i = 0; i < v->shape.size(); i++) shape += (i ? ", " : "") + std::to_string(v->shape[i]);
     shape += "]";
-    std::printf("%-56s %-6s %s\n", e.name.c_str(), dtype_name(v->dtype), shape.c_str());
+    std::printf("%-56s %-6s %s\n", e.name.c_str(), v->storage_name(), shape.c_str());
     total += v->numel();
-    per_dtype[dtype_name(v->dtype)] += v->numel();
+    per_dtype[v->storage_name()] += v->numel();
   }
   std::printf("\nparameters   %lld (%.3f M)", (long long)total, total / 1e6);
   for (const auto& kv : per_dtype) std::printf(", %s %lld", kv.first.c_str(), (long long)kv.second);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "formats/gguf_llama.h"
 #include "formats/hf_dir.h"
 #include "formats/llama2c.h"
 
@@ -24,11 +25,9 @@ WeightSource load_weights(const std::string& path) {
   if (S_ISDIR(st.st_mode)) return load_hf_dir(path);
   if (ends_with(path, ".safetensors")) return load_hf_dir(path);
   if (ends_with(path, ".bin")) return load_llama2c(path);
-  if (ends_with(path, ".gguf"))
-    throw_error("%s: GGUF checkpoints are not supported yet; convert to a Hugging Face directory",
-                path.c_str());
+  if (ends_with(path, ".gguf")) return load_gguf(path);
   throw_error("%s: unknown model format; give a Hugging Face model directory (config.json + "
-              "*.safetensors) or a llama2.c .bin checkpoint", path.c_str());
+              "*.safetensors), a GGUF file (.gguf) or a llama2.c .bin checkpoint", path.c_str());
 }
 
 }  // namespace smezo

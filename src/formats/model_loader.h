@@ -1,5 +1,6 @@
 // Opens a model from any supported path: a Hugging Face directory (config.json +
-// safetensors), a .safetensors file inside such a directory, or a llama2.c .bin checkpoint.
+// safetensors), a .safetensors file inside such a directory, a LLaMA GGUF file (.gguf) or a
+// llama2.c .bin checkpoint.
 #pragma once
 
 #include <string>

@@ -73,7 +73,7 @@ void Model::load(const WeightSource& source, DType storage) {
     const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
     const int64_t cols = slot.shape.back();
     host.resize(static_cast<size_t>(rows * cols));
-    convert_to_f32(view->data, view->dtype, rows * cols, host.data());
+    view->read_f32(host.data());  // one tensor at a time (dequantised if stored in blocks)
     Param& p = *slot.param;
     p.w = backend_.alloc(rows, cols, storage);
     backend_.upload(p.w, host.data());

@@ -13,6 +13,16 @@ int64_t HostTensorView::numel() const {
   return n;
 }
 
+void HostTensorView::read_f32(float* dst) const {
+  if (decode) {
+    decode(data, numel(), dst);
+  } else {
+    convert_to_f32(data, dtype, numel(), dst);
+  }
+}
+
+const char* HostTensorView::storage_name() const { return decode ? quant_name : dtype_name(dtype); }
+
 void convert_to_f32(const void* src, DType dtype, int64_t n, float* dst) {
   switch (dtype) {
     case DTYPE_F32:
