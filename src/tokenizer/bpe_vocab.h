@@ -65,4 +65,10 @@ void bpe_vocab_validate(const BpeVocab& vocab);
 // Reads a Hugging Face tokenizer.json (and tokenizer_config.json beside it, if present).
 BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path);
 
+class GgufFile;
+// Reads a GGUF file's tokenizer.ggml.* metadata (src/tokenizer/bpe_gguf.cpp). Token type 0
+// (llama.cpp's "undefined") counts as normal; add_eos_token = true is refused (smezo never
+// appends EOS); a missing or unknown tokenizer.ggml.pre is an error, never a silent default.
+BpeVocab bpe_vocab_from_gguf(const GgufFile& file);
+
 }  // namespace smezo

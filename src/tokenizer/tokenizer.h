@@ -34,5 +34,21 @@ std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& path)
 // tokenizer_config.json beside it, when present, for BOS/EOS names); bpe_vocab.h lists the
 // supported subset. Errors name the file and the field.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);
+// Loads a byte-level BPE tokenizer from a GGUF file's tokenizer.ggml.* metadata
+// (tokenizer.ggml.model "gpt2"; supported tokenizer.ggml.pre: bpe_pretokenizer.h).
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_gguf(const std::string& path);
+
+// Which tokenizer a model needs (src/tokenizer/tokenizer_kind.cpp).
+enum TokenizerKind { TOKENIZER_SENTENCEPIECE, TOKENIZER_BPE };
+const char* tokenizer_kind_name(TokenizerKind kind);  // "sentencepiece", "byte-level BPE"
+// From a GGUF tokenizer.ggml.model value: "llama" -> sentencepiece, "gpt2" -> BPE; anything
+// else throws, naming where (the file) and the value.
+TokenizerKind tokenizer_kind_for_gguf_model(const std::string& ggml_model, const std::string& where);
+// Of a GGUF file (reads its tokenizer.ggml.model).
+TokenizerKind tokenizer_kind_of_gguf(const std::string& path);
+// Of a Hugging Face model directory: tokenizer.model -> sentencepiece (LLaMA and Mistral
+// ship a tokenizer.json too); else a tokenizer.json whose model.type is "BPE" -> BPE; else
+// an error naming the directory and what it lacks.
+TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir);
 
 }  // namespace smezo

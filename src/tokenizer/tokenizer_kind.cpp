@@ -1,0 +1,54 @@
+// Which tokenizer a model needs: sentencepiece (LLaMA, Mistral) or byte-level BPE (GPT-2,
+// OPT, SmolLM2), from a GGUF file's metadata or a Hugging Face directory's files.
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/check.h"
+#include "common/mapped_file.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace smezo {
+
+const char* tokenizer_kind_name(TokenizerKind kind) {
+  return kind == TOKENIZER_SENTENCEPIECE ? "sentencepiece" : "byte-level BPE";
+}
+
+TokenizerKind tokenizer_kind_for_gguf_model(const std::string& ggml_model, const std::string& where) {
+  if (ggml_model == "llama") return TOKENIZER_SENTENCEPIECE;
+  if (ggml_model == "gpt2") return TOKENIZER_BPE;
+  throw_error("%s: tokenizer.ggml.model \"%s\" is not supported (supported: \"llama\" = sentencepiece, \"gpt2\" = "
+              "byte-level BPE)", where.c_str(), ggml_model.c_str());
+}
+
+TokenizerKind tokenizer_kind_of_gguf(const std::string& path) {
+  return tokenizer_kind_for_gguf_model(GgufFile::open(path)->get_string("tokenizer.ggml.model"), path);
+}
+
+static bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir) {
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  if (is_file(base + "tokenizer.model")) return TOKENIZER_SENTENCEPIECE;
+  const std::string json_path = base + "tokenizer.json";
+  SMEZO_REQUIRE(is_file(json_path), "%s has neither tokenizer.model (sentencepiece) nor tokenizer.json (BPE)",
+                dir.c_str());
+  std::shared_ptr<MappedFile> file = MappedFile::open(json_path);
+  const char* begin = reinterpret_cast<const char*>(file->data());
+  std::string type;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(begin, begin + file->size());
+    type = j.at("model").value("type", std::string("(none)"));
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("%s: cannot read model.type (%s)", json_path.c_str(), e.what());
+  }
+  SMEZO_REQUIRE(type == "BPE", "%s: model.type is \"%s\"; smezo reads BPE tokenizer.json files, or a tokenizer.model",
+                json_path.c_str(), type.c_str());
+  return TOKENIZER_BPE;
+}
+
+}  // namespace smezo
