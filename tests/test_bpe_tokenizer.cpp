@@ -231,9 +231,10 @@ TEST(BpePreTokenizer, WhitespaceRewriteAndErrors) {
 // --- the tiny vocabularies against Hugging Face
 
 TEST(BpeTokenizer, TinyVocabulariesMatchHuggingFace) {
-  for (const char* name : {"tiny_gpt2", "tiny_smollm"}) {
+  // tiny_gpt2_files: vocab.json + merges.txt + tokenizer_config.json (OPT's form)
+  for (const char* name : {"tiny_gpt2", "tiny_smollm", "tiny_gpt2_files"}) {
     SCOPED_TRACE(name);
-    auto tok = tiny(name);
+    auto tok = load_bpe_tokenizer_hf_dir(kFixtures + name);
     const auto cases = read_fixture(kFixtures + "tiny_ids.jsonl", name);
     ASSERT_GT(cases.size(), 90u);
     EXPECT_EQ(check_against_fixture(*tok, cases), static_cast<int>(cases.size()));
@@ -260,6 +261,32 @@ TEST(BpeTokenizer, BosEosFromPostProcessorAndConfig) {
   EXPECT_EQ(smollm->encode("Hi", true)[0], 1);
   EXPECT_EQ(smollm->decode_piece(5, 1), "");  // control tokens stream as nothing
   EXPECT_THAT(error_of([&] { smollm->decode({700}); }), HasSubstr("token id 700 outside"));
+}
+
+TEST(BpeTokenizer, Gpt2FilesSpecialTokensAndBos) {
+  auto tok = std::make_unique<BpeTokenizer>(bpe_vocab_from_gpt2_files(kFixtures + "tiny_gpt2_files"));
+  EXPECT_TRUE(tok->add_bos_by_default());  // add_bos_token: true, as OPT's config says
+  EXPECT_EQ(tok->bos_id(), 0);
+  EXPECT_EQ(tok->eos_id(), 0);
+  EXPECT_EQ(tok->vocab().types[1], BPE_TOKEN_CONTROL);  // additional_special_tokens
+  EXPECT_EQ(tok->vocab().types[3], BPE_TOKEN_NORMAL);
+  EXPECT_EQ(tok->encode("<|im_start|>", false), std::vector<int32_t>{1});
+  EXPECT_EQ(tokenizer_kind_of_hf_dir(kFixtures + "tiny_gpt2_files"), TOKENIZER_BPE);
+
+  const std::string dir = smezo_test::make_temp_dir("bpe_gpt2_files");
+  smezo_test::write_file(dir + "/vocab.json", smezo_test::read_file(kFixtures + "tiny_gpt2_files/vocab.json"));
+  EXPECT_THAT(error_of([&] { load_bpe_tokenizer_hf_dir(dir); }), HasSubstr("neither tokenizer.json nor vocab.json"));
+  smezo_test::write_file(dir + "/merges.txt", "#version: 0.2\n\xC4\xA0 t\nbad line here\n");
+  EXPECT_THAT(error_of([&] { load_bpe_tokenizer_hf_dir(dir); }),
+              HasSubstr("merges.txt:3: \"bad line here\" is not two tokens"));
+  smezo_test::write_file(dir + "/merges.txt", "#version: 0.2\n\xC4\xA0 t\n");
+  smezo_test::write_file(dir + "/tokenizer_config.json", R"({"add_eos_token": true})");
+  EXPECT_THAT(error_of([&] { load_bpe_tokenizer_hf_dir(dir); }), HasSubstr("add_eos_token = true is not supported"));
+  smezo_test::write_file(dir + "/tokenizer_config.json", R"({"bos_token": "<s>"})");
+  EXPECT_THAT(error_of([&] { load_bpe_tokenizer_hf_dir(dir); }),
+              HasSubstr("tokenizer_config.json: bos_token \"<s>\" is not a token"));
+  smezo_test::write_file(dir + "/tokenizer_config.json", R"({"bos_token": {"content": "<|endoftext|>"}})");
+  EXPECT_EQ(load_bpe_tokenizer_hf_dir(dir)->bos_id(), 0);
 }
 
 TEST(BpeTokenizer, ConcurrentEncodesAgree) {

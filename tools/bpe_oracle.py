@@ -12,7 +12,10 @@ and never need Python.
               tiny_smollm/tokenizer.json  SmolLM2 scheme: Digits(individual) + ByteLevel;
                                           merges as [a, b] pairs; no BOS; tokenizer_config.json
                                           names BOS/EOS
-            and tests/fixtures/bpe/tiny_ids.jsonl: the ids HF gives for the edge cases below.
+              tiny_gpt2_files/            tiny_gpt2 as GPT-2's vocab.json + merges.txt +
+                                          tokenizer_config.json (OPT's form; add_bos_token)
+            and tests/fixtures/bpe/tiny_ids.jsonl: the ids HF gives for the edge cases below
+            (for tiny_gpt2_files: transformers' AutoTokenizer on that folder).
   smollm2   Builds HF's tokenizer from the SmolLM2 GGUF (AutoTokenizer gguf_file=) and writes
             tests/fixtures/bpe/smollm2_ids.jsonl: ids of the edge cases and of task prompts
             rendered by smezo's own templates (build/render_prompts).
@@ -153,7 +156,34 @@ def cmd_tiny(args):
             lines.append(fixture_line(case, enc.ids, ref.decode(enc.ids, skip_special_tokens=True), {"vocab": name}))
         bos = ref.encode("Hi", add_special_tokens=True).ids
         print(f"{name}: encode('Hi') with special tokens = {bos}")
+    lines += tiny_gpt2_files(json.loads(gpt2.to_str()))
     write_jsonl(os.path.join(FIXTURES, "tiny_ids.jsonl"), lines)
+
+
+def tiny_gpt2_files(spec):
+    """tiny_gpt2's vocabulary as GPT-2's own files (vocab.json, merges.txt, tokenizer_config.json,
+    the form OPT's repositories ship), with the ids transformers' AutoTokenizer gives for them."""
+    from transformers import AutoTokenizer
+
+    folder = os.path.join(FIXTURES, "tiny_gpt2_files")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(spec["model"]["vocab"], f, ensure_ascii=False, separators=(",", ":"))
+    with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n")
+        for m in spec["model"]["merges"]:
+            f.write((m if isinstance(m, str) else " ".join(m)) + "\n")
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "GPT2Tokenizer", "add_bos_token": True, "add_prefix_space": False,
+                   "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+                   "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}, f, indent=1)
+    ref = AutoTokenizer.from_pretrained(folder)
+    print(f"tiny_gpt2_files: {type(ref).__name__}, encode('Hi') = {ref.encode('Hi')}")
+    lines = []
+    for case in edge_cases():
+        ids = ref.encode(text_of(case), add_special_tokens=False)
+        lines.append(fixture_line(case, ids, ref.decode(ids, skip_special_tokens=True), {"vocab": "tiny_gpt2_files"}))
+    return lines
 
 
 # --- SmolLM2 from its GGUF

@@ -2,6 +2,8 @@
 // (see bpe_tokenizer.h).
 #include "tokenizer/bpe_tokenizer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -132,6 +134,15 @@ std::string BpeTokenizer::decode_piece(int32_t /*prev*/, int32_t token) const {
 
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
   return std::make_unique<BpeTokenizer>(bpe_vocab_from_tokenizer_json(path));
+}
+
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_hf_dir(const std::string& dir) {
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  struct stat st;
+  if (stat((base + "tokenizer.json").c_str(), &st) == 0) return load_bpe_tokenizer_json(base + "tokenizer.json");
+  SMEZO_REQUIRE(stat((base + "vocab.json").c_str(), &st) == 0 && stat((base + "merges.txt").c_str(), &st) == 0,
+                "%s has no byte-level BPE tokenizer: neither tokenizer.json nor vocab.json + merges.txt", dir.c_str());
+  return std::make_unique<BpeTokenizer>(bpe_vocab_from_gpt2_files(dir));
 }
 
 }  // namespace smezo

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -164,6 +165,69 @@ std::string config_token(const json& config, const char* key) {
   return t.is_string() ? t.get<std::string>() : t.at("content").get<std::string>();
 }
 
+bool is_true(const json& obj, const char* key) {
+  return obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+// tokenizer_config.json and special_tokens_map.json in dir (ending in '/'), when present:
+// bos/eos/unk/pad_token name those ids and add_bos_token = true asks for BOS. With
+// mark_special (vocab.json + merges.txt, which list no added tokens) those four,
+// additional_special_tokens and added_tokens_decoder's entries become control tokens
+// (user-defined where added_tokens_decoder says special = false), matched whole in text.
+void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
+  for (const char* name : {"special_tokens_map.json", "tokenizer_config.json"}) {  // the config wins
+    const std::string path = dir + name;
+    if (!is_file(path)) continue;
+    const json config = read_json_object(path);
+    std::unordered_map<std::string, int32_t> id_of;
+    for (int32_t i = 0; i < static_cast<int32_t>(v->tokens.size()); i++) id_of.emplace(v->tokens[i], i);
+    auto lookup = [&](const std::string& token, const char* field) {
+      auto it = id_of.find(token);
+      SMEZO_REQUIRE(it != id_of.end(), "%s: %s \"%s\" is not a token", path.c_str(), field, token.c_str());
+      return it->second;
+    };
+    try {
+      if (mark_special && config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object()) {
+        for (auto it = config["added_tokens_decoder"].begin(); it != config["added_tokens_decoder"].end(); ++it) {
+          const int64_t id = std::stoll(it.key());
+          const std::string content = it.value().at("content").get<std::string>();
+          SMEZO_REQUIRE(id >= 0 && id < static_cast<int64_t>(v->tokens.size()) && v->tokens[id] == content,
+                        "%s: added_tokens_decoder id %lld \"%s\" is not that token of vocab.json", path.c_str(),
+                        (long long)id, content.c_str());
+          v->types[id] = it.value().value("special", true) ? BPE_TOKEN_CONTROL : BPE_TOKEN_USER_DEFINED;
+        }
+      }
+      if (mark_special && config.contains("additional_special_tokens") && config["additional_special_tokens"].is_array())
+        for (const json& t : config["additional_special_tokens"])
+          v->types[lookup(t.is_string() ? t.get<std::string>() : t.at("content").get<std::string>(),
+                          "additional_special_tokens")] = BPE_TOKEN_CONTROL;
+      const struct {
+        const char* key;
+        int32_t* id;
+      } named[] = {{"bos_token", &v->bos_id}, {"eos_token", &v->eos_id}, {"unk_token", &v->unk_id},
+                   {"pad_token", &v->pad_id}};
+      for (const auto& t : named) {
+        const std::string token = config_token(config, t.key);
+        if (token.empty()) continue;
+        *t.id = lookup(token, t.key);
+        if (mark_special) v->types[*t.id] = BPE_TOKEN_CONTROL;
+      }
+      if (is_true(config, "add_bos_token")) v->add_bos = true;
+      SMEZO_REQUIRE(!is_true(config, "add_eos_token"), "%s: add_eos_token = true is not supported (smezo never "
+                    "appends EOS)", path.c_str());
+      SMEZO_REQUIRE(!is_true(config, "add_prefix_space"), "%s: add_prefix_space = true is not supported",
+                    path.c_str());
+    } catch (const json::exception& e) {
+      throw_error("%s: malformed (%s)", path.c_str(), e.what());
+    }
+  }
+}
+
 void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v) {
   SMEZO_REQUIRE(root.contains("model") && root["model"].is_object(), "%s: no \"model\" object", path.c_str());
   const json& model = root["model"];
@@ -257,28 +321,11 @@ void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v)
     v->add_bos = true;
   }
 
-  const size_t slash = path.find_last_of('/');
-  const std::string config_path = (slash == std::string::npos ? "" : path.substr(0, slash + 1)) +
-                                  "tokenizer_config.json";
-  if (!is_file(config_path)) return;
-  const json config = read_json_object(config_path);
-  const struct {
-    const char* key;
-    int32_t* id;
-  } named[] = {{"bos_token", &v->bos_id}, {"eos_token", &v->eos_id}, {"unk_token", &v->unk_id},
-               {"pad_token", &v->pad_id}};
-  for (const auto& t : named) {
-    const std::string name = config_token(config, t.key);
-    if (name.empty()) continue;
-    const int32_t id = lookup(name, config_path + " " + t.key);
-    SMEZO_REQUIRE(t.id != &v->bos_id || bos_name.empty() || id == v->bos_id, "%s: bos_token \"%s\" differs from "
-                  "the BOS \"%s\" that %s's post_processor prepends", config_path.c_str(), name.c_str(),
-                  bos_name.c_str(), path.c_str());
-    *t.id = id;
-  }
-  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean() &&
-      config["add_bos_token"].get<bool>())
-    v->add_bos = true;
+  const int32_t template_bos = v->bos_id;
+  apply_hf_config(dir_of(path), false, v);
+  SMEZO_REQUIRE(template_bos < 0 || v->bos_id == template_bos, "%s: tokenizer_config.json's bos_token \"%s\" "
+                "differs from the BOS \"%s\" that the post_processor prepends", path.c_str(),
+                v->tokens[v->bos_id].c_str(), bos_name.c_str());
 }
 
 }  // namespace
@@ -292,6 +339,57 @@ BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path) {
   } catch (const json::exception& e) {
     throw_error("%s: malformed tokenizer.json (%s)", path.c_str(), e.what());
   }
+  bpe_vocab_validate(v);
+  return v;
+}
+
+// --- vocab.json + merges.txt (GPT-2's own files, which OPT's repositories ship)
+
+BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir_in) {
+  const std::string dir = dir_in.empty() || dir_in.back() == '/' ? dir_in : dir_in + "/";
+  const std::string vocab_path = dir + "vocab.json", merges_path = dir + "merges.txt";
+  BpeVocab v;
+  v.source = vocab_path;
+  const json vocab = read_json_object(vocab_path);
+  int64_t n = 0;
+  try {
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
+    SMEZO_REQUIRE(n > 0 && n < (int64_t{1} << 31), "%s: token ids up to %lld", vocab_path.c_str(), (long long)n - 1);
+    v.tokens.assign(n, std::string());
+    v.types.assign(n, 0);
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+      const int64_t id = it.value().get<int64_t>();
+      SMEZO_REQUIRE(id >= 0 && v.types[id] == 0, "%s: token \"%s\" has id %lld, negative or already taken",
+                    vocab_path.c_str(), it.key().c_str(), (long long)id);
+      v.tokens[id] = it.key();
+      v.types[id] = BPE_TOKEN_NORMAL;
+    }
+  } catch (const json::exception& e) {
+    throw_error("%s: malformed vocab.json (%s)", vocab_path.c_str(), e.what());
+  }
+  for (int64_t id = 0; id < n; id++)
+    SMEZO_REQUIRE(v.types[id] != 0, "%s: no token has id %lld (ids must run 0..%lld without holes)",
+                  vocab_path.c_str(), (long long)id, (long long)n - 1);
+
+  std::shared_ptr<MappedFile> file = MappedFile::open(merges_path);
+  const std::string text(reinterpret_cast<const char*>(file->data()), static_cast<size_t>(file->size()));
+  size_t line_no = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    line_no++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+    const size_t space = line.find(' ');
+    SMEZO_REQUIRE(space != std::string::npos && line.find(' ', space + 1) == std::string::npos,
+                  "%s:%zu: \"%s\" is not two tokens separated by one space", merges_path.c_str(), line_no,
+                  line.c_str());
+    v.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+  }
+  v.pre_patterns = {kBpeGpt2Pattern};  // GPT-2's ByteLevel(use_regex), no prefix space
+  apply_hf_config(dir, true, &v);
   bpe_vocab_validate(v);
   return v;
 }

@@ -14,8 +14,9 @@
 //   post_processor null, ByteLevel, or TemplateProcessing whose single form is [$A] or
 //                  [BOS, $A] (BOS id -> bos_id, add_bos = true); Sequence of those.
 //   decoder        ByteLevel.
-// tokenizer_config.json beside it, when present: bos_token / eos_token / unk_token /
-// pad_token (a string or {"content": ...}) name those tokens; add_bos_token: true asks for BOS.
+// tokenizer_config.json (and special_tokens_map.json) beside it, when present: bos_token /
+// eos_token / unk_token / pad_token (a string or {"content": ...}) name those tokens;
+// add_bos_token: true asks for BOS; add_eos_token / add_prefix_space: true are refused.
 //
 // GGUF (llama.cpp) metadata, tokenizer.ggml.*: model ("gpt2"), pre (bpe_pretokenizer.h),
 // tokens (spellings), token_type (BpeTokenType numbering), merges ("a b"), bos/eos/
@@ -64,6 +65,13 @@ void bpe_vocab_validate(const BpeVocab& vocab);
 
 // Reads a Hugging Face tokenizer.json (and tokenizer_config.json beside it, if present).
 BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path);
+
+// Reads GPT-2's own files in dir: vocab.json ({spelling: id}) and merges.txt (an optional
+// "#version" first line, then "a b" per line, best first), with GPT-2's pre-tokeniser
+// (ByteLevel regex, no prefix space), and tokenizer_config.json / special_tokens_map.json for
+// the special tokens (bos/eos/unk/pad_token, additional_special_tokens, added_tokens_decoder:
+// matched whole in text, skipped by decode) and add_bos_token. OPT's repositories ship these.
+BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir);
 
 class GgufFile;
 // Reads a GGUF file's tokenizer.ggml.* metadata (src/tokenizer/bpe_gguf.cpp). Token type 0

@@ -34,6 +34,9 @@ std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& path)
 // tokenizer_config.json beside it, when present, for BOS/EOS names); bpe_vocab.h lists the
 // supported subset. Errors name the file and the field.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);
+// Loads the byte-level BPE tokenizer of a Hugging Face model directory: its tokenizer.json
+// when there is one, else GPT-2's vocab.json + merges.txt (OPT); bpe_vocab.h has the details.
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_hf_dir(const std::string& dir);
 // Loads a byte-level BPE tokenizer from a GGUF file's tokenizer.ggml.* metadata
 // (tokenizer.ggml.model "gpt2"; supported tokenizer.ggml.pre: bpe_pretokenizer.h).
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_gguf(const std::string& path);
@@ -47,8 +50,8 @@ TokenizerKind tokenizer_kind_for_gguf_model(const std::string& ggml_model, const
 // Of a GGUF file (reads its tokenizer.ggml.model).
 TokenizerKind tokenizer_kind_of_gguf(const std::string& path);
 // Of a Hugging Face model directory: tokenizer.model -> sentencepiece (LLaMA and Mistral
-// ship a tokenizer.json too); else a tokenizer.json whose model.type is "BPE" -> BPE; else
-// an error naming the directory and what it lacks.
+// ship a tokenizer.json too); else a tokenizer.json whose model.type is "BPE", or vocab.json +
+// merges.txt (OPT) -> BPE; else an error naming the directory and what it lacks.
 TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir);
 
 }  // namespace smezo

@@ -35,8 +35,9 @@ TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir) {
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   if (is_file(base + "tokenizer.model")) return TOKENIZER_SENTENCEPIECE;
   const std::string json_path = base + "tokenizer.json";
-  SMEZO_REQUIRE(is_file(json_path), "%s has neither tokenizer.model (sentencepiece) nor tokenizer.json (BPE)",
-                dir.c_str());
+  if (!is_file(json_path) && is_file(base + "vocab.json") && is_file(base + "merges.txt")) return TOKENIZER_BPE;
+  SMEZO_REQUIRE(is_file(json_path), "%s has neither tokenizer.model (sentencepiece) nor tokenizer.json or "
+                "vocab.json + merges.txt (BPE)", dir.c_str());
   std::shared_ptr<MappedFile> file = MappedFile::open(json_path);
   const char* begin = reinterpret_cast<const char*>(file->data());
   std::string type;
