@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -194,11 +194,12 @@ void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
     try {
       if (mark_special && config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object()) {
         for (auto it = config["added_tokens_decoder"].begin(); it != config["added_tokens_decoder"].end(); ++it) {
-          const int64_t id = std::stoll(it.key());
+          char* end = nullptr;
+          const long long id = std::strtoll(it.key().c_str(), &end, 10);
           const std::string content = it.value().at("content").get<std::string>();
-          SMEZO_REQUIRE(id >= 0 && id < static_cast<int64_t>(v->tokens.size()) && v->tokens[id] == content,
-                        "%s: added_tokens_decoder id %lld \"%s\" is not that token of vocab.json", path.c_str(),
-                        (long long)id, content.c_str());
+          SMEZO_REQUIRE(!it.key().empty() && *end == '\0' && id >= 0 && id < static_cast<int64_t>(v->tokens.size()) &&
+                        v->tokens[id] == content, "%s: added_tokens_decoder entry \"%s\" (\"%s\") is not that id's "
+                        "token in vocab.json", path.c_str(), it.key().c_str(), content.c_str());
           v->types[id] = it.value().value("special", true) ? BPE_TOKEN_CONTROL : BPE_TOKEN_USER_DEFINED;
         }
       }
