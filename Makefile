@@ -124,3 +124,7 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# CPU noise benchmark (not part of `all`): tools/noise_bench.cpp
+$(BUILD)/noise_bench: tools/noise_bench.cpp $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)

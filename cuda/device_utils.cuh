@@ -13,7 +13,8 @@
 //   MaskArgs, mask_args(info)             (from probe_args.h) the POD part of a ParamInfo
 //   mask_keep4(m, w, group, keep)         device: mask_keep (src/common/noise_spec.h) of the 4
 //                                         elements of `group`, with ONE Philox call for
-//                                         MASK_RANDOM; bit-identical to 4 mask_keep calls
+//                                         MASK_RANDOM (mask_keep_group4); bit-identical to 4
+//                                         mask_keep calls
 //   TypeTag<T>, dispatch_dtype(dtype, fn) host: fn(TypeTag<float|__half|__nv_bfloat16>{})
 //
 // Example:  dispatch_dtype(t.dtype, [&](auto tag) {
@@ -122,18 +123,10 @@ __device__ __forceinline__ float block_reduce_sum(float v) {
 
 // ---- masks
 
-// keep[l] = mask_keep(m.kind, w[l], ..., 4*group + l) for l = 0..3.
+// keep[l] = mask_keep(m.kind, w[l], ..., 4*group + l) for l = 0..3 (mask_keep_group4).
 __device__ __forceinline__ void mask_keep4(const MaskArgs& m, const float w[4], int64_t group,
                                            bool keep[4]) {
-  if (m.kind == MASK_RANDOM) {
-    uint32_t x[4];
-    noise_philox4(m.mask_seed, m.tensor_id, group, NOISE_STREAM_RMEZO_MASK, x);
-#pragma unroll
-    for (int l = 0; l < 4; ++l) keep[l] = uniform01_from_bits(x[l]) < m.keep_prob;
-  } else {
-#pragma unroll
-    for (int l = 0; l < 4; ++l) keep[l] = mask_keep(m.kind, w[l], m.threshold, 1.0f, 0, 0, 0);
-  }
+  mask_keep_group4(m.kind, w, m.threshold, m.keep_prob, m.mask_seed, m.tensor_id, group, keep);
 }
 
 // ---- dtype dispatch

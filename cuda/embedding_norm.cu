@@ -1,9 +1,9 @@
 // CUDA ops: token embedding, learned position embedding (OPT) and RMSNorm/LayerNorm.
 // Parameters are read through the probe exactly as cpu_read_param does
-// (src/cpu/cpu_optimizer.cpp): element idx of a table gets z = lane idx%4 of
-// noise_normal4(seed, tensor_id, idx/4) and w' = perturbed_value(w, z, scale, keep).
+// (src/cpu/cpu_optimizer.cpp): element idx of a table gets z = entry idx%8 of
+// noise_z8(kind, seed, tensor_id, idx/8) and w' = perturbed_value(w, z, scale, keep).
 //
-//   embed_rows_kernel  one thread per Philox group of a table row: gathers rows (optionally
+//   embed_rows_kernel  one thread per noise group (8 table elements) of a row: gathers rows (optionally
 //                      adding into the output), stored dtype -> fp32. Also used, with one
 //                      row, to materialise a norm's effective weight/bias vector once per
 //                      launch into the scratch buffer, so norm blocks never regenerate z.
@@ -46,8 +46,9 @@ struct NormParams {
   bool layer_norm = false;        // subtract the mean (LayerNorm) or not (RMSNorm)
 };
 
-// Philox groups (of 4 table elements) that a row of `dim` elements can touch.
-__host__ __device__ __forceinline__ int64_t groups_per_row(int64_t dim) { return (dim + 2) / 4 + 1; }
+// Noise groups (of 8 table elements) that a row of `dim` elements can touch: at most
+// (dim + 6) / 8 + 1 (a row starting at the last element of a group).
+__host__ __device__ __forceinline__ int64_t groups_per_row(int64_t dim) { return (dim + 6) / 8 + 1; }
 
 }  // namespace
 
@@ -65,24 +66,29 @@ __global__ void embed_rows_kernel(EmbedParams p) {
     const int64_t m = t / gpr;
     const int64_t row = (p.ids != nullptr ? p.ids[m] : m) + p.offset;
     const int64_t begin = row * p.dim, end = begin + p.dim;  // element indices in the table
-    const int64_t group = begin / 4 + (t - m * gpr);
-    const int64_t first = 4 * group;
+    const int64_t group = begin / 8 + (t - m * gpr);
+    const int64_t first = 8 * group;
     if (first >= end) continue;
-    float w[4];
+    float w[8];
     load4(table, first, end, w);  // lanes before `begin` belong to the previous row: ignored
+    load4(table, first + 4, end, w + 4);
     if (p.probe.scale != 0.0f) {
-      bool keep[4];
-      mask_keep4(p.probe.mask, w, group, keep);
-      if (keep[0] || keep[1] || keep[2] || keep[3]) {
-        float z[4];
-        noise_normal4(p.probe.seed, p.probe.mask.tensor_id, group, NOISE_STREAM_GAUSS, z);
+      bool keep[8];
+      mask_keep4(p.probe.mask, w, 2 * group, keep);
+      mask_keep4(p.probe.mask, w + 4, 2 * group + 1, keep + 4);
+      bool any = false;
 #pragma unroll
-        for (int l = 0; l < 4; ++l) w[l] = perturbed_value(w[l], z[l], p.probe.scale, keep[l]);
+      for (int l = 0; l < 8; ++l) any = any || keep[l];
+      if (any) {
+        float z[8];
+        noise_z8(p.probe.noise, p.probe.seed, p.probe.mask.tensor_id, group, z);
+#pragma unroll
+        for (int l = 0; l < 8; ++l) w[l] = perturbed_value(w[l], z[l], p.probe.scale, keep[l]);
       }
     }
     float* out = p.out + m * p.dim;
 #pragma unroll
-    for (int l = 0; l < 4; ++l) {
+    for (int l = 0; l < 8; ++l) {
       const int64_t idx = first + l;  // table element; column idx - begin of this row
       if (idx < begin || idx >= end) continue;
       float* o = out + (idx - begin);

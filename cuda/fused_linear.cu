@@ -8,12 +8,12 @@
 // K-step of BK = 32, single-stage:
 //   1. stage x: 128 x 32 fp32 read (16-byte loads where aligned), rounded to T (bf16/fp16,
 //      __float2*_rn = linear.cu's rounding) into shared memory; rows >= M, k >= K are 0;
-//   2. stage W: 128 x 32 elements read in groups of 4 consecutive k of one row, idx = n*K + k.
-//      When idx % 4 == 0 the group is one Philox group (one noise_normal4, one more Philox for
-//      MASK_RANDOM); when K % 4 != 0 a row's groups straddle Philox groups and the two groups
-//      it touches are both generated (lane selection by index, no local memory). Then
-//      perturbed_value per element (spec section 7), rounded once to T; rows >= N, k >= K
-//      are 0. Nothing is written to global memory;
+//   2. stage W: 128 x 32 elements read in runs of 8 consecutive k of one row, idx = n*K + k.
+//      When idx % 8 == 0 the run is one noise group (one noise_z8 of the run's noise kind,
+//      two more Philox calls for MASK_RANDOM, one 16-byte load); when K % 8 != 0 a row's runs
+//      straddle noise groups and each element is read with the per-element spec functions.
+//      Then perturbed_value per element (spec section 7), rounded once to T; rows >= N,
+//      k >= K are 0. Nothing is written to global memory;
 //   3. __syncthreads, 2 x (4 + 2 fragment loads, 8 mma_sync), __syncthreads.
 // Epilogue: each warp stores one fragment at a time to a private 16 x 16 fp32 stage in shared
 // memory and writes the in-bounds entries, out = fp_add(acc, b'[n]) (b' formed once per CTA
@@ -53,7 +53,7 @@ namespace {
 
 constexpr int kBM = 128;                // rows of out (of x) per CTA
 constexpr int kBN = 128;                // columns of out (rows of W) per CTA
-constexpr int kBK = 32;                 // k per step; a multiple of 4 (Philox groups) and 16
+constexpr int kBK = 32;                 // k per step; a multiple of 8 (noise groups) and 16
 constexpr int kLds = kBK + 8;           // shared row stride (elements): 80 B, multiple of 16 B
 constexpr int kThreads = 256;           // 8 warps
 constexpr int kWarpsN = 4;              // warp grid 2 (M) x 4 (N)
@@ -61,20 +61,13 @@ constexpr int kWarpM = 64;              // rows per warp
 constexpr int kWarpN = 32;              // columns per warp
 constexpr int kFragM = kWarpM / 16;     // 4
 constexpr int kFragN = kWarpN / 16;     // 2
-constexpr int kGroupsPerRow = kBK / 4;  // groups of 4 k per tile row
-static_assert(kBK % 16 == 0 && kBK % 4 == 0, "BK must be a multiple of 16 and of 4");
+constexpr int kXRunsPerRow = kBK / 4;   // x staged in runs of 4 k per tile row
+constexpr int kWRunsPerRow = kBK / 8;   // W staged in runs of 8 k (one noise group when aligned)
+static_assert(kBK % 16 == 0 && kBK % 8 == 0, "BK must be a multiple of 16 and of 8");
 static_assert((kBM / kWarpM) * kWarpsN * 32 == kThreads, "warp grid must cover the tile");
 static_assert(kLds % 8 == 0, "wmma needs ldm a multiple of 8 for 16-bit types");
 
 // --- device helpers
-
-// a[lane] for a runtime lane in 0..3, as selects (no local-memory array indexing).
-__device__ __forceinline__ float pick4(const float a[4], int lane) {
-  return lane == 0 ? a[0] : lane == 1 ? a[1] : lane == 2 ? a[2] : a[3];
-}
-__device__ __forceinline__ uint32_t pick4(const uint32_t a[4], int lane) {
-  return lane == 0 ? a[0] : lane == 1 ? a[1] : lane == 2 ? a[2] : a[3];
-}
 
 // A 16-bit storage value (its bits, little-endian lane order) as float; exact.
 template <typename T> __device__ __forceinline__ float bits16_to_float(uint16_t b);
@@ -94,47 +87,44 @@ __device__ __forceinline__ float load_any(const void* p, DType dt, int64_t i) {
   }
 }
 
-// Elements idx .. idx+count-1 (count in 0..4, consecutive in one row of W) read through the
-// probe into v[0..3] (entries >= count are 0). Spec-exact for any idx: element i takes lane
-// i % 4 of Philox group i / 4 of its stream, so a run of 4 that straddles two groups (K % 4
-// != 0) generates both; an aligned run generates one.
+// Elements idx .. idx+count-1 (count in 1..8, consecutive in one row of W) read through the
+// probe into v[0..7] (entries >= count are 0). Spec-exact for any idx: element i takes entry
+// i % 8 of noise group i / 8 and its mask from four-group i / 4. A run that is one whole
+// noise group (idx % 8 == 0, count 8: every row when K % 8 == 0) makes one noise_z8 and, for
+// MASK_RANDOM, two mask Philox calls; any other run (K % 8 != 0, or the row's last run) reads
+// each element with the per-element spec functions (noise_z, mask_keep): slower, simple.
 template <typename T>
 __device__ __forceinline__ void read_w_run(const T* w, int64_t idx, int count,
-                                           const ProbeArgs& pr, float v[4]) {
-  if (count == 4 && reinterpret_cast<uintptr_t>(w + idx) % 8 == 0) {
-    const uint2 raw = *reinterpret_cast<const uint2*>(w + idx);  // 4 x 16 bits, one access
-    v[0] = bits16_to_float<T>(static_cast<uint16_t>(raw.x & 0xffffu));
-    v[1] = bits16_to_float<T>(static_cast<uint16_t>(raw.x >> 16));
-    v[2] = bits16_to_float<T>(static_cast<uint16_t>(raw.y & 0xffffu));
-    v[3] = bits16_to_float<T>(static_cast<uint16_t>(raw.y >> 16));
+                                           const ProbeArgs& pr, float v[8]) {
+  const bool whole = count == 8 && (idx & 7) == 0;
+  if (whole && reinterpret_cast<uintptr_t>(w + idx) % 16 == 0) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(w + idx);  // 8 x 16 bits, one access
+    const uint32_t word[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      v[2 * l] = bits16_to_float<T>(static_cast<uint16_t>(word[l] & 0xffffu));
+      v[2 * l + 1] = bits16_to_float<T>(static_cast<uint16_t>(word[l] >> 16));
+    }
   } else {
 #pragma unroll
-    for (int l = 0; l < 4; ++l) v[l] = l < count ? to_float(w[idx + l]) : 0.0f;
+    for (int l = 0; l < 8; ++l) v[l] = l < count ? to_float(w[idx + l]) : 0.0f;
   }
-  if (pr.scale == 0.0f || count <= 0) return;
-  const int64_t g0 = idx >> 2;
-  const int64_t g1 = (idx + count - 1) >> 2;  // g0 or g0 + 1
-  float za[4], zb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  noise_normal4(pr.seed, pr.mask.tensor_id, g0, NOISE_STREAM_GAUSS, za);
-  if (g1 != g0) noise_normal4(pr.seed, pr.mask.tensor_id, g1, NOISE_STREAM_GAUSS, zb);
-  uint32_t ma[4] = {0u, 0u, 0u, 0u}, mb[4] = {0u, 0u, 0u, 0u};
-  if (pr.mask.kind == MASK_RANDOM) {
-    noise_philox4(pr.mask.mask_seed, pr.mask.tensor_id, g0, NOISE_STREAM_RMEZO_MASK, ma);
-    if (g1 != g0) noise_philox4(pr.mask.mask_seed, pr.mask.tensor_id, g1, NOISE_STREAM_RMEZO_MASK, mb);
-  }
+  if (pr.scale == 0.0f) return;
+  if (whole) {
+    float z[8];
+    noise_z8(pr.noise, pr.seed, pr.mask.tensor_id, idx >> 3, z);
+    bool keep[8];
+    mask_keep4(pr.mask, v, idx >> 2, keep);
+    mask_keep4(pr.mask, v + 4, (idx >> 2) + 1, keep + 4);
 #pragma unroll
-  for (int l = 0; l < 4; ++l) {
-    if (l >= count) continue;
+    for (int l = 0; l < 8; ++l) v[l] = perturbed_value(v[l], z[l], pr.scale, keep[l]);
+    return;
+  }
+  for (int l = 0; l < count; ++l) {
     const int64_t i = idx + l;
-    const int lane = static_cast<int>(i & 3);
-    const bool second = (i >> 2) != g0;
-    const float z = second ? pick4(zb, lane) : pick4(za, lane);
-    // MASK_RANDOM: the word mask_keep would draw (spec section 6); others: mask_keep itself.
-    const bool keep =
-        pr.mask.kind == MASK_RANDOM
-            ? uniform01_from_bits(second ? pick4(mb, lane) : pick4(ma, lane)) < pr.mask.keep_prob
-            : mask_keep(pr.mask.kind, v[l], pr.mask.threshold, pr.mask.keep_prob, pr.mask.mask_seed, pr.mask.tensor_id, i);
-    v[l] = perturbed_value(v[l], z, pr.scale, keep);
+    const MaskArgs& m = pr.mask;
+    const bool keep = mask_keep(m.kind, v[l], m.threshold, m.keep_prob, m.mask_seed, m.tensor_id, i);
+    v[l] = perturbed_value(v[l], noise_z(pr.noise, pr.seed, m.tensor_id, i), pr.scale, keep);
   }
 }
 
@@ -168,7 +158,7 @@ __global__ void __launch_bounds__(kThreads)
       b = load_any(p.bias, p.bias_dtype, n);
       const ProbeArgs& bp = p.b_probe;
       if (bp.scale != 0.0f) {
-        const float z = noise_normal(bp.seed, bp.mask.tensor_id, n, NOISE_STREAM_GAUSS);
+        const float z = noise_z(bp.noise, bp.seed, bp.mask.tensor_id, n);
         const bool keep =
             mask_keep(bp.mask.kind, b, bp.mask.threshold, bp.mask.keep_prob, bp.mask.mask_seed, bp.mask.tensor_id, n);
         b = perturbed_value(b, z, bp.scale, keep);
@@ -185,8 +175,8 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t k0 = 0; k0 < K; k0 += kBK) {
     // 1. x tile -> T (rows >= M and k >= K are zeros).
-    for (int q = tid; q < kBM * kGroupsPerRow; q += kThreads) {
-      const int r = q / kGroupsPerRow, c = (q % kGroupsPerRow) * 4;
+    for (int q = tid; q < kBM * kXRunsPerRow; q += kThreads) {
+      const int r = q / kXRunsPerRow, c = (q % kXRunsPerRow) * 4;
       const int64_t m = m0 + r, k = k0 + c;
       float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       if (m < M && k < K) load4(p.x + m * K, k, K, v);  // 16-byte load when aligned and in row
@@ -194,16 +184,16 @@ __global__ void __launch_bounds__(kThreads)
       for (int l = 0; l < 4; ++l) As[r * kLds + c + l] = from_float<T>(v[l]);
     }
     // 2. W tile -> W' in T (rows >= N and k >= K are zeros).
-    for (int q = tid; q < kBN * kGroupsPerRow; q += kThreads) {
-      const int r = q / kGroupsPerRow, c = (q % kGroupsPerRow) * 4;
+    for (int q = tid; q < kBN * kWRunsPerRow; q += kThreads) {
+      const int r = q / kWRunsPerRow, c = (q % kWRunsPerRow) * 8;
       const int64_t n = n0 + r, k = k0 + c;
-      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       if (n < N && k < K) {
-        const int count = K - k < 4 ? static_cast<int>(K - k) : 4;
+        const int count = K - k < 8 ? static_cast<int>(K - k) : 8;
         read_w_run(w, n * K + k, count, p.w_probe, v);
       }
 #pragma unroll
-      for (int l = 0; l < 4; ++l) Bs[r * kLds + c + l] = from_float<T>(v[l]);
+      for (int l = 0; l < 8; ++l) Bs[r * kLds + c + l] = from_float<T>(v[l]);
     }
     __syncthreads();
 

@@ -5,8 +5,9 @@
 // Version 1 (this file): "materialise, then cuBLAS" — the honest baseline of DESIGN.md's
 // fused perturbed linear.
 //   1. perturbed probe: perturb_weight_kernel writes W' (the storage dtype, rounded to nearest
-//      even once from the fp32 w') for THIS layer into the backend's scratch buffer; one Philox
-//      call per 4 elements, i.e. the noise is generated once per element per call.
+//      even once from the fp32 w') for THIS layer into the backend's scratch buffer; one
+//      noise_z8 per 8 elements (one Philox call for the spec-v2 noise kinds), i.e. the noise
+//      is generated once per element per call.
 //   2. fp16/bf16 W: convert_input_kernel rounds x (fp32) to W's dtype (nearest even) into
 //      scratch, because cublasGemmEx wants A and B of the same type.
 //   3. cublasGemmEx (see "GEMM layout" below); fp16/bf16 on tensor cores with fp32
@@ -60,16 +61,18 @@ __device__ __forceinline__ void store_from_float(__nv_bfloat16* p, int64_t i, fl
   p[i] = __float2bfloat16_rn(v);
 }
 
-// The four perturbed values of elements 4*group .. 4*group+3 (those < n), from their stored
-// values w[0..3]. One Philox call gives the four z; for MASK_RANDOM one more call gives the
-// four mask words (the same words mask_keep reads one element at a time: spec section 6).
-__device__ __forceinline__ void perturb_group(const ProbeArgs& p, int64_t group, float w[4]) {
-  float z[4];
-  noise_normal4(p.seed, p.mask.tensor_id, group, NOISE_STREAM_GAUSS, z);
-  bool keep[4];
-  mask_keep4(p.mask, w, group, keep);
+// The eight perturbed values of elements 8*group8 .. 8*group8+7 (those < n), from their stored
+// values w[0..7]. One noise_z8 gives the eight z (one Philox call for the spec-v2 kinds, two
+// for gaussian-v1); for MASK_RANDOM two more Philox calls give the mask words of the two
+// groups of four (the words mask_keep reads one element at a time: spec section 6).
+__device__ __forceinline__ void perturb_group8(const ProbeArgs& p, int64_t group8, float w[8]) {
+  float z[8];
+  noise_z8(p.noise, p.seed, p.mask.tensor_id, group8, z);
+  bool keep[8];
+  mask_keep4(p.mask, w, 2 * group8, keep);
+  mask_keep4(p.mask, w + 4, 2 * group8 + 1, keep + 4);
 #pragma unroll
-  for (int l = 0; l < 4; ++l) w[l] = perturbed_value(w[l], z[l], p.scale, keep[l]);
+  for (int l = 0; l < 8; ++l) w[l] = perturbed_value(w[l], z[l], p.scale, keep[l]);
 }
 
 // --- kernels
@@ -81,29 +84,38 @@ struct alignas(4 * sizeof(T)) Vec4 {
 };
 
 // dst[i] = round_T(perturbed_value(float(src[i]), z_i, scale, keep_i)), i in [0, n).
-// Grid-stride over groups of four elements (one Philox call each); a full group is one
-// vector load and one vector store when both pointers are aligned to 4 elements.
+// Grid-stride over groups of eight elements (one noise_z8 each); a full group is two vector
+// loads and two vector stores when both pointers are aligned to 4 elements.
 template <typename T>
 __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_aligned,
                                       ProbeArgs p) {
-  const int64_t n_groups = (n + 3) / 4;
+  const int64_t n_groups = (n + 7) / 8;
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t i0 = 4 * g;
-    const int count = n - i0 < 4 ? static_cast<int>(n - i0) : 4;
-    float w[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (vec_aligned && count == 4) {
-      const Vec4<T> in = reinterpret_cast<const Vec4<T>*>(src)[g];
+    const int64_t i0 = 8 * g;
+    const int count = n - i0 < 8 ? static_cast<int>(n - i0) : 8;
+    float w[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (vec_aligned && count == 8) {
+      const Vec4<T>* in = reinterpret_cast<const Vec4<T>*>(src);
+      const Vec4<T> a = in[2 * g], b = in[2 * g + 1];
 #pragma unroll
-      for (int l = 0; l < 4; ++l) w[l] = load_as_float(in.v, l);
-      perturb_group(p, g, w);
-      Vec4<T> res;
+      for (int l = 0; l < 4; ++l) {
+        w[l] = load_as_float(a.v, l);
+        w[4 + l] = load_as_float(b.v, l);
+      }
+      perturb_group8(p, g, w);
+      Vec4<T> ra, rb;
 #pragma unroll
-      for (int l = 0; l < 4; ++l) store_from_float(res.v, l, w[l]);
-      reinterpret_cast<Vec4<T>*>(dst)[g] = res;
+      for (int l = 0; l < 4; ++l) {
+        store_from_float(ra.v, l, w[l]);
+        store_from_float(rb.v, l, w[4 + l]);
+      }
+      Vec4<T>* out = reinterpret_cast<Vec4<T>*>(dst);
+      out[2 * g] = ra;
+      out[2 * g + 1] = rb;
     } else {
       for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
-      perturb_group(p, g, w);
+      perturb_group8(p, g, w);
       for (int l = 0; l < count; ++l) store_from_float(dst, i0 + l, w[l]);
     }
   }
@@ -127,7 +139,7 @@ __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64
   float b = load_as_float(bias, n);
   if (perturb) {
     const MaskArgs& m = p.mask;
-    const float z = noise_normal(p.seed, m.tensor_id, n, NOISE_STREAM_GAUSS);
+    const float z = noise_z(p.noise, p.seed, m.tensor_id, n);
     const bool keep = mask_keep(m.kind, b, m.threshold, m.keep_prob, m.mask_seed, m.tensor_id, n);
     b = perturbed_value(b, z, p.scale, keep);
   }
@@ -149,7 +161,7 @@ void launch_perturb_weight(void* dst, const void* src, int64_t n, const ProbeArg
   const uintptr_t vec = 4 * sizeof(T);
   const bool vec_aligned =
       reinterpret_cast<uintptr_t>(dst) % vec == 0 && reinterpret_cast<uintptr_t>(src) % vec == 0;
-  perturb_weight_kernel<T><<<grid_for((n + 3) / 4), kBlock, 0, stream>>>(
+  perturb_weight_kernel<T><<<grid_for((n + 7) / 8), kBlock, 0, stream>>>(
       static_cast<T*>(dst), static_cast<const T*>(src), n, vec_aligned, p);
   CUDA_CHECK_LAUNCH();
 }

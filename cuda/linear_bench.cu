@@ -1,12 +1,13 @@
 // `smezo bench --kernel linear`: the linear layer's kernel playground (see linear_bench.h for
 // what is timed). It links the production code — CudaBackend::linear / update / abs_quantile —
 // so the benchmark and the product cannot drift; the only kernels here are the weight/input
-// initialisers and the two floors (noise-only, weight-read), which are not product code.
+// initialisers and the floors (noise-only per generator, weight-read), which are not product
+// code.
 //
 // Validation (before any timing, on sampled entries: 4 rows of x times ~8 rows of W):
 //   reference    downloaded W rows, x rounded on the host to the storage dtype (what
-//                CudaBackend::linear feeds cuBLAS), z regenerated on the host (noise_normal of
-//                src/common/noise_spec.h), mask from |w| and the threshold, and
+//                CudaBackend::linear feeds cuBLAS), z regenerated on the host (noise_z of
+//                src/common/noise_spec.h, W's noise kind), mask from |w| and the threshold, and
 //                w' = round_T(fma(eps, z, w)) for kept entries; sums in double.
 //   unperturbed  |y0 - xr·wᵀ| <= tol0 = 2·K·2^-24·Σ|xr·w|  (the worst-case bound of an fp32
 //                accumulation of K products, which are exact for bf16/f16 inputs)
@@ -19,7 +20,7 @@
 //                fails.
 //   update       bit-exact: round_T(keep ? fma(-0, w, fma(-coef, z, w)) : w) per element of
 //                the sampled rows (the CPU rule with decay 0, see cuda/optimizer.cu).
-//   floors       for N·K <= 2^24: Σz and Σz² of the noise-only checksums against a host sum
+//   floors       for N·K <= 2^24: Σz and Σz² of each noise-only checksum against a host sum
 //                (relative 1e-4), the weight-read checksum (wrapping u32 word sum) exactly.
 #include "cuda/linear_bench.h"
 
@@ -82,21 +83,21 @@ __global__ void bench_round_kernel(T* dst, const float* src, int64_t n) {
     dst[i] = from_float<T>(src[i]);
 }
 
-// The RNG floor: every z of n elements, exactly as the spec and perturb_weight_kernel
-// (cuda/linear.cu) generate them — one noise_normal4 per group of 4, grid-stride, 256 threads,
-// at most 65536 blocks — reduced to (Σz, Σz²) per block, so nothing W-sized is written and
-// the compiler cannot drop the work.
-__global__ void noise_floor_kernel(int64_t n, uint64_t seed, uint32_t tensor_id,
+// The RNG floor of one noise kind: every z of n elements, exactly as the spec and
+// perturb_weight_kernel (cuda/linear.cu) generate them — one noise_z8 per group of 8,
+// grid-stride, 256 threads, at most 65536 blocks — reduced to (Σz, Σz²) per block, so nothing
+// W-sized is written and the compiler cannot drop the work.
+__global__ void noise_floor_kernel(int64_t n, NoiseKind kind, uint64_t seed, uint32_t tensor_id,
                                    float2* checksum) {
-  const int64_t n_groups = ceil_div(n, 4);
+  const int64_t n_groups = ceil_div(n, 8);
   float s1 = 0.0f, s2 = 0.0f;
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float z[4];
-    noise_normal4(seed, tensor_id, g, NOISE_STREAM_GAUSS, z);
+    float z[8];
+    noise_z8(kind, seed, tensor_id, g, z);
 #pragma unroll
-    for (int l = 0; l < 4; ++l) {
-      if (4 * g + l < n) {
+    for (int l = 0; l < 8; ++l) {
+      if (8 * g + l < n) {
         s1 += z[l];
         s2 = fmaf(z[l], z[l], s2);
       }
@@ -359,7 +360,7 @@ std::vector<EntryRef> reference_entries(CudaBackend& b, const Param& w, const Pr
     const std::vector<float> wr = download_row(b, w.w.data, dt, n, K);
     for (int64_t k = 0; k < K; ++k) {
       const int64_t idx = n * K + k;
-      const float z = noise_normal(probe.seed, w.info.tensor_id, idx, NOISE_STREAM_GAUSS);
+      const float z = noise_z(w.info.noise, probe.seed, w.info.tensor_id, idx);
       const bool keep = mask_keep(w.info.mask, wr[k], w.info.threshold, w.info.keep_prob,
                                   w.info.mask_seed, w.info.tensor_id, idx);
       wp[k] = host_round(dt, perturbed_value(wr[k], z, probe.scale, keep));
@@ -433,7 +434,7 @@ int64_t check_update(CudaBackend& b, const Param& w, Param& copy, uint64_t seed,
                                   w.info.mask_seed, w.info.tensor_id, idx);
       float expect = v;
       if (keep) {
-        const float z = noise_normal(seed, w.info.tensor_id, idx, NOISE_STREAM_GAUSS);
+        const float z = noise_z(w.info.noise, seed, w.info.tensor_id, idx);
         expect = fp_fma(-0.0f, v, updated_value(v, z, kUpdateCoef, true));
       }
       expect = host_round(dt, expect);
@@ -445,10 +446,16 @@ int64_t check_update(CudaBackend& b, const Param& w, Param& copy, uint64_t seed,
 
 // --- the benchmark
 
+// The noise-only floors, one per generator; kNoiseFloors[0] is the default of new runs.
+constexpr NoiseKind kNoiseFloors[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+constexpr int kNumNoiseFloors = 3;
+const char* const kNoiseFloorNames[] = {"gaussian", "gaussian-v1", "rademacher"};
+
 struct ShapeStats {
   double threshold = 0;
   double keep_fraction = 0;  // fraction of sampled |w| <= threshold (≈ mask_quantile)
-  Timing quantile, noise, wread, update_smezo, update_mezo;
+  Timing quantile, wread, update_smezo, update_mezo;
+  Timing noise[kNumNoiseFloors];  // noise-only floor of each kNoiseFloors kind
   std::string floors_check = "skipped";  // PASS / FAIL / skipped (N·K > 2^24)
   std::string update_check = "PASS";
 };
@@ -491,16 +498,18 @@ ShapeStats bench_shape_floors(Bench& B, Param& w, DeviceBuffer& copy_buf, uint64
   s.threshold = h;
   w.info.threshold = h;
 
-  // Noise-only floor: the production launch shape of perturb_weight_kernel.
-  const int64_t n_groups = ceil_div(n, 4);
+  // Noise-only floors, one per generator: the production launch shape of perturb_weight_kernel.
+  const int64_t n_groups = ceil_div(n, 8);
   const unsigned noise_grid = grid_blocks(n_groups, kBlock);
-  DeviceBuffer noise_sum(noise_grid * sizeof(float2), "noise checksums");
-  auto noise = [&] {
-    noise_floor_kernel<<<noise_grid, kBlock, 0, stream>>>(n, step_seed, w.info.tensor_id,
-                                                          noise_sum.as<float2>());
-    CUDA_CHECK_LAUNCH();
-  };
-  s.noise = B.timer.time(noise);
+  DeviceBuffer noise_sum(kNumNoiseFloors * noise_grid * sizeof(float2), "noise checksums");
+  for (int k = 0; k < kNumNoiseFloors; ++k) {
+    float2* sums = noise_sum.as<float2>() + static_cast<size_t>(k) * noise_grid;
+    s.noise[k] = B.timer.time([&] {
+      noise_floor_kernel<<<noise_grid, kBlock, 0, stream>>>(n, kNoiseFloors[k], step_seed,
+                                                            w.info.tensor_id, sums);
+      CUDA_CHECK_LAUNCH();
+    });
+  }
 
   // Weight-read floor.
   const int64_t n_vec = bytes / 16;
@@ -518,7 +527,7 @@ ShapeStats bench_shape_floors(Bench& B, Param& w, DeviceBuffer& copy_buf, uint64
   s.wread = B.timer.time(wread);
 
   if (n <= kFloorCheckMax) {  // the last timed runs left their checksums
-    std::vector<float2> zs(noise_grid);
+    std::vector<float2> zs(static_cast<size_t>(kNumNoiseFloors) * noise_grid);
     std::vector<uint32_t> ws(read_grid);
     std::vector<uint32_t> raw(static_cast<size_t>(ceil_div(bytes, 4)), 0u);
     CUDA_CHECK(cudaMemcpyAsync(zs.data(), noise_sum.get(), zs.size() * sizeof(float2),
@@ -528,36 +537,41 @@ ShapeStats bench_shape_floors(Bench& B, Param& w, DeviceBuffer& copy_buf, uint64
     CUDA_CHECK(cudaMemcpyAsync(raw.data(), w.w.data, static_cast<size_t>(bytes),
                                cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    double g1 = 0, g2 = 0, h1 = 0, h2 = 0, habs = 0;
-    for (const float2& v : zs) {
-      g1 += v.x;
-      g2 += v.y;
-    }
+    bool ok = true;
+    for (int k = 0; k < kNumNoiseFloors; ++k) {
+      double g1 = 0, g2 = 0, h1 = 0, h2 = 0, habs = 0;
+      for (unsigned b = 0; b < noise_grid; ++b) {
+        g1 += zs[static_cast<size_t>(k) * noise_grid + b].x;
+        g2 += zs[static_cast<size_t>(k) * noise_grid + b].y;
+      }
 #pragma omp parallel for reduction(+ : h1, h2, habs) schedule(static)
-    for (int64_t g = 0; g < n_groups; ++g) {
-      float z[4];
-      noise_normal4(step_seed, w.info.tensor_id, g, NOISE_STREAM_GAUSS, z);
-      for (int l = 0; l < 4; ++l) {
-        if (4 * g + l < n) {
-          h1 += z[l];
-          h2 += static_cast<double>(z[l]) * z[l];
-          habs += std::fabs(z[l]);
+      for (int64_t g = 0; g < n_groups; ++g) {
+        float z[8];
+        noise_z8(kNoiseFloors[k], step_seed, w.info.tensor_id, g, z);
+        for (int l = 0; l < 8; ++l) {
+          if (8 * g + l < n) {
+            h1 += z[l];
+            h2 += static_cast<double>(z[l]) * z[l];
+            habs += std::fabs(z[l]);
+          }
         }
       }
+      const bool k_ok = std::fabs(g2 - h2) <= 1e-4 * h2 && std::fabs(g1 - h1) <= 1e-4 * habs;
+      if (!k_ok)
+        std::printf("  FAIL floors: noise %s Σz %.6g vs host %.6g, Σz² %.6g vs %.6g\n",
+                    kNoiseFloorNames[k], g1, h1, g2, h2);
+      ok = ok && k_ok;
     }
     uint32_t gw = 0, hw = 0;
     for (uint32_t v : ws) gw += v;
     const uint16_t* halves = reinterpret_cast<const uint16_t*>(raw.data());
     for (int64_t i = 0; i < 4 * n_vec; ++i) hw += raw[i];
     for (int i = 0; i < n_tail; ++i) hw += halves[8 * n_vec + i];
-    const bool ok =
-        std::fabs(g2 - h2) <= 1e-4 * h2 && std::fabs(g1 - h1) <= 1e-4 * habs && gw == hw;
+    if (gw != hw)
+      std::printf("  FAIL floors: weight-read checksum %08x vs host %08x\n", gw, hw);
+    ok = ok && gw == hw;
     s.floors_check = pass_fail(ok);
-    if (!ok) {
-      std::printf("  FAIL floors: noise Σz %.6g vs host %.6g, Σz² %.6g vs %.6g; weight-read "
-                  "checksum %08x vs host %08x\n", g1, h1, g2, h2, gw, hw);
-      B.all_ok = false;
-    }
+    if (!ok) B.all_ok = false;
   }
 
   // Update: validated and timed on a copy of W (W is never written).
@@ -591,8 +605,10 @@ ShapeStats bench_shape_floors(Bench& B, Param& w, DeviceBuffer& copy_buf, uint64
   std::printf("  abs_quantile(|W|, %.2f)    %9.4f ms wall (median of 3)  threshold %.6g, "
               "keeps %.1f%% of sampled rows\n",
               B.opt.mask_quantile, s.quantile.median_ms, s.threshold, 100 * s.keep_fraction);
-  std::printf("  noise-only floor          %9.4f ms  %7.1f G normals/s        check %s\n",
-              s.noise.median_ms, n / (s.noise.median_ms * 1e-3) / 1e9, s.floors_check.c_str());
+  for (int k = 0; k < kNumNoiseFloors; ++k)
+    std::printf("  noise-only %-14s %9.4f ms  %7.1f G normals/s        check %s\n",
+                kNoiseFloorNames[k], s.noise[k].median_ms, n / (s.noise[k].median_ms * 1e-3) / 1e9,
+                s.floors_check.c_str());
   std::printf("  weight-read floor         %9.4f ms  %7.0f GB/s               check %s\n",
               s.wread.median_ms, gb / (s.wread.median_ms * 1e-3), s.floors_check.c_str());
   std::printf("  update S-MeZO (copy of W) %9.4f ms  %7.0f GB/s (r+w W)       check %s "
@@ -630,7 +646,9 @@ void write_json(Bench& B, const Row& r) {
   line += ",\"smezo_ms\":" + num(r.smezo.median_ms) + ",\"smezo_min_ms\":" + num(r.smezo.min_ms);
   line += ",\"mezo_ms\":" + num(r.mezo.median_ms) + ",\"mezo_min_ms\":" + num(r.mezo.min_ms);
   line += ",\"fused_ms\":" + num(r.fused.median_ms);
-  line += ",\"noise_ms\":" + num(r.s.noise.median_ms);
+  line += ",\"noise_ms\":" + num(r.s.noise[0].median_ms) +
+          ",\"noise_gaussian_v1_ms\":" + num(r.s.noise[1].median_ms) +
+          ",\"noise_rademacher_ms\":" + num(r.s.noise[2].median_ms);
   line += ",\"wread_ms\":" + num(r.s.wread.median_ms) +
           ",\"wread_gbps\":" + num(wbytes / (r.s.wread.median_ms * 1e-3) / 1e9);
   line += ",\"update_smezo_ms\":" + num(r.s.update_smezo.median_ms) +
@@ -742,27 +760,28 @@ void bench_rows(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s,
 
 void print_table(const Bench& B) {
   std::printf(
-      "\nsummary (ms = median of %d reps, L2 flushed; x lin = / linear; fl1 = max(wread, noise),"
-      " fl2 = max(linear, noise))\n",
+      "\nsummary (ms = median of %d reps, L2 flushed; x lin = / linear; noise = gaussian (spec v2),"
+      " nz-v1 = gaussian-v1; fl1 = max(wread, noise), fl2 = max(linear, noise))\n",
       B.opt.reps);
-  std::printf("%6s %6s %6s | %8s %8s %6s | %8s %6s | %8s %6s | %8s %6s | %8s %6s | %8s | "
+  std::printf("%6s %6s %6s | %8s %8s %6s | %8s %6s | %8s %6s | %8s %6s %8s | %8s %6s | %8s | "
               "%6s %6s | %5s | %s\n",
               "N", "K", "M", "gemm", "linear", "TF/s", "s-mezo", "x lin", "mezo", "x lin",
-              "noise", "x lin", "wread", "GB/s", "update", "s/fl1", "s/fl2", "check",
+              "noise", "x lin", "nz-v1", "wread", "GB/s", "update", "s/fl1", "s/fl2", "check",
               B.opt.fused_name.c_str());
   for (const Row& r : B.rows) {
     const int64_t N = r.shape.n, K = r.shape.k;
-    const double lin = r.linear.median_ms, nz = r.s.noise.median_ms, wr = r.s.wread.median_ms;
+    const double lin = r.linear.median_ms, nz = r.s.noise[0].median_ms, wr = r.s.wread.median_ms;
     const double gbps = static_cast<double>(N) * K * dtype_size(B.opt.dtype) / (wr * 1e-3) / 1e9;
     const double fl1 = std::max(wr, nz), fl2 = std::max(lin, nz);
     const std::string fused =
         B.opt.fused ? format_string("%.4f (%.2fx)", r.fused.median_ms, r.fused.median_ms / lin)
                     : std::string("n/a (not implemented)");
     std::printf("%6lld %6lld %6lld | %8.4f %8.4f %6.1f | %8.4f %6.2f | %8.4f %6.2f | %8.4f "
-                "%6.2f | %8.4f %6.0f | %8.4f | %6.2f %6.2f | %5s | %s\n",
+                "%6.2f %8.4f | %8.4f %6.0f | %8.4f | %6.2f %6.2f | %5s | %s\n",
                 (long long)N, (long long)K, (long long)r.m, r.gemm.median_ms, lin,
                 tflops(r.m, N, K, r.linear), r.smezo.median_ms, r.smezo.median_ms / lin,
-                r.mezo.median_ms, r.mezo.median_ms / lin, nz, nz / lin, wr, gbps,
+                r.mezo.median_ms, r.mezo.median_ms / lin, nz, nz / lin, r.s.noise[1].median_ms,
+                wr, gbps,
                 r.s.update_smezo.median_ms, r.smezo.median_ms / fl1, r.smezo.median_ms / fl2,
                 pass_fail(r.check.ok && r.s.floors_check != "FAIL" && r.s.update_check == "PASS"),
                 fused.c_str());

@@ -5,8 +5,9 @@
 // Per weight shape N x K (storage dtype bf16 or f16):
 //   abs_quantile   CudaBackend::abs_quantile(W, q): the S-MeZO threshold (wall clock, it syncs)
 //   noise-only     every z of the N*K elements regenerated exactly as the spec does
-//                  (noise_normal4 per group of 4, the production launch shape), summed into a
-//                  per-block checksum: the RNG floor of any perturbed linear
+//                  (noise_z8 per group of 8, the production launch shape), summed into a
+//                  per-block checksum: the RNG floor of any perturbed linear; one floor per
+//                  generator: gaussian (spec v2, the default), gaussian-v1, rademacher
 //   weight-read    W read once (16-byte loads), summed into a per-block checksum: the
 //                  bandwidth floor
 //   update         CudaBackend::update with the S-MeZO mask and with MASK_DENSE, timed on a

@@ -1,12 +1,13 @@
 // CUDA optimiser ops: the SPSA update W <- W - coef·m(W)⊙z - decay·m(W)⊙W, and the exact
 // |W| quantile that fixes the S-MeZO threshold.
 //
-//   update_kernel          one thread per Philox group of 4 elements (one Philox call for z,
-//                          one more for an R-MeZO mask), mask from the CURRENT w, the CPU's
-//                          element rule (src/cpu/cpu_optimizer.cpp) in float with explicit
-//                          FMAs, stored rounded to nearest even in the storage dtype. Groups
-//                          with no kept entry skip the noise and the store. Bit-exact with the
-//                          CPU update followed by the same rounding.
+//   update_kernel          one thread per group of 8 elements (one noise_z8 for z, whatever
+//                          the kind; two Philox calls for an R-MeZO mask, two for stochastic
+//                          rounding bits), mask from the CURRENT w, the CPU's element rule
+//                          (src/cpu/cpu_optimizer.cpp) in float with explicit FMAs, stored
+//                          rounded to nearest even in the storage dtype (or stochastically to
+//                          bf16). Groups with no kept entry skip the noise and the store.
+//                          Bit-exact with the CPU update followed by the same rounding.
 //   abs_radix_hist_kernel  one pass of an exact radix select on the bit patterns of |w| (as
 //                          float; for non-negative floats the bit order is the value order):
 //                          a 256-bin histogram of the next 8 bits among the elements whose
@@ -36,6 +37,7 @@ struct UpdateParams {
   float coef = 0.0f;   // lr * g
   float decay = 0.0f;  // lr * weight_decay, or 0
   uint64_t seed = 0;   // step seed of z
+  NoiseKind noise = NOISE_GAUSSIAN;  // the run's z (ParamInfo::noise)
   MaskArgs mask;
   bool stochastic_rounding = false;  // bf16 only: round kept entries stochastically
 };
@@ -52,32 +54,46 @@ namespace {  // internal linkage: kernel names cannot clash across files
 template <typename T>
 __global__ void update_kernel(UpdateParams p) {
   T* w = static_cast<T*>(p.w);
-  const int64_t n_groups = ceil_div(p.n, 4);
+  const int64_t n_groups = ceil_div(p.n, 8);
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v[4];
-    load4(w, 4 * g, p.n, v);
-    bool keep[4];
-    mask_keep4(p.mask, v, g, keep);
-    if (!(keep[0] || keep[1] || keep[2] || keep[3])) continue;  // nothing changes
-    float z[4];
-    noise_normal4(p.seed, p.mask.tensor_id, g, NOISE_STREAM_GAUSS, z);
+    const int64_t i0 = 8 * g;
+    float v[8];
+    load4(w, i0, p.n, v);  // entries >= n read as 0 and are never stored
+    load4(w, i0 + 4, p.n, v + 4);
+    bool keep[8];
+    mask_keep4(p.mask, v, 2 * g, keep);
+    mask_keep4(p.mask, v + 4, 2 * g + 1, keep + 4);
+    bool any = false;
 #pragma unroll
-    for (int l = 0; l < 4; ++l) {
+    for (int l = 0; l < 8; ++l) any = any || keep[l];
+    if (!any) continue;  // nothing changes
+    float z[8];
+    noise_z8(p.noise, p.seed, p.mask.tensor_id, g, z);
+#pragma unroll
+    for (int l = 0; l < 8; ++l) {
       const float w1 = updated_value(v[l], z[l], p.coef, keep[l]);
       v[l] = keep[l] ? fp_fma(-p.decay, v[l], w1) : w1;
     }
     if constexpr (std::is_same<T, __nv_bfloat16>::value) {
       if (p.stochastic_rounding) {  // kept entries only: the others keep their stored bits
-        for (int l = 0; l < 4; ++l) {
-          const int64_t i = 4 * g + l;
-          if (i < p.n && keep[l])
-            w[i] = __ushort_as_bfloat16(bf16_round_stochastic(v[l], noise_rounding_bits(p.seed, p.mask.tensor_id, i)));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (!(keep[4 * h] || keep[4 * h + 1] || keep[4 * h + 2] || keep[4 * h + 3])) continue;
+          uint32_t r[4];  // the rounding bits of elements i0 + 4h .. i0 + 4h + 3 (one Philox call)
+          noise_rounding_bits4(p.seed, p.mask.tensor_id, 2 * g + h, r);
+#pragma unroll
+          for (int l = 0; l < 4; ++l) {
+            const int64_t i = i0 + 4 * h + l;
+            if (i < p.n && keep[4 * h + l])
+              w[i] = __ushort_as_bfloat16(bf16_round_stochastic(v[4 * h + l], r[l]));
+          }
         }
         continue;
       }
     }
-    store4(w, 4 * g, p.n, v);
+    store4(w, i0, p.n, v);
+    store4(w, i0 + 4, p.n, v + 4);
   }
 }
 
@@ -145,12 +161,13 @@ void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   u.coef = coef;
   u.decay = decay;
   u.seed = seed;
+  u.noise = p.info.noise;
   u.mask = mask_args(p.info);
   u.stochastic_rounding = p.info.stochastic_rounding && p.w.dtype == DTYPE_BF16;
   SMEZO_REQUIRE(!(p.info.stochastic_rounding && p.w.dtype == DTYPE_F16),
                 "stochastic rounding is implemented for bf16 storage; %s is stored as F16 "
                 "---> HINT: use --dtype bf16 or drop --stochastic-rounding", p.info.name.c_str());
-  const unsigned grid = grid_blocks(ceil_div(n, 4), kUpdateBlock);
+  const unsigned grid = grid_blocks(ceil_div(n, 8), kUpdateBlock);
   dispatch_dtype(p.w.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     update_kernel<T><<<grid, kUpdateBlock, 0, stream_>>>(u);

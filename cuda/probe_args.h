@@ -1,5 +1,7 @@
 // The plain-data view of "how a parameter is read under a probe" that kernels take by value:
-// the mask facts of its ParamInfo and the probe's scale and seed. Host-compilable (g++ code
+// the mask facts of its ParamInfo, its noise kind and the probe's scale and seed. Kernels
+// regenerate z with noise_z8 / noise_z(noise, seed, mask.tensor_id, ...) of
+// src/common/noise_spec.h, never with a particular generator. Host-compilable (g++ code
 // such as the benchmark CLI includes it through cuda/fused_linear.h).
 #pragma once
 
@@ -31,6 +33,7 @@ inline MaskArgs mask_args(const ParamInfo& info) {
 struct ProbeArgs {
   float scale = 0.0f;  // sigma * eps; 0 = read as stored (no noise is generated)
   uint64_t seed = 0;   // step seed (key of the z stream)
+  NoiseKind noise = NOISE_GAUSSIAN;  // the run's z (ParamInfo::noise)
   MaskArgs mask;
 };
 
@@ -39,6 +42,7 @@ inline ProbeArgs probe_args(const Param& p, const Probe& probe) {
   ProbeArgs a;
   a.scale = p.info.trainable ? probe.scale : 0.0f;
   a.seed = probe.seed;
+  a.noise = p.info.noise;
   a.mask = mask_args(p.info);
   return a;
 }

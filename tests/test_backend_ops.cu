@@ -17,7 +17,10 @@
 //   embedding, add_position_embedding,  exact (0): the same spec arithmetic (perturbed_value is
 //   relu, add, gather_rows, copy_rows   one fma) or plain copies/adds on identical inputs.
 //   update (fp32 storage)               bit-exact: both run the spec's correctly rounded fp32
-//                                       ops (noise_spec.h section 5) on identical w.
+//                                       ops (noise_spec.h section 5) on identical w, for every
+//                                       noise kind (ParamInfo::noise; the ops cycle through
+//                                       the kinds case by case, update and the big linear
+//                                       case run each).
 //   update (fp16/bf16 storage)          bit-exact vs round_nearest_even(CPU fp32 update of the
 //                                       rounded w): the GPU reads float(w16) (exact), does the
 //                                       same fp32 ops, and rounds once to the storage type, so
@@ -226,13 +229,22 @@ double median_abs(const std::vector<float>& v) {
   return a[a.size() / 2];
 }
 
+// Every noise kind of the spec (z of perturbed reads and updates); cases cycle through them.
+constexpr NoiseKind kNoiseKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+NoiseKind noise_of_case(uint64_t ci) { return kNoiseKinds[ci % 3]; }
+const char* noise_str(NoiseKind k) {
+  return k == NOISE_GAUSSIAN ? "gaussian" : k == NOISE_GAUSSIAN_V1 ? "gaussian-v1" : "rademacher";
+}
+
 // ParamInfo for a mask kind: MAGNITUDE keeps |w| <= median |w|, RANDOM keeps 30 %.
 ParamInfo make_info(const std::string& name, uint32_t tensor_id, MaskKind mask,
-                    const std::vector<float>& values, bool trainable, uint64_t mask_seed) {
+                    const std::vector<float>& values, bool trainable, uint64_t mask_seed,
+                    NoiseKind noise = NOISE_GAUSSIAN) {
   ParamInfo info;
   info.name = name;
   info.tensor_id = tensor_id;
   info.trainable = trainable;
+  info.noise = noise;
   info.mask = mask;
   if (mask == MASK_MAGNITUDE) info.threshold = static_cast<float>(median_abs(values));
   if (mask == MASK_RANDOM) {
@@ -315,11 +327,12 @@ TEST_F(BackendOps, Embedding) {
     const Case& c = cases[ci];
     SCOPED_TRACE(testing::Message() << "embedding case " << ci << ": vocab " << c.vocab << " dim "
                                     << c.dim << " M " << c.M << " " << dt_str(c.dt) << " scale "
-                                    << c.scale << " " << mask_str(c.mask) << " " << seed_note());
+                                    << c.scale << " " << mask_str(c.mask) << " "
+                                    << noise_str(noise_of_case(ci)) << " " << seed_note());
     const std::vector<float> table =
         rounded(c.dt, uniform(c.vocab * c.dim, seed32(1, ci, 0), -1, 1));
     const ParamInfo info = make_info("model.embed_tokens.weight", 3 + ci, c.mask, table,
-                                     c.trainable, mix_seed(1, ci, 1));
+                                     c.trainable, mix_seed(1, ci, 1), noise_of_case(ci));
     const std::vector<int32_t> tokens =
         random_indices<int32_t>(c.M, seed32(1, ci, 2), 0, c.vocab - 1);
     const Probe probe{c.scale, mix_seed(1, ci, 3)};
@@ -349,11 +362,12 @@ TEST_F(BackendOps, AddPositionEmbedding) {
     const Case& c = cases[ci];
     SCOPED_TRACE(testing::Message()
                  << "position case " << ci << ": " << dt_str(c.dt) << " dim " << c.dim << " M "
-                 << c.M << " scale " << c.scale << " " << seed_note());
+                 << c.M << " scale " << c.scale << " " << noise_str(noise_of_case(ci)) << " "
+                 << seed_note());
     const std::vector<float> table =
         rounded(c.dt, uniform(c.n_pos * c.dim, seed32(2, ci, 0), -1, 1));
-    const ParamInfo info =
-        make_info("model.decoder.embed_positions.weight", 1, MASK_DENSE, table, true, 0);
+    const ParamInfo info = make_info("model.decoder.embed_positions.weight", 1, MASK_DENSE, table,
+                                     true, 0, noise_of_case(ci));
     const std::vector<int32_t> positions =
         random_indices<int32_t>(c.M, seed32(2, ci, 1), 0, c.n_pos - 1 - c.offset);
     const std::vector<float> x0 = uniform(c.M * c.dim, seed32(2, ci, 2), -1, 1);
@@ -396,14 +410,15 @@ TEST_F(BackendOps, Norm) {
     SCOPED_TRACE(testing::Message()
                  << "norm case " << ci << ": " << (c.kind == NORM_RMS ? "rms" : "layer") << " M "
                  << c.M << " dim " << c.dim << " bias " << c.bias << " " << dt_str(c.dt)
-                 << " scale " << c.scale << " in_place " << c.in_place << " " << seed_note());
+                 << " scale " << c.scale << " in_place " << c.in_place << " "
+                 << noise_str(noise_of_case(ci)) << " " << seed_note());
     std::vector<float> x = uniform(c.M * c.dim, seed32(3, ci, 0), -2, 2);
     if (c.kind == NORM_LAYER)
       for (float& v : x) v += 0.75f;  // a nonzero mean
     std::vector<float> w = rounded(c.dt, uniform(c.dim, seed32(3, ci, 1), 0.5f, 1.5f));
     std::vector<float> b = rounded(c.dt, uniform(c.dim, seed32(3, ci, 2), -0.5f, 0.5f));
-    const ParamInfo wi = make_info("norm.weight", 11, MASK_DENSE, w, true, 0);
-    const ParamInfo bi = make_info("norm.bias", 12, MASK_DENSE, b, true, 0);
+    const ParamInfo wi = make_info("norm.weight", 11, MASK_DENSE, w, true, 0, noise_of_case(ci));
+    const ParamInfo bi = make_info("norm.bias", 12, MASK_DENSE, b, true, 0, noise_of_case(ci));
     const Probe probe{c.scale, mix_seed(3, ci, 3)};
     const float eps = c.kind == NORM_RMS ? 1e-5f : 1e-6f;
     auto run = [&](Backend& be, DType dt) {
@@ -455,6 +470,7 @@ struct LinearCase {
   MaskKind mask;
   bool trainable;
   bool small_int;  // integer inputs: the result must be exact
+  NoiseKind noise = NOISE_GAUSSIAN;
 };
 
 std::string describe(const LinearCase& c) {
@@ -462,7 +478,7 @@ std::string describe(const LinearCase& c) {
   s << "linear M " << c.M << " N " << c.N << " K " << c.K << " " << dt_str(c.dt)
     << (c.bias ? " +bias" : "") << " scale " << c.scale << " " << mask_str(c.mask)
     << (c.trainable ? "" : " untrainable") << (c.small_int ? " small-int" : "") << " "
-    << seed_note();
+    << noise_str(c.noise) << " " << seed_note();
   return s.str();
 }
 
@@ -481,9 +497,9 @@ void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64
     b = rounded(c.dt, uniform(N, seed32(4, ci, 2), -1, 1));
   }
   const ParamInfo wi = make_info("model.layers.0.mlp.up_proj.weight", 40 + ci, c.mask, w,
-                                 c.trainable, mix_seed(4, ci, 3));
-  const ParamInfo bi =
-      make_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, b, c.trainable, 0);
+                                 c.trainable, mix_seed(4, ci, 3), c.noise);
+  const ParamInfo bi = make_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, b,
+                                 c.trainable, 0, c.noise);
   const Probe probe{c.scale, mix_seed(4, ci, 4)};
 
   // The reference operands: W' (rounded to the storage type), x rounded to it, b' in fp32.
@@ -563,9 +579,9 @@ TEST_F(BackendOps, LinearRandom) {
 }
 
 TEST_F(BackendOps, LinearPerturbed) {
-  // sigma = +1, -1 (scale = sigma * eps) and 0, every mask kind, every storage type; the
-  // bias is perturbed densely with the same probe. Large scales make a wrong z or mask
-  // obvious; eps = 1e-3 is the training value.
+  // sigma = +1, -1 (scale = sigma * eps) and 0, every mask kind, every storage type, the
+  // noise kinds in turn; the bias is perturbed densely with the same probe. Large scales make
+  // a wrong z or mask obvious; eps = 1e-3 is the training value.
   const int64_t shapes[][3] = {{1, 67, 45}, {13, 129, 257}, {40, 255, 1001}};
   const float scales[] = {1e-3f, -1e-3f, 0.0f, 0.25f};
   const MaskKind masks[] = {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM};
@@ -574,11 +590,15 @@ TEST_F(BackendOps, LinearPerturbed) {
     for (DType dt : kAllDtypes)
       for (MaskKind mask : masks)
         for (float scale : scales)
-          check_linear(cpu_, *gpu_, {s[0], s[1], s[2], dt, ci % 2 == 0, scale, mask, true, false},
+          check_linear(cpu_, *gpu_,
+                       {s[0], s[1], s[2], dt, ci % 2 == 0, scale, mask, true, false, noise_of_case(ci)},
                        ci++);
-  // A training-sized tile count (many CTAs, the vectorised perturb path), bf16 as on the GPU.
+  // A training-sized tile count (many CTAs, the vectorised perturb path), bf16 as on the GPU,
+  // every mask with every noise kind.
   for (MaskKind mask : masks)
-    check_linear(cpu_, *gpu_, {256, 1024, 512, DTYPE_BF16, true, -1e-3f, mask, true, false}, ci++);
+    for (NoiseKind noise : kNoiseKinds)
+      check_linear(cpu_, *gpu_, {256, 1024, 512, DTYPE_BF16, true, -1e-3f, mask, true, false, noise},
+                   ci++);
   // An untrainable weight and bias are read as stored even under a probe.
   check_linear(cpu_, *gpu_, {9, 70, 33, DTYPE_BF16, true, 0.25f, MASK_DENSE, false, false}, ci++);
 }
@@ -746,14 +766,15 @@ TEST_F(BackendOps, UpdateBitExact) {
   };
   uint64_t ci = 0;
   for (const Case& c : cases)
-    for (DType dt : kAllDtypes) {
+    for (DType dt : kAllDtypes)
+    for (NoiseKind noise : kNoiseKinds) {
       SCOPED_TRACE(testing::Message()
                    << "update " << c.rows << "x" << c.cols << " " << dt_str(dt) << " "
                    << mask_str(c.mask) << " coef " << c.coef << " decay " << c.decay
-                   << " trainable " << c.trainable << " " << seed_note());
+                   << " trainable " << c.trainable << " " << noise_str(noise) << " " << seed_note());
       const std::vector<float> w0 = rounded(dt, uniform(c.rows * c.cols, seed32(10, ci, 0), -1, 1));
       const ParamInfo info = make_info("model.layers.1.self_attn.o_proj.weight", 77 + ci, c.mask,
-                                       w0, c.trainable, mix_seed(10, ci, 1));
+                                       w0, c.trainable, mix_seed(10, ci, 1), noise);
       const uint64_t seed = mix_seed(10, ci, 2);
       auto run = [&](Backend& be, DType storage) {
         Guarded g = make_guarded(be, c.rows, c.cols, storage, w0, seed32(10, ci, 3));

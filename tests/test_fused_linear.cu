@@ -1,11 +1,12 @@
 // The fused perturbed linear (cuda/fused_linear.h, version 0) against two references:
-//   host    W' computed here with the spec functions (noise_normal4, mask_keep,
+//   host    W' computed here with the spec functions (noise_z8 of the case's noise kind, mask_keep,
 //           perturbed_value of src/common/noise_spec.h) at idx = n*K + k, rounded to the storage
 //           type with float_to_bf16 / float_to_f16 (src/common/half.h); x rounded likewise;
 //           b' = perturbed_value(b, ...) in fp32; the product summed in double.
 //   cuBLAS  CudaBackend::linear (materialise W' in scratch, then cublasGemmEx).
-// Cases: every mask kind (dense, magnitude, random), sigma +1 / -1 / 0, bf16 and fp16, odd
-// shapes (N, K not multiples of 4, 16 or 32, so Philox groups straddle rows and tiles have
+// Cases: every mask kind (dense, magnitude, random), every noise kind (in turn, and all of
+// them on the large cases), sigma +1 / -1 / 0, bf16 and fp16, odd
+// shapes (N, K not multiples of 4, 16 or 32, so noise groups straddle rows and tiles have
 // tails; K = 256 for the aligned path; K = 6 for rows shorter than two groups), M = 1, 17, 300
 // (one partial M-tile, several M-tiles), with and without bias. Inputs are fresh random values
 // (never zeros; SMEZO_TEST_SEED varies them), outputs have one guard row above and below
@@ -145,13 +146,17 @@ struct Case {
   float scale;  // sigma * eps
   bool bias;
   bool trainable;
+  NoiseKind noise = NOISE_GAUSSIAN;
 };
+
+constexpr NoiseKind kNoiseKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
 
 std::string describe(const Case& c) {
   std::ostringstream s;
   s << "fused linear M " << c.M << " N " << c.N << " K " << c.K << " " << dtype_name(c.dt) << " "
     << mask_str(c.mask) << " scale " << c.scale << (c.bias ? " +bias" : "")
-    << (c.trainable ? "" : " untrainable") << " SMEZO_TEST_SEED=" << base_seed();
+    << (c.trainable ? "" : " untrainable") << " noise kind " << c.noise
+    << " SMEZO_TEST_SEED=" << base_seed();
   return s.str();
 }
 
@@ -179,11 +184,11 @@ ParamInfo make_info(const char* name, uint32_t tensor_id, MaskKind mask,
 // v read through the probe exactly as the spec says, element by element (fp32, unrounded).
 float host_read(const ParamInfo& info, const Probe& probe, float v, int64_t idx) {
   if (!info.trainable || probe.scale == 0.0f) return v;
-  float z4[4];
-  noise_normal4(probe.seed, info.tensor_id, idx / 4, NOISE_STREAM_GAUSS, z4);
+  float z8[8];
+  noise_z8(info.noise, probe.seed, info.tensor_id, idx / 8, z8);
   const bool keep = mask_keep(info.mask, v, info.threshold, info.keep_prob, info.mask_seed,
                               info.tensor_id, idx);
-  return perturbed_value(v, z4[idx % 4], probe.scale, keep);
+  return perturbed_value(v, z8[idx % 8], probe.scale, keep);
 }
 
 void check_case(CudaBackend& be, const Case& c, uint64_t ci) {
@@ -195,10 +200,11 @@ void check_case(CudaBackend& be, const Case& c, uint64_t ci) {
   std::vector<float> b = smezo_test::random_floats(N, s0 + 2, -1.0f, 1.0f);
   for (float& v : w) v = round_to(c.dt, v);
   for (float& v : b) v = round_to(c.dt, v);
-  const ParamInfo wi = make_info("model.layers.0.mlp.up_proj.weight", 60 + 2 * ci, c.mask, w,
-                                 c.trainable, mix(ci, 3));
-  const ParamInfo bi =
+  ParamInfo wi = make_info("model.layers.0.mlp.up_proj.weight", 60 + 2 * ci, c.mask, w,
+                           c.trainable, mix(ci, 3));
+  ParamInfo bi =
       make_info("model.layers.0.mlp.up_proj.bias", 61 + 2 * ci, MASK_DENSE, b, c.trainable, 0);
+  wi.noise = bi.noise = c.noise;
   const Probe probe{c.scale, mix(ci, 4)};
 
   // Host reference operands and product.
@@ -286,7 +292,8 @@ TEST_F(FusedLinear, MatchesHostAndCublasOnOddShapes) {
       for (int64_t M : ms)
         for (MaskKind mask : masks)
           for (float sigma : sigmas) {
-            check_case(*be_, {M, s[0], s[1], dt, mask, sigma * eps, ci % 2 == 0, true}, ci);
+            check_case(*be_, {M, s[0], s[1], dt, mask, sigma * eps, ci % 2 == 0, true,
+                              kNoiseKinds[ci % 3]}, ci);
             ++ci;
           }
 }
@@ -295,7 +302,11 @@ TEST_F(FusedLinear, TrainingScaleAndUntrainable) {
   uint64_t ci = 1000;
   // eps = 1e-3 (the training value) on a larger shape: many N-tiles and K-steps.
   for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM})
-    check_case(*be_, {260, 300, 515, DTYPE_BF16, mask, -1e-3f, true, true}, ci++);
+    for (NoiseKind noise : kNoiseKinds)
+      check_case(*be_, {260, 300, 515, DTYPE_BF16, mask, -1e-3f, true, true, noise}, ci++);
+  // K % 8 == 0 (the whole-noise-group path with one 16-byte load), every kind.
+  for (NoiseKind noise : kNoiseKinds)
+    check_case(*be_, {33, 140, 264, DTYPE_BF16, MASK_RANDOM, 0.05f, true, true, noise}, ci++);
   // An untrainable weight and bias are read as stored even under a probe.
   check_case(*be_, {9, 70, 33, DTYPE_F16, MASK_DENSE, 0.25f, true, false}, ci++);
 }

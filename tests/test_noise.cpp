@@ -1,7 +1,8 @@
 // The noise spec (src/common/noise_spec.h) on the host: Philox known answers, the
-// counter/key layout, regeneration, statistics, accuracy of the hand-written log/sin/cos
-// against double-precision libm, masks and element rules. The GPU side is checked bit for
-// bit against these functions in tests/test_noise_cuda.cu.
+// counter/key layout, and the spec-v1 generator gaussian-v1 (regeneration, statistics,
+// accuracy of the hand-written log/sin/cos against double-precision libm), masks and element
+// rules. Spec v2 (gaussian, rademacher, the dispatch) is in tests/test_noise_v2.cpp. The GPU
+// side is checked bit for bit against these functions in tests/test_noise_cuda.cu.
 //
 // Statistical tolerances: n = 1e6 samples, bounds at about 5 standard errors of the
 // statistic (mean: 1/sqrt(n) = 1e-3 -> 5e-3; variance: sqrt(2/n) = 1.4e-3 -> 7e-3;
@@ -96,7 +97,6 @@ TEST(NoisePhilox, CounterAndKeyLayout) {
     noise_philox4(seed, 3, i / 4, NOISE_STREAM_GAUSS, x);
     EXPECT_EQ(bits(noise_uniform01(seed, 3, i, NOISE_STREAM_GAUSS)),
               bits(uniform01_from_bits(x[i % 4])));
-    EXPECT_EQ(noise_rademacher(seed, 3, i), (x[i % 4] >> 31) ? -1.0f : 1.0f);
   }
 }
 
@@ -285,25 +285,6 @@ TEST(NoiseNormal, NoCorrelationAcrossElementsLanesTensors) {
   std::vector<float> sq(n);
   for (int64_t i = 0; i < n; ++i) sq[i] = z[i] * z[i];
   EXPECT_LT(std::fabs(correlation(sq.data(), sq.data() + 1, groups, 4, 4)), tol_g);
-}
-
-// ---------------------------------------------------------------- Rademacher
-
-TEST(NoiseRademacher, SignsFromBit31) {
-  const int64_t n = 1000000;
-  double sum = 0;
-  for (int64_t g = 0; g < n / 4; ++g) {
-    float v[4];
-    uint32_t x[4];
-    noise_rademacher4(77, 3, g, v);
-    noise_philox4(77, 3, g, NOISE_STREAM_GAUSS, x);
-    for (int l = 0; l < 4; ++l) {
-      ASSERT_EQ(v[l], (x[l] & 0x80000000u) ? -1.0f : 1.0f);
-      ASSERT_EQ(v[l], noise_rademacher(77, 3, 4 * g + l));
-      sum += v[l];
-    }
-  }
-  EXPECT_LT(std::fabs(sum / n), 5e-3);  // se 1e-3
 }
 
 // ---------------------------------------------------------------- masks

@@ -1,8 +1,9 @@
 // The noise spec on the GPU, bit for bit against the host functions of
-// src/common/noise_spec.h: raw Philox words, normals (launch_noise_fill), cuRAND's own
-// curand_Philox4x32_10, masks and element rules evaluated in a kernel. Every GPU test skips
-// with "no CUDA device: skipped" where no GPU is present. The CudaCheck tests (error macros)
-// run everywhere.
+// src/common/noise_spec.h: raw Philox words, z of every noise kind (launch_noise_fill and the
+// dispatch noise_z8 / noise_z in a kernel, at small and huge indices), every radius and angle
+// of the spec-v2 gaussian, cuRAND's own curand_Philox4x32_10, masks and element rules
+// evaluated in a kernel. Every GPU test skips with "no CUDA device: skipped" where no GPU is
+// present. The CudaCheck tests (error macros) run everywhere.
 #include <gtest/gtest.h>
 
 #include <curand_philox4x32_x.h>
@@ -51,6 +52,7 @@ uint32_t bits(float f) {
 }
 
 const uint64_t kSeeds[] = {0ull, 1ull, 0x0123456789abcdefull, 0xffffffffffffffffull};
+const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
 
 // cuRAND's device Philox on the same counter/key: the convention check.
 __global__ void curand_philox_kernel(uint32_t* out, int64_t n_groups, uint64_t seed,
@@ -67,20 +69,31 @@ __global__ void curand_philox_kernel(uint32_t* out, int64_t n_groups, uint64_t s
   out[4 * g + 3] = r.w;
 }
 
-// Normals at groups base + g (exercises the high counter word), via noise_normal too.
-__global__ void normals_at_kernel(float* out4, float* out1, int64_t n_groups, int64_t base,
-                                  uint64_t seed, uint32_t tensor_id) {
+// z of groups base + g (exercises the high counter word) through noise_z8, and of each
+// element through noise_z.
+__global__ void z_at_kernel(float* out8, float* out1, int64_t n_groups, int64_t base,
+                            NoiseKind kind, uint64_t seed, uint32_t tensor_id) {
   const int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (g >= n_groups) return;
-  float z[4];
-  noise_normal4(seed, tensor_id, base + g, NOISE_STREAM_GAUSS, z);
-  for (int l = 0; l < 4; ++l) {
-    out4[4 * g + l] = z[l];
-    out1[4 * g + l] = noise_normal(seed, tensor_id, 4 * (base + g) + l, NOISE_STREAM_GAUSS);
+  float z[8];
+  noise_z8(kind, seed, tensor_id, base + g, z);
+  for (int l = 0; l < 8; ++l) {
+    out8[8 * g + l] = z[l];
+    out1[8 * g + l] = noise_z(kind, seed, tensor_id, 8 * (base + g) + l);
   }
 }
 
+// The spec-v2 gaussian's parts for every 16-bit input: radius of word i << 16 and the
+// direction of word i (i in [0, 65536)).
+__global__ void v2_parts_kernel(float* radius, float* cos_out, float* sin_out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 65536u) return;
+  radius[i] = noise_v2_radius(i << 16);
+  noise_v2_direction(i, &cos_out[i], &sin_out[i]);
+}
+
 struct RuleCase {
+  NoiseKind noise;
   MaskKind kind;
   float threshold, keep_prob, scale, coef;
   uint64_t seed, mask_seed;
@@ -93,11 +106,11 @@ __global__ void rules_kernel(const float* w, int64_t n, RuleCase c, uint8_t* kee
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const bool k = mask_keep(c.kind, w[i], c.threshold, c.keep_prob, c.mask_seed, c.tensor_id, i);
-  const float z = noise_normal(c.seed, c.tensor_id, i, NOISE_STREAM_GAUSS);
+  const float z = noise_z(c.noise, c.seed, c.tensor_id, i);
   keep[i] = k;
   pert[i] = perturbed_value(w[i], z, c.scale, k);
   upd[i] = updated_value(w[i], z, c.coef, k);
-  rad[i] = noise_rademacher(c.seed, c.tensor_id, i);
+  rad[i] = noise_z(NOISE_RADEMACHER, c.seed, c.tensor_id, i);
   unif[i] = noise_uniform01(c.seed, c.tensor_id, i, NOISE_STREAM_ROUNDING);
 }
 
@@ -166,46 +179,66 @@ TEST(NoiseCuda, PhiloxWordsBitExactAndMatchCurand) {
   }
 }
 
-TEST(NoiseCuda, NormalsBitExact) {
+TEST(NoiseCuda, NoiseFillBitExactEveryKind) {
   SKIP_WITHOUT_GPU();
-  const int64_t n = 1000003;  // not a multiple of 4: the tail group is partial
+  const int64_t n = 1000003;  // not a multiple of 8: the tail group is partial
   DeviceBuffer<float> buf(n + 8);
-  for (uint64_t seed : kSeeds) {
-    for (int offset : {0, 1}) {  // aligned (float4 stores) and unaligned (scalar stores)
-      const uint32_t tensor = 3 + offset;
-      CUDA_CHECK(cudaMemset(buf.ptr, 0xff, (n + 8) * sizeof(float)));  // poison: NaNs
-      launch_noise_fill(buf.ptr + offset, n, seed, tensor, NOISE_STREAM_GAUSS, 0);
-      const std::vector<float> got = to_host(buf.ptr, n + 8);
-      for (int64_t g = 0; 4 * g < n; ++g) {
-        float z[4];
-        noise_normal4(seed, tensor, g, NOISE_STREAM_GAUSS, z);
-        for (int l = 0; l < 4 && 4 * g + l < n; ++l)
-          ASSERT_EQ(bits(got[offset + 4 * g + l]), bits(z[l]))
-              << "seed " << seed << " index " << 4 * g + l << ": GPU " << got[offset + 4 * g + l]
-              << " host " << z[l];
+  for (NoiseKind kind : kKinds) {
+    for (uint64_t seed : kSeeds) {
+      for (int offset : {0, 1}) {  // aligned (float4 stores) and unaligned (scalar stores)
+        const uint32_t tensor = 3 + offset;
+        CUDA_CHECK(cudaMemset(buf.ptr, 0xff, (n + 8) * sizeof(float)));  // poison: NaNs
+        launch_noise_fill(buf.ptr + offset, n, kind, seed, tensor, 0);
+        const std::vector<float> got = to_host(buf.ptr, n + 8);
+        for (int64_t g = 0; 8 * g < n; ++g) {
+          float z[8];
+          noise_z8(kind, seed, tensor, g, z);
+          for (int l = 0; l < 8 && 8 * g + l < n; ++l)
+            ASSERT_EQ(bits(got[offset + 8 * g + l]), bits(z[l]))
+                << "kind " << kind << " seed " << seed << " index " << 8 * g + l << ": GPU "
+                << got[offset + 8 * g + l] << " host " << z[l];
+        }
+        // Guard words outside [offset, offset + n) stay poisoned.
+        for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(bits(got[i]), 0xffffffffu);
+        for (int64_t i = offset + n; i < n + 8; ++i) EXPECT_EQ(bits(got[i]), 0xffffffffu) << i;
       }
-      // Guard words outside [offset, offset + n) stay poisoned.
-      for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(bits(got[i]), 0xffffffffu);
-      for (int64_t i = offset + n; i < n + 8; ++i) EXPECT_EQ(bits(got[i]), 0xffffffffu) << i;
     }
   }
 }
 
-TEST(NoiseCuda, NormalsAtLargeIndicesBitExact) {
+TEST(NoiseCuda, DispatchAtLargeIndicesBitExactEveryKind) {
   SKIP_WITHOUT_GPU();
   const int64_t n_groups = 65536, base = (int64_t(1) << 33) + 12345;
-  DeviceBuffer<float> d4(4 * n_groups), d1(4 * n_groups);
-  normals_at_kernel<<<(n_groups + 255) / 256, 256>>>(d4.ptr, d1.ptr, n_groups, base, 0xabcdefull,
-                                                     11);
-  CUDA_CHECK_LAUNCH();
-  const std::vector<float> a = to_host(d4.ptr, 4 * n_groups), b = to_host(d1.ptr, 4 * n_groups);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    float z[4];
-    noise_normal4(0xabcdefull, 11, base + g, NOISE_STREAM_GAUSS, z);
-    for (int l = 0; l < 4; ++l) {
-      ASSERT_EQ(bits(a[4 * g + l]), bits(z[l])) << "group " << base + g;
-      ASSERT_EQ(bits(b[4 * g + l]), bits(z[l])) << "group " << base + g;
+  DeviceBuffer<float> d8(8 * n_groups), d1(8 * n_groups);
+  for (NoiseKind kind : kKinds) {
+    z_at_kernel<<<(n_groups + 255) / 256, 256>>>(d8.ptr, d1.ptr, n_groups, base, kind, 0xabcdefull, 11);
+    CUDA_CHECK_LAUNCH();
+    const std::vector<float> a = to_host(d8.ptr, 8 * n_groups), b = to_host(d1.ptr, 8 * n_groups);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      float z[8];
+      noise_z8(kind, 0xabcdefull, 11, base + g, z);
+      for (int l = 0; l < 8; ++l) {
+        ASSERT_EQ(bits(a[8 * g + l]), bits(z[l])) << "kind " << kind << " group " << base + g;
+        ASSERT_EQ(bits(b[8 * g + l]), bits(z[l])) << "kind " << kind << " group " << base + g;
+      }
     }
+  }
+}
+
+// Every radius and every direction the spec-v2 gaussian can produce, GPU == host bit for bit.
+TEST(NoiseCuda, GaussianV2EveryRadiusAndAngleBitExact) {
+  SKIP_WITHOUT_GPU();
+  DeviceBuffer<float> r(65536), c(65536), s(65536);
+  v2_parts_kernel<<<256, 256>>>(r.ptr, c.ptr, s.ptr);
+  CUDA_CHECK_LAUNCH();
+  const std::vector<float> hr = to_host(r.ptr, 65536), hc = to_host(c.ptr, 65536),
+                           hs = to_host(s.ptr, 65536);
+  for (uint32_t i = 0; i < 65536u; ++i) {
+    float cw, sw;
+    noise_v2_direction(i, &cw, &sw);
+    ASSERT_EQ(bits(hr[i]), bits(noise_v2_radius(i << 16))) << "radius of " << i;
+    ASSERT_EQ(bits(hc[i]), bits(cw)) << "cos of " << i;
+    ASSERT_EQ(bits(hs[i]), bits(sw)) << "sin of " << i;
   }
 }
 
@@ -220,9 +253,10 @@ TEST(NoiseCuda, MasksAndElementRulesBitExact) {
   DeviceBuffer<uint8_t> keep(n);
   CUDA_CHECK(cudaMemcpy(dw.ptr, w.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   const RuleCase cases[] = {
-      {MASK_DENSE, 0.0f, 0.0f, 1e-3f, 2.5e-7f, 42, 0, 1},
-      {MASK_MAGNITUDE, 0.02f, 0.0f, -1e-3f, -1.5e-6f, 43, 0, 2},
-      {MASK_RANDOM, 0.0f, 0.3f, 1e-3f, 4e-7f, 44, 0x77, 3},
+      {NOISE_GAUSSIAN, MASK_DENSE, 0.0f, 0.0f, 1e-3f, 2.5e-7f, 42, 0, 1},
+      {NOISE_GAUSSIAN_V1, MASK_MAGNITUDE, 0.02f, 0.0f, -1e-3f, -1.5e-6f, 43, 0, 2},
+      {NOISE_RADEMACHER, MASK_RANDOM, 0.0f, 0.3f, 1e-3f, 4e-7f, 44, 0x77, 3},
+      {NOISE_GAUSSIAN, MASK_RANDOM, 0.0f, 0.3f, -1e-3f, 4e-7f, 45, 0x78, 4},
   };
   for (const RuleCase& c : cases) {
     rules_kernel<<<(n + 255) / 256, 256>>>(dw.ptr, n, c, keep.ptr, pert.ptr, upd.ptr, rad.ptr,
@@ -233,11 +267,11 @@ TEST(NoiseCuda, MasksAndElementRulesBitExact) {
                              r = to_host(rad.ptr, n), f = to_host(unif.ptr, n);
     for (int64_t i = 0; i < n; ++i) {
       const bool hk = mask_keep(c.kind, w[i], c.threshold, c.keep_prob, c.mask_seed, c.tensor_id, i);
-      const float z = noise_normal(c.seed, c.tensor_id, i, NOISE_STREAM_GAUSS);
+      const float z = noise_z(c.noise, c.seed, c.tensor_id, i);
       ASSERT_EQ(bool(k[i]), hk) << "mask kind " << c.kind << " index " << i;
       ASSERT_EQ(bits(p[i]), bits(perturbed_value(w[i], z, c.scale, hk))) << i;
       ASSERT_EQ(bits(u[i]), bits(updated_value(w[i], z, c.coef, hk))) << i;
-      ASSERT_EQ(bits(r[i]), bits(noise_rademacher(c.seed, c.tensor_id, i))) << i;
+      ASSERT_EQ(bits(r[i]), bits(noise_z(NOISE_RADEMACHER, c.seed, c.tensor_id, i))) << i;
       ASSERT_EQ(bits(f[i]), bits(noise_uniform01(c.seed, c.tensor_id, i, NOISE_STREAM_ROUNDING)));
     }
   }

@@ -206,28 +206,120 @@ TEST(Spsa, NonFiniteLossStopsWithoutTouchingWeights) {
 }
 
 // Weight decay shrinks tuned entries of weights by the documented rule (decay = lr·wd):
-// w1 = fma(-coef, z, w), w_new = fma(-decay, w, w1); norms are never decayed.
+// w1 = fma(-coef, z, w), w_new = fma(-decay, w, w1); norms are never decayed. z is the run's
+// noise kind (noise_z of src/common/noise_spec.h), for every kind.
 TEST(Spsa, WeightDecayFollowsTheUpdateRule) {
-  CpuBackend be;
-  Model m(smezo_test::random_weight_source(micro_config(), 12), be, DTYPE_F32, 8, 8);
-  SpsaOptions o;
-  o.method = METHOD_MEZO;
-  o.sparsity = 0.0;
-  o.lr = 0.01f;
-  o.weight_decay = 0.5f;
-  SpsaOptimizer opt(m, o);
-  auto before = snapshot(m);
-  const uint64_t seed = 1234;
-  const float g = 0.75f;
-  opt.apply_update(seed, g, o.lr);
-  for (size_t t = 0; t < before.size(); t++) {
-    const Param& p = *m.params()[t];
-    const bool decayed = p.info.name.find("norm") == std::string::npos;
-    for (int64_t i = 0; i < p.w.numel(); i++) {
-      const float w = before[t][i], z = noise_normal(seed, p.info.tensor_id, i, NOISE_STREAM_GAUSS);
-      const float w1 = fp_fma(-(o.lr * g), z, w);
-      const float expected = decayed ? fp_fma(-(o.lr * o.weight_decay), w, w1) : w1;
-      ASSERT_EQ(p.w.f32()[i], expected) << p.info.name << "[" << i << "]";
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+    CpuBackend be;
+    Model m(smezo_test::random_weight_source(micro_config(), 12), be, DTYPE_F32, 8, 8);
+    SpsaOptions o;
+    o.method = METHOD_MEZO;
+    o.sparsity = 0.0;
+    o.lr = 0.01f;
+    o.weight_decay = 0.5f;
+    o.noise = kind;
+    SpsaOptimizer opt(m, o);
+    auto before = snapshot(m);
+    const uint64_t seed = 1234;
+    const float g = 0.75f;
+    opt.apply_update(seed, g, o.lr);
+    for (size_t t = 0; t < before.size(); t++) {
+      const Param& p = *m.params()[t];
+      ASSERT_EQ(p.info.noise, kind);
+      const bool decayed = p.info.name.find("norm") == std::string::npos;
+      for (int64_t i = 0; i < p.w.numel(); i++) {
+        const float w = before[t][i], z = noise_z(kind, seed, p.info.tensor_id, i);
+        const float w1 = fp_fma(-(o.lr * g), z, w);
+        const float expected = decayed ? fp_fma(-(o.lr * o.weight_decay), w, w1) : w1;
+        ASSERT_EQ(p.w.f32()[i], expected) << noise_name(kind) << " " << p.info.name << "[" << i << "]";
+      }
     }
   }
+}
+
+// Every kind trains: the quadratic falls with rademacher and both gaussians (SPSA needs only
+// zero-mean, unit-variance, independent directions).
+TEST(Spsa, QuadraticConvergesForEveryNoiseKind) {
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+    CpuBackend be;
+    Model m(smezo_test::random_weight_source(micro_config(), 13), be, DTYPE_F32, 8, 8);
+    Quadratic f{m, {}};
+    for (const Param* p : m.params()) {
+      f.target.emplace_back(p->w.f32(), p->w.f32() + p->w.numel());
+      for (float& t : f.target.back()) t *= 0.5f;
+    }
+    SpsaOptions o;
+    o.method = METHOD_MEZO;
+    o.sparsity = 0.0;
+    o.lr = 8e-4f;
+    o.total_steps = 2000;
+    o.noise = kind;
+    SpsaOptimizer opt(m, o);
+    const double f0 = f(Probe{});
+    for (int s = 1; s <= 2000; s++) opt.step(s, [&](const Probe& p) { return f(p); });
+    EXPECT_LT(f(Probe{}), 0.1 * f0) << noise_name(kind);
+  }
+}
+
+// The run header records the noise kind and the spec version; headers are read back with the
+// same kind, old headers (no noise field) mean gaussian-v1, and unknown kinds or newer spec
+// versions are refused with a message naming the source.
+TEST(Spsa, NoiseKindInTheRunHeader) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 14), be, DTYPE_F32, 8, 8);
+  SpsaOptions o;  // noise AUTO: a new run is gaussian
+  SpsaOptimizer opt(m, o);
+  EXPECT_EQ(opt.options().noise, NOISE_GAUSSIAN);
+  for (const Param* p : m.params()) EXPECT_EQ(p->info.noise, NOISE_GAUSSIAN);
+  nlohmann::json h = opt.describe();
+  EXPECT_EQ(h["noise"], "gaussian");
+  EXPECT_EQ(h["noise_spec"], NOISE_SPEC_VERSION);
+  EXPECT_EQ(spsa_options_from_json(h, "log").noise, NOISE_GAUSSIAN);
+  EXPECT_NO_THROW(opt.check_matches(h, "log"));
+  for (NoiseKind kind : {NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+    SpsaOptions k = o;
+    k.noise = kind;
+    SpsaOptimizer other(m, k);
+    EXPECT_EQ(spsa_options_from_json(other.describe(), "log").noise, kind);
+    EXPECT_THAT([&] { opt.check_matches(other.describe(), "run/seed_log.txt"); },
+                testing::ThrowsMessage<Error>(testing::HasSubstr(
+                    std::string("run/seed_log.txt: the run used noise ") + noise_name(kind) +
+                    ", this command asks for gaussian")));
+  }
+  nlohmann::json old = h;
+  old.erase("noise");
+  old.erase("noise_spec");
+  EXPECT_EQ(spsa_options_from_json(old, "log").noise, NOISE_GAUSSIAN_V1);
+  EXPECT_EQ(spsa_logged_noise(old, "log"), NOISE_GAUSSIAN_V1);
+  auto refused = [&](nlohmann::json j) {
+    return smezo_test::error_of([&] { spsa_options_from_json(j, "a/seed_log.txt"); });
+  };
+  nlohmann::json bad = h;
+  bad["noise"] = "cauchy";
+  EXPECT_THAT(refused(bad), testing::HasSubstr("a/seed_log.txt: the run used noise 'cauchy', which this "
+                                               "smezo does not know"));
+  bad = h;
+  bad["noise_spec"] = NOISE_SPEC_VERSION + 1;
+  EXPECT_THAT(refused(bad), testing::HasSubstr("a/seed_log.txt: the run used noise spec version " +
+                                               std::to_string(NOISE_SPEC_VERSION + 1)));
+  bad = h;
+  bad["noise_spec"] = 1;  // gaussian did not exist in spec 1
+  EXPECT_THAT(refused(bad), testing::HasSubstr("does not exist in noise spec version 1"));
+  bad = h;
+  bad.erase("noise_spec");
+  EXPECT_THAT(refused(bad), testing::HasSubstr("names its noise incompletely"));
+  bad = h;
+  bad["noise_spec"] = "2";
+  EXPECT_THAT(refused(bad), testing::HasSubstr("names its noise incompletely"));
+}
+
+TEST(Spsa, NoiseNamesParseBack) {
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_AUTO})
+    EXPECT_EQ(noise_parse(noise_name(kind)), kind);
+  EXPECT_THAT([] { noise_parse("uniform"); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr(
+                  "unknown noise 'uniform' (choose gaussian, gaussian-v1 or rademacher)")));
+  SpsaOptions o;
+  o.noise = static_cast<NoiseKind>(7);
+  EXPECT_THAT([&] { spsa_validate(o); }, testing::ThrowsMessage<Error>(testing::HasSubstr("unknown noise kind 7")));
 }

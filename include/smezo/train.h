@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "smezo/noise.h"  // NoiseKind
+
 namespace smezo {
 
 enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO };
@@ -24,6 +26,9 @@ struct SpsaOptions {
   bool freeze_norms = false;
   bool freeze_biases = false;
   bool stochastic_rounding = false;  // round updates stochastically to bf16 storage (CUDA)
+  NoiseKind noise = NOISE_AUTO;  // z: NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1 or NOISE_RADEMACHER;
+                                 // NOISE_AUTO: gaussian for a new run, and on resume the noise
+                                 // the run's seed log names (gaussian-v1 for logs without one)
 };
 
 struct TrainOptions {

@@ -1,9 +1,10 @@
 // The noise spec: the single source of truth for every random number smezo draws.
 //
 // z, the R-MeZO mask and stochastic-rounding bits are pure functions of (seed, tensor id,
-// element index, stream). This header defines them once; the CPU reference (g++) and the
-// CUDA kernels (nvcc) both include it and must agree BIT FOR BIT (the GPU update is checked
-// against the CPU update exactly). tests/test_noise.cpp and tests/test_noise_cuda.cu pin it.
+// element index, stream, noise kind). This header defines them once; the CPU reference (g++)
+// and the CUDA kernels (nvcc) both include it and must agree BIT FOR BIT (the GPU update is
+// checked against the CPU update exactly). tests/test_noise*.cpp and tests/test_noise_cuda.cu
+// pin it. Version: NOISE_SPEC_VERSION (2). Seed logs record the version and the noise kind.
 //
 // 1. Generator: Philox4x32-10 (Salmon, Moraes, Dror, Shaw, SC'11), identical to cuRAND's
 //    device function curand_Philox4x32_10(uint4 c, uint2 k) with c = {x,y,z,w} = ctr[0..3]
@@ -15,20 +16,27 @@
 //      ctr ffffffff x4, key ffffffff x2     -> 408f276d 41c83b0e a20bc7c6 6d5451fd
 //      ctr 243f6a88 85a308d3 13198a2e 03707344, key a4093822 299f31d0
 //                                           -> d16cfe09 94fdcceb 5001e420 24126ea1
+//    Ten rounds are kept in spec v2: the paper finds 7 rounds of Philox4x32 the fewest that
+//    pass BigCrush and recommends 10 as a safety margin; fewer rounds would save ~30% of the
+//    Philox share only, and give up the cuRAND identity the GPU tests check.
 //
-// 2. Mapping. key = (seed & 0xffffffff, seed >> 32); for element index i >= 0 (int64):
-//      group = i / 4,  counter = (group & 0xffffffff, group >> 32, tensor_id, stream),
-//    and element i takes lane (word) i % 4 of that call. Streams (NoiseStream) separate
-//    the uses: 0 = Gaussian/Rademacher z, 1 = R-MeZO mask, 2 = stochastic rounding.
+// 2. Mapping. key = (seed & 0xffffffff, seed >> 32); a call is identified by a 64-bit group:
+//      counter = (group & 0xffffffff, group >> 32, tensor_id, stream).
+//    Streams (NoiseStream) separate the uses: 0 = z, 1 = R-MeZO mask, 2 = stochastic rounding.
+//    Element i (int64, >= 0) reads:
+//      z, kind gaussian-v1:           group i / 4, word i % 4          (4 elements per call)
+//      z, kinds gaussian, rademacher: group i / 8, word (i % 8) / 2, half i % 2 (8 per call)
+//      R-MeZO mask, rounding bits:    group i / 4, word i % 4          (all versions)
 //
 // 3. Uniforms from a 32-bit word x (both exact in float, no rounding at all):
-//      open uniform  u  = ((x >> 8) | 1) * 2^-24  in [2^-24, 1 - 2^-24]   (Box-Muller)
+//      open uniform  u  = ((x >> 8) | 1) * 2^-24  in [2^-24, 1 - 2^-24]   (gaussian-v1)
 //      uniform01     v  =  (x >> 8)      * 2^-24  in [0, 1 - 2^-24]      (masks, rounding)
 //    The open uniform is the top 24 bits with the last forced to 1, i.e. the midpoint
 //    ((x >> 9) + 0.5) * 2^-23 of a 2^23-cell grid. (((x >> 8) + 0.5f) * 2^-24 would NOT be
 //    exact: k + 0.5 needs 25 bits for k >= 2^23, and rounds to u = 1 at the top.)
 //
-// 4. Box-Muller. Lanes (0,1) and lanes (2,3) each make a pair: from words (xa, xb),
+// 4. gaussian-v1 (spec v1, frozen: old runs replay with it). Lanes (0,1) and lanes (2,3) each
+//    make a Box-Muller pair: from words (xa, xb),
 //      r = sqrt(-2 ln ua),  n_a = r * cos(2 pi ub),  n_b = r * sin(2 pi ub),
 //    so one Philox call gives 4 standard normals (noise_normal4); |z| <= sqrt(48 ln 2) = 5.77.
 //
@@ -39,7 +47,9 @@
 //    SMZ_ADD ... SMZ_FMA): on the device they are __fadd_rn, __fmul_rn, ..., __fmaf_rn, so
 //    nvcc can neither contract a*b+c into an FMA nor apply -use_fast_math to them; on the
 //    host they are plain operators (the Makefile builds with -ffp-contract=off, SSE math)
-//    and std::fma(float), which is correctly rounded.
+//    and std::fma(float), which is correctly rounded (a libm call unless the caller is
+//    compiled for FMA hardware, see src/cpu/cpu_optimizer.cpp: same bits either way).
+//    gaussian-v1's elementary functions:
 //    ln u  (noise_log): u = 2^e * m with m in [sqrt(1/2), sqrt(2)) (exact bit split),
 //          f = m - 1 (exact), s = f/(2+f), w = s*s, ln m = 2 atanh(s) = 2s + s*R with
 //          R = w*(2/3 + 2w/5 + 2w^2/7 + 2w^3/9) (truncation < 3e-9 relative), evaluated as
@@ -66,9 +76,61 @@
 //    scale = float(sigma * eps); update w_new = keep ? fma(-coef, z, w) : w with
 //    coef = float(lr * g) computed once by the caller.
 //
-// 8. Rademacher option (noise_rademacher): z = -1 if bit 31 of the lane word is set, else +1,
-//    same key/counter/lane layout and stream NOISE_STREAM_GAUSS as the Gaussian. It is an
-//    ALTERNATIVE to the Gaussian (a run uses one or the other), not an independent draw.
+// 8. Noise kinds (smezo/noise.h) and the one dispatch every reader of z uses:
+//      noise_z8(kind, seed, tensor_id, group8, z[8])  z of elements 8*group8 .. 8*group8+7
+//      noise_z(kind, seed, tensor_id, index)          z of one element (computes its pair)
+//    A run uses one kind for every tensor, probe and update; the kind reaches the readers of a
+//    parameter through ParamInfo::noise (set by SpsaOptimizer beside the mask) and, on the GPU,
+//    ProbeArgs::noise / the update's params. Kinds: gaussian-v1 (spec 1, section 4), gaussian
+//    (spec 2, section 9, the default of new runs), rademacher (spec 2, section 10).
+//
+// 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one
+//    Box-Muller pair at 16-bit resolution per half, evaluated with additions, multiplications
+//    and FMAs only (no division, square root, int->float conversion or table: on the GPU those
+//    run on the 16/clk/SM special-function and conversion units, or as divergent gathers).
+//      radius:  a = x >> 16, u = (a + 1/2) 2^-16 in [2^-17, 1 - 2^-17] (exact: the float
+//               1.aaaa...a1 minus 1), r = sqrt(-2 ln u), |r| <= sqrt(34 ln 2) = 4.85.
+//               -2 ln u = e*(-2 ln 2) + f*P(f) with u = 2^e (1 + f), 1 + f in
+//               [sqrt(1/2), sqrt(2)) (exact bit split; e turned into a float by the
+//               2^23-magic, exact), P a degree-5 relative-minimax fit of -2 ln(1+f)/f
+//               (7.4e-6). sqrt(X) = X * rsqrt(X), rsqrt from the bit-pattern estimate
+//               0x5f3759df - (bits >> 1) (relative error < 3.5e-2) and two Newton steps
+//               y <- y (3/2 - X/2 y^2) (error < 1.8e-3, then < 4.7e-6).
+//      angle:   the low 16 bits: bit 15 = sign of the first normal, bit 14 = sign of the
+//               second, k = x & 0x3fff picks alpha = (k + 1/2) (pi/2) 2^-14 in (0, pi/2):
+//               with c = (k + 1/2) 2^-14 - 1/2 (exact, |c| < 1/2) and alpha = pi/4 + c pi/2,
+//               cos alpha = C - S, sin alpha = C + S where C = cos(c pi/2)/sqrt2 (degree 3
+//               in c^2, 2e-8) and S = sin(c pi/2)/sqrt2 (c times degree 2 in c^2, 4e-7).
+//               The two sign bits reflect alpha into all four quadrants: the angle is the
+//               midpoint of one of 2^16 equal cells of the circle.
+//      pair:    element 2l of the group = ±r cos alpha, element 2l+1 = ±r sin alpha (word l).
+//    Why this and not: an inverse CDF per 16-bit half needs a log and a polynomial for EVERY
+//    normal (here one log and one sqrt serve two), and one polynomial over the whole range
+//    needs degree ~18 (erfinv's singularities sit close to the interval) or branches that
+//    diverge within a warp; a table plus interpolation turns into divergent gathers (constant
+//    memory serialises distinct addresses; shared memory has ~3-way bank conflicts and every
+//    kernel would have to stage the table), which cost more than the arithmetic. 16 bits per
+//    normal keep the tails to |z| <= 4.85 (P(|Z| > 4.85) = 1.2e-6), which moves E[z^4] by
+//    2e-4; 12 bits would cut them at 3.5 and E[z^4] by 0.09.
+//    Cost per normal, counted (nvcc 13.0 -O3 sm_90a SASS, cuobjdump, main path of a kernel
+//    making one group of 8 per thread): gaussian-v1 513 instructions per 8 normals (64 per
+//    normal: 1/4 Philox + a division, a square root, 3 int->float conversions, the sincos, with
+//    8 MUFU, 12 I2FP, 4 FCHK and 24 branches of the correctly rounded div/sqrt), gaussian 262
+//    (33: 7.5 Philox + 24 transform + overhead; no MUFU, conversion or branch), rademacher 97
+//    (12). x86-64 (callgrind, one core, FMA): noise_z8 alone 93 -> 42 instructions per normal.
+//    Accuracy (tests/test_noise_v2.cpp, every radius and every angle against double):
+//    |r - r_exact| / r < 8.3e-6, direction < 4.9e-7, so |z - z_exact| < 2.5e-5 (|z| < 4.85):
+//    far below bf16 (2^-9 relative) and what a perturbation eps*z needs in fp32. The
+//    distribution is the 2^16 x 2^14 x 4 midpoint grid of (radius quantile, angle, signs);
+//    exactly (all cells counted): variance 0.999991, E[z^4] 2.99977, Kolmogorov-Smirnov
+//    distance to N(0,1) 6e-7 at 401 points (bound from the grid: 2^-16 + 0.4 * 2.5e-5).
+//
+// 10. rademacher (spec v2): z = -1 if the top bit of the element's 16-bit half is set
+//    (bit 31 of word (i%8)/2 for even i, bit 15 for odd i), else +1; same key, counter and
+//    stream as the Gaussian kinds. An ALTERNATIVE to them (a run uses one), not another draw.
+//
+// 11. Stochastic rounding of updated weights to bf16 (an option of the update): see
+//    bf16_round_stochastic below; its bits are the top halves of the rounding stream's words.
 //
 // Host (g++) and device (nvcc) compile the same code: no <string>, no exceptions here.
 #pragma once
@@ -76,6 +138,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "smezo/noise.h"  // NoiseKind
 
 #ifndef SMEZO_HD
 #if defined(__CUDACC__)
@@ -96,10 +160,15 @@ enum MaskKind {
 
 // The fourth counter word: which use a Philox call serves.
 enum NoiseStream {
-  NOISE_STREAM_GAUSS = 0,       // z (Gaussian by Box-Muller, or Rademacher)
+  NOISE_STREAM_GAUSS = 0,       // z (every NoiseKind)
   NOISE_STREAM_RMEZO_MASK = 1,  // R-MeZO's random mask (keyed by the mask seed)
   NOISE_STREAM_ROUNDING = 2,    // stochastic rounding bits of the update
 };
+
+// The version of this spec that new seed logs record; a log naming a newer one is refused.
+// 1: gaussian-v1 only (logs without a version). 2: adds gaussian (the new default) and
+// rademacher; masks, rounding and gaussian-v1 are unchanged.
+constexpr int NOISE_SPEC_VERSION = 2;
 
 constexpr uint32_t PHILOX_M0 = 0xD2511F53u;
 constexpr uint32_t PHILOX_M1 = 0xCD9E8D57u;
@@ -296,7 +365,7 @@ SMEZO_HD void noise_sincos_2pi(uint32_t j, float* sin_out, float* cos_out) {
   }
 }
 
-// ---- normals (see 4.)
+// ---- gaussian-v1 normals (see 4.)
 
 // Box-Muller on two Philox words: *n_a = r cos(2 pi ub), *n_b = r sin(2 pi ub).
 SMEZO_HD void noise_box_muller(uint32_t xa, uint32_t xb, float* n_a, float* n_b) {
@@ -339,20 +408,112 @@ SMEZO_HD float noise_uniform01(uint64_t seed, uint32_t tensor_id, int64_t index,
   return uniform01_from_bits(x[index & 3]);
 }
 
-// ---- Rademacher option (see 8.)
+// ---- gaussian (spec v2, see 9.)
 
-SMEZO_HD float rademacher_from_bits(uint32_t x) { return (x >> 31) ? -1.0f : 1.0f; }
-
-SMEZO_HD void noise_rademacher4(uint64_t seed, uint32_t tensor_id, int64_t group, float out[4]) {
-  uint32_t x[4];
-  noise_philox4(seed, tensor_id, group, NOISE_STREAM_GAUSS, x);
-  for (int l = 0; l < 4; ++l) out[l] = rademacher_from_bits(x[l]);
+// r = sqrt(-2 ln u) for u = ((x >> 16) + 1/2) * 2^-16, in [0.0039, 4.85].
+SMEZO_HD float noise_v2_radius(uint32_t x) {
+  // 1 + u is the float 1.aaaaaaaaaaaaaaaa1 (the 16 bits a = x >> 16, then a 1): exact.
+  const float u = fp_sub(fp_from_bits(0x3f800040u | ((x >> 9) & 0x007fff80u)), 1.0f);
+  // u = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)): adding 0x3f800000 - 0x3f3504f3 to the
+  // bits carries into the exponent field exactly when the mantissa is >= sqrt(2)'s.
+  const uint32_t ix = fp_bits(u) + (0x3f800000u - 0x3f3504f3u);
+  const float f = fp_sub(fp_from_bits((ix & 0x007fffffu) + 0x3f3504f3u), 1.0f);  // exact
+  // e = (ix >> 23) - 127 in [-17, 0] as a float: 2^23 + (ix >> 23), minus 2^23 + 127. Exact.
+  const float e = fp_sub(fp_from_bits(0x4b000000u | (ix >> 23)), 8388735.0f);
+  // -2 ln(1 + f) = f * P(f), P a relative-minimax degree-5 fit of -2 ln(1+f)/f (7.4e-6).
+  float p = 0x1.24b3a2p-2f;
+  p = fp_fma(p, f, -0x1.c3b4a2p-2f);
+  p = fp_fma(p, f, 0x1.042126p-1f);
+  p = fp_fma(p, f, -0x1.548feap-1f);
+  p = fp_fma(p, f, 0x1.ffe65cp-1f);
+  p = fp_fma(p, f, -0x1.00004cp+1f);
+  const float x2 = fp_fma(e, -0x1.62e430p+0f, fp_mul(f, p));  // -2 ln u = e (-2 ln 2) + f P(f)
+  // sqrt(x2) = x2 * rsqrt(x2): bit-pattern estimate, then two Newton steps.
+  const float half = fp_mul(0.5f, x2);
+  float y = fp_from_bits(0x5f3759dfu - (fp_bits(x2) >> 1));
+  y = fp_mul(y, fp_fma(-half, fp_mul(y, y), 1.5f));
+  y = fp_mul(y, fp_fma(-half, fp_mul(y, y), 1.5f));
+  return fp_mul(x2, y);
 }
 
-SMEZO_HD float noise_rademacher(uint64_t seed, uint32_t tensor_id, int64_t index) {
+// cos and sin of alpha = (k + 1/2) (pi/2) 2^-14 in (0, pi/2), k = x & 0x3fff (both > 0).
+SMEZO_HD void noise_v2_direction(uint32_t x, float* cos_out, float* sin_out) {
+  // 1.kkkkkkkkkkkkkk1 (14 bits of k, then a 1) minus 3/2: c = (k + 1/2) 2^-14 - 1/2, exact.
+  const float c = fp_sub(fp_from_bits(0x3f800100u | ((x << 9) & 0x007ffe00u)), 1.5f);
+  const float w = fp_mul(c, c);
+  // S = sin(c pi/2) / sqrt2 = c * (degree 2 in w), C = cos(c pi/2) / sqrt2 (degree 3 in w).
+  float s = 0x1.c1e5cap-5f;
+  s = fp_fma(s, w, -0x1.d38ba0p-2f);
+  s = fp_fma(s, w, 0x1.1c57d4p+0f);
+  s = fp_mul(c, s);
+  float k = -0x1.d8df08p-7f;
+  k = fp_fma(k, w, 0x1.6f4004p-3f);
+  k = fp_fma(k, w, -0x1.bea562p-1f);
+  k = fp_fma(k, w, 0x1.6a09e6p-1f);
+  *cos_out = fp_sub(k, s);  // cos(pi/4 + c pi/2) = (cos - sin)(c pi/2) / sqrt2
+  *sin_out = fp_add(k, s);
+}
+
+// The Box-Muller pair of one word: *n_a = ±r cos alpha (sign: bit 15), *n_b = ±r sin alpha
+// (sign: bit 14).
+SMEZO_HD void noise_v2_pair(uint32_t x, float* n_a, float* n_b) {
+  const float r = noise_v2_radius(x);
+  float ca, sa;
+  noise_v2_direction(x, &ca, &sa);
+  *n_a = fp_from_bits(fp_bits(fp_mul(r, ca)) ^ ((x << 16) & 0x80000000u));
+  *n_b = fp_from_bits(fp_bits(fp_mul(r, sa)) ^ ((x << 17) & 0x80000000u));
+}
+
+// The eight normals of elements 8*group8 .. 8*group8+7.
+SMEZO_HD void noise_gaussian8(uint64_t seed, uint32_t tensor_id, int64_t group8, float out[8]) {
   uint32_t x[4];
-  noise_philox4(seed, tensor_id, index >> 2, NOISE_STREAM_GAUSS, x);
-  return rademacher_from_bits(x[index & 3]);
+  noise_philox4(seed, tensor_id, group8, NOISE_STREAM_GAUSS, x);
+  for (int l = 0; l < 4; ++l) noise_v2_pair(x[l], &out[2 * l], &out[2 * l + 1]);
+}
+
+// ---- rademacher (spec v2, see 10.)
+
+// ±1 from the top bit of the element's half of its word (half 0: bits 31..16, 1: 15..0).
+SMEZO_HD float rademacher_from_half(uint32_t x, int half) {
+  return fp_from_bits(0x3f800000u | ((x << (16 * half)) & 0x80000000u));  // 1.0f, signed
+}
+
+SMEZO_HD void noise_rademacher8(uint64_t seed, uint32_t tensor_id, int64_t group8, float out[8]) {
+  uint32_t x[4];
+  noise_philox4(seed, tensor_id, group8, NOISE_STREAM_GAUSS, x);
+  for (int j = 0; j < 8; ++j) out[j] = rademacher_from_half(x[j >> 1], j & 1);
+}
+
+// ---- the dispatch (see 8.): every reader of z calls these two
+
+// z of elements 8*group8 .. 8*group8+7 of the parameter `tensor_id` in step `seed`.
+SMEZO_HD void noise_z8(NoiseKind kind, uint64_t seed, uint32_t tensor_id, int64_t group8,
+                       float z[8]) {
+  switch (kind) {
+    case NOISE_GAUSSIAN_V1:
+      noise_normal4(seed, tensor_id, 2 * group8, NOISE_STREAM_GAUSS, z);
+      noise_normal4(seed, tensor_id, 2 * group8 + 1, NOISE_STREAM_GAUSS, z + 4);
+      return;
+    case NOISE_RADEMACHER:
+      noise_rademacher8(seed, tensor_id, group8, z);
+      return;
+    default:  // NOISE_GAUSSIAN (NOISE_AUTO is resolved to a kind before any parameter sees it)
+      noise_gaussian8(seed, tensor_id, group8, z);
+      return;
+  }
+}
+
+// z of element `index` (>= 0). Computes the element's Philox call and its pair only.
+SMEZO_HD float noise_z(NoiseKind kind, uint64_t seed, uint32_t tensor_id, int64_t index) {
+  if (kind == NOISE_GAUSSIAN_V1) return noise_normal(seed, tensor_id, index, NOISE_STREAM_GAUSS);
+  uint32_t x[4];
+  noise_philox4(seed, tensor_id, index >> 3, NOISE_STREAM_GAUSS, x);
+  const int word = static_cast<int>((index >> 1) & 3), half = static_cast<int>(index & 1);
+  const uint32_t xw = word == 0 ? x[0] : word == 1 ? x[1] : word == 2 ? x[2] : x[3];
+  if (kind == NOISE_RADEMACHER) return rademacher_from_half(xw, half);
+  float na, nb;
+  noise_v2_pair(xw, &na, &nb);
+  return half ? nb : na;
 }
 
 // ---- masks and element rules (see 6., 7.)
@@ -366,6 +527,22 @@ SMEZO_HD bool mask_keep(MaskKind kind, float w, float threshold, float keep_prob
       return noise_uniform01(mask_seed, tensor_id, index, NOISE_STREAM_RMEZO_MASK) < keep_prob;
     default:
       return true;
+  }
+}
+
+// keep[l] = mask_keep(kind, w[l], ..., 4*group + l) for l = 0..3: bit-identical to four
+// mask_keep calls, with ONE Philox call for MASK_RANDOM.
+SMEZO_HD void mask_keep_group4(MaskKind kind, const float w[4], float threshold, float keep_prob,
+                               uint64_t mask_seed, uint32_t tensor_id, int64_t group,
+                               bool keep[4]) {
+  if (kind == MASK_RANDOM) {
+    uint32_t x[4];
+    noise_philox4(mask_seed, tensor_id, group, NOISE_STREAM_RMEZO_MASK, x);
+    for (int l = 0; l < 4; ++l) keep[l] = uniform01_from_bits(x[l]) < keep_prob;
+  } else if (kind == MASK_MAGNITUDE) {
+    for (int l = 0; l < 4; ++l) keep[l] = fp_abs(w[l]) <= threshold;
+  } else {
+    for (int l = 0; l < 4; ++l) keep[l] = true;
   }
 }
 
@@ -389,6 +566,13 @@ SMEZO_HD uint32_t noise_rounding_bits(uint64_t seed, uint32_t tensor_id, int64_t
   uint32_t x[4];
   noise_philox4(seed, tensor_id, index >> 2, NOISE_STREAM_ROUNDING, x);
   return x[index & 3] >> 16;
+}
+
+// The rounding bits of elements 4*group .. 4*group+3 (one Philox call).
+SMEZO_HD void noise_rounding_bits4(uint64_t seed, uint32_t tensor_id, int64_t group,
+                                   uint32_t out[4]) {
+  noise_philox4(seed, tensor_id, group, NOISE_STREAM_ROUNDING, out);
+  for (int l = 0; l < 4; ++l) out[l] >>= 16;
 }
 
 SMEZO_HD uint16_t bf16_round_stochastic(float x, uint32_t r16) {

@@ -1,12 +1,12 @@
 // Tensors as the model and the backends see them: a non-owning 2-D view on backend memory
 // (host memory for the CPU backend, device memory for CUDA), plus the per-parameter facts
-// the zeroth-order optimiser needs (noise tensor id, mask kind, threshold).
+// the zeroth-order optimiser needs (noise tensor id, noise kind, mask kind, threshold).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "common/noise_spec.h"  // MaskKind
+#include "common/noise_spec.h"  // MaskKind, NoiseKind
 
 namespace smezo {
 
@@ -37,6 +37,7 @@ struct ParamInfo {
   uint64_t mask_seed = 0;    // MASK_RANDOM: seed of the fixed mask stream (one per run)
   bool stochastic_rounding = false;  // updates round stochastically to bf16 storage
                                      // (noise_spec.h); fp32 storage has nothing to round
+  NoiseKind noise = NOISE_GAUSSIAN;  // the run's z (set by SpsaOptimizer); never NOISE_AUTO
 };
 
 struct Param {

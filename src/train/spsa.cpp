@@ -56,6 +56,52 @@ LrSchedule lr_schedule_parse(const std::string& name) {
 
 const char* lr_schedule_name(LrSchedule s) { return s == LR_CONSTANT ? "constant" : "linear"; }
 
+NoiseKind noise_parse(const std::string& name) {
+  if (name == "gaussian") return NOISE_GAUSSIAN;
+  if (name == "gaussian-v1") return NOISE_GAUSSIAN_V1;
+  if (name == "rademacher") return NOISE_RADEMACHER;
+  if (name == "auto") return NOISE_AUTO;
+  throw_error("unknown noise '%s' (choose gaussian, gaussian-v1 or rademacher)", name.c_str());
+}
+
+const char* noise_name(NoiseKind k) {
+  switch (k) {
+    case NOISE_GAUSSIAN: return "gaussian";
+    case NOISE_GAUSSIAN_V1: return "gaussian-v1";
+    case NOISE_RADEMACHER: return "rademacher";
+    case NOISE_AUTO: return "auto";
+  }
+  return "?";
+}
+
+NoiseKind spsa_logged_noise(const nlohmann::json& j, const std::string& source) {
+  if (!j.contains("noise") && !j.contains("noise_spec")) return NOISE_GAUSSIAN_V1;  // spec v1 log
+  SMEZO_REQUIRE(j.contains("noise") && j["noise"].is_string() && j.contains("noise_spec") &&
+                    j["noise_spec"].is_number_integer(),
+                "%s: the run header names its noise incompletely (noise %s, noise_spec %s): both a "
+                "kind and an integer spec version are needed", source.c_str(),
+                j.contains("noise") ? j["noise"].dump().c_str() : "missing",
+                j.contains("noise_spec") ? j["noise_spec"].dump().c_str() : "missing");
+  const int64_t version = j["noise_spec"].get<int64_t>();
+  SMEZO_REQUIRE(version >= 1 && version <= NOISE_SPEC_VERSION,
+                "%s: the run used noise spec version %lld, this smezo implements versions 1 to %d "
+                "---> HINT: replay or resume it with the smezo release that wrote it", source.c_str(),
+                (long long)version, NOISE_SPEC_VERSION);
+  const std::string name = j["noise"].get<std::string>();
+  NoiseKind kind = NOISE_AUTO;
+  if (name == "gaussian") kind = NOISE_GAUSSIAN;
+  else if (name == "gaussian-v1") kind = NOISE_GAUSSIAN_V1;
+  else if (name == "rademacher") kind = NOISE_RADEMACHER;
+  SMEZO_REQUIRE(kind != NOISE_AUTO,
+                "%s: the run used noise '%s', which this smezo does not know (it knows gaussian, "
+                "gaussian-v1, rademacher) ---> HINT: replay or resume it with the smezo release that "
+                "wrote it", source.c_str(), name.c_str());
+  SMEZO_REQUIRE(kind == NOISE_GAUSSIAN_V1 || version >= 2,
+                "%s: noise '%s' does not exist in noise spec version %lld (it was added in version 2): "
+                "the run header is inconsistent", source.c_str(), name.c_str(), (long long)version);
+  return kind;
+}
+
 void spsa_validate(const SpsaOptions& o) {
   SMEZO_REQUIRE(o.sparsity >= 0.0 && o.sparsity < 1.0,
                 "sparsity %g is outside [0, 1): it is the fraction of each weight left untuned", o.sparsity);
@@ -67,16 +113,21 @@ void spsa_validate(const SpsaOptions& o) {
   SMEZO_REQUIRE(o.method != METHOD_MEZO || o.sparsity == 0.0,
                 "mezo tunes every entry: --sparsity %g applies to smezo and rmezo only", o.sparsity);
   SMEZO_REQUIRE(o.total_steps > 0, "the number of steps must be positive (got %lld)", (long long)o.total_steps);
+  SMEZO_REQUIRE(o.noise == NOISE_GAUSSIAN || o.noise == NOISE_GAUSSIAN_V1 || o.noise == NOISE_RADEMACHER ||
+                    o.noise == NOISE_AUTO,
+                "unknown noise kind %d (choose gaussian, gaussian-v1 or rademacher)", static_cast<int>(o.noise));
 }
 
 SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(model), opts_(opts) {
   spsa_validate(opts_);
+  if (opts_.noise == NOISE_AUTO) opts_.noise = NOISE_GAUSSIAN;  // a new run's default
   const uint64_t mask_seed = splitmix64(opts_.seed ^ 0x524D455A4FULL);  // "RMEZO"
   for (Param* p : model_.params()) {
     ParamInfo& info = p->info;
     info.trainable = !((opts_.freeze_embeddings && is_embedding(info)) ||
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
     info.stochastic_rounding = opts_.stochastic_rounding;
+    info.noise = opts_.noise;
     info.mask = MASK_DENSE;
     info.threshold = 0.0f;
     info.keep_prob = 1.0f;
@@ -149,6 +200,8 @@ nlohmann::json SpsaOptimizer::describe() const {
   j["freeze"] = {{"embeddings", opts_.freeze_embeddings}, {"norms", opts_.freeze_norms},
                  {"biases", opts_.freeze_biases}};
   j["stochastic_rounding"] = opts_.stochastic_rounding;
+  j["noise"] = noise_name(opts_.noise);
+  j["noise_spec"] = NOISE_SPEC_VERSION;
   nlohmann::json thresholds = nlohmann::json::object();
   for (Param* p : model_.params())
     if (p->info.mask == MASK_MAGNITUDE) thresholds[p->info.name] = float_hex_bits(p->info.threshold);
@@ -171,6 +224,7 @@ SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& s
     o.freeze_norms = j.at("freeze").at("norms").get<bool>();
     o.freeze_biases = j.at("freeze").at("biases").get<bool>();
     o.stochastic_rounding = j.value("stochastic_rounding", false);
+    o.noise = spsa_logged_noise(j, source);
     return o;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the run header is incomplete or malformed: %s", source.c_str(), e.what());
@@ -196,6 +250,9 @@ void SpsaOptimizer::check_matches(const nlohmann::json& header, const std::strin
   require(t.freeze_embeddings == m.freeze_embeddings && t.freeze_norms == m.freeze_norms &&
               t.freeze_biases == m.freeze_biases, "freeze");
   require(t.stochastic_rounding == m.stochastic_rounding, "stochastic_rounding");
+  SMEZO_REQUIRE(t.noise == m.noise, "%s: the run used noise %s, this command asks for %s ---> HINT: %s",
+                path.c_str(), noise_name(t.noise), noise_name(m.noise),
+                "leave the noise option out to continue with the run's own noise");
   nlohmann::json mine = describe();
   const nlohmann::json& theirs = header.value("thresholds_f32_bits", nlohmann::json::object());
   for (auto& kv : mine["thresholds_f32_bits"].items()) {

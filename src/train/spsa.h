@@ -26,6 +26,15 @@ Method method_parse(const std::string& name);  // "mezo", "smezo", "rmezo"; else
 const char* method_name(Method m);
 LrSchedule lr_schedule_parse(const std::string& name);  // "constant", "linear"
 const char* lr_schedule_name(LrSchedule s);
+NoiseKind noise_parse(const std::string& name);  // "gaussian", "gaussian-v1", "rademacher", "auto"
+const char* noise_name(NoiseKind k);
+
+// The noise a run header (the "spsa" object of a seed log) names: "noise" and "noise_spec"
+// (the noise-spec version, src/common/noise_spec.h). A header without them was written
+// before noise kinds existed (spec v1) and means NOISE_GAUSSIAN_V1. Throws smezo::Error,
+// naming `source`, for an unknown kind, a spec version newer than this build's, or a kind the
+// recorded version did not define.
+NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
 
 
 // Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …).
@@ -41,7 +50,9 @@ struct SpsaStep {
 
 class SpsaOptimizer {
  public:
-  // Validates opts and fixes the masks from the model's current (base) weights.
+  // Validates opts, fixes the masks from the model's current (base) weights and sets every
+  // parameter's noise kind (NOISE_AUTO becomes NOISE_GAUSSIAN: resolve it from the seed log
+  // first when resuming, see spsa_logged_noise).
   SpsaOptimizer(Model& model, const SpsaOptions& opts);
 
   uint64_t step_seed(int64_t step) const;
@@ -54,10 +65,11 @@ class SpsaOptimizer {
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);
 
-  // Run identity for the seed log header: method, hyperparameters, per-tensor thresholds.
+  // Run identity for the seed log header: method, hyperparameters, noise kind and noise-spec
+  // version, per-tensor thresholds.
   nlohmann::json describe() const;
   // Checks that a seed-log header describes this optimiser on this base model (same method,
-  // sparsity, eps, seed, weight decay, freezes and bit-identical thresholds).
+  // sparsity, eps, seed, weight decay, freezes, noise and bit-identical thresholds).
   void check_matches(const nlohmann::json& header, const std::string& seed_log_path) const;
 
   int64_t tuned_parameter_count() const { return tuned_count_; }

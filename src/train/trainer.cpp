@@ -119,12 +119,16 @@ TrainResult train(const TrainOptions& in) {
   data.dev = encode_all(*lm.tokenizer, splits.dev, max_len);
   if (!o.skip_test) data.test = encode_all(*lm.tokenizer, splits.test, max_len);
 
+  const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
+  // A resumed run continues with its own noise unless the options name one (then it must match).
+  if (o.resume && o.spsa.noise == NOISE_AUTO && file_exists(seed_log_path))
+    o.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path).header.value("spsa", nlohmann::json::object()),
+                                     seed_log_path);
   SpsaOptimizer optimizer(model, o.spsa);
   std::error_code mkdir_error;
   std::filesystem::create_directories(o.out_dir, mkdir_error);
   SMEZO_REQUIRE(!mkdir_error, "cannot create the output directory %s: %s", o.out_dir.c_str(),
                 mkdir_error.message().c_str());
-  const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
   const nlohmann::json header = run_header(o, optimizer, model);
 
   // Start fresh, or rebuild the weights of a killed run from its seed log.
