@@ -64,16 +64,21 @@ NVCCFLAGS += -lineinfo -DSMEZO_NVTX
 CXXFLAGS  += -DSMEZO_NVTX
 endif
 
-LIB_SRC  := $(filter-out src/cli/main.cpp,$(wildcard src/*/*.cpp))
-CLI_SRC  := src/cli/main.cpp
+# The library (libsmezo.a) is everything but the CLI: nothing in it may depend on src/cli/.
+LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.cpp))
+CLI_SRC  := $(wildcard src/cli/*.cpp)
 CU_SRC   := $(if $(NVCC),$(wildcard cuda/*.cu),)
 TEST_SRC := $(wildcard tests/*.cpp)
 TEST_CU  := $(if $(NVCC),$(wildcard tests/*.cu),)
 
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+CLI_OBJ  := $(CLI_SRC:%.cpp=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 
-.PHONY: all test profile clean info
+# The git commit `smezo --version` prints ("-dirty" when tracked files changed; "" outside git).
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty,)
+
+.PHONY: all test profile clean info FORCE
 all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
@@ -87,6 +92,9 @@ info:
 	@test -f $(or $(DEPS),/)/usr/include/pcre2.h \
 	  && echo "smezo build: ✓ PCRE2 (BPE pre-tokeniser)" \
 	  || { echo "smezo build: ✗ pcre2.h missing: apt-get install libpcre2-dev (or tools/deps.sh)"; exit 1; }
+	@test -f $(or $(DEPS),/)/usr/include/CLI/CLI.hpp \
+	  && echo "smezo build: ✓ CLI11" \
+	  || { echo "smezo build: ✗ CLI/CLI.hpp missing: apt-get install libcli11-dev (or tools/deps.sh)"; exit 1; }
 
 profile:
 	$(MAKE) PROFILE=1 all
@@ -95,12 +103,26 @@ $(BUILD)/libsmezo.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	ar rcs $@ $^
 
-$(BUILD)/smezo: $(BUILD)/src/cli/main.o $(BUILD)/libsmezo.a
+$(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # tools/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/bpe_oracle.py)
 $(BUILD)/render_prompts: $(BUILD)/tools/render_prompts.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# Rewritten only when the commit changes, so only version.o recompiles.
+$(BUILD)/gen/smezo_git.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define SMEZO_GIT_COMMIT "$(GIT_COMMIT)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+$(BUILD)/src/cli/version.o: $(BUILD)/gen/smezo_git.h
+$(BUILD)/src/cli/version.o: CXXFLAGS += -I$(BUILD)/gen
+
+# The embedding example: the public headers (include/ only, no src/) and libsmezo.a.
+$(BUILD)/examples/train_embedded: docs/examples/train_embedded.cpp $(BUILD)/libsmezo.a include/smezo/*.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -fopenmp -Iinclude $(if $(DEPS),-I$(DEPS)/usr/include) -o $@ $< \
+	  $(BUILD)/libsmezo.a $(LDFLAGS) $(LDLIBS)
 
 # The tests run build/smezo (or $(BUILD)/smezo) and write under $(BUILD)/test_tmp.
 $(TEST_OBJ): CXXFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
@@ -109,8 +131,9 @@ $(TEST_OBJ): NVCCFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
 $(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) -lgtest -lgmock $(LDLIBS)
 
-test: info $(BUILD)/smezo $(BUILD)/smezo_tests
+test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded
 	./$(BUILD)/smezo_tests
+	rm -rf $(BUILD)/test_tmp/embedded && ./$(BUILD)/examples/train_embedded $(BUILD)/test_tmp/embedded
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -122,6 +145,8 @@ $(BUILD)/%.cu.o: %.cu
 
 clean:
 	rm -rf $(BUILD)
+
+FORCE:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/model_setup.h"
+#include "setup/model_setup.h"
 #include "common/check.h"
 #include "run/seed_log.h"
 #include "smezo/train.h"

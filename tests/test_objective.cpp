@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "cli/model_setup.h"
+#include "setup/model_setup.h"
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
 #include "train/objective.h"

@@ -123,7 +123,7 @@ TEST(ProgressBar, PlainModeLinesEtaAndDevAccuracy) {
   EXPECT_THAT(lines[0], HasSubstr("step 10/100 10.0%"));
   EXPECT_THAT(lines[0], HasSubstr("ETA 0:00:45"));
 
-  bar.set_dev_accuracy(0.8123);
+  bar.set_dev_accuracy(0.8123, 50);
   for (int step = 51; step <= 100; ++step) {
     t = 100.0 + 0.5 * step;
     bar.update(step, step == 60 ? NAN : 2.0);
@@ -132,10 +132,10 @@ TEST(ProgressBar, PlainModeLinesEtaAndDevAccuracy) {
   bar.finish();  // idempotent
   lines = split_lines(mem.text());
   ASSERT_EQ(lines.size(), 10u);  // no duplicate final line from finish()
-  EXPECT_THAT(lines[5], HasSubstr("dev acc 81.2%"));
+  EXPECT_THAT(lines[5], HasSubstr("dev acc 0.8123 (step 50)"));  // says when it was measured
   EXPECT_THAT(lines[5], HasSubstr("loss 2.0000 (last nan)"));  // NaN skipped in the average
   EXPECT_EQ(lines[9], "step 100/100 100.0% | loss 2.0000 (last 2.0000) | 2.00 steps/s | "
-                      "took 0:00:50 | dev acc 81.2%");
+                      "took 0:00:50 | dev acc 0.8123 (step 50)");
 }
 
 TEST(ProgressBar, PlainModeFinishPrintsUnprintedLastStep) {

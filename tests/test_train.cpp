@@ -11,7 +11,7 @@
 #include <cmath>
 #include <thread>
 
-#include "cli/model_setup.h"
+#include "setup/model_setup.h"
 #include "common/check.h"
 #include "common/assets.h"
 #include "run/metrics_log.h"
@@ -135,6 +135,8 @@ TEST(Train, NonFiniteLossStopsAndSaysWhere) {
   EXPECT_THAT(out, testing::ContainsRegex("smezo: error: the loss became (NaN|infinite) at step [0-9]+"));
   const std::string summary = read_file(dir + "/run/summary.json");
   EXPECT_THAT(summary, testing::HasSubstr("\"status\": \"stopped: the loss became"));
+  EXPECT_THAT(summary, testing::Not(testing::HasSubstr("HINT")));  // the hint is for the terminal
+  EXPECT_THAT(out, testing::HasSubstr("---> HINT: lower the learning rate or eps"));
   // the seed log holds exactly the steps before the failing one
   SeedLog log = seed_log_read(dir + "/run/seed_log.txt");
   EXPECT_GE(log.records.size(), 1u);
@@ -181,11 +183,12 @@ TEST(Train, BadInputIsAOneLineError) {
     std::string args, expect;
   } cases[] = {
       {"--task winogrande", "winogrande"},
-      {"--task sst2 --method adam", "unknown method 'adam'"},
-      {"--task sst2 --sparsity 1", "sparsity 1 is outside [0, 1)"},
-      {"--task sst2 --sparsity -0.5", "outside [0, 1)"},
-      {"--task sst2 --eps 0", "eps 0 must be a positive"},
-      {"--task sst2 --eps -1", "eps -1 must be a positive"},
+      {"--task sst2 --method adam", "--method: 'adam' is not one of mezo, smezo, rmezo"},
+      {"--task sst2 --sparsity 1", "--sparsity: must be in [0, 1), got 1"},
+      {"--task sst2 --sparsity -0.5", "--sparsity: must be in [0, 1), got -0.5"},
+      {"--task sst2 --eps 0", "--eps: must be > 0, got 0"},
+      {"--task sst2 --eps -1", "--eps: must be > 0, got -1"},
+      {"--task sst2 --method mezo --sparsity 0.5", "mezo tunes every entry: --sparsity 0.5 applies to smezo"},
       {"--task sst2 --data " + dir + "/data", "SST-2/train.tsv:3: "},
   };
   for (const Case& c : cases) {

@@ -1,6 +1,8 @@
 // Public API for embedding smezo's training in another program: plain option structs in,
-// results out. Link build/libsmezo.a (plus -lsentencepiece, and -lcublas -lcudart in CUDA
-// builds) and call smezo::train(). The command-line `smezo train` is a thin layer over this.
+// results out. Link build/libsmezo.a (plus -lsentencepiece -fopenmp, and -lcublas -lcudart in
+// CUDA builds) and call smezo::train(); docs/examples/train_embedded.cpp is a complete program.
+// The command-line `smezo train` is a thin layer over this. Errors throw std::runtime_error
+// (smezo::Error) with a one-line message.
 #pragma once
 
 #include <cstdint>
@@ -32,13 +34,13 @@ struct SpsaOptions {
 };
 
 struct TrainOptions {
-  std::string model_path;        // base model
-  std::string tokenizer_path;    // empty: resolve_tokenizer_path()
+  std::string model_path;        // base model; empty: the bundled stories260K
+  std::string tokenizer_path;    // empty: tokenizer.model beside the model (bundled one for stories260K)
   std::string device = "cpu";
   std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
-  int64_t n_train = 1000, n_dev = 500, n_test = 1000;
+  int64_t n_train = 1000, n_dev = 500, n_test = 1000;  // n_dev 0: no dev evaluation
   uint64_t data_seed = 0;        // sampling of the splits
   int64_t max_len = 256;         // tokens per candidate (context truncated from the left)
   int64_t batch = 16;            // examples per step
@@ -56,10 +58,14 @@ struct TrainOptions {
   SpsaOptions spsa;              // total_steps is set from steps
 };
 
+// Learning rates above this print a warning (stderr) but are used: zeroth-order updates
+// lr·g·z at such rates usually blow the weights up (MeZO: 1e-7 to 1e-5; stories260K: ~1e-3).
+constexpr double kLrWarnAbove = 0.1;
+
 struct TrainResult {
   int64_t steps_done = 0;
   double first_loss = 0, last_loss = 0;
-  double final_dev_acc = -1, best_dev_acc = -1, test_acc = -1;
+  double final_dev_acc = -1, best_dev_acc = -1, test_acc = -1;  // -1: not measured
   double wall_s = 0;
 };
 

@@ -2,21 +2,20 @@
 // production ops, validates each path, then times it (events, warm-up, L2 flushed, median).
 //
 //   smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] [--m 16,1024,4096]
-//               [--reps 20] [--warmup 3] [--quantile 0.75] [--json FILE]
+//               [--reps 20] [--warmup 3] [--quantile 0.75] [--json FILE]    (smezo help bench)
 //
 // Kernels: linear (cuda/linear_bench.h). Exit code 1 when a validation failed. Needs a CUDA
 // build (SMEZO_WITH_CUDA) and a GPU; the CPU-only build says so.
-#include "cli/commands.h"
-
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cli/args.h"
+#include "cli/commands.h"
 #include "common/check.h"
 
 #ifdef SMEZO_WITH_CUDA
@@ -27,10 +26,6 @@
 namespace smezo {
 
 namespace {
-
-constexpr const char* kBenchUsage =
-    "usage: smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] "
-    "[--m 16,1024,4096] [--reps 20] [--warmup 3] [--quantile 0.75] [--json FILE]";
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -45,7 +40,7 @@ int64_t parse_positive(const std::string& text, const char* option) {
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   SMEZO_REQUIRE(!text.empty() && errno == 0 && end && *end == '\0' && v > 0,
-                "--%s: '%s' is not a positive integer\n%s", option, text.c_str(), kBenchUsage);
+                "--%s: '%s' is not a positive integer", option, text.c_str());
   return v;
 }
 
@@ -71,55 +66,56 @@ std::vector<int64_t> parse_list(const std::string& text, const char* option) {
   return out;
 }
 
-}  // namespace
+struct BenchState {
+  std::string kernel, dtype = "bf16", shapes, ms = "16,1024,4096", json;
+  int64_t reps = 20, warmup = 3;
+  double quantile = 0.75;
+};
 
-int command_bench(int argc, char** argv) {
-  Args args(argc, argv, 2);
-  const std::string kernel = args.str("kernel", "");
-  const std::string dtype = args.str("dtype", "bf16");
-  const std::string shapes_arg = args.str("shapes", "");
-  const std::string ms_arg = args.str("m", "16,1024,4096");
-  const int64_t reps = args.integer("reps", 20);
-  const int64_t warmup = args.integer("warmup", 3);
-  const double quantile = args.number("quantile", 0.75);
-  const std::string json = args.str("json", "");
-  args.require_all_used();
-  SMEZO_REQUIRE(args.positional().empty(), "smezo bench: unexpected argument '%s'\n%s",
-                args.positional().empty() ? "" : args.positional()[0].c_str(), kBenchUsage);
-  SMEZO_REQUIRE(kernel == "linear", "smezo bench: %s --kernel%s%s (available: linear)\n%s",
-                kernel.empty() ? "missing" : "unknown", kernel.empty() ? "" : " ",
-                kernel.c_str(), kBenchUsage);
-  SMEZO_REQUIRE(dtype == "bf16" || dtype == "f16",
-                "smezo bench: --dtype must be bf16 or f16 (got '%s')", dtype.c_str());
+int run_bench(const BenchState& s) {
   const std::vector<std::pair<int64_t, int64_t>> shapes =
-      shapes_arg.empty() ? std::vector<std::pair<int64_t, int64_t>>() : parse_shapes(shapes_arg);
-  const std::vector<int64_t> ms = parse_list(ms_arg, "m");
-  SMEZO_REQUIRE(reps >= 1 && reps <= 100000, "--reps must be in [1, 100000] (got %lld)",
-                (long long)reps);
-  SMEZO_REQUIRE(warmup >= 0 && warmup <= 100000, "--warmup must be in [0, 100000] (got %lld)",
-                (long long)warmup);
-  SMEZO_REQUIRE(quantile >= 0.0 && quantile <= 1.0, "--quantile must be in [0, 1] (got %g)",
-                quantile);
-
+      s.shapes.empty() ? std::vector<std::pair<int64_t, int64_t>>() : parse_shapes(s.shapes);
+  const std::vector<int64_t> ms = parse_list(s.ms, "m");
 #ifdef SMEZO_WITH_CUDA
   LinearBenchOptions opt;
-  opt.dtype = dtype == "bf16" ? DTYPE_BF16 : DTYPE_F16;
+  opt.dtype = s.dtype == "bf16" ? DTYPE_BF16 : DTYPE_F16;
   if (!shapes.empty()) {
     opt.shapes.clear();
     for (const auto& s : shapes) opt.shapes.push_back({s.first, s.second});
   }
   opt.ms = ms;
-  opt.reps = static_cast<int>(reps);
-  opt.warmup = static_cast<int>(warmup);
-  opt.mask_quantile = quantile;
-  opt.json_path = json;
+  opt.reps = static_cast<int>(s.reps);
+  opt.warmup = static_cast<int>(s.warmup);
+  opt.mask_quantile = s.quantile;
+  opt.json_path = s.json;
   opt.fused = fused_linear_bench_hook;  // v0 (cuda/fused_linear.cu): validated, then timed
   opt.fused_name = "fused-v0";
   return run_linear_bench(opt);
 #else
-  throw_error("smezo bench needs a CUDA build and a GPU (this smezo was built without nvcc)"
-              "\n---> HINT: rebuild with nvcc on the PATH (make; see README) and run on a GPU");
+  (void)shapes;
+  (void)ms;
+  throw_error("smezo bench needs a CUDA build and a GPU (this smezo was built without nvcc) ---> HINT: "
+              "rebuild with nvcc on the PATH (make; see README) and run on a GPU");
 #endif
+}
+
+}  // namespace
+
+Command register_bench(CLI::App& smezo) {
+  auto s = std::make_shared<BenchState>();
+  CLI::App* cmd = add_command(smezo, "bench", "GPU kernel benchmark: validates, then times against cuBLAS and "
+                                              "the memory floors (needs a CUDA build and a GPU)");
+  cmd->add_option("--kernel", s->kernel, "the kernel to benchmark")->check(one_of({"linear"}))->required();
+  cmd->add_option("--dtype", s->dtype, "weight dtype")->check(one_of({"bf16", "f16"}));
+  cmd->add_option("--shapes", s->shapes, "weight shapes, out x in features, comma-separated: 11008x4096,4096x4096")
+      ->type_name("NxK,...")
+      ->default_str("LLaMA-7B's");
+  cmd->add_option("--m", s->ms, "rows (tokens) per call, comma-separated")->type_name("M,...");
+  cmd->add_option("--reps", s->reps, "timed repetitions (the median is reported)")->check(integer_in(1, 100000));
+  cmd->add_option("--warmup", s->warmup, "untimed runs first")->check(integer_in(0, 100000));
+  cmd->add_option("--quantile", s->quantile, "S-MeZO mask quantile of the perturbed linear")->check(number_in(0, 1));
+  cmd->add_option("--json", s->json, "also write the results as JSON")->type_name("FILE")->default_str("none");
+  return {cmd, [s] { return run_bench(*s); }};
 }
 
 }  // namespace smezo

@@ -1,65 +1,170 @@
 // smezo eval: accuracy of a model on a task split, zero-shot or in-context (k demonstrations
-// from the training split), by length-normalised candidate log-likelihood.
+// from the training split), by length-normalised candidate log-likelihood. On a checkpoint
+// written by `smezo train` it takes the run's data settings from its smezo_run.json
+// (train/checkpoint.h) unless the command line gives them, and says so.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
-#include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/model_setup.h"
 #include "common/assets.h"
 #include "common/check.h"
+#include "run/number_format.h"
 #include "run/summary.h"
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
+#include "train/checkpoint.h"
 #include "train/objective.h"
 
 namespace smezo {
 
-int command_eval(int argc, char** argv) {
-  Args args(argc, argv, 2);
-  const std::string task = args.str("task", "sst2");
-  const std::string mode = args.str("mode", "zero-shot");
-  const std::string split = args.str("split", "test");
-  const int64_t shots = args.integer("shots", mode == "icl" ? 16 : 0);
-  const int64_t max_len = args.integer("max-len", 256);
-  const int64_t batch = args.integer("batch", 16);
-  const uint64_t seed = static_cast<uint64_t>(args.integer("seed", 42));
-  const std::string data_dir = args.str("data", asset_path("data"));
-  const std::string out = args.str("out", "");
-  const int64_t n_train = args.integer("train-examples", 1000), n_dev = args.integer("dev-examples", 500),
-                n_test = args.integer("test-examples", 1000);
-  SMEZO_REQUIRE(mode == "zero-shot" || mode == "icl", "unknown --mode '%s' (choose zero-shot or icl)", mode.c_str());
-  SMEZO_REQUIRE(split == "dev" || split == "test", "unknown --split '%s' (choose dev or test)", split.c_str());
-  SMEZO_REQUIRE(mode == "icl" ? shots > 0 : shots == 0, "--shots %lld: icl needs k > 0 demonstrations, zero-shot none",
-                (long long)shots);
-  SMEZO_REQUIRE(batch > 0 && max_len > 1, "--batch and --max-len must be positive");
-  TaskSplits splits = load_task(task, seed, n_train, n_dev, n_test, data_dir);
-  LoadedModel lm = open_model(args, std::max<int64_t>(8192, max_len), std::max<int64_t>(1024, max_len));
-  args.require_all_used();
-  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
-                "eval", args.positional().empty() ? "" : args.positional()[0].c_str());
-  SMEZO_REQUIRE(shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
-                (long long)shots, splits.train.size());
-  const std::string prefix = build_icl_prefix(
-      std::vector<TaskExample>(splits.train.begin(), splits.train.begin() + shots));
-  const std::vector<TaskExample>& xs = split == "dev" ? splits.dev : splits.test;
+namespace {
+
+struct EvalState {
+  ModelOpenOptions model;
+  std::string task = "sst2", mode = "zero-shot", split = "test", data_dir, out;
+  int64_t shots = 16, max_len = 256, batch = 16, n_train = 1000, n_dev = 500, n_test = 1000;
+  uint64_t seed = 42;
+  CLI::Option *task_opt = nullptr, *shots_opt = nullptr, *max_len_opt = nullptr, *seed_opt = nullptr,
+              *data_opt = nullptr, *n_train_opt = nullptr, *n_dev_opt = nullptr, *n_test_opt = nullptr;
+};
+
+// Takes the run's settings for the options the command line left out; says which it took.
+void apply_run_settings(EvalState& s, const nlohmann::json& run) {
+  std::string taken;
+  auto take_int = [&](CLI::Option* opt, int64_t* field, const char* key) {
+    if (opt->count() || !run.contains(key) || !run[key].is_number_integer()) return;
+    *field = run[key].get<int64_t>();
+    taken += " " + opt->get_name() + " " + std::to_string(*field);
+  };
+  if (!s.task_opt->count() && run.contains("task") && run["task"].is_string()) {
+    s.task = run["task"].get<std::string>();
+    taken += " --task " + s.task;
+  }
+  take_int(s.max_len_opt, &s.max_len, "max_len");
+  if (!s.seed_opt->count() && run.contains("data_seed") && run["data_seed"].is_number_unsigned()) {
+    s.seed = run["data_seed"].get<uint64_t>();
+    taken += " --seed " + std::to_string(s.seed);
+  }
+  take_int(s.n_train_opt, &s.n_train, "n_train");
+  take_int(s.n_dev_opt, &s.n_dev, "n_dev");
+  take_int(s.n_test_opt, &s.n_test, "n_test");
+  if (!s.data_opt->count() && run.contains("data_dir") && run["data_dir"].is_string() &&
+      !run["data_dir"].get<std::string>().empty()) {
+    s.data_dir = run["data_dir"].get<std::string>();
+    taken += " --data " + s.data_dir;
+  }
+  if (!taken.empty())
+    std::fprintf(stderr, "eval: using the run's settings from %s/%s:%s (give an option to override it)\n",
+                 s.model.model_path.c_str(), kRunSettingsFile, taken.c_str());
+}
+
+int run_eval(EvalState& s) {
+  const nlohmann::json run = checkpoint_read_run_settings(s.model.model_path);
+  if (run.is_object()) apply_run_settings(s, run);
+  if (s.mode == "zero-shot" && !s.shots_opt->count()) s.shots = 0;
+  SMEZO_REQUIRE(s.mode == "icl" ? s.shots > 0 : s.shots == 0,
+                "--shots %lld: icl needs k > 0 demonstrations, zero-shot none", (long long)s.shots);
+  TaskSplits splits = load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test,
+                                s.data_dir.empty() ? asset_path("data") : s.data_dir);
+  s.model.max_tokens = std::max<int64_t>(8192, s.max_len);
+  s.model.max_logit_rows = std::max<int64_t>(1024, s.max_len);
+  LoadedModel lm = open_model(s.model);
+  SMEZO_REQUIRE(s.shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
+                (long long)s.shots, splits.train.size());
+  const std::vector<TaskExample> demos(splits.train.begin(), splits.train.begin() + s.shots);
+  const std::string prefix = build_icl_prefix(demos);
+  const std::vector<TaskExample>& xs = s.split == "dev" ? splits.dev : splits.test;
+  SMEZO_REQUIRE(!xs.empty(), "the %s split of %s is empty (--%s-examples 0?)", s.split.c_str(),
+                splits.name.c_str(), s.split.c_str());
   std::vector<EncodedExample> encoded;
-  const int64_t len = std::min(max_len, lm.model->config().max_seq_len);
+  const int64_t len = std::min(s.max_len, lm.model->config().max_seq_len);
   for (const TaskExample& x : xs) encoded.push_back(encode_example(*lm.tokenizer, x, len, prefix));
+
+  // In-context: how many demonstrations the length limit left whole (said once, recorded).
+  nlohmann::json icl = nullptr;
+  if (s.mode == "icl") {
+    IclDemoCounter counter(*lm.tokenizer, demos);
+    int64_t all_kept = 0, fewest = s.shots, total = 0;
+    for (const EncodedExample& e : encoded) {
+      const int64_t whole = counter.whole_demos(e);
+      all_kept += whole == s.shots;
+      fewest = std::min(fewest, whole);
+      total += whole;
+    }
+    const double mean = static_cast<double>(total) / static_cast<double>(encoded.size());
+    icl = {{"shots", s.shots}, {"max_len", len}, {"examples_with_all_demos", all_kept},
+           {"mean_whole_demos", mean}, {"min_whole_demos", fewest}};
+    if (all_kept == (int64_t)encoded.size())
+      std::fprintf(stderr, "icl: all %lld demonstrations fit in --max-len %lld for every example\n",
+                   (long long)s.shots, (long long)len);
+    else
+      std::fprintf(stderr, "icl: --max-len %lld cut the demonstrations (from the left) in %lld of %zu examples: "
+                   "%.1f of %lld whole on average, %lld at least; raise --max-len or lower --shots "
+                   "to keep them all\n", (long long)len, (long long)encoded.size() - all_kept, encoded.size(),
+                   mean, (long long)s.shots, (long long)fewest);
+  }
+
   auto t0 = std::chrono::steady_clock::now();
-  const double acc = accuracy(*lm.model, encoded, batch);
+  const double acc = accuracy(*lm.model, encoded, s.batch);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s %s %s (%zu examples, %s%s): accuracy %.4f  [%.1f s]\n", lm.model_path.c_str(),
-              splits.name.c_str(), split.c_str(), xs.size(), mode.c_str(),
-              mode == "icl" ? (", k=" + std::to_string(shots)).c_str() : "", acc, secs);
-  if (!out.empty()) {
-    nlohmann::json j = {{"model", lm.model_path}, {"task", splits.name}, {"split", split}, {"mode", mode},
-                        {"shots", shots}, {"examples", xs.size()}, {"accuracy", acc}, {"seed", seed},
-                        {"split_note", splits.split_note}, {"wall_time_s", secs}};
+  std::printf("%s %s %s (%zu examples, %s%s): accuracy %s  [%.1f s]\n", lm.model_path.c_str(),
+              splits.name.c_str(), s.split.c_str(), xs.size(), s.mode.c_str(),
+              s.mode == "icl" ? (", k=" + std::to_string(s.shots)).c_str() : "", format_accuracy(acc).c_str(), secs);
+  if (!s.out.empty()) {
+    nlohmann::json j = {{"model", lm.model_path}, {"task", splits.name}, {"split", s.split}, {"mode", s.mode},
+                        {"shots", s.shots}, {"max_len", len}, {"examples", xs.size()}, {"accuracy", acc},
+                        {"seed", s.seed}, {"split_note", splits.split_note}, {"wall_time_s", secs},
+                        {"icl_demonstrations", icl},
+                        {"run_settings", run.is_object() ? nlohmann::json(std::string(kRunSettingsFile))
+                                                         : nlohmann::json(nullptr)}};
     summary_add_standard_fields(&j);
-    summary_write(out, j);
+    summary_write(s.out, j);
   }
   return 0;
+}
+
+}  // namespace
+
+Command register_eval(CLI::App& smezo) {
+  auto s = std::make_shared<EvalState>();
+  CLI::App* cmd = add_command(smezo, "eval", "accuracy of a model on a task split, zero-shot or in-context; on "
+                                             "a checkpoint of `smezo train` the run's data settings are the defaults");
+  add_model_options(cmd, &s->model);
+  s->task_opt = cmd->add_option("--task", s->task, "the task")
+                    ->type_name("NAME")
+                    ->check(one_of(task_names(), true))
+                    ->default_str("the run's task, else sst2");
+  cmd->add_option("--mode", s->mode, "zero-shot, or icl: --shots demonstrations from the training split "
+                                     "before each example")
+      ->check(one_of({"zero-shot", "icl"}));
+  s->shots_opt = cmd->add_option("--shots", s->shots, "in-context demonstrations")
+                     ->check(integer_at_least(0))
+                     ->default_str("16 with --mode icl, else 0");
+  cmd->add_option("--split", s->split, "which split to score")->check(one_of({"dev", "test"}));
+  s->max_len_opt = cmd->add_option("--max-len", s->max_len, "tokens per candidate, the prompt cut from the left")
+                       ->check(integer_at_least(2))
+                       ->default_str("the run's, else 256");
+  cmd->add_option("--batch", s->batch, "examples per forward")->check(integer_at_least(1));
+  s->seed_opt = cmd->add_option("--seed", s->seed, "data seed: which examples are sampled")
+                    ->check(unsigned_integer())
+                    ->default_str("the run's data seed, else 42");
+  s->data_opt = cmd->add_option("--data", s->data_dir, "folder holding glue/ and superglue/")
+                    ->type_name("DIR")
+                    ->default_str(asset_path("data"));
+  s->n_train_opt = cmd->add_option("--train-examples", s->n_train, "training examples sampled (the demonstrations "
+                                                                   "come from them)")
+                       ->check(integer_at_least(1))
+                       ->default_str("the run's, else 1000");
+  s->n_dev_opt = cmd->add_option("--dev-examples", s->n_dev, "dev examples sampled")
+                     ->check(integer_at_least(0))
+                     ->default_str("the run's, else 500");
+  s->n_test_opt = cmd->add_option("--test-examples", s->n_test, "test examples sampled")
+                      ->check(integer_at_least(0))
+                      ->default_str("the run's, else 1000");
+  cmd->add_option("--out", s->out, "also write the result as JSON")->type_name("FILE")->default_str("none");
+  return {cmd, [s] { return run_eval(*s); }};
 }
 
 }  // namespace smezo

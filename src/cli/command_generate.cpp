@@ -1,41 +1,74 @@
 // smezo generate: greedy or temperature sampling from a prompt (default: BOS only), streamed.
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
-#include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/model_setup.h"
 #include "common/check.h"
 #include "model/generate.h"
 
 namespace smezo {
 
-int command_generate(int argc, char** argv) {
-  Args args(argc, argv, 2, {"stats"});
+namespace {
+
+struct GenerateState {
+  ModelOpenOptions model;
   GenerateOptions opts;
-  opts.prompt = args.str("prompt", "");
-  opts.steps = args.integer("steps", 256);
-  opts.temperature = static_cast<float>(args.number("temperature", 0.0));
-  opts.top_p = static_cast<float>(args.number("top-p", 1.0));
-  opts.seed = static_cast<uint64_t>(args.integer("seed", 1));
-  SMEZO_REQUIRE(opts.steps > 0, "--steps must be positive");
-  const bool stats = args.flag("stats");
-  LoadedModel lm = open_model(args, opts.steps, 1);
-  args.require_all_used();
-  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
-                "generate", args.positional().empty() ? "" : args.positional()[0].c_str());
+  bool stats = false;
+  CLI::Option* seed = nullptr;
+};
+
+int run_generate(GenerateState& s) {
+  GenerateOptions& opts = s.opts;
+  if (opts.temperature > 0 && s.seed->count() == 0) {
+    // sampled text differs run to run; the seed printed repeats one
+    const auto ns = std::chrono::system_clock::now().time_since_epoch().count();
+    opts.seed = static_cast<uint64_t>(ns) | 1;
+    std::fprintf(stderr, "generate: sampling with --seed %llu (pass it to get this text again)\n",
+                 (unsigned long long)opts.seed);
+  }
+  // the prompt's tokens are at most its bytes + BOS + a leading-space piece
+  s.model.max_tokens = opts.new_tokens > 0 ? (int64_t)opts.prompt.size() + 2 + opts.new_tokens : opts.steps;
+  s.model.max_logit_rows = 1;
+  LoadedModel lm = open_model(s.model);
   auto start = std::chrono::steady_clock::now();
   std::vector<int32_t> tokens = generate(*lm.model, *lm.tokenizer, opts, [](const std::string& piece) {
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
   });
   std::printf("\n");
-  if (stats) {
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "generated %zu positions in %.3f s (%.1f tok/s) on %s\n", tokens.size(), s,
-                 (tokens.size() - 1) / s, lm.backend->name());
+  if (s.stats) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "generated %zu positions in %.3f s (%.1f tok/s) on %s\n", tokens.size(), secs,
+                 (tokens.size() - 1) / secs, lm.backend->name());
   }
   return 0;
+}
+
+}  // namespace
+
+Command register_generate(CLI::App& smezo) {
+  auto s = std::make_shared<GenerateState>();
+  CLI::App* cmd = add_command(smezo, "generate", "text from a prompt: greedy (--temperature 0) or sampled, "
+                                                 "streamed to stdout");
+  add_model_options(cmd, &s->model);
+  cmd->add_option("--prompt", s->opts.prompt, "the text to continue")->default_str("none: start from BOS");
+  CLI::Option* steps = cmd->add_option("--steps", s->opts.steps,
+                                       "positions to fill, the prompt's tokens and BOS included (llama2.c's -n): "
+                                       "the text ends at position N, or at the model's context length")
+                           ->check(integer_at_least(1));
+  cmd->add_option("--new-tokens", s->opts.new_tokens, "tokens to generate after the prompt, instead of --steps")
+      ->check(integer_at_least(1))
+      ->default_str("none: --steps decides")
+      ->excludes(steps);
+  cmd->add_option("--temperature", s->opts.temperature, "0: greedy argmax; > 0: sample")->check(number_at_least(0));
+  cmd->add_option("--top-p", s->opts.top_p, "nucleus sampling: keep the most likely tokens up to this mass")
+      ->check(number_where([](double v) { return v > 0 && v <= 1; }, "in (0, 1]"));
+  s->seed = cmd->add_option("--seed", s->opts.seed, "sampling seed")
+                ->check(unsigned_integer())
+                ->default_str("from the clock, printed on stderr");
+  cmd->add_flag("--stats", s->stats, "print the positions generated and tokens/s on stderr");
+  return {cmd, [s] { return run_generate(*s); }};
 }
 
 }  // namespace smezo

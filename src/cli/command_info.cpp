@@ -2,19 +2,24 @@
 #include <cstdio>
 #include <map>
 
-#include "cli/args.h"
+#include <memory>
+
 #include "cli/commands.h"
-#include "cli/model_setup.h"
+#include "common/check.h"
 #include "formats/model_loader.h"
 #include "model/model.h"
 
 namespace smezo {
 
-int command_info(int argc, char** argv) {
-  Args args(argc, argv, 2);
-  std::string path = args.positional().empty() ? args.str("model", default_model_path())
-                                               : args.positional()[0];
-  args.require_all_used();
+namespace {
+
+struct InfoState {
+  std::string positional, model;
+};
+
+int run_info(const InfoState& s) {
+  SMEZO_REQUIRE(s.positional.empty() || s.model.empty(), "info: give the model once, as MODEL or --model");
+  const std::string path = resolve_model_path(s.positional.empty() ? s.model : s.positional);
   WeightSource src = load_weights(path);
   const ModelConfig& c = src.config;
   std::printf("model        %s\n", path.c_str());
@@ -48,6 +53,18 @@ int command_info(int argc, char** argv) {
   for (const auto& kv : per_dtype) std::printf(", %s %lld", kv.first.c_str(), (long long)kv.second);
   std::printf("\n");
   return 0;
+}
+
+}  // namespace
+
+Command register_info(CLI::App& smezo) {
+  auto s = std::make_shared<InfoState>();
+  CLI::App* cmd = add_command(smezo, "info", "a model's architecture, tensor shapes and dtypes, and parameter count");
+  cmd->add_option("MODEL", s->positional, "the model (or --model)")
+      ->type_name("PATH")
+      ->default_str("the bundled stories260K");
+  cmd->add_option("--model", s->model, "the model (or MODEL)")->type_name("PATH")->default_str("the bundled stories260K");
+  return {cmd, [s] { return run_info(*s); }};
 }
 
 }  // namespace smezo

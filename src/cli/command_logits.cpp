@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cli/args.h"
+#include <memory>
+
 #include "cli/commands.h"
-#include "cli/model_setup.h"
 #include "common/check.h"
 #include "formats/model_loader.h"
 #include "formats/safetensors.h"
@@ -34,21 +34,16 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
   return out;
 }
 
-}  // namespace
+struct LogitsState {
+  ModelOpenOptions model;
+  std::string tokens, out;
+};
 
-int command_logits(int argc, char** argv) {
-  Args args(argc, argv, 2);
-  const std::string model_path = args.str("model", default_model_path());
-  const std::string tokens_arg = args.str("tokens", "");
-  const std::string out = args.str("out", "");
-  const std::string device = args.str("device", "cpu");
-  const DType storage = storage_dtype(device, args.str("dtype", ""));
-  args.require_all_used();
-  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
-                "logits", args.positional().empty() ? "" : args.positional()[0].c_str());
-  SMEZO_REQUIRE(!tokens_arg.empty() && !out.empty(), "usage: smezo logits --model M --tokens 1,2,3 --out FILE");
-  std::vector<int32_t> tokens = parse_tokens(tokens_arg);
-  std::unique_ptr<Backend> backend = make_backend(device);
+int run_logits(const LogitsState& s) {
+  const std::vector<int32_t> tokens = parse_tokens(s.tokens);
+  const std::string model_path = resolve_model_path(s.model.model_path);
+  const DType storage = storage_dtype(s.model.device, s.model.dtype);
+  std::unique_ptr<Backend> backend = make_backend(s.model.device);
   WeightSource source = load_weights(model_path);
   const int64_t n = static_cast<int64_t>(tokens.size());
   Model model(source, *backend, storage, n, n);
@@ -63,9 +58,23 @@ int command_logits(int argc, char** argv) {
   e.dtype = DTYPE_F32;
   e.shape = {n, model.config().vocab_size};
   e.data = logits.data();
-  write_safetensors(out, {e}, {{"tokens", tokens_arg}, {"model", model_path}, {"device", backend->name()}, {"dtype", dtype_name(storage)}});
-  std::printf("wrote logits (%lld, %lld) to %s\n", (long long)n, (long long)model.config().vocab_size, out.c_str());
+  write_safetensors(s.out, {e}, {{"tokens", s.tokens}, {"model", model_path}, {"device", backend->name()},
+                                 {"dtype", dtype_name(storage)}});
+  std::printf("wrote logits (%lld, %lld) to %s\n", (long long)n, (long long)model.config().vocab_size,
+              s.out.c_str());
   return 0;
+}
+
+}  // namespace
+
+Command register_logits(CLI::App& smezo) {
+  auto s = std::make_shared<LogitsState>();
+  CLI::App* cmd = add_command(smezo, "logits", "the next-token logits of every position of one token sequence, "
+                                               "as safetensors (for oracle checks)");
+  add_model_options(cmd, &s->model, /*with_tokenizer=*/false);
+  cmd->add_option("--tokens", s->tokens, "the token ids, comma-separated: 1,2,3")->type_name("IDS")->required();
+  cmd->add_option("--out", s->out, "the safetensors file to write")->type_name("FILE")->required();
+  return {cmd, [s] { return run_logits(*s); }};
 }
 
 }  // namespace smezo

@@ -2,10 +2,9 @@
 // run's seed log (no forward passes: one update per logged step), bit-exactly, and writes
 // them as a Hugging Face checkpoint.
 #include <cstdio>
+#include <memory>
 
-#include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/model_setup.h"
 #include "common/check.h"
 #include "run/seed_log.h"
 #include "train/checkpoint.h"
@@ -13,37 +12,58 @@
 
 namespace smezo {
 
-int command_replay(int argc, char** argv) {
-  Args args(argc, argv, 2);
-  SMEZO_REQUIRE(args.positional().size() == 2, "usage: smezo replay BASE_MODEL SEED_LOG --out DIR");
-  const std::string base = args.positional()[0], log_path = args.positional()[1];
-  const std::string out = args.str("out", "");
-  SMEZO_REQUIRE(!out.empty(), "replay: --out DIR is required");
-  const std::string tokenizer = args.str("tokenizer", "");
-  SeedLog log = seed_log_read(log_path);
+namespace {
+
+struct ReplayState {
+  std::string base, log_path, out, tokenizer, device, dtype;
+};
+
+int run_replay(const ReplayState& s) {
+  SeedLog log = seed_log_read(s.log_path);
+  SMEZO_REQUIRE(log.header.contains("spsa"), "%s: not a smezo training log (no 'spsa' in the header)",
+                s.log_path.c_str());
   // Replay stores weights as training did (updates round to the storage dtype); the logged
   // device and dtype are the defaults.
   const std::string logged_dtype = log.header.value("storage_dtype", std::string("F32"));
-  const std::string dtype_arg = logged_dtype == "BF16" ? "bf16" : logged_dtype == "F16" ? "f16" : "f32";
-  const std::string device = args.str("device", log.header.value("device", std::string("cpu")));
-  const std::string dtype = args.str("dtype", device == "cpu" ? "" : dtype_arg);
-  args.require_all_used();
-  SMEZO_REQUIRE(log.header.contains("spsa"), "%s: not a smezo training log (no 'spsa' in the header)",
-                log_path.c_str());
-  SpsaOptions opts = spsa_options_from_json(log.header["spsa"], log_path);
-  LoadedModel lm = open_model_paths(base, tokenizer, device, 1, 1, dtype);
+  const std::string logged_dtype_arg = logged_dtype == "BF16" ? "bf16" : logged_dtype == "F16" ? "f16" : "f32";
+  const std::string device = s.device.empty() ? log.header.value("device", std::string("cpu")) : s.device;
+  const std::string dtype = !s.dtype.empty() ? s.dtype : device == "cpu" ? "" : logged_dtype_arg;
+  SpsaOptions opts = spsa_options_from_json(log.header["spsa"], s.log_path);
+  LoadedModel lm = open_model_paths(s.base, s.tokenizer, device, 1, 1, dtype);
   const std::string replay_dtype = dtype_name(lm.model->params().front()->w.dtype);
   SMEZO_REQUIRE(replay_dtype == logged_dtype,
-                "%s: the run stored weights as %s, this replay as %s: the updates would round "
-                "differently ---> HINT: replay with --device cuda --dtype %s", log_path.c_str(),
-                logged_dtype.c_str(), replay_dtype.c_str(), dtype_arg.c_str());
+                "%s: the run stored weights as %s, this replay as %s: the updates would round differently "
+                "---> HINT: replay with %s", s.log_path.c_str(), logged_dtype.c_str(), replay_dtype.c_str(),
+                logged_dtype == "F32" ? "--dtype f32 (or no --dtype) on either device"
+                                      : ("--device cuda --dtype " + logged_dtype_arg).c_str());
   SpsaOptimizer optimizer(*lm.model, opts);
-  optimizer.check_matches(log.header["spsa"], log_path);
+  optimizer.check_matches(log.header["spsa"], s.log_path);
   for (const SeedRecord& r : log.records) optimizer.apply_update(r.seed, r.g, r.lr);
-  save_hf_checkpoint(*lm.model, out, lm.tokenizer_path);
-  std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), log_path.c_str(), base.c_str(),
-              out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");
+  save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path);
+  std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
+              s.out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");
   return 0;
+}
+
+}  // namespace
+
+Command register_replay(CLI::App& smezo) {
+  auto s = std::make_shared<ReplayState>();
+  CLI::App* cmd = add_command(smezo, "replay", "rebuild a run's fine-tuned weights from the base model and its "
+                                               "seed log, bit for bit, as a Hugging Face checkpoint");
+  cmd->add_option("BASE", s->base, "the base model the run started from")->type_name("PATH")->required();
+  cmd->add_option("SEEDLOG", s->log_path, "the run's seed_log.txt")->type_name("PATH")->required();
+  cmd->add_option("--out", s->out, "the checkpoint folder to write")->type_name("DIR")->required();
+  cmd->add_option("--tokenizer", s->tokenizer, "copied into the checkpoint")
+      ->type_name("PATH")
+      ->default_str("tokenizer.model beside the base model; the bundled one for stories260K");
+  cmd->add_option("--device", s->device, "where the updates run")
+      ->check(one_of({"cpu", "cuda"}))
+      ->default_str("the run's, from the seed log");
+  cmd->add_option("--dtype", s->dtype, "weight storage; must be the run's, since updates round to it")
+      ->check(one_of({"f32", "f16", "bf16"}))
+      ->default_str("the run's, from the seed log");
+  return {cmd, [s] { return run_replay(*s); }};
 }
 
 }  // namespace smezo

@@ -1,57 +1,103 @@
-// smezo train: zeroth-order fine-tuning (MeZO, S-MeZO, R-MeZO) on a task. See train/trainer.h.
-#include <cstdio>
+// smezo train: zeroth-order fine-tuning (MeZO, S-MeZO, R-MeZO) on a task. The options map
+// one to one onto smezo::TrainOptions (include/smezo/train.h); train/trainer.h runs it.
+#include <memory>
 
-#include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/model_setup.h"
-#include "common/check.h"
+#include "common/assets.h"
+#include "tasks/task_data.h"
 #include "train/trainer.h"
 
 namespace smezo {
 
-int command_train(int argc, char** argv) {
-  Args args(argc, argv, 2, {"resume", "fixed-batch", "skip-test", "freeze-embeddings", "freeze-norms", "freeze-biases",
-                                 "stochastic-rounding"});
+namespace {
+
+struct TrainState {
   TrainOptions o;
-  o.model_path = args.str("model", default_model_path());
-  o.tokenizer_path = args.str("tokenizer", "");
-  o.device = args.str("device", "cpu");
-  o.dtype = args.str("dtype", "");
-  o.task = args.str("task", "sst2");
-  o.data_dir = args.str("data", "");
-  o.n_train = args.integer("train-examples", 1000);
-  o.n_dev = args.integer("dev-examples", 500);
-  o.n_test = args.integer("test-examples", 1000);
-  o.max_len = args.integer("max-len", 256);
-  o.batch = args.integer("batch", 16);
-  o.steps = args.integer("steps", 20000);
-  o.eval_every = args.integer("eval-every", 500);
-  o.eval_examples = args.integer("eval-examples", 0);
-  o.checkpoint_every = args.integer("checkpoint-every", 0);
-  o.flush_every = args.integer("flush-every", 10);
-  o.max_tokens = args.integer("max-tokens", 8192);
-  o.progress_every = args.integer("progress-every", 0);
-  o.fixed_batch = args.flag("fixed-batch");
-  o.skip_test = args.flag("skip-test");
-  o.resume = args.flag("resume");
-  o.spsa.method = method_parse(args.str("method", "smezo"));
-  o.spsa.sparsity = args.number("sparsity", o.spsa.method == METHOD_MEZO ? 0.0 : 0.75);
-  o.spsa.eps = static_cast<float>(args.number("eps", 1e-3));
-  o.spsa.lr = static_cast<float>(args.number("lr", o.spsa.method == METHOD_MEZO ? 1e-6 : 2e-6));
-  o.spsa.schedule = lr_schedule_parse(args.str("lr-schedule", "constant"));
-  o.spsa.weight_decay = static_cast<float>(args.number("weight-decay", 0.0));
-  o.spsa.seed = static_cast<uint64_t>(args.integer("seed", 42));
-  o.data_seed = static_cast<uint64_t>(args.integer("data-seed", 0));
-  o.spsa.freeze_embeddings = args.flag("freeze-embeddings");
-  o.spsa.freeze_norms = args.flag("freeze-norms");
-  o.spsa.freeze_biases = args.flag("freeze-biases");
-  o.spsa.stochastic_rounding = args.flag("stochastic-rounding");
-  o.out_dir = args.str("out", "runs/" + o.task + "-" + method_name(o.spsa.method));
-  args.require_all_used();
-  SMEZO_REQUIRE(args.positional().empty(), "%s: unexpected argument '%s' (options are --name value)",
-                "train", args.positional().empty() ? "" : args.positional()[0].c_str());
+  ModelOpenOptions model;
+  std::string method = "smezo", schedule = "constant";
+  CLI::Option *sparsity = nullptr, *lr = nullptr, *out = nullptr;
+};
+
+int run_train(TrainState& s) {
+  TrainOptions& o = s.o;
+  o.model_path = s.model.model_path;
+  o.tokenizer_path = s.model.tokenizer_path;
+  o.device = s.model.device;
+  o.dtype = s.model.dtype;
+  o.spsa.method = method_parse(s.method);
+  o.spsa.schedule = lr_schedule_parse(s.schedule);
+  // defaults that depend on the method and task
+  if (s.sparsity->count() == 0) o.spsa.sparsity = o.spsa.method == METHOD_MEZO ? 0.0 : 0.75;
+  if (s.lr->count() == 0) o.spsa.lr = o.spsa.method == METHOD_MEZO ? 1e-6f : 2e-6f;
+  if (s.out->count() == 0) o.out_dir = "runs/" + o.task + "-" + method_name(o.spsa.method);
   train(o);
   return 0;
+}
+
+}  // namespace
+
+Command register_train(CLI::App& smezo) {
+  auto s = std::make_shared<TrainState>();
+  TrainOptions& o = s->o;
+  CLI::App* cmd = add_command(smezo, "train", "zeroth-order fine-tuning of a model on a task; writes a run "
+                                              "folder (seed log, metrics, summary, plot, checkpoint)");
+  add_model_options(cmd, &s->model);
+  cmd->add_option("--task", o.task, "the task (MeZO's templates and sampling)")
+      ->type_name("NAME")
+      ->check(one_of(task_names(), true));
+  cmd->add_option("--data", o.data_dir, "folder holding glue/ and superglue/")
+      ->type_name("DIR")
+      ->default_str(asset_path("data"));
+  cmd->add_option("--train-examples", o.n_train, "training examples sampled")->check(integer_at_least(1));
+  cmd->add_option("--dev-examples", o.n_dev, "dev examples sampled (0: no dev evaluation)")
+      ->check(integer_at_least(0));
+  cmd->add_option("--test-examples", o.n_test, "test examples sampled")->check(integer_at_least(0));
+  cmd->add_option("--data-seed", o.data_seed, "seed of the train/dev/test sampling and minibatches")
+      ->check(unsigned_integer())
+      ->default_str("0 = the value of --seed");
+  cmd->add_option("--method", s->method, "mezo: every entry; smezo: small-magnitude entries of linear "
+                                         "weights; rmezo: a fixed random mask")
+      ->check(one_of({"mezo", "smezo", "rmezo"}));
+  s->sparsity = cmd->add_option("--sparsity", o.spsa.sparsity, "fraction of each linear weight NOT tuned")
+                    ->check(number_where([](double v) { return v >= 0 && v < 1; }, "in [0, 1)"))
+                    ->default_str("0.75; mezo: 0");
+  s->lr = cmd->add_option("--lr", o.spsa.lr, "learning rate (above 0.1 prints a warning)")
+              ->check(number_at_least(0))
+              ->default_str("2e-6; mezo: 1e-6");
+  cmd->add_option("--eps", o.spsa.eps, "perturbation scale")->check(number_above(0));
+  cmd->add_option("--lr-schedule", s->schedule, "constant, or linear decay to 0 over the run")
+      ->check(one_of({"constant", "linear"}));
+  cmd->add_option("--weight-decay", o.spsa.weight_decay, "decay of the tuned weight entries")
+      ->check(number_at_least(0));
+  cmd->add_option("--seed", o.spsa.seed, "run seed: the step seeds and the R-MeZO mask derive from it")
+      ->check(unsigned_integer());
+  cmd->add_option("--steps", o.steps, "training steps")->check(integer_at_least(1));
+  cmd->add_option("--batch", o.batch, "examples per step (and per evaluation forward)")->check(integer_at_least(1));
+  cmd->add_option("--max-len", o.max_len, "tokens per candidate: BOS + prompt + option, the prompt cut "
+                                          "from the left")
+      ->check(integer_at_least(2));
+  cmd->add_option("--max-tokens", o.max_tokens, "workspace tokens per forward (bigger batches are chunked)")
+      ->check(integer_at_least(1));
+  cmd->add_option("--eval-every", o.eval_every, "dev evaluation interval in steps (0: only at the end)")
+      ->check(integer_at_least(0));
+  cmd->add_option("--eval-examples", o.eval_examples, "dev examples per periodic evaluation (0: all)")
+      ->check(integer_at_least(0));
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint interval in steps (0: only at the end)")
+      ->check(integer_at_least(0));
+  cmd->add_option("--flush-every", o.flush_every, "seed-log durability interval in steps")
+      ->check(integer_at_least(1));
+  cmd->add_option("--progress-every", o.progress_every, "plain progress line interval (0: about 20 lines)")
+      ->check(integer_at_least(0));
+  s->out = cmd->add_option("--out", o.out_dir, "the run folder")->type_name("DIR")->default_str("runs/TASK-METHOD");
+  cmd->add_flag("--resume", o.resume, "continue the run in --out from its seed log");
+  cmd->add_flag("--fixed-batch", o.fixed_batch, "reuse the first minibatch every step (overfitting checks)");
+  cmd->add_flag("--skip-test", o.skip_test, "no test-set evaluation at the end");
+  cmd->add_flag("--freeze-embeddings", o.spsa.freeze_embeddings, "do not tune the embeddings");
+  cmd->add_flag("--freeze-norms", o.spsa.freeze_norms, "do not tune the norm weights");
+  cmd->add_flag("--freeze-biases", o.spsa.freeze_biases, "do not tune the biases");
+  cmd->add_flag("--stochastic-rounding", o.spsa.stochastic_rounding,
+                "round updates stochastically to bf16 storage (--device cuda --dtype bf16)");
+  return {cmd, [s] { return run_train(*s); }};
 }
 
 }  // namespace smezo

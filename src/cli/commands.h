@@ -1,14 +1,25 @@
-// The CLI commands; each takes main's argv (argv[1] is the command name) and returns an exit code.
+// The smezo commands. Each registers its subcommand and options on the top-level app and
+// returns what to run (see cli.h for the pattern). To add a command: write
+// src/cli/command_<name>.cpp with register_<name>(), declare it here and list it in
+// kCommandRegistrars (the order is the order of `smezo help`).
 #pragma once
+
+#include "cli/cli.h"
 
 namespace smezo {
 
-int command_info(int argc, char** argv);
-int command_generate(int argc, char** argv);
-int command_train(int argc, char** argv);
-int command_eval(int argc, char** argv);
-int command_replay(int argc, char** argv);
-int command_logits(int argc, char** argv);
-int command_bench(int argc, char** argv);
+Command register_train(CLI::App& smezo);
+Command register_eval(CLI::App& smezo);
+Command register_generate(CLI::App& smezo);
+Command register_replay(CLI::App& smezo);
+Command register_info(CLI::App& smezo);
+Command register_logits(CLI::App& smezo);
+Command register_bench(CLI::App& smezo);
+
+using CommandRegistrar = Command (*)(CLI::App&);
+inline constexpr CommandRegistrar kCommandRegistrars[] = {
+    register_train, register_eval, register_generate, register_replay,
+    register_info,  register_logits, register_bench,
+};
 
 }  // namespace smezo

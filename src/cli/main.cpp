@@ -1,59 +1,125 @@
-// smezo command-line entry point: dispatches to the commands and turns every smezo::Error
-// into one line "smezo: error: ..." and exit code 1.
+// smezo command-line entry point: builds the CLI11 app from the commands' registrars
+// (commands.h; the pattern is in cli.h), parses, runs the chosen command, and turns every
+// error into ONE line "smezo: error: ..." on stderr: exit code 2 for a bad command line, 1 for
+// an error while running.
 #include <cstdio>
-#include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
+#include <vector>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/version.h"
 #include "common/check.h"
 
 namespace {
 
-void print_usage() {
-  std::printf(
-      "usage: smezo COMMAND [options]\n"
-      "commands:\n"
-      "  info [MODEL]         architecture, shapes, dtypes and parameter count\n"
-      "  generate [options]   text generation (greedy with --temperature 0)\n"
-      "  train [options]      zeroth-order fine-tuning: --task sst2|rte|boolq|wic|multirc|copa|cb\n"
-      "                       --method mezo|smezo|rmezo --sparsity S --lr LR --eps EPS --steps N\n"
-      "                       --batch B --out DIR [--resume] (see README for every option)\n"
-      "  eval [options]       accuracy on --task, --mode zero-shot|icl [--shots K], --split dev|test\n"
-      "  replay BASE LOG --out DIR   rebuild fine-tuned weights from a seed log\n"
-      "  logits --tokens 1,2,3 --out F   next-token logits of one sequence (safetensors)\n"
-      "  bench --kernel linear [--dtype bf16|f16] [--shapes NxK,...] [--m 16,1024,4096]\n"
-      "        [--reps N] [--json F]   kernel benchmark against cuBLAS (needs a GPU)\n"
-      "  help                 this text\n"
-      "common options: --model PATH (default: the bundled stories260K), --tokenizer PATH,\n"
-      "                --device cpu|cuda\n");
+int fail(int code, const std::string& text) {
+  std::fflush(stdout);
+  // smezo::Error folds line breaks, so whatever the source, the error stays one line
+  std::fprintf(stderr, "smezo: error: %s\n", smezo::Error(text).what());
+  return code;
+}
+
+// CLI11's own wording, where it is unclear, in ours (still naming the option).
+std::string parse_error_text(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  const size_t colon = text.find(": ");
+  const std::string option = colon == std::string::npos ? "" : text.substr(0, colon);
+  if (e.get_name() == "ArgumentMismatch" && !option.empty()) {
+    if (text.find("missing") != std::string::npos) return "option " + option + " needs a value";
+    if (text.find("At Most") != std::string::npos) return "option " + option + " is given more than once";
+  }
+  if (e.get_name() == "ConversionError" && text.rfind("Could not convert: ", 0) == 0) {
+    const std::string rest = text.substr(19);  // "--resume = maybe"
+    const size_t eq = rest.find(" = ");
+    if (eq != std::string::npos)
+      return rest.substr(0, eq) + ": cannot use '" + rest.substr(eq + 3) + "' (a switch takes true or false)";
+  }
+  return text;
+}
+
+// The first argument no option consumed, as an error (CLI11 collects them with allow_extras).
+int report_extras(const std::vector<std::string>& extras, const std::string& command) {
+  const std::string& first = extras.front();
+  const std::string see = command.empty() ? "see 'smezo help'" : "see 'smezo help " + command + "'";
+  if (first.rfind("--", 0) == 0)
+    return fail(2, "unknown option " + first.substr(0, first.find('=')) +
+                       (command.empty() ? "" : " for smezo " + command) + " (" + see + ")");
+  return fail(2, "unexpected argument '" + first + "'" + (command.empty() ? "" : " for smezo " + command) +
+                     " (options are --name VALUE; " + see + ")");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help")) {
-    print_usage();
-    return argc < 2 ? 2 : 0;
+  CLI::App app("smezo: fine-tune LLaMA, Mistral and OPT models with zeroth-order optimisation "
+               "(MeZO, Sparse-MeZO, R-MeZO), forward passes only.",
+               "smezo");
+  app.formatter(smezo::make_help_formatter());
+  app.set_version_flag("--version", smezo::version_text(), "print the version and git commit, then exit");
+  app.allow_extras();
+  app.require_subcommand(0, 1);
+  app.footer("Run 'smezo help COMMAND' or 'smezo COMMAND --help' for a command's options, with their\n"
+             "defaults and allowed values.");
+
+  std::vector<smezo::Command> commands;
+  std::vector<std::string> names;
+  for (smezo::CommandRegistrar registrar : smezo::kCommandRegistrars) {
+    commands.push_back(registrar(app));
+    names.push_back(commands.back().app->get_name());
   }
-  std::string command = argv[1];
-  try {
-    if (command == "info") return smezo::command_info(argc, argv);
-    if (command == "generate") return smezo::command_generate(argc, argv);
-    if (command == "train") return smezo::command_train(argc, argv);
-    if (command == "eval") return smezo::command_eval(argc, argv);
-    if (command == "replay") return smezo::command_replay(argc, argv);
-    if (command == "logits") return smezo::command_logits(argc, argv);
-    if (command == "bench") return smezo::command_bench(argc, argv);
-    std::fprintf(stderr, "smezo: error: unknown command '%s' (see 'smezo help')\n", command.c_str());
+  std::string topic;
+  CLI::App* help = smezo::add_command(app, "help", "list the commands, or explain one: smezo help COMMAND");
+  help->add_option("COMMAND", topic, "the command to explain")->check(smezo::one_of(names));
+
+  if (argc < 2) {
+    std::cout << app.help();
     return 2;
-  } catch (const smezo::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "smezo: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "smezo: error: %s\n", e.what());
-    return 1;
   }
+  const std::string first = argv[1];
+  if (first.empty() || first[0] != '-') {
+    bool known = first == "help";
+    for (const std::string& n : names) known = known || n == first;
+    if (!known) {
+      std::string listed;
+      for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+      return fail(2, "unknown command '" + first + "' (commands: " + listed + "; see 'smezo help')");
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return fail(2, parse_error_text(e));
+  }
+
+  if (!app.remaining().empty() && app.get_subcommands().empty()) return report_extras(app.remaining(), "");
+  if (help->parsed()) {
+    // app.help() would explain the selected subcommand, "help" itself: format the top level
+    std::cout << (topic.empty() ? app.get_formatter()->make_help(&app, "smezo", CLI::AppFormatMode::Normal)
+                                : app.get_subcommand(topic)->help("smezo"));
+    return 0;
+  }
+  for (const smezo::Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    if (!c.app->remaining().empty()) return report_extras(c.app->remaining(), c.app->get_name());
+    try {
+      return c.run();
+    } catch (const std::exception& e) {  // smezo::Error and the rest alike: one line
+      return fail(1, e.what());
+    }
+  }
+  std::cout << app.help();  // options only (e.g. none at all after "smezo")
+  return 2;
 }

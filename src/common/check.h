@@ -4,18 +4,37 @@
 // printf-formatted message that a user can act on (name the file, tensor, field or value).
 // The CLI catches smezo::Error, prints "smezo: error: <message>" and exits non-zero; tests
 // check the message with EXPECT_THROW / testing::HasSubstr.
+//
+// Every error is ONE line. Where a hint helps (what to do about it), end the message with
+// " ---> HINT: <what to do>" (llm.c's marker); Error splits it off, so
+//   message()  the problem alone (what summary.json's status records),
+//   hint()     the advice alone, "" when none,
+//   what()     "<message> ---> HINT: <hint>", or the message when there is no hint.
+// Line breaks in a message (older code wrote "\n---> HINT: ...") are folded into spaces, so
+// what() never spans lines.
 #pragma once
 
 #include <cstdarg>
 #include <stdexcept>
+#include <utility>
 #include <string>
 
 namespace smezo {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+  explicit Error(const std::string& text);
+  Error(const std::string& message, const std::string& hint);
+  const std::string& message() const { return message_; }
+  const std::string& hint() const { return hint_; }
+
+ private:
+  Error(std::pair<std::string, std::string> parts);
+  std::string message_, hint_;
 };
+
+// The one-line text of an error message and hint: "<message> ---> HINT: <hint>".
+std::string error_join_hint(const std::string& message, const std::string& hint);
 
 // printf-style formatting into a std::string.
 std::string format_string(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

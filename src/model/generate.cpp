@@ -58,9 +58,11 @@ std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const Ge
   SMEZO_REQUIRE(opts.temperature >= 0.0f, "temperature %g must be >= 0", opts.temperature);
   SMEZO_REQUIRE(opts.top_p > 0.0f && opts.top_p <= 1.0f, "top-p %g must be in (0, 1]", opts.top_p);
   std::vector<int32_t> tokens = tokenizer.encode(opts.prompt, true);
-  const int64_t steps = std::min<int64_t>(opts.steps, model.config().max_seq_len);
-  SMEZO_REQUIRE((int64_t)tokens.size() <= steps, "the prompt (%zu tokens) does not fit --steps %lld",
-                tokens.size(), (long long)steps);
+  const int64_t wanted = opts.new_tokens > 0 ? (int64_t)tokens.size() - 1 + opts.new_tokens : opts.steps;
+  const int64_t steps = std::min<int64_t>(wanted, model.config().max_seq_len);
+  SMEZO_REQUIRE((int64_t)tokens.size() <= steps,
+                "the prompt (%zu tokens with BOS) does not fit --steps %lld, which counts the prompt's "
+                "tokens ---> HINT: raise --steps, or use --new-tokens N", tokens.size(), (long long)steps);
   model.enable_kv_cache(steps);
   uint64_t rng = opts.seed ? opts.seed : 0x9E3779B97F4A7C15ULL;
   std::vector<float> logits;

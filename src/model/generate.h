@@ -13,7 +13,10 @@ namespace smezo {
 
 struct GenerateOptions {
   std::string prompt;          // may be empty: generation starts from BOS
-  int64_t steps = 256;         // forward passes (llama2.c's -n): tokens end at position `steps`
+  int64_t steps = 256;         // forward passes (llama2.c's -n): tokens end at position `steps`;
+                               // the prompt's tokens (BOS included) count among them
+  int64_t new_tokens = 0;      // > 0: generate this many tokens after the prompt instead
+                               // (steps = prompt tokens incl. BOS - 1 + new_tokens)
   float temperature = 0.0f;    // 0 = greedy argmax
   float top_p = 1.0f;          // nucleus sampling when < 1
   uint64_t seed = 1;

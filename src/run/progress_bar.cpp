@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "run/number_format.h"
 
 namespace smezo {
 
@@ -18,13 +19,6 @@ namespace {
 double steady_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-std::string format_loss(double x) {
-  if (!std::isfinite(x)) return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
-  double a = std::fabs(x);
-  if (a != 0 && (a < 1e-3 || a >= 1e4)) return format_string("%.3e", x);
-  return format_string("%.4f", x);
 }
 
 std::string format_rate(double steps_per_s) {
@@ -89,7 +83,10 @@ void ProgressBar::update(int64_t step, double loss) {
   }
 }
 
-void ProgressBar::set_dev_accuracy(double accuracy) { dev_acc_ = accuracy; }
+void ProgressBar::set_dev_accuracy(double accuracy, int64_t step) {
+  dev_acc_ = accuracy;
+  dev_acc_step_ = step;
+}
 
 void ProgressBar::message(const std::string& text) {
   if (tty_ && drawn_) {
@@ -167,8 +164,8 @@ std::string ProgressBar::line_text(int bar_width) const {
   s += " | " + format_rate(steps_per_second());
   if (finished_ || step_ >= total) s += " | took " + progress_format_hms(t_now_ - t0_);
   else s += " | ETA " + progress_format_hms(eta_seconds());
-  s += " | dev acc ";
-  s += std::isfinite(dev_acc_) ? format_string("%.1f%%", 100 * dev_acc_) : std::string("-");
+  s += " | dev acc " + format_accuracy(dev_acc_);
+  if (std::isfinite(dev_acc_)) s += format_string(" (step %lld)", static_cast<long long>(dev_acc_step_));
   return s;
 }
 

@@ -1,14 +1,16 @@
 // Training progress display: step/total, a bar, loss (smoothed and last), steps/s, ETA and
-// the last dev accuracy.
+// the last dev accuracy with the step it was measured at (it is not re-measured every step).
 //
 // On a terminal (TTY) one line is redrawn in place with '\r' at most every
 // redraw_interval_s (and always for the last step); it is narrowed to the terminal width so it
 // never wraps:
 //   step  1200/20000 [#>                      ]   6.0% | loss 0.6931 (last 0.7012) |
-//     12.3 steps/s | ETA 0:25:28 | dev acc 81.2%                       (one line on screen)
+//     12.3 steps/s | ETA 0:25:28 | dev acc 0.8120 (step 1000)          (one line on screen)
 // Otherwise (CI, log files) a plain line, without the bar, every plain_every steps and at the
 // end:
-//   step 1200/20000 6.0% | loss 0.6931 (last 0.7012) | 12.3 steps/s | ETA 0:25:28 | dev acc 81.2%
+//   step 1200/20000 6.0% | loss 0.6931 (last 0.7012) | 12.3 steps/s | ETA 0:25:28 | dev acc 0.8120 (step 1000)
+// Numbers print as run/number_format.h says (accuracies and losses with 4 decimals); "dev acc -"
+// until the first evaluation.
 // The last line says "took h:mm:ss" in place of the ETA. Steps/s is the average since the bar
 // was made (over steps after start_step); the ETA is the remaining steps at that rate. The
 // smoothed loss is a bias-corrected exponential moving average that skips non-finite losses.
@@ -47,8 +49,9 @@ class ProgressBar {
 
   // Call after each step with the step just finished (start_step+1 .. total_steps).
   void update(int64_t step, double loss);
-  // Last dev accuracy as a fraction in [0, 1]; shown from the next drawn line on.
-  void set_dev_accuracy(double accuracy);
+  // Last dev accuracy as a fraction in [0, 1], measured after `step`; shown, with that step,
+  // from the next drawn line on.
+  void set_dev_accuracy(double accuracy, int64_t step);
   // Prints a line of text (e.g. an eval result) without tearing the TTY bar.
   void message(const std::string& text);
   // Draws the final line and ends it with '\n'. Idempotent.
@@ -76,6 +79,7 @@ class ProgressBar {
   double ema_ = 0;
   int64_t ema_n_ = 0;
   double dev_acc_;
+  int64_t dev_acc_step_ = 0;
   bool drawn_ = false;         // TTY: a bar line is on screen without its '\n'
   bool finished_ = false;
 };

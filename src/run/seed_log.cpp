@@ -168,10 +168,11 @@ int64_t seed_log_truncate_to(const std::string& path, int64_t step) {
   // An empty log only fits a resume from before the first step.
   int64_t last = log.records.empty() ? 0 : log.records.back().step;
   SMEZO_REQUIRE(last >= step,
-                "seed log %s ends at step %lld but the run is resumed from step %lld\n"
-                "---> HINT: the checkpoint is newer than the last seed-log flush; resume "
-                "from an older checkpoint",
-                path.c_str(), static_cast<long long>(last), static_cast<long long>(step));
+                "seed log %s ends at step %lld but the run is resumed from step %lld ---> HINT: "
+                "resume from step %lld or earlier (smezo train --resume rebuilds the weights from the "
+                "seed log and continues after its last step by itself)",
+                path.c_str(), static_cast<long long>(last), static_cast<long long>(step),
+                static_cast<long long>(last));
   std::string text = header_text(log.header);
   int64_t dropped = 0;
   for (const SeedRecord& r : log.records) {
@@ -189,8 +190,8 @@ SeedLogWriter SeedLogWriter::create(const std::string& path, const nlohmann::jso
   SMEZO_REQUIRE(header.is_object(), "seed log header for %s must be a JSON object, got %s",
                 path.c_str(), header.type_name());
   SMEZO_REQUIRE(!file_nonempty(path),
-                "seed log %s already exists\n---> HINT: resume the run, or delete the file to "
-                "start over",
+                "seed log %s already exists ---> HINT: continue that run (smezo train --resume), or "
+                "write the new one elsewhere (another --out)",
                 path.c_str());
   SeedLogWriter w;
   w.path_ = path;

@@ -55,6 +55,12 @@ TaskId task_parse_name(const std::string& name) {
 
 const char* task_name(TaskId task) { return task_info(task).name; }
 
+std::vector<std::string> task_names() {
+  std::vector<std::string> out;
+  for (const TaskInfo& t : kTasks) out.push_back(t.name);
+  return out;
+}
+
 bool task_trains_as_classification(TaskId task) { return task != TASK_COPA; }
 
 bool task_has_train_split(TaskId task) { return task_info(task).train_file != nullptr; }
@@ -70,10 +76,11 @@ struct RowAt {
 static std::ifstream open_data_file(const std::string& path, TaskId task) {
   std::ifstream f(path, std::ios::binary);
   SMEZO_REQUIRE(f.good(),
-                "cannot open data file %s of task %s\n"
-                "---> HINT: the task data lives under the assets directory (../shared/assets "
-                "from the project root, or $SMEZO_ASSETS); see shared/assets/README.md",
-                path.c_str(), task_name(task));
+                "cannot open data file %s of task %s%s ---> HINT: --data DIR names the folder holding "
+                "glue/ and superglue/; the default is the data/ folder of the assets (see "
+                "weights/README.md)",
+                path.c_str(), task_name(task),
+                assets_found() ? "" : ("; " + assets_search_note()).c_str());
   return f;
 }
 

@@ -53,6 +53,7 @@ enum TaskId { TASK_SST2, TASK_RTE, TASK_BOOLQ, TASK_WIC, TASK_MULTIRC, TASK_COPA
 // "sst2", "RTE", ... (case-insensitive); an unknown name throws, listing the known ones.
 TaskId task_parse_name(const std::string& name);
 const char* task_name(TaskId task);  // canonical lower-case name
+std::vector<std::string> task_names();  // every task's canonical name, in TaskId order
 // All but COPA train "as classification" (cross-entropy over candidate scores); COPA trains
 // on the gold option's tokens (MeZO's --train_as_classification False).
 bool task_trains_as_classification(TaskId task);

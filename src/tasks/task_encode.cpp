@@ -46,13 +46,14 @@ static EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string
 
   if (len > max_len) {
     SMEZO_REQUIRE(n_option + 1 <= max_len,
-                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld with BOS\n"
-                  "---> HINT: raise the maximum sequence length",
+                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld with BOS "
+                  "---> HINT: raise --max-len",
                   option.c_str(), static_cast<long long>(n_option),
                   static_cast<long long>(max_len));
     int64_t drop = len - max_len;
     cand.tokens.erase(cand.tokens.begin() + 1, cand.tokens.begin() + 1 + drop);
     cand.option_start -= drop;
+    cand.prompt_tokens_cut = drop;
   }
   return cand;
 }
@@ -88,6 +89,55 @@ std::string build_icl_prefix(const std::vector<TaskExample>& demos) {
     joined += template_strip_whitespace(d.contexts[d.gold] + d.options[d.gold]);
   }
   return template_strip_whitespace(joined) + "\n\n";
+}
+
+namespace {
+
+// Runs of whitespace become one space; the ends are trimmed.
+std::string fold_whitespace(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+IclDemoCounter::IclDemoCounter(const Tokenizer& tok, const std::vector<TaskExample>& demos) : tok_(tok) {
+  for (const TaskExample& d : demos) {
+    const std::string text = template_strip_whitespace(d.contexts[d.gold] + d.options[d.gold]);
+    demos_.push_back(fold_whitespace(tok.decode(tok.encode(text, false))));
+  }
+}
+
+int64_t IclDemoCounter::whole_demos(const EncodedExample& ex) const {
+  int64_t fewest = static_cast<int64_t>(demos_.size());
+  for (const EncodedCandidate& c : ex.candidates) {
+    if (c.prompt_tokens_cut == 0) continue;
+    const std::string kept = fold_whitespace(
+        tok_.decode(std::vector<int32_t>(c.tokens.begin() + 1, c.tokens.begin() + c.option_start)));
+    // the last demonstrations, in order, right to left, each ending before the next one starts
+    size_t end = kept.size();
+    int64_t whole = 0;
+    for (size_t j = demos_.size(); j-- > 0;) {
+      const std::string& d = demos_[j];
+      if (d.size() > end) break;
+      const size_t at = kept.rfind(d, end - d.size());
+      if (at == std::string::npos) break;
+      whole++;
+      end = at;
+    }
+    fewest = std::min(fewest, whole);
+  }
+  return fewest;
 }
 
 }  // namespace smezo

@@ -32,6 +32,7 @@ namespace smezo {
 struct EncodedCandidate {
   std::vector<int32_t> tokens;  // (seq_len) BOS, prompt tokens, option tokens
   int64_t option_start = 0;     // option tokens are tokens[option_start .. seq_len)
+  int64_t prompt_tokens_cut = 0;  // prompt tokens dropped from the left to fit max_len
 };
 
 struct EncodedExample {
@@ -46,5 +47,21 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
 // surrounding whitespace, joined by "\n\n" (MeZO's train_sep), the whole stripped, and a final
 // "\n\n" so the evaluated example follows directly. Empty for no demos.
 std::string build_icl_prefix(const std::vector<TaskExample>& demos);
+
+// How many in-context demonstrations survive left truncation whole. Made once per evaluation
+// from the demonstrations given to build_icl_prefix; whole_demos(ex) is the number of
+// demonstrations still complete in the most-cut candidate of an example encoded with that
+// prefix (all of them when nothing was cut; truncation drops the first ones first). It
+// compares text as the tokenizer reads it back (decode(encode(.)), whitespace runs folded),
+// so the count does not depend on how tokens fall at the cut.
+class IclDemoCounter {
+ public:
+  IclDemoCounter(const Tokenizer& tok, const std::vector<TaskExample>& demos);
+  int64_t whole_demos(const EncodedExample& ex) const;
+
+ private:
+  const Tokenizer& tok_;
+  std::vector<std::string> demos_;  // each demonstration's text, read back and folded
+};
 
 }  // namespace smezo

@@ -7,13 +7,32 @@
 #include "common/check.h"
 #include "tokenizer/tokenizer.h"
 
+// libsentencepiece (0.1.x) writes its own INFO/WARNING log lines to stderr; its log level is
+// set by this function, exported by the library but absent from its public header. Declared
+// weak, so a sentencepiece without it still links (and just logs). Real errors are not
+// affected: they come back as a Status, which we turn into smezo::Error, and ERROR/FATAL lines
+// still print.
+namespace sentencepiece {
+namespace logging {
+void SetMinLogLevel(int v) __attribute__((weak));
+}  // namespace logging
+}  // namespace sentencepiece
+
 namespace smezo {
 
 namespace {
 
+constexpr int kSentencepieceLogError = 2;  // sentencepiece's LOG_ERROR: INFO (0) and WARNING (1) stay quiet
+
+void quiet_sentencepiece_logging() {
+  if (&sentencepiece::logging::SetMinLogLevel != nullptr)
+    sentencepiece::logging::SetMinLogLevel(kSentencepieceLogError);
+}
+
 class SentencepieceTokenizer : public Tokenizer {
  public:
   explicit SentencepieceTokenizer(const std::string& path) {
+    quiet_sentencepiece_logging();
     std::ifstream probe(path);
     SMEZO_REQUIRE(probe.good(), "cannot open tokenizer %s", path.c_str());
     auto status = sp_.Load(path);

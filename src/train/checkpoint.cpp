@@ -44,7 +44,8 @@ void copy_file(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path) {
+void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
+                        const nlohmann::json& run_settings) {
   ModelConfig config = model.config();
   const bool permute = config.arch != ARCH_OPT && config.rope_style == ROPE_INTERLEAVED;
   config.rope_style = ROPE_ROTATE_HALF;
@@ -78,16 +79,19 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   write_safetensors(tmp + "/model.safetensors", entries, {{"format", "pt"}});
   run_write_file_atomic(tmp + "/config.json", hf_config_json(config, "float32"));
   if (!tokenizer_path.empty()) copy_file(tokenizer_path, tmp + "/tokenizer.model");
+  if (run_settings.is_object())
+    run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
   // swap in: dir -> dir.old, tmp -> dir, drop dir.old
   fs::remove_all(old, ec);
   if (fs::exists(dir)) {
     // only ever replace a previous checkpoint, never a directory holding anything else
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
-      if (name != "config.json" && name != "model.safetensors" && name != "tokenizer.model") {
+      if (name != "config.json" && name != "model.safetensors" && name != "tokenizer.model" &&
+          name != kRunSettingsFile) {
         fs::remove_all(tmp, ec);
         throw_error("refusing to replace %s with a checkpoint: it holds %s, which is not part of one "
-                    "---> HINT: choose a new or empty directory", dir.c_str(), name.c_str());
+                    "---> HINT: choose a new or empty folder", dir.c_str(), name.c_str());
       }
     }
     fs::rename(dir, old, ec);
@@ -96,6 +100,24 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   fs::rename(tmp, dir, ec);
   SMEZO_REQUIRE(!ec, "cannot move checkpoint into %s: %s", dir.c_str(), ec.message().c_str());
   fs::remove_all(old, ec);
+}
+
+nlohmann::json checkpoint_read_run_settings(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(model_path, ec)) return nullptr;
+  const std::string path = model_path + "/" + kRunSettingsFile;
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) return nullptr;
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("%s is not valid JSON (%s) ---> HINT: delete it to evaluate with the command line's "
+                "options only", path.c_str(), e.what());
+  }
+  SMEZO_REQUIRE(j.is_object(), "%s must hold a JSON object", path.c_str());
+  return j;
 }
 
 }  // namespace smezo

@@ -9,10 +9,11 @@
 #include <filesystem>
 #include <random>
 
-#include "cli/model_setup.h"
+#include "setup/model_setup.h"
 #include "common/assets.h"
 #include "common/check.h"
 #include "run/metrics_log.h"
+#include "run/number_format.h"
 #include "run/progress_bar.h"
 #include "run/seed_log.h"
 #include "run/summary.h"
@@ -101,6 +102,13 @@ TrainResult train(const TrainOptions& in) {
   SMEZO_REQUIRE(!o.out_dir.empty(), "train: an output directory is required (--out DIR)");
   SMEZO_REQUIRE(o.batch > 0 && o.steps > 0 && o.max_len > 1, "train: --batch, --steps and --max-len must be positive");
   SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
+  SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
+                "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
+                o.spsa.weight_decay);
+  if (o.spsa.lr > kLrWarnAbove)
+    std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
+                 "weights up (MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway\n",
+                 o.spsa.lr, kLrWarnAbove);
   o.spsa.total_steps = o.steps;
   if (o.data_seed == 0) o.data_seed = o.spsa.seed;
   spsa_validate(o.spsa);
@@ -109,8 +117,14 @@ TrainResult train(const TrainOptions& in) {
   TaskSplits splits = load_task(o.task, o.data_seed, o.n_train, o.n_dev, o.n_test,
                                 o.data_dir.empty() ? asset_path("data") : o.data_dir);
   SMEZO_REQUIRE(!splits.train.empty(), "task %s has no training examples", o.task.c_str());
-  LoadedModel lm = open_model_paths(o.model_path, o.tokenizer_path, o.device, std::max(o.max_tokens, o.max_len),
-                                    std::max<int64_t>(1024, o.max_len), o.dtype);
+  ModelOpenOptions mo;
+  mo.model_path = o.model_path;
+  mo.tokenizer_path = o.tokenizer_path;
+  mo.device = o.device;
+  mo.dtype = o.dtype;
+  mo.max_tokens = std::max(o.max_tokens, o.max_len);
+  mo.max_logit_rows = std::max<int64_t>(1024, o.max_len);
+  LoadedModel lm = open_model(mo);
   o.model_path = lm.model_path;
   Model& model = *lm.model;
   const int64_t max_len = std::min(o.max_len, model.config().max_seq_len);
@@ -176,6 +190,16 @@ TrainResult train(const TrainOptions& in) {
       o.eval_examples > 0 && o.eval_examples < (int64_t)data.dev.size()
           ? std::vector<EncodedExample>(data.dev.begin(), data.dev.begin() + o.eval_examples)
           : data.dev;
+  // What `smezo eval` needs to measure this run's checkpoint as the run did (checkpoint.h).
+  const nlohmann::json run_settings = {{"written_by", "smezo train"}, {"task", splits.name}, {"max_len", o.max_len},
+                                       {"data_seed", o.data_seed}, {"n_train", o.n_train}, {"n_dev", o.n_dev},
+                                       {"n_test", o.n_test}, {"data_dir", o.data_dir}};
+  auto save_checkpoint = [&](int64_t step) {
+    nlohmann::json settings = run_settings;
+    settings["step"] = step;
+    save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings);
+  };
+  const bool evaluate = !data.dev.empty();  // --dev-examples 0: no dev evaluation at all
   auto evaluate_dev = [&](int64_t step, const std::vector<EncodedExample>& set) {
     double acc = accuracy(model, set, o.batch);
     metrics.write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
@@ -209,21 +233,21 @@ TrainResult train(const TrainOptions& in) {
       metrics.write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
                      {"g", s.g}, {"lr", s.lr}});
       bar.update(step, loss);
-      if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
-        bar.set_dev_accuracy(evaluate_dev(step, dev_subset));
+      if (evaluate && o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
+        bar.set_dev_accuracy(evaluate_dev(step, dev_subset), step);
         write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
       }
       seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
       if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps) {
         seed_log->flush();
-        save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path);
+        save_checkpoint(step);
       }
     }
   } catch (const Error& e) {
     // A non-finite loss: W is untouched, so the log so far and any checkpoint stay good.
     seed_log->flush();
     bar.finish();
-    status = std::string("stopped: ") + e.what();
+    status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
     nlohmann::json summary = {{"status", status}, {"task", splits.name}, {"steps_done", step - 1},
                               {"hyperparameters", header}};
     summary_add_standard_fields(&summary);
@@ -236,17 +260,19 @@ TrainResult train(const TrainOptions& in) {
   const double train_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
   const int64_t steps_run = o.steps - first_step + 1;
 
-  std::fprintf(stderr, "evaluating on %zu dev%s examples...\n", data.dev.size(),
-               o.skip_test ? "" : (" and " + std::to_string(data.test.size()) + " test").c_str());
-  if (data.dev.empty()) {
+  const bool test = !o.skip_test && !data.test.empty();
+  if (evaluate || test)
+    std::fprintf(stderr, "evaluating on %s%s%s examples...\n", evaluate ? (std::to_string(data.dev.size()) + " dev").c_str() : "",
+                 evaluate && test ? " and " : "", test ? (std::to_string(data.test.size()) + " test").c_str() : "");
+  if (!evaluate) {
     result.final_dev_acc = -1;
   } else if (final_dev_logged) {  // resumed after the end: measure again, do not log it twice
     result.final_dev_acc = accuracy(model, data.dev, o.batch);
   } else {
     result.final_dev_acc = evaluate_dev(o.steps, data.dev);
   }
-  if (!o.skip_test && !data.test.empty()) result.test_acc = accuracy(model, data.test, o.batch);
-  save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path);
+  if (test) result.test_acc = accuracy(model, data.test, o.batch);
+  save_checkpoint(o.steps);
   write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
@@ -267,18 +293,21 @@ TrainResult train(const TrainOptions& in) {
   summary["resumed_at_step"] = o.resume ? nlohmann::json(first_step) : nlohmann::json(nullptr);
   summary["first_loss"] = result.first_loss;
   summary["final_loss"] = result.last_loss;
-  summary["final_dev_acc"] = result.final_dev_acc;
-  summary["best_dev_acc"] = result.best_dev_acc;
-  summary["test_acc"] = o.skip_test ? nlohmann::json(nullptr) : nlohmann::json(result.test_acc);
+  auto measured = [](double acc) { return acc >= 0 ? nlohmann::json(acc) : nlohmann::json(nullptr); };
+  summary["final_dev_acc"] = measured(result.final_dev_acc);  // null: no dev evaluation
+  summary["best_dev_acc"] = measured(result.best_dev_acc);
+  summary["test_acc"] = measured(result.test_acc);            // null: --skip-test or no test set
   summary["wall_time_s"] = result.wall_s;
   summary["steps_per_s"] = steps_run > 0 ? nlohmann::json(steps_run / train_wall) : nlohmann::json(nullptr);
   summary["peak_backend_memory_MB"] = lm.backend->bytes_allocated() / 1e6;
   summary["peak_host_memory_MB"] = host_peak_rss_mb();
   summary_add_standard_fields(&summary);
   summary_write(o.out_dir + "/summary.json", summary);
-  std::fprintf(stderr, "done: dev acc %.4f (best %.4f)%s, %s\n", result.final_dev_acc, result.best_dev_acc,
-               o.skip_test ? "" : (", test acc " + std::to_string(result.test_acc)).c_str(),
-               (o.out_dir + "/summary.json").c_str());
+  std::string done = evaluate ? "dev acc " + format_accuracy(result.final_dev_acc) + " (best " +
+                                     format_accuracy(result.best_dev_acc) + ")"
+                               : std::string("no dev evaluation");
+  if (test) done += ", test acc " + format_accuracy(result.test_acc);
+  std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o.out_dir + "/summary.json").c_str());
   return result;
 }
 

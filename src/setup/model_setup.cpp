@@ -1,5 +1,5 @@
-// Opening model + tokenizer + backend for the CLI.
-#include "cli/model_setup.h"
+// Opening model + tokenizer + backend (see model_setup.h).
+#include "setup/model_setup.h"
 
 #include <sys/stat.h>
 
@@ -21,6 +21,11 @@ bool file_exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool path_exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
 std::string directory_of(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path;
@@ -38,8 +43,8 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
 #ifdef SMEZO_WITH_CUDA
     return std::make_unique<CudaBackend>();
 #else
-    throw_error("--device cuda: this build has no CUDA (built without nvcc); use --device cpu, "
-                "or rebuild with nvcc on the PATH");
+    throw_error("--device cuda: this build has no CUDA (built without nvcc) ---> HINT: use --device "
+                "cpu, or rebuild with nvcc on the PATH");
 #endif
   }
   throw_error("unknown --device '%s' (choose cpu or cuda)", device.c_str());
@@ -58,8 +63,8 @@ DType storage_dtype(const std::string& device, const std::string& dtype) {
     throw_error("unknown --dtype '%s' (choose f32, f16 or bf16)", dtype.c_str());
   }
   SMEZO_REQUIRE(d == DTYPE_F32 || device != "cpu",
-                "--dtype %s: the CPU backend stores f32 only; leave --dtype out or use --device "
-                "cuda", dtype.c_str());
+                "--dtype %s: the CPU backend stores f32 only ---> HINT: leave --dtype out, or use "
+                "--device cuda", dtype.c_str());
   return d;
 }
 
@@ -68,39 +73,53 @@ std::string resolve_tokenizer_path(const std::string& model_path, const std::str
   std::string beside = directory_of(model_path) + "/tokenizer.model";
   if (file_exists(beside)) return beside;
   if (model_path == default_model_path()) return asset_path("tokenizers/tinystories-512.model");
-  throw_error("no tokenizer for %s: pass --tokenizer PATH (a sentencepiece .model)", model_path.c_str());
+  throw_error("no tokenizer for %s (no tokenizer.model beside it) ---> HINT: pass --tokenizer PATH "
+              "(a sentencepiece .model)", model_path.c_str());
 }
 
 void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
                              const ModelConfig& config, const std::string& model_path) {
   SMEZO_REQUIRE(tokenizer.vocab_size() == config.vocab_size,
-                "tokenizer %s has %lld tokens but model %s has a vocabulary of %lld; "
-                "---> HINT: pass the tokenizer the model was trained with (--tokenizer)",
+                "tokenizer %s has %lld tokens but model %s has a vocabulary of %lld ---> HINT: pass "
+                "the tokenizer the model was trained with (--tokenizer)",
                 tokenizer_path.c_str(), (long long)tokenizer.vocab_size(), model_path.c_str(),
                 (long long)config.vocab_size);
 }
 
-LoadedModel open_model(Args& args, int64_t max_tokens, int64_t max_logit_rows) {
-  std::string model_path = args.str("model", default_model_path());
-  std::string tokenizer_arg = args.str("tokenizer", "");
-  std::string device = args.str("device", "cpu");
-  std::string dtype = args.str("dtype", "");
-  return open_model_paths(model_path, tokenizer_arg, device, max_tokens, max_logit_rows, dtype);
+std::string resolve_model_path(const std::string& model_path) {
+  if (!model_path.empty()) return model_path;
+  const std::string path = default_model_path();
+  if (!path_exists(path))
+    throw_error("the default model %s does not exist; %s ---> HINT: pass --model PATH, or set "
+                "SMEZO_ASSETS to the assets folder (see weights/README.md)", path.c_str(),
+                assets_search_note().c_str());
+  return path;
 }
 
-LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_arg,
-                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
-                             const std::string& dtype) {
+LoadedModel open_model(const ModelOpenOptions& o) {
   LoadedModel lm;
-  lm.model_path = model_path;
-  const DType storage = storage_dtype(device, dtype);  // before anything heavy: fail fast
-  lm.backend = make_backend(device);
+  const DType storage = storage_dtype(o.device, o.dtype);  // before anything heavy: fail fast
+  lm.model_path = resolve_model_path(o.model_path);
+  lm.backend = make_backend(o.device);
   WeightSource source = load_weights(lm.model_path);
-  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, tokenizer_arg);
+  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, o.tokenizer_path);
   lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
   check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
-  lm.model = std::make_unique<Model>(source, *lm.backend, storage, max_tokens, max_logit_rows);
+  lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows);
   return lm;
+}
+
+LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
+                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
+                             const std::string& dtype) {
+  ModelOpenOptions o;
+  o.model_path = model_path;
+  o.tokenizer_path = tokenizer_path;
+  o.device = device;
+  o.dtype = dtype;
+  o.max_tokens = max_tokens;
+  o.max_logit_rows = max_logit_rows;
+  return open_model(o);
 }
 
 }  // namespace smezo

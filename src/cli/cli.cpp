@@ -1,0 +1,236 @@
+// The CLI's shared pieces: subcommand settings, the model options, the option checks and the
+// help layout (see cli.h).
+#include "cli/cli.h"
+
+#include <cerrno>
+#include <cfloat>
+#include <cinttypes>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <utility>
+
+#include "common/check.h"
+
+namespace smezo {
+
+namespace {
+
+// Shortest text that reads back as v ("0.001", "2e-06", "1e+30").
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Plain decimal integer: optional '-', then "0" or digits without a leading zero.
+bool parse_decimal(const std::string& text, bool allow_negative, long double* out) {
+  size_t i = 0;
+  if (allow_negative && !text.empty() && text[0] == '-') i = 1;
+  if (i >= text.size()) return false;
+  if (text[i] == '0' && text.size() > i + 1) return false;
+  for (size_t j = i; j < text.size(); j++)
+    if (text[j] < '0' || text[j] > '9') return false;
+  *out = std::strtold(text.c_str(), nullptr);
+  return true;
+}
+
+// A finite real number written the usual ways (no hex floats, no "nan"/"inf"), within a
+// 32-bit float's range: the options feed float fields (an lr of 1e39 would become inf).
+bool parse_finite(const std::string& text, double* out) {
+  if (text.empty() || text.find_first_of("xXnN") != std::string::npos) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !(std::fabs(v) <= FLT_MAX)) return false;
+  *out = v;
+  return true;
+}
+
+CLI::Validator integer_check(long double lo, long double hi, const std::string& description) {
+  return CLI::Validator(
+      [lo, hi, description](std::string& text) -> std::string {
+        long double v = 0;
+        if (!parse_decimal(text, lo < 0, &v))
+          return "'" + text + "' is not an integer " + description + " in plain decimal";
+        if (v < lo || v > hi) return "must be an integer " + description + ", got " + text;
+        return "";
+      },
+      "integer " + description);
+}
+
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& description) {
+  return CLI::Validator(
+      [ok, description](std::string& text) -> std::string {
+        double v = 0;
+        if (!parse_finite(text, &v)) return "'" + text + "' is not a finite number (|x| <= 3.4e38)";
+        if (!ok(v)) return "must be " + description + ", got " + text;
+        return "";
+      },
+      description);
+}
+
+std::string join(const std::vector<std::string>& words, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); i++) out += (i ? sep : "") + words[i];
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::string& description) {
+  CLI::App* cmd = smezo.add_subcommand(name, description);
+  cmd->group("Commands");
+  cmd->allow_extras();  // main() names the first unknown argument in its error
+  cmd->option_defaults()->always_capture_default();
+  cmd->footer("Every option is --name VALUE or --name=VALUE.");
+  return cmd;
+}
+
+CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tokenizer) {
+  CLI::Option* model = cmd->add_option("--model", o->model_path,
+                                       "a Hugging Face model directory (config.json + safetensors) or a "
+                                       "llama2.c .bin")
+                           ->type_name("PATH")
+                           ->default_str("the bundled stories260K");
+  if (with_tokenizer)
+    cmd->add_option("--tokenizer", o->tokenizer_path, "the sentencepiece tokenizer (.model)")
+        ->type_name("PATH")
+        ->default_str("tokenizer.model beside the model; the bundled one for stories260K");
+  cmd->add_option("--device", o->device, "where the model runs")->check(one_of({"cpu", "cuda"}));
+  cmd->add_option("--dtype", o->dtype, "how the weights are stored (the CPU stores f32 only)")
+      ->check(one_of({"f32", "f16", "bf16"}))
+      ->default_str("cpu: f32, cuda: bf16");
+  return model;
+}
+
+CLI::Validator integer_at_least(int64_t lo) {
+  return integer_check(static_cast<long double>(lo), static_cast<long double>(INT64_MAX),
+                       ">= " + std::to_string(lo));
+}
+
+CLI::Validator integer_in(int64_t lo, int64_t hi) {
+  return integer_check(static_cast<long double>(lo), static_cast<long double>(hi),
+                       "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator unsigned_integer() {
+  return integer_check(0.0L, static_cast<long double>(UINT64_MAX), "in [0, 2^64)");
+}
+
+CLI::Validator finite_number() {
+  return number_check([](double) { return true; }, "a finite number");
+}
+
+CLI::Validator number_at_least(double lo) {
+  return number_check([lo](double v) { return v >= lo; }, ">= " + number_text(lo));
+}
+
+CLI::Validator number_above(double lo) {
+  return number_check([lo](double v) { return v > lo; }, "> " + number_text(lo));
+}
+
+CLI::Validator number_in(double lo, double hi) {
+  return number_check([lo, hi](double v) { return v >= lo && v <= hi; },
+                      "in [" + number_text(lo) + ", " + number_text(hi) + "]");
+}
+
+CLI::Validator number_where(std::function<bool(double)> ok, const std::string& description) {
+  return number_check(std::move(ok), description);
+}
+
+CLI::Validator one_of(const std::vector<std::string>& choices, bool ignore_case) {
+  const std::string listed = join(choices, ", ");
+  return CLI::Validator(
+      [choices, ignore_case, listed](std::string& text) -> std::string {
+        for (const std::string& c : choices)
+          if (text == c || (ignore_case && lower(text) == lower(c))) return "";
+        return "'" + text + "' is not one of " + listed;
+      },
+      "one of " + listed);
+}
+
+// --- help layout
+
+namespace {
+
+// Splits "TYPE:check 1:check 2" (CLI11's type name followed by the checks' descriptions).
+std::vector<std::string> split_type_name(const std::string& full) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(full);
+  while (std::getline(in, part, ':')) parts.push_back(part);
+  return parts;
+}
+
+// Breaks text into lines of at most `width` characters at spaces.
+std::string wrap(const std::string& text, size_t width) {
+  std::string out, line, word;
+  std::istringstream in(text);
+  while (in >> word) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+
+class HelpFormatter : public CLI::Formatter {
+ public:
+  HelpFormatter() {
+    column_width(30);
+    label("OPTIONS", "OPTIONS");
+  }
+
+  std::string make_description(const CLI::App* app) const override {
+    const std::string desc = app->get_description();
+    return desc.empty() ? "" : wrap(desc, 100) + "\n";
+  }
+
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), wrap(sub->get_description(), 100 - get_column_width()),
+                             get_column_width());
+    return out.str();
+  }
+
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_expected_max() == 0) return "";  // a switch
+    const std::string full = opt->get_type_name();
+    const std::vector<std::string> parts = split_type_name(full);
+    std::string label = parts.empty() ? "VALUE" : parts[0];
+    if (label == "INT" || label == "UINT") label = "N";
+    if (label == "FLOAT") label = "X";
+    if (label == "TEXT" && full.find(":one of ") != std::string::npos) label = "NAME";
+    return " " + label;
+  }
+
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string text = opt->get_description();
+    std::vector<std::string> facts;
+    if (opt->get_required()) facts.push_back("required");
+    else if (opt->get_expected_max() != 0 && !opt->get_default_str().empty())
+      facts.push_back("default: " + opt->get_default_str());
+    const std::vector<std::string> parts = split_type_name(opt->get_type_name());
+    std::vector<std::string> checks;
+    for (size_t i = 1; i < parts.size(); i++)
+      if (!parts[i].empty()) checks.push_back(parts[i]);
+    if (!checks.empty()) facts.push_back("allowed: " + join(checks, ", "));
+    if (!opt->get_excludes().empty()) facts.push_back("not with " + (*opt->get_excludes().begin())->get_name());
+    if (!facts.empty()) text += " (" + join(facts, "; ") + ")";
+    return wrap(text, 100 - get_column_width());
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<CLI::FormatterBase> make_help_formatter() { return std::make_shared<HelpFormatter>(); }
+
+}  // namespace smezo

@@ -1,0 +1,69 @@
+// The smezo command line, built on CLI11: how a command plugs in, and the option checks that
+// --help shows.
+//
+// A command lives in src/cli/command_<name>.cpp and exports one function (listed in
+// commands.h):
+//
+//   Command register_<name>(CLI::App& smezo);
+//
+// It adds its subcommand with add_command(), binds every option to a field of a state struct
+// it holds in a std::shared_ptr, attaches the checks below, and returns the subcommand plus a
+// `run` closure (capturing the state) that main() calls once parsing succeeded:
+//
+//   Command register_hello(CLI::App& smezo) {
+//     auto s = std::make_shared<HelloState>();
+//     CLI::App* cmd = add_command(smezo, "hello", "greets N times");
+//     cmd->add_option("--times", s->times, "how many greetings")->check(integer_at_least(1));
+//     cmd->add_option("--name", s->name, "who")->check(one_of({"world", "you"}));
+//     return {cmd, [s] { return run_hello(*s); }};
+//   }
+//
+// The option's description, its default (captured from the bound field, or default_str()
+// for one that depends on other options) and its checks' descriptions are what `smezo help
+// CMD` and `smezo CMD --help` print, so help comes from the table that parses. Errors in
+// options are one line naming the option ("--times: must be an integer >= 1, got 0"); main()
+// prints them as "smezo: error: ..." with exit code 2 (errors while running: exit code 1).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "setup/model_setup.h"
+
+namespace smezo {
+
+struct Command {
+  CLI::App* app = nullptr;  // the subcommand, owned by the top-level app
+  std::function<int()> run;  // called after a successful parse; returns the exit code
+};
+
+// A new subcommand of `smezo` with the house settings: defaults captured for --help, unknown
+// options collected for main() to report (not silently ignored), grouped under "Commands".
+CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::string& description);
+
+// --model, --tokenizer (unless with_tokenizer is false), --device, --dtype, bound to *o.
+CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tokenizer = true);
+
+// --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.
+// Integers in plain decimal (no 0x, no leading zeros, no overflow).
+CLI::Validator integer_at_least(int64_t lo);
+CLI::Validator integer_in(int64_t lo, int64_t hi);
+CLI::Validator unsigned_integer();  // 0 .. 2^64-1 (seeds)
+// Finite real numbers within a float's range (nan, inf and 1e39 are refused everywhere).
+CLI::Validator finite_number();
+CLI::Validator number_at_least(double lo);
+CLI::Validator number_above(double lo);                 // > lo
+CLI::Validator number_in(double lo, double hi);  // [lo, hi]
+// Any other condition: ok(v) decides, description says it ("in (0, 1]").
+CLI::Validator number_where(std::function<bool(double)> ok, const std::string& description);
+// One of the listed words (ignore_case: any capitalisation is accepted).
+CLI::Validator one_of(const std::vector<std::string>& choices, bool ignore_case = false);
+
+// The help layout: "--name VALUE   description (default: D; allowed: A)".
+std::shared_ptr<CLI::FormatterBase> make_help_formatter();
+
+}  // namespace smezo

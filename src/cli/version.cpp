@@ -1,0 +1,16 @@
+// `smezo --version`: the version from include/smezo/version.h and the git commit the build
+// came from. The Makefile writes $(BUILD)/gen/smezo_git.h (SMEZO_GIT_COMMIT: the short hash,
+// "-dirty" when tracked files had changes, "" outside a git checkout) and rewrites it only
+// when it changes, so only this file recompiles.
+#include "cli/version.h"
+#include "smezo/version.h"
+#include "smezo_git.h"
+
+namespace smezo {
+
+std::string version_text() {
+  const std::string commit = SMEZO_GIT_COMMIT;
+  return std::string("smezo ") + SMEZO_VERSION + (commit.empty() ? " (commit unknown)" : " (commit " + commit + ")");
+}
+
+}  // namespace smezo

@@ -1,0 +1,60 @@
+// Opening a model for use: pick the backend, load the weights and the tokenizer, check that
+// they belong together, and place the weights in the chosen storage dtype. Library code: the
+// public API (smezo::train), the CLI commands and the tests all open models through here.
+// The bundled stories260K (common/assets.h) is the default model.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace smezo {
+
+// What to open. Every field has a usable default.
+struct ModelOpenOptions {
+  std::string model_path;         // "": default_model_path()
+  std::string tokenizer_path;     // "": resolve_tokenizer_path()
+  std::string device = "cpu";     // "cpu" | "cuda"
+  std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
+  int64_t max_tokens = 8192;      // workspace: tokens per forward
+  int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
+};
+
+struct LoadedModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string model_path;
+  std::string tokenizer_path;
+};
+
+// The bundled stories260K: asset_path("models/stories260K.bin").
+std::string default_model_path();
+// model_path, or the default model when it is empty; throws, saying where it looked, when the
+// default is missing.
+std::string resolve_model_path(const std::string& model_path);
+
+LoadedModel open_model(const ModelOpenOptions& options);
+// The same with the fields spelled out (dtype may be empty).
+LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
+                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
+                             const std::string& dtype = "");
+
+// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA).
+std::unique_ptr<Backend> make_backend(const std::string& device);
+
+// The parameter storage dtype for a dtype name on a device: "f32" | "f16" | "bf16", or "" for
+// the device's default (cpu: f32, the only one it stores; cuda: bf16).
+DType storage_dtype(const std::string& device, const std::string& dtype);
+
+// The tokenizer for a model: an explicit path, else tokenizer.model next to the model, else
+// the bundled TinyStories tokenizer for the bundled stories260K.
+std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
+
+// Errors unless the tokenizer's vocabulary matches the model's.
+void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
+                             const ModelConfig& config, const std::string& model_path);
+
+}  // namespace smezo
