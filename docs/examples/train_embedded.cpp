@@ -1,8 +1,8 @@
 // Embedding smezo in another program: fine-tune the bundled stories260K for a few steps on
 // SST-2 through the public API alone (include/smezo/), linked against build/libsmezo.a.
 // `make test` builds and runs it:
-//   g++ -std=c++17 -fopenmp -Iinclude docs/examples/train_embedded.cpp build/libsmezo.a \
-//       -lsentencepiece -lpthread [-lcublas -lcudart in CUDA builds]
+//   g++ -std=c++17 -fopenmp -Iinclude docs/examples/train_embedded.cpp build/libsmezo.a
+//       -lsentencepiece -lpthread   (and -lcublas -lcudart in CUDA builds)
 //   ./train_embedded OUT_DIR
 #include <cstdio>
 #include <exception>
