@@ -164,6 +164,10 @@ TEST(CliRuns, LearningRateChecks) {
   o.out_dir = dir + "/c";
   o.spsa.lr = INFINITY;
   EXPECT_THAT([&] { smezo::train(o); }, testing::ThrowsMessage<smezo::Error>(HasSubstr("must be finite")));
+  o.spsa.lr = 1e-3f;
+  o.max_len = 1;  // and names the real minimum of --max-len
+  EXPECT_THAT([&] { smezo::train(o); },
+              testing::ThrowsMessage<smezo::Error>(HasSubstr("--max-len 1 is too small: at least 2")));
 }
 
 // Sampled text without --seed: a seed from the clock, printed, that repeats the text.

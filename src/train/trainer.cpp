@@ -100,7 +100,10 @@ double host_peak_rss_mb() {
 TrainResult train(const TrainOptions& in) {
   TrainOptions o = in;
   SMEZO_REQUIRE(!o.out_dir.empty(), "train: an output directory is required (--out DIR)");
-  SMEZO_REQUIRE(o.batch > 0 && o.steps > 0 && o.max_len > 1, "train: --batch, --steps and --max-len must be positive");
+  SMEZO_REQUIRE(o.batch > 0 && o.steps > 0, "train: --batch %lld and --steps %lld must be positive", (long long)o.batch,
+                (long long)o.steps);
+  SMEZO_REQUIRE(o.max_len >= 2, "train: --max-len %lld is too small: at least 2 (BOS and one option token)",
+                (long long)o.max_len);
   SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
   SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
                 "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
