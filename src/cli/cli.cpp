@@ -2,6 +2,7 @@
 // help layout (see cli.h).
 #include "cli/cli.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cfloat>
 #include <cinttypes>
