@@ -93,7 +93,7 @@ TEST(Train, ResumeAfterSigkillEqualsUninterruptedRun) {
     _exit(127);
   }
   int64_t logged = 0;
-  for (int i = 0; i < 600 && logged < 23; i++) {
+  for (int i = 0; i < 2400 && logged < 23; i++) {  // up to 2 min: slow on a loaded machine
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     try {
       logged = (int64_t)seed_log_read(dir + "/killed/seed_log.txt").records.size();
