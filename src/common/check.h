@@ -4,9 +4,15 @@
 // printf-formatted message that a user can act on (name the file, tensor, field or value).
 // The CLI catches smezo::Error, prints "smezo: error: <message>" and exits non-zero; tests
 // check the message with EXPECT_THROW / testing::HasSubstr.
+//
+// Bytes that come from a file (tensor names, JSON keys, parser messages quoting the input)
+// go through printable() before they reach a message, so a corrupt or hostile file cannot
+// put control characters on the user's terminal or a megabyte on one error line. As a
+// backstop, throw_error escapes any ASCII control byte other than '\n' in the final text.
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +28,11 @@ std::string format_string(const char* fmt, ...) __attribute__((format(printf, 1,
 std::string format_string_v(const char* fmt, va_list args);
 
 [[noreturn]] void throw_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// bytes as they may appear in a one-line message: printable ASCII and well-formed UTF-8
+// (other than C1 controls) as they are, "\n", "\t", "\r", and every other byte as "\xNN";
+// longer than max_chars output characters, it is cut there and "...(N bytes)" added.
+std::string printable(const std::string& bytes, size_t max_chars = 160);
 
 }  // namespace smezo
 
