@@ -312,6 +312,11 @@ TEST(ModelCheck, ConvertCheckedEqualsConvertAndFindsTheFirstBadIndex) {
   EXPECT_EQ(convert_to_f32_checked(&bf16[1], DTYPE_BF16, n, out.data()), n - 1);
   std::memcpy(&f16[1], &f16_inf, 2);
   EXPECT_EQ(convert_to_f32_checked(&f16[1], DTYPE_F16, n, out.data()), 0);
+  // in place, as a check of values another decoder wrote
+  std::vector<float> in_place = values;
+  in_place[n - 2] = NAN;
+  EXPECT_EQ(convert_to_f32_checked(in_place.data(), DTYPE_F32, n, in_place.data()), n - 2);
+  EXPECT_EQ(std::memcmp(in_place.data(), values.data(), 4 * (n - 2)), 0);
 }
 
 // --- printable: bytes from a file in a message
