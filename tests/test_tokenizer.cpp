@@ -74,3 +74,17 @@ TEST(Tokenizer, FileBytesInErrorsAreEscaped) {
   EXPECT_THAT(msg, testing::HasSubstr("\\x1b[2J is already defined"));
   EXPECT_EQ(msg.find('\x1b'), std::string::npos);
 }
+
+// Found by fuzzing (tests/fuzz/fuzz_tokenizer.cpp): a model with an empty piece made
+// libsentencepiece throw its own exception from its trie builder; the message named no file
+// (and the fuzzer saw an exception that was not a smezo::Error). The 30 bytes it found:
+TEST(Tokenizer, EmptyPieceIsAnErrorNamingTheFile) {
+  static const unsigned char kModel[] = {
+      0x0a, 0x0e, 0x0a, 0x05, '<',  'u',  'n',  'k',  '>',  0x15, 0x00, 0x00, 0x00, 0x00, 0x18,
+      0x02, 0x0a, 0x0c, 0x0a, 0x03, '<',  0x0a, 0x0e, 0x0a, 0x05, 0x00, 0x00, 0x00, 0x18, 0x02};
+  std::string dir = smezo_test::make_temp_dir("tok_empty_piece");
+  smezo_test::write_file(dir + "/t.model", std::string(reinterpret_cast<const char*>(kModel), sizeof kModel));
+  std::string msg = smezo_test::error_of([&] { load_sentencepiece_tokenizer(dir + "/t.model"); });
+  EXPECT_THAT(msg, testing::HasSubstr(dir + "/t.model is not a sentencepiece model"));
+  EXPECT_THAT(msg, testing::HasSubstr("zero-length key"));
+}

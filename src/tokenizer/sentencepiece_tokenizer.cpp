@@ -2,6 +2,7 @@
 #include <sentencepiece_processor.h>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
 
 #include "common/check.h"
@@ -16,7 +17,14 @@ class SentencepieceTokenizer : public Tokenizer {
   explicit SentencepieceTokenizer(const std::string& path) {
     std::ifstream probe(path);
     SMEZO_REQUIRE(probe.good(), "cannot open tokenizer %s", path.c_str());
-    auto status = sp_.Load(path);
+    sentencepiece::util::Status status;
+    try {
+      status = sp_.Load(path);
+    } catch (const std::exception& e) {
+      // libsentencepiece throws from inside its trie builder on some malformed models (e.g.
+      // an empty piece: "darts.h: failed to insert key: zero-length key"), found by fuzzing.
+      throw_error("%s is not a sentencepiece model: %s", path.c_str(), printable(e.what()).c_str());
+    }
     SMEZO_REQUIRE(status.ok(), "%s is not a sentencepiece model: %s", path.c_str(),
                   printable(status.ToString()).c_str());
   }
