@@ -319,11 +319,13 @@ TEST(Safetensors, RejectsOffsetsThatDoNotTileTheData) {
     int data_bytes;
     const char* expect;
   } cases[] = {
-      {"overlap", "[0,8]", "[4,12]", 12, "tensor 'b': data_offsets [4, 12] overlap the previous"},
-      {"alias", "[0,8]", "[0,8]", 8, "data_offsets [0, 8] overlap the previous tensor: expected it "
-                                     "to begin after tensor 'a' ends at 8"},
-      {"hole", "[0,8]", "[12,20]", 20, "tensor 'b': data_offsets [12, 20] leave a gap after"},
-      {"start", "[4,12]", "[12,20]", 20, "expected it to begin at the start of the data region"},
+      {"overlap", "[0,8]", "[4,12]", 12, "tensor 'b': data_offsets [4, 12] overlap tensor 'a' "
+                                         "(which ends at 8)"},
+      {"alias", "[0,8]", "[0,8]", 8, "tensor 'b': data_offsets [0, 8] overlap tensor 'a'"},
+      {"hole", "[0,8]", "[12,20]", 20, "tensor 'b': data_offsets [12, 20] leave a gap of 4 bytes "
+                                       "after tensor 'a'"},
+      {"start", "[4,12]", "[12,20]", 20, "tensor 'a': data_offsets [4, 12], but the first tensor "
+                                         "must begin at offset 0"},
       {"trailing", "[0,8]", "[8,16]", 19, "3 bytes after the last tensor"},
       {"past_end", "[0,8]", "[8,16]", 12, "tensor 'b': data_offsets end 16 is past the end"},
   };

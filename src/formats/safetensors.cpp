@@ -129,16 +129,23 @@ void check_tiling(const std::string& path, std::vector<Entry*>& entries, int64_t
   int64_t expected = 0;
   const Entry* prev = nullptr;
   for (const Entry* e : entries) {
-    const std::string name = printable(e->view.name);
     if (e->begin != expected) {
-      const std::string after =
-          prev ? "after tensor '" + printable(prev->view.name) + "' ends at " +
-                     std::to_string(expected)
-               : std::string("at the start of the data region (offset 0)");
-      throw_error("safetensors file %s: tensor '%s': data_offsets [%lld, %lld] %s the previous "
-                  "tensor: expected it to begin %s; the header is corrupt", p, name.c_str(),
-                  static_cast<long long>(e->begin), static_cast<long long>(e->end),
-                  e->begin < expected ? "overlap" : "leave a gap after", after.c_str());
+      const std::string name = printable(e->view.name);
+      SMEZO_REQUIRE(prev, "safetensors file %s: tensor '%s': data_offsets [%lld, %lld], but the "
+                    "first tensor must begin at offset 0 of the data region; the header is "
+                    "corrupt", p, name.c_str(), static_cast<long long>(e->begin),
+                    static_cast<long long>(e->end));
+      const std::string other = printable(prev->view.name);
+      if (e->begin < expected)
+        throw_error("safetensors file %s: tensor '%s': data_offsets [%lld, %lld] overlap tensor "
+                    "'%s' (which ends at %lld); the header is corrupt", p, name.c_str(),
+                    static_cast<long long>(e->begin), static_cast<long long>(e->end),
+                    other.c_str(), static_cast<long long>(expected));
+      throw_error("safetensors file %s: tensor '%s': data_offsets [%lld, %lld] leave a gap of "
+                  "%lld bytes after tensor '%s' (which ends at %lld); the header is corrupt", p,
+                  name.c_str(), static_cast<long long>(e->begin), static_cast<long long>(e->end),
+                  static_cast<long long>(e->begin - expected), other.c_str(),
+                  static_cast<long long>(expected));
     }
     expected = e->end;
     prev = e;
