@@ -3,6 +3,8 @@
 #                   as JSONL for tokenizer oracles); with nvcc also every CUDA source
 #   make test       build and run the GoogleTest suites (GPU tests skip without a GPU)
 #   make profile    as make, with -lineinfo and NVTX ranges for Nsight
+#   make fuzz       build the libFuzzer targets (tests/fuzz/, clang, ASan+UBSan, in build-fuzz/)
+#                   and run each for FUZZ_SECONDS (default 300); make fuzz-ci: FUZZ_CI_SECONDS each
 #   make clean
 # Knobs: CUDA_ARCH=90a (override GPU detection), NO_CUDA=1 (CPU-only build),
 #        DEPS=<dir> (a folder where Debian packages were unpacked with dpkg -x; see tools/deps.sh)
@@ -78,7 +80,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 # The git commit `smezo --version` prints ("-dirty" when tracked files changed; "" outside git).
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty,)
 
-.PHONY: all test profile clean info FORCE
+.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools FORCE
 all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
@@ -147,9 +149,74 @@ clean:
 	rm -rf $(BUILD)
 
 FORCE:
+# ---- fuzzing (libFuzzer): the readers of every file smezo takes from a user, under ASan and
+# UBSan. Only the library folders the readers live in are compiled (with clang, into their
+# own archive, so a target links just what it uses). Each target runs on a working corpus in
+# $(FUZZ_BUILD)/corpus/<target>, seeded from tests/fuzz/corpus/<target>; a crash, sanitizer
+# report, leak, hang (-timeout) or oversized allocation stops it with a reproducer in
+# $(FUZZ_BUILD)/artifacts/ and fails the make. A finding becomes a fixed bug plus a test in
+# tests/test_*.cpp with the input committed.
+FUZZ_BUILD      ?= build-fuzz
+FUZZ_CXX        ?= clang++-14
+FUZZ_SECONDS    ?= 300
+FUZZ_CI_SECONDS ?= 40
+FUZZ_TARGETS    := safetensors config hf_dir llama2c task_data tokenizer
+FUZZ_CXXFLAGS   := -std=c++17 -O1 -g -Wall -Wextra -fsanitize=address,undefined \
+                   -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -I. -Iinclude -Isrc
+FUZZ_LDLIBS     := -lsentencepiece -lpcre2-8 -lpthread
+ifneq ($(DEPS),)
+FUZZ_CXXFLAGS += -I$(DEPS)/usr/include
+FUZZ_LDLIBS   := -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu $(FUZZ_LDLIBS)
+endif
+FUZZ_LIB_SRC    := $(wildcard src/common/*.cpp src/formats/*.cpp src/model/*.cpp \
+                   src/tokenizer/*.cpp src/tasks/*.cpp)
+FUZZ_LIB_OBJ    := $(FUZZ_LIB_SRC:%.cpp=$(FUZZ_BUILD)/%.o)
+FUZZ_BINS       := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+# -malloc_limit_mb: one allocation above it is a finding (a size taken from a file unchecked)
+FUZZ_RUN_FLAGS  := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1
+
+$(FUZZ_BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libsmezo_fuzz.a: $(FUZZ_LIB_OBJ)
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.cpp tests/fuzz/fuzz_util.h $(FUZZ_BUILD)/libsmezo_fuzz.a
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/libsmezo_fuzz.a $(FUZZ_LDLIBS)
+
+fuzz-tools:
+	@command -v $(FUZZ_CXX) >/dev/null || { echo "fuzz: ✗ $(FUZZ_CXX) not found: apt-get install clang libclang-rt-14-dev (tools/deps.sh install)"; exit 1; }
+$(FUZZ_LIB_OBJ) $(FUZZ_BINS): | fuzz-tools
+
+fuzz-build: $(FUZZ_BINS)
+
+# $(1): seconds per target
+define fuzz_run_all
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts; \
+	  dict="-dict=tests/fuzz/smezo.dict"; case $$t in llama2c|tokenizer) dict="";; esac; \
+	  echo "fuzz: $$t for $(1) s"; \
+	  ./$(FUZZ_BUILD)/fuzz_$$t $(FUZZ_RUN_FLAGS) -max_total_time=$(1) $$dict \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	    > $(FUZZ_BUILD)/$$t.log 2>&1 \
+	    || { tail -n 60 $(FUZZ_BUILD)/$$t.log; echo "fuzz: ✗ $$t found a bug (reproducer in $(FUZZ_BUILD)/artifacts/)"; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(FUZZ_BUILD)/$$t.log | tr '\n' ' '; echo; \
+	done
+endef
+
+fuzz: fuzz-build
+	$(call fuzz_run_all,$(FUZZ_SECONDS))
+
+fuzz-ci: fuzz-build
+	$(call fuzz_run_all,$(FUZZ_CI_SECONDS))
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # CPU noise benchmark (not part of `all`): tools/noise_bench.cpp
 $(BUILD)/noise_bench: tools/noise_bench.cpp $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+ifneq ($(filter fuzz%,$(MAKECMDGOALS)),)
+-include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
+endif

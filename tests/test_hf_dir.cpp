@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -153,14 +154,14 @@ TEST(HfDir, LlamaDefaultsAndOptionalFields) {
   j.erase("tie_word_embeddings");
   j["head_dim"] = 32;               // explicit head_dim wins over hidden/heads
   j["attention_bias"] = true;
-  j["eos_token_id"] = {128001, 128009};  // a list: the first id is used
+  j["eos_token_id"] = {301, 309};  // a list: the first id is used
   ModelConfig c = parse_json(j, "hf_llama_defaults");
   EXPECT_EQ(c.n_kv_heads, 4);
   EXPECT_EQ(c.head_dim, 32);
   EXPECT_EQ(c.rope_theta, 10000.0f);
   EXPECT_FALSE(c.tied_lm_head);
   EXPECT_TRUE(c.linear_bias);
-  EXPECT_EQ(c.eos_token, 128001);
+  EXPECT_EQ(c.eos_token, 301);
 
   j["head_dim"] = nullptr;  // null means absent
   EXPECT_EQ(parse_json(j, "hf_llama_nullhd").head_dim, 16);
@@ -288,8 +289,7 @@ TEST(HfDir, RejectsInconsistentSizes) {
   j = tiny_llama_json();
   j["vocab_size"] = 0;
   msg = config_error(j, "hf_zero", &path);
-  EXPECT_THAT(msg, HasSubstr("'vocab_size'"));
-  EXPECT_THAT(msg, HasSubstr("positive"));
+  EXPECT_THAT(msg, HasSubstr("'vocab_size' is 0; it must be in 1.."));
 
   j = tiny_llama_json();
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
@@ -468,4 +468,192 @@ TEST(HfDir, RejectsDirectoryWithoutWeightsOrConfig) {
 
   msg = error_of([&] { smezo::load_hf_dir(dir + "/nonexistent"); });
   EXPECT_THAT(msg, HasSubstr(dir + "/nonexistent"));
+}
+
+// --- config.json: every field's type and range (found by attacking main with mutated configs)
+
+TEST(HfDir, HugeLayerCountsAreRefusedByName) {
+  // 2^40 layers aborted in an allocation (std::bad_alloc, no field named); 2^20 made `info`
+  // run 10 s and take 5.3 GB.
+  for (int64_t layers : {int64_t(1) << 40, int64_t(1) << 20, int64_t(4097)}) {
+    std::string path;
+    json j = tiny_llama_json();
+    j["num_hidden_layers"] = layers;
+    std::string msg = config_error(j, "hf_layers", &path);
+    EXPECT_THAT(msg, HasSubstr(path));
+    EXPECT_THAT(msg, HasSubstr("field 'num_hidden_layers' is " + std::to_string(layers) +
+                               "; it must be in 1..4096"));
+  }
+}
+
+TEST(HfDir, SizesOutOfRangeAreRefusedByName) {
+  struct Case {
+    const char* field;
+    json value;
+    const char* expect;
+  } cases[] = {
+      {"head_dim", json(std::numeric_limits<int64_t>::max()), "field 'head_dim' is 9223372036854775807"},
+      {"head_dim", json(15), "head_dim 15"},
+      {"head_dim", json(-2), "field 'head_dim' is -2"},
+      {"hidden_size", json(int64_t(1) << 21), "field 'hidden_size' is 2097152"},
+      {"intermediate_size", json(0), "field 'intermediate_size' is 0"},
+      {"vocab_size", json(int64_t(1) << 31), "field 'vocab_size' is 2147483648"},
+      {"max_position_embeddings", json(int64_t(1) << 31), "field 'max_position_embeddings'"},
+      {"num_attention_heads", json(-4), "field 'num_attention_heads' is -4"},
+      {"num_key_value_heads", json(8), "field 'num_key_value_heads' is 8; it must be in 1..4"},
+      {"num_hidden_layers", json(18446744073709551615ull), "field 'num_hidden_layers' is "
+                                                          "number (18446744073709551615), expected an integer"},
+      {"num_hidden_layers", json(2.0), "expected an integer"},
+  };
+  for (const Case& c : cases) {
+    std::string path;
+    json j = tiny_llama_json();
+    j[c.field] = c.value;
+    std::string msg = config_error(j, "hf_range", &path);
+    EXPECT_THAT(msg, HasSubstr(path)) << c.field;
+    EXPECT_THAT(msg, HasSubstr(c.expect)) << c.field << " = " << c.value.dump();
+  }
+  // heads * head_dim beyond the width bound, each alone in range
+  json j = tiny_llama_json();
+  j["num_attention_heads"] = 1 << 12;
+  j["num_key_value_heads"] = 1;
+  j["head_dim"] = 1 << 10;
+  std::string path;
+  EXPECT_THAT(config_error(j, "hf_qdim", &path), HasSubstr("num_attention_heads * head_dim"));
+}
+
+TEST(HfDir, FloatFieldsMustBePositiveFiniteFloats) {
+  struct Case {
+    const char* field;
+    json value;
+  } cases[] = {{"rms_norm_eps", json(1e308)}, {"rms_norm_eps", json(0.0)}, {"rms_norm_eps", json(-1e-5)},
+               {"rms_norm_eps", json(1e-50)},  // rounds to 0 as a float
+               {"rms_norm_eps", json(2.0)},    {"rope_theta", json(1e308)},
+               {"rope_theta", json(1e39)},     // inf as a float
+               {"rope_theta", json(-10000.0)}};
+  for (const Case& c : cases) {
+    std::string path;
+    json j = tiny_llama_json();
+    j[c.field] = c.value;
+    std::string msg = config_error(j, "hf_float", &path);
+    EXPECT_THAT(msg, HasSubstr(path)) << c.field;
+    EXPECT_THAT(msg, HasSubstr("field '" + std::string(c.field) + "' is")) << c.value.dump();
+    EXPECT_THAT(msg, HasSubstr("must be a positive number")) << c.value.dump();
+  }
+  json j = tiny_llama_json();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e308}};
+  std::string path;
+  EXPECT_THAT(config_error(j, "hf_float_nested", &path), HasSubstr("'rope_parameters.rope_theta' is 1e+308"));
+  j["rope_parameters"] = {{"rope_type", 3}};
+  EXPECT_THAT(config_error(j, "hf_ropetype", &path), HasSubstr("'rope_parameters.rope_type' is 3"));
+}
+
+// null no longer silently means "use the default", except where transformers itself reads
+// null as "derive it" (num_key_value_heads, head_dim, sliding_window, rope_scaling/parameters).
+TEST(HfDir, NullFieldsAreErrorsUnlessTransformersDerivesThem) {
+  for (const char* field : {"hidden_size", "num_hidden_layers", "rms_norm_eps", "rope_theta",
+                            "tie_word_embeddings", "bos_token_id", "eos_token_id", "hidden_act",
+                            "attention_bias", "model_type"}) {
+    std::string path;
+    json j = tiny_llama_json();
+    j[field] = nullptr;
+    std::string msg = config_error(j, "hf_null", &path);
+    EXPECT_THAT(msg, HasSubstr(path)) << field;
+    EXPECT_THAT(msg, HasSubstr("field '" + std::string(field) + "' is null")) << field;
+  }
+  json j = tiny_llama_json();
+  for (const char* field : {"num_key_value_heads", "head_dim", "rope_scaling", "rope_parameters"})
+    j[field] = nullptr;
+  ModelConfig c = parse_json(j, "hf_null_ok");
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 16);
+  json o = tiny_opt_json();
+  o["do_layer_norm_before"] = nullptr;
+  std::string path;
+  EXPECT_THAT(config_error(o, "hf_null_opt", &path), HasSubstr("'do_layer_norm_before' is null"));
+}
+
+TEST(HfDir, TokenIdsMustLieInTheVocabulary) {
+  struct Case {
+    const char* field;
+    json value;
+    const char* expect;
+  } cases[] = {{"bos_token_id", json(320), "field 'bos_token_id' holds token id 320, outside the "
+                                           "vocabulary (vocab_size 320)"},
+               {"eos_token_id", json({2, 5000}), "token id 5000"},
+               {"eos_token_id", json(-1), "token id -1"},
+               {"eos_token_id", json::array(), "is an empty list"},
+               {"eos_token_id", json({2, "x"}), "expected a token id"},
+               {"bos_token_id", json(1.5), "expected a token id"}};
+  for (const Case& c : cases) {
+    std::string path;
+    json j = tiny_llama_json();
+    j[c.field] = c.value;
+    std::string msg = config_error(j, "hf_tok", &path);
+    EXPECT_THAT(msg, HasSubstr(path));
+    EXPECT_THAT(msg, HasSubstr(c.expect)) << c.value.dump();
+  }
+  json o = tiny_opt_json();
+  o["vocab_size"] = 2;  // OPT's default bos/eos 2 is then outside
+  std::string path;
+  EXPECT_THAT(config_error(o, "hf_tok_opt", &path), HasSubstr("'bos_token_id' holds token id 2"));
+}
+
+TEST(HfDir, ConfigJsonIsParsedStrictly) {
+  std::string dir = smezo_test::make_temp_dir("hf_strict");
+  std::string text = tiny_llama_json().dump();
+  text.insert(1, "\"num_hidden_layers\": 7, ");  // the field twice: which one would win?
+  std::string path = write_config(dir, text);
+  EXPECT_THAT(error_of([&] { smezo::parse_hf_config(path); }),
+              HasSubstr("key \"num_hidden_layers\" appears twice"));
+  json j = tiny_llama_json();
+  json deep = json::array();
+  for (int i = 0; i < 80; i++) deep = json::array({deep});
+  j["note"] = deep;
+  path = write_config(dir, j.dump());
+  EXPECT_THAT(error_of([&] { smezo::parse_hf_config(path); }), HasSubstr("nested deeper than 64"));
+  path = write_config(dir, "{\"model_type\": \"ll\x1b[2Jama\"}");
+  std::string msg = error_of([&] { smezo::parse_hf_config(path); });
+  EXPECT_THAT(msg, HasSubstr("not valid JSON"));
+  EXPECT_THAT(msg, testing::Not(HasSubstr("\x1b")));
+  path = write_config(dir, "{\"model_type\": \"ll\\u001b[2Jama\"}");
+  EXPECT_THAT(error_of([&] { smezo::parse_hf_config(path); }), HasSubstr("\"ll\\x1b[2Jama\""));
+}
+
+// --- sharded index: every tensor in exactly the shard the index names
+
+TEST(HfDir, ShardHoldingATensorTheIndexDoesNotMapThereIsRefused) {
+  std::string dir = smezo_test::make_temp_dir("hf_stale");
+  write_config(dir, tiny_llama_json().dump());
+  TinyWeights w;
+  smezo::write_safetensors(dir + "/p1.safetensors", {{"model.a", smezo::DTYPE_F32, {6}, w.a.data()},
+                                                     {"model.extra", smezo::DTYPE_F32, {8}, w.b.data()}}, {});
+  json index = {{"weight_map", {{"model.a", "p1.safetensors"}}}};
+  smezo_test::write_file(dir + "/model.safetensors.index.json", index.dump());
+  std::string msg = error_of([&] { smezo::load_hf_dir(dir); });
+  EXPECT_THAT(msg, HasSubstr("shard 'p1.safetensors' holds tensor 'model.extra', which the index "
+                             "does not list"));
+  smezo::write_safetensors(dir + "/p2.safetensors", {{"model.extra", smezo::DTYPE_F32, {8}, w.b.data()}}, {});
+  index = {{"weight_map", {{"model.a", "p1.safetensors"}, {"model.extra", "p2.safetensors"}}}};
+  smezo_test::write_file(dir + "/model.safetensors.index.json", index.dump());
+  msg = error_of([&] { smezo::load_hf_dir(dir); });
+  EXPECT_THAT(msg, HasSubstr("maps to shard 'p2.safetensors'"));
+}
+
+TEST(HfDir, ShardNamesMustStayInTheDirectory) {
+  std::string dir = smezo_test::make_temp_dir("hf_escape");
+  write_config(dir, tiny_llama_json().dump());
+  for (const char* name : {"../model.safetensors", "sub/p.safetensors", "/etc/passwd", "..", "."}) {
+    json index = {{"weight_map", {{"model.a", name}}}};
+    smezo_test::write_file(dir + "/model.safetensors.index.json", index.dump());
+    std::string msg = error_of([&] { smezo::load_hf_dir(dir); });
+    EXPECT_THAT(msg, HasSubstr("not a file name inside the model directory")) << name;
+  }
+  json index = {{"weight_map", {{"model.a", "p.safetensors"}}}, {"metadata", "x"}};
+  smezo_test::write_file(dir + "/model.safetensors.index.json", index.dump());
+  EXPECT_THAT(error_of([&] { smezo::load_hf_dir(dir); }), HasSubstr("field 'metadata' is \"x\""));
+  std::string text = "{\"weight_map\": {\"model.a\": \"p.safetensors\", \"model.a\": \"q.safetensors\"}}";
+  smezo_test::write_file(dir + "/model.safetensors.index.json", text);
+  EXPECT_THAT(error_of([&] { smezo::load_hf_dir(dir); }), HasSubstr("key \"model.a\" appears twice"));
 }

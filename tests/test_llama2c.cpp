@@ -82,3 +82,59 @@ TEST(ModelLoader, MissingAndUnknownFiles) {
   write_file(dir + "/model.onnx", "x");
   EXPECT_THAT(load_error(dir + "/model.onnx"), testing::HasSubstr("unknown model format"));
 }
+
+namespace {
+
+// stories260K's bytes with header field i (0..6) set to v.
+std::string with_header_field(int i, int32_t v) {
+  std::string bytes = stories_bytes();
+  std::memcpy(&bytes[4 * i], &v, 4);
+  return bytes;
+}
+
+}  // namespace
+
+// Header sizes whose products overflowed int64 (UB) or drove allocations are refused by name,
+// at once, whatever the file size.
+TEST(Llama2c, HeaderFieldsBeyondTheirBoundsAreNamed) {
+  std::string dir = make_temp_dir("l2c_bounds");
+  struct Case {
+    int field;
+    int32_t value;
+    const char* expect;
+  } cases[] = {
+      {2, 1 << 20, "n_layers = 1048576 is not a valid size (1..4096)"},
+      {0, (1 << 24) - 2, "dim = 16777214 is not a valid size (1..1048576)"},
+      {5, INT32_MIN, "vocab_size = -2147483648 is not a valid size"},
+      {6, 0, "seq_len = 0"},
+      {4, 16, "n_heads 8 is not a multiple of n_kv_heads 16"},
+      {4, 3, "n_heads 8 is not a multiple of n_kv_heads 3"},
+      {3, 64, "head_dim dim / n_heads = 1 must be even"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir + "/f" + std::to_string(c.field) + "_" + std::to_string(c.value) + ".bin";
+    write_file(path, with_header_field(c.field, c.value));
+    std::string err = load_error(path);
+    EXPECT_THAT(err, testing::HasSubstr(path)) << c.expect;
+    EXPECT_THAT(err, testing::HasSubstr(c.expect));
+  }
+}
+
+// Sizes each in range whose arrays together need more bytes than int64 holds, or than the
+// file has: refused before any view is made.
+TEST(Llama2c, HugeArraysAreCheckedAgainstTheFileWithoutOverflow) {
+  std::string dir = make_temp_dir("l2c_huge");
+  std::string bytes = stories_bytes();
+  const int32_t h[7] = {1 << 20, 1 << 20, 4096, 1 << 10, 1 << 10, -(int32_t)((1u << 31) - 1), 1 << 30};
+  std::memcpy(&bytes[0], h, sizeof h);
+  write_file(dir + "/huge.bin", bytes);
+  std::string err = load_error(dir + "/huge.bin");
+  EXPECT_THAT(err, testing::HasSubstr("tensor token_embedding"));
+  EXPECT_THAT(err, testing::HasSubstr("extends past the end of the file"));
+}
+
+TEST(Llama2c, VocabularyTooSmallForBosEos) {
+  std::string dir = make_temp_dir("l2c_vocab");
+  write_file(dir + "/v.bin", with_header_field(5, 2));
+  EXPECT_THAT(load_error(dir + "/v.bin"), testing::HasSubstr("eos token 2 is outside the vocabulary"));
+}

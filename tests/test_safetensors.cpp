@@ -194,7 +194,7 @@ TEST(Safetensors, RejectsHeaderLengthPastEnd) {
 
 TEST(Safetensors, RejectsMalformedJson) {
   std::string path = smezo_test::make_temp_dir("st_json") + "/j.safetensors";
-  smezo_test::write_file(path, raw_safetensors("{\"w\": {\"dtype\": \"F32\",", ""));
+  smezo_test::write_file(path, raw_safetensors("{\"w\": {\"dtype\": \"F32\",}}", ""));
   std::string msg = error_of([&] { SafetensorsFile f(path); });
   EXPECT_THAT(msg, HasSubstr(path));
   EXPECT_THAT(msg, HasSubstr("not valid JSON"));
@@ -270,4 +270,160 @@ TEST(Safetensors, RejectsNonStringMetadata) {
   std::string msg = error_of([&] { SafetensorsFile f(path); });
   EXPECT_THAT(msg, HasSubstr(path));
   EXPECT_THAT(msg, HasSubstr("'step'"));
+}
+
+// --- strictness: what the format's reference implementation refuses, refused here too
+
+namespace {
+
+// A two-tensor header (a: F32 [2], b: F32 [2]) with the given offsets, padded with `pad`.
+std::string two_tensor_header(const std::string& a_off, const std::string& b_off,
+                              const std::string& pad = "") {
+  return "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":" + a_off +
+         "},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":" + b_off + "}}" + pad;
+}
+
+std::string open_error(const std::string& tag, const std::string& bytes, std::string* path) {
+  *path = smezo_test::make_temp_dir(tag) + "/x.safetensors";
+  smezo_test::write_file(*path, bytes);
+  return error_of([&] { SafetensorsFile f(*path); });
+}
+
+}  // namespace
+
+// A header length 1..4 bytes short still parsed (the JSON ends inside the padding) and shifted
+// every tensor's data by that much: 148 mutants loaded garbage with exit 0.
+TEST(Safetensors, RejectsHeaderLengthAFewBytesShort) {
+  const std::string header = two_tensor_header("[0,8]", "[8,16]", "    ");
+  const std::string data = "0123456789abcdef";
+  std::string ok_path = smezo_test::make_temp_dir("st_hshort") + "/ok.safetensors";
+  smezo_test::write_file(ok_path, raw_safetensors(header, data));
+  SafetensorsFile ok(ok_path);
+  EXPECT_EQ(std::memcmp(ok.tensor("b").data, "89abcdef", 8), 0);
+  for (int short_by = 1; short_by <= 4; short_by++) {
+    std::string bytes = raw_safetensors(header, data);
+    bytes[0] = static_cast<char>(header.size() - short_by);
+    std::string path;
+    std::string msg = open_error("st_hshort", bytes, &path);
+    EXPECT_THAT(msg, HasSubstr(path)) << short_by;
+    EXPECT_THAT(msg, HasSubstr(std::to_string(short_by) + " bytes after the last tensor"));
+    EXPECT_THAT(msg, HasSubstr("header length (" + std::to_string(header.size() - short_by) +
+                               ") is wrong"));
+  }
+}
+
+TEST(Safetensors, RejectsOffsetsThatDoNotTileTheData) {
+  struct Case {
+    const char* tag;
+    std::string a, b;
+    int data_bytes;
+    const char* expect;
+  } cases[] = {
+      {"overlap", "[0,8]", "[4,12]", 12, "tensor 'b': data_offsets [4, 12] overlap tensor 'a' "
+                                         "(which ends at 8)"},
+      {"alias", "[0,8]", "[0,8]", 8, "tensor 'b': data_offsets [0, 8] overlap tensor 'a'"},
+      {"hole", "[0,8]", "[12,20]", 20, "tensor 'b': data_offsets [12, 20] leave a gap of 4 bytes "
+                                       "after tensor 'a'"},
+      {"start", "[4,12]", "[12,20]", 20, "tensor 'a': data_offsets [4, 12], but the first tensor "
+                                         "must begin at offset 0"},
+      {"trailing", "[0,8]", "[8,16]", 19, "3 bytes after the last tensor"},
+      {"past_end", "[0,8]", "[8,16]", 12, "tensor 'b': data_offsets end 16 is past the end"},
+  };
+  for (const Case& c : cases) {
+    std::string path;
+    std::string msg = open_error(std::string("st_tile_") + c.tag,
+                                 raw_safetensors(two_tensor_header(c.a, c.b),
+                                                 std::string(static_cast<size_t>(c.data_bytes), 'x')),
+                                 &path);
+    EXPECT_THAT(msg, HasSubstr(path)) << c.tag;
+    EXPECT_THAT(msg, HasSubstr(c.expect)) << c.tag;
+  }
+  // out of order in the header but tiling the data: fine (the reference sorts by offset);
+  // zero-byte tensors may share an offset
+  std::string path = smezo_test::make_temp_dir("st_tile_ok") + "/ok.safetensors";
+  smezo_test::write_file(path, raw_safetensors(
+      "{\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+      "\"e1\":{\"dtype\":\"F16\",\"shape\":[0],\"data_offsets\":[8,8]},"
+      "\"e2\":{\"dtype\":\"BF16\",\"shape\":[3,0],\"data_offsets\":[8,8]},"
+      "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", std::string(16, 'y')));
+  SafetensorsFile f(path);
+  EXPECT_EQ(f.tensors().size(), 4u);
+}
+
+TEST(Safetensors, HeaderIsOneObjectPaddedWithSpacesOnly) {
+  const std::string data(16, 'z');
+  for (const std::string& p : {std::string("\n"), std::string("\t"), std::string(1, '\0'),
+                               std::string("x"), std::string(" \n ")}) {
+    std::string path;
+    std::string msg = open_error("st_pad", raw_safetensors(two_tensor_header("[0,8]", "[8,16]", p), data),
+                                 &path);
+    EXPECT_THAT(msg, HasSubstr("not one JSON object padded with spaces")) << smezo::printable(p);
+  }
+  std::string path;
+  EXPECT_THAT(open_error("st_lead", raw_safetensors(" " + two_tensor_header("[0,8]", "[8,16]"), data), &path),
+              HasSubstr("must start with '{'"));
+  EXPECT_THAT(open_error("st_array", raw_safetensors("[]", ""), &path), HasSubstr("must start with '{'"));
+  EXPECT_THAT(open_error("st_twoobj", raw_safetensors("{}{}", ""), &path), HasSubstr("not valid JSON"));
+}
+
+TEST(Safetensors, RejectsDuplicateNamesAndDeepNesting) {
+  std::string path;
+  std::string msg = open_error(
+      "st_dup", raw_safetensors("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                                "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                                std::string(8, 'd')), &path);
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("key \"a\" appears twice"));
+  msg = open_error("st_dupmeta", raw_safetensors(R"({"__metadata__":{"k":"1"},"__metadata__":{"k":"2"}})", ""),
+                   &path);
+  EXPECT_THAT(msg, HasSubstr("\"__metadata__\" appears twice"));
+  msg = open_error("st_dupkey", raw_safetensors(R"({"__metadata__":{"k":"1","k":"2"}})", ""), &path);
+  EXPECT_THAT(msg, HasSubstr("\"k\" appears twice"));
+  std::string deep = "{\"__metadata__\":" + std::string(100, '[') + std::string(100, ']') + "}";
+  msg = open_error("st_deep", raw_safetensors(deep, ""), &path);
+  EXPECT_THAT(msg, HasSubstr("nested deeper than 64 levels"));
+}
+
+TEST(Safetensors, RejectsHugeHeaderLengthAndShapes) {
+  std::string bytes = raw_safetensors("{}", "");
+  const uint64_t huge = 100000001;
+  for (int i = 0; i < 8; i++) bytes[i] = static_cast<char>((huge >> (8 * i)) & 0xff);
+  std::string path;
+  EXPECT_THAT(open_error("st_bighdr", bytes, &path), HasSubstr("above the format's limit"));
+  std::string msg;
+  msg = corrupt_error("st_overflow",
+                      R"({"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,0]})", 0, &path);
+  EXPECT_THAT(msg, HasSubstr("'layer.w': shape [4611686018427387904,8] is too large"));
+  msg = corrupt_error("st_overflow2", R"({"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]})",
+                      0, &path);
+  EXPECT_THAT(msg, HasSubstr("too large"));
+  msg = corrupt_error("st_float_dim", R"({"dtype":"F32","shape":[2.0],"data_offsets":[0,8]})", 8, &path);
+  EXPECT_THAT(msg, HasSubstr("not a non-negative integer"));
+  msg = corrupt_error("st_three_off", R"({"dtype":"F32","shape":[2],"data_offsets":[0,8,8]})", 8, &path);
+  EXPECT_THAT(msg, HasSubstr("expected [begin, end]"));
+}
+
+TEST(Safetensors, MetadataIsStringToStringOnly) {
+  std::string path;
+  EXPECT_THAT(open_error("st_meta_obj", raw_safetensors(R"({"__metadata__":{"a":{"b":"c"}}})", ""), &path),
+              HasSubstr("__metadata__ key 'a' is object, expected a string"));
+  EXPECT_THAT(open_error("st_meta_arr", raw_safetensors(R"({"__metadata__":["x"]})", ""), &path),
+              HasSubstr("__metadata__ is array"));
+  // null metadata is the same as none (the reference reads it as absent)
+  std::string ok = smezo_test::make_temp_dir("st_meta_null") + "/n.safetensors";
+  smezo_test::write_file(ok, raw_safetensors(R"({"__metadata__":null})", ""));
+  EXPECT_TRUE(SafetensorsFile(ok).metadata().empty());
+}
+
+// Bytes from the file reach messages escaped: no raw control characters on the terminal.
+TEST(Safetensors, FileBytesInMessagesAreEscaped) {
+  std::string path;
+  std::string msg = open_error(
+      "st_esc", raw_safetensors("{\"\\u001b[2Jevil\\n\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}",
+                                std::string(8, 'e')), &path);
+  EXPECT_THAT(msg, HasSubstr("tensor '\\x1b[2Jevil\\n' has dtype F64"));
+  for (char c : msg) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << smezo::printable(msg);
+  msg = open_error("st_esc_json", raw_safetensors("{\"a\x1b\x07\":1 }", ""), &path);
+  EXPECT_THAT(msg, HasSubstr("not valid JSON"));
+  for (char c : msg) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << smezo::printable(msg);
 }

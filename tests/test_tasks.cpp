@@ -478,6 +478,38 @@ TEST_F(TaskBadInput, LabelNotInVerbalizer) {
   EXPECT_THAT(msg, HasSubstr("reason"));
 }
 
+// Rows from a fuzzed or hostile file: errors, never a crash; the file's bytes escaped.
+TEST_F(TaskBadInput, HostileRowsAreOneLineErrors) {
+  const std::string ok = "{\"premise\": \"p\", \"hypothesis\": \"h\", \"label\": \"entailment\"}\n";
+  // a label holding terminal escapes
+  std::string p = put("esc.jsonl", ok + "{\"premise\": \"p\", \"hypothesis\": \"h\", \"label\": "
+                                        "\"\\u001b[2J\"}\n");
+  std::string msg = error_of([&] { task_read_file(TASK_RTE, p); });
+  EXPECT_THAT(msg, HasSubstr(p + ":2: label \"\\u001b[2J\" is not in the verbalizer"));
+  // raw control bytes in a line the parser quotes back
+  p = put("raw.jsonl", "{\"premise\": \"\x1b[31m\x07\"}\n");
+  msg = error_of([&] { task_read_file(TASK_RTE, p); });
+  EXPECT_THAT(msg, HasSubstr(p + ":1: malformed JSON line: not valid JSON"));
+  for (char c : msg) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << smezo::printable(msg);
+  p = put("raw.tsv", "sentence\tlabel\nok\t\x1b[2J\n");
+  msg = error_of([&] { task_read_file(TASK_SST2, p); });
+  EXPECT_THAT(msg, HasSubstr("label \"\\x1b[2J\" is not in the verbalizer"));
+  p = put("rawhdr.tsv", "sent\x1b[2Jence\n");
+  EXPECT_THAT(error_of([&] { task_read_file(TASK_SST2, p); }), HasSubstr("sent\\x1b[2Jence"));
+  // a row nested a million levels deep: refused by the depth bound, not a stack overflow
+  p = put("deep.jsonl", std::string(1000000, '[') + std::string(1000000, ']') + "\n");
+  EXPECT_THAT(error_of([&] { task_read_file(TASK_RTE, p); }), HasSubstr("nested deeper than 64"));
+  // a duplicated field: which label would count?
+  p = put("dup.jsonl", "{\"premise\": \"p\", \"hypothesis\": \"h\", \"label\": \"entailment\", "
+                       "\"label\": \"not_entailment\"}\n");
+  EXPECT_THAT(error_of([&] { task_read_file(TASK_RTE, p); }), HasSubstr("key \"label\" appears twice"));
+  // a huge label value is cut short in the message
+  p = put("long.jsonl", "{\"premise\": \"p\", \"hypothesis\": \"h\", \"label\": \"" +
+                        std::string(100000, 'x') + "\"}\n");
+  msg = error_of([&] { task_read_file(TASK_RTE, p); });
+  EXPECT_LT(msg.size(), 1000u);
+}
+
 // --- encoding with fake tokenizers
 
 namespace {

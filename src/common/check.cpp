@@ -1,6 +1,7 @@
 // Implementation of the error helpers declared in check.h.
 #include "common/check.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 #include <vector>
@@ -41,6 +42,59 @@ std::pair<std::string, std::string> split_hint(const std::string& text) {
   const size_t at = flat.find(kHintMarker);
   if (at == std::string::npos) return {flat, ""};
   return {trim_message(flat.substr(0, at)), one_line(flat.substr(at + std::string(kHintMarker).size()))};
+// Length of the well-formed UTF-8 sequence at s[i] (2..4), or 0 when it is not one, or
+// when it encodes a C1 control character (U+0080..U+009F), which terminals may obey.
+size_t utf8_sequence_length(const std::string& s, size_t i) {
+  const unsigned char b0 = static_cast<unsigned char>(s[i]);
+  size_t len;
+  uint32_t cp;
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    len = 2;
+    cp = b0 & 0x1f;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    len = 3;
+    cp = b0 & 0x0f;
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    len = 4;
+    cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; k++) {
+    const unsigned char b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  if (cp <= 0x9f) return 0;  // C1 control
+  return len;
+}
+
+void append_escaped_byte(unsigned char b, std::string* out) {
+  static const char hex[] = "0123456789abcdef";
+  switch (b) {
+    case '\n': *out += "\\n"; return;
+    case '\t': *out += "\\t"; return;
+    case '\r': *out += "\\r"; return;
+    default:
+      *out += "\\x";
+      *out += hex[b >> 4];
+      *out += hex[b & 15];
+  }
+}
+
+// The backstop of throw_error: ASCII control bytes other than '\n' escaped.
+std::string escape_controls(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    if ((b < 0x20 && b != '\n') || b == 0x7f) append_escaped_byte(b, &out);
+    else out += c;
+  }
+  return out;
 }
 
 }  // namespace
@@ -83,7 +137,27 @@ void throw_error(const char* fmt, ...) {
   va_start(args, fmt);
   std::string s = format_string_v(fmt, args);
   va_end(args);
-  throw Error(s);
+  throw Error(escape_controls(s));
+}
+
+std::string printable(const std::string& bytes, size_t max_chars) {
+  std::string out;
+  size_t i = 0;
+  while (i < bytes.size() && out.size() < max_chars) {
+    const unsigned char b = static_cast<unsigned char>(bytes[i]);
+    if (b >= 0x20 && b < 0x7f) {
+      out += static_cast<char>(b);
+      i++;
+    } else if (size_t len = b >= 0x80 ? utf8_sequence_length(bytes, i) : 0) {
+      out.append(bytes, i, len);
+      i += len;
+    } else {
+      append_escaped_byte(b, &out);
+      i++;
+    }
+  }
+  if (i < bytes.size()) out += "...(" + std::to_string(bytes.size()) + " bytes)";
+  return out;
 }
 
 }  // namespace smezo

@@ -12,9 +12,14 @@
 //   what()     "<message> ---> HINT: <hint>", or the message when there is no hint.
 // Line breaks in a message (older code wrote "\n---> HINT: ...") are folded into spaces, so
 // what() never spans lines.
+// Bytes that come from a file (tensor names, JSON keys, parser messages quoting the input)
+// go through printable() before they reach a message, so a corrupt or hostile file cannot
+// put control characters on the user's terminal or a megabyte on one error line. As a
+// backstop, throw_error escapes any ASCII control byte other than '\n' in the final text.
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <stdexcept>
 #include <utility>
 #include <string>
@@ -41,6 +46,11 @@ std::string format_string(const char* fmt, ...) __attribute__((format(printf, 1,
 std::string format_string_v(const char* fmt, va_list args);
 
 [[noreturn]] void throw_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// bytes as they may appear in a one-line message: printable ASCII and well-formed UTF-8
+// (other than C1 controls) as they are, "\n", "\t", "\r", and every other byte as "\xNN";
+// longer than max_chars output characters, it is cut there and "...(N bytes)" added.
+std::string printable(const std::string& bytes, size_t max_chars = 160);
 
 }  // namespace smezo
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +18,10 @@
 
 #include "common/check.h"
 #include "common/mapped_file.h"
+#include "formats/json_read.h"
 #include "formats/safetensors.h"
+#include "model/model_check.h"
+#include "model/model_size.h"
 
 namespace smezo {
 
@@ -46,37 +50,49 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Parses a whole JSON file; errors name the file.
+// Parses a whole JSON file strictly (json_read.h); errors name the file.
 json read_json_file(const std::string& path, const char* what) {
   std::shared_ptr<MappedFile> file = MappedFile::open(path);
   SMEZO_REQUIRE(file->size() > 0, "%s %s is empty", what, path.c_str());
   const char* begin = reinterpret_cast<const char*>(file->data());
-  try {
-    json j = json::parse(begin, begin + file->size());
-    SMEZO_REQUIRE(j.is_object(), "%s %s is a JSON %s, expected an object", what, path.c_str(),
-                  j.type_name());
-    return j;
-  } catch (const json::exception& e) {
-    throw_error("%s %s is not valid JSON (%s)", what, path.c_str(), e.what());
-  }
+  json j = json_parse_strict(begin, begin + file->size(), std::string(what) + " " + path);
+  SMEZO_REQUIRE(j.is_object(), "%s %s is a JSON %s, expected an object", what, path.c_str(),
+                j.type_name());
+  return j;
 }
 
 // --- config.json fields, with errors that name the file and the field
+
+// Fields whose null transformers reads as "not given" (it then derives the value); any other
+// field set to null is an error rather than a silent default.
+bool null_means_absent(const char* field) {
+  for (const char* f : {"num_key_value_heads", "head_dim", "sliding_window", "rope_scaling",
+                        "rope_parameters"})
+    if (std::strcmp(f, field) == 0) return true;
+  return false;
+}
 
 struct ConfigFields {
   const std::string& path;
   const json& j;
   std::string model_type;
 
-  // present and not null
-  bool has(const char* field) const {
+  // The field's value; nullptr when it is absent (or null where null_means_absent).
+  const json* value(const char* field) const {
     auto it = j.find(field);
-    return it != j.end() && !it->is_null();
+    if (it == j.end()) return nullptr;
+    if (it->is_null()) {
+      if (null_means_absent(field)) return nullptr;
+      throw_error("config %s: field '%s' is null; give it a value or remove it", path.c_str(),
+                  field);
+    }
+    return &*it;
   }
+  bool has(const char* field) const { return value(field) != nullptr; }
 
-  [[noreturn]] void wrong_type(const char* field, const char* expected) const {
+  [[noreturn]] void wrong_type(const char* field, const json& v, const char* expected) const {
     throw_error("config %s: field '%s' is %s (%s), expected %s", path.c_str(), field,
-                j.at(field).type_name(), j.at(field).dump().c_str(), expected);
+                v.type_name(), json_brief(v).c_str(), expected);
   }
 
   int64_t as_int(const char* field, const json& v) const {
@@ -87,89 +103,118 @@ struct ConfigFields {
     } else if (v.is_number_integer()) {
       return v.get<int64_t>();
     }
-    wrong_type(field, "an integer");
+    wrong_type(field, v, "an integer");
   }
 
   int64_t get_int(const char* field) const {
-    SMEZO_REQUIRE(has(field), "config %s: field '%s' is missing (required for model_type %s)",
+    const json* v = value(field);
+    SMEZO_REQUIRE(v, "config %s: field '%s' is missing (required for model_type %s)",
                   path.c_str(), field, model_type.c_str());
-    return as_int(field, j.at(field));
+    return as_int(field, *v);
   }
   int64_t get_int(const char* field, int64_t fallback) const {
-    return has(field) ? as_int(field, j.at(field)) : fallback;
+    const json* v = value(field);
+    return v ? as_int(field, *v) : fallback;
   }
 
-  double get_float(const char* field, double fallback) const {
-    if (!has(field)) return fallback;
-    if (!j.at(field).is_number()) wrong_type(field, "a number");
-    return j.at(field).get<double>();
+  // A number that must be a positive finite float no larger than hi (a double that rounds to
+  // 0 or inf as a float is refused too).
+  float get_float(const char* field, double fallback, double hi) const {
+    const json* v = value(field);
+    if (v && !v->is_number()) wrong_type(field, *v, "a number");
+    const double d = v ? v->get<double>() : fallback;
+    const float f = static_cast<float>(d);
+    SMEZO_REQUIRE(std::isfinite(d) && std::isfinite(f) && f > 0.0f && d <= hi,
+                  "config %s: field '%s' is %g; it must be a positive number no larger than %g",
+                  path.c_str(), field, d, hi);
+    return f;
   }
 
   bool get_bool(const char* field, bool fallback) const {
-    if (!has(field)) return fallback;
-    if (!j.at(field).is_boolean()) wrong_type(field, "true or false");
-    return j.at(field).get<bool>();
+    const json* v = value(field);
+    if (v && !v->is_boolean()) wrong_type(field, *v, "true or false");
+    return v ? v->get<bool>() : fallback;
   }
 
   std::string get_string(const char* field, const std::string& fallback) const {
-    if (!has(field)) return fallback;
-    if (!j.at(field).is_string()) wrong_type(field, "a string");
-    return j.at(field).get<std::string>();
+    const json* v = value(field);
+    if (v && !v->is_string()) wrong_type(field, *v, "a string");
+    return v ? v->get<std::string>() : fallback;
   }
 
-  // bos_token_id / eos_token_id: an integer, or a list whose first entry is used.
-  int32_t get_token(const char* field, int32_t fallback) const {
-    if (!has(field)) return fallback;
-    const json& v = j.at(field);
-    const json& first = (v.is_array() && !v.empty()) ? v[0] : v;
-    if (!first.is_number_integer()) wrong_type(field, "a token id (an integer or a list of them)");
-    int64_t id = as_int(field, first);
-    SMEZO_REQUIRE(id >= 0 && id <= std::numeric_limits<int32_t>::max(),
-                  "config %s: field '%s' is %lld, not a valid token id", path.c_str(), field,
-                  static_cast<long long>(id));
-    return static_cast<int32_t>(id);
+  // bos_token_id / eos_token_id: an id inside the vocabulary, or a non-empty list of them
+  // whose first entry is used.
+  int32_t get_token(const char* field, int32_t fallback, int64_t vocab_size) const {
+    const json* v = value(field);
+    if (!v) return fallback;
+    std::vector<const json*> ids;
+    if (v->is_array()) {
+      for (const json& e : *v) ids.push_back(&e);
+    } else {
+      ids.push_back(v);
+    }
+    for (const json* e : ids)
+      if (!e->is_number_integer()) wrong_type(field, *v, "a token id (an integer or a list of them)");
+    SMEZO_REQUIRE(!ids.empty(), "config %s: field '%s' is an empty list, expected token ids",
+                  path.c_str(), field);
+    for (const json* e : ids) {
+      const int64_t id = as_int(field, *e);
+      SMEZO_REQUIRE(id >= 0 && id < vocab_size, "config %s: field '%s' holds token id %lld, "
+                    "outside the vocabulary (vocab_size %lld)", path.c_str(), field,
+                    static_cast<long long>(id), static_cast<long long>(vocab_size));
+    }
+    return static_cast<int32_t>(as_int(field, *ids[0]));
   }
 
-  void require_positive(const char* field, int64_t v) const {
-    SMEZO_REQUIRE(v > 0, "config %s: field '%s' is %lld, must be positive", path.c_str(), field,
-                  static_cast<long long>(v));
+  // 1 <= v <= hi, named after the field.
+  void require_range(const char* field, int64_t v, int64_t hi) const {
+    SMEZO_REQUIRE(v >= 1 && v <= hi, "config %s: field '%s' is %lld; it must be in 1..%lld",
+                  path.c_str(), field, static_cast<long long>(v), static_cast<long long>(hi));
   }
 
   [[noreturn]] void unsupported(const char* field, const std::string& why) const {
+    auto it = j.find(field);
     throw_error("config %s: field '%s' is %s; %s", path.c_str(), field,
-                j.contains(field) ? j.at(field).dump().c_str() : "absent", why.c_str());
+                it != j.end() ? json_brief(*it).c_str() : "absent", why.c_str());
   }
 };
 
-// The "rope_type" (or older "type") of a rope_scaling / rope_parameters object.
+// The "rope_type" (or older "type") of a rope_scaling / rope_parameters object; "" when it
+// has neither.
 std::string rope_type_of(const ConfigFields& f, const char* field) {
-  const json& v = f.j.at(field);
-  if (!v.is_object()) f.wrong_type(field, "an object");
+  const json& v = *f.value(field);
+  if (!v.is_object()) f.wrong_type(field, v, "an object");
   for (const char* key : {"rope_type", "type"}) {
     auto it = v.find(key);
-    if (it != v.end() && it->is_string()) return it->get<std::string>();
+    if (it == v.end()) continue;
+    SMEZO_REQUIRE(it->is_string(), "config %s: field '%s.%s' is %s, expected a string",
+                  f.path.c_str(), field, key, json_brief(*it).c_str());
+    return it->get<std::string>();
   }
   return "";
 }
 
 // rope_theta: top level (transformers 4.x) or inside rope_parameters (transformers 5.x
 // writes {"rope_parameters": {"rope_type": "default", "rope_theta": ...}}).
-double parse_rope_theta(const ConfigFields& f) {
-  double theta = f.get_float("rope_theta", 10000.0);
+float parse_rope_theta(const ConfigFields& f) {
+  const float theta = f.get_float("rope_theta", 10000.0, 1e30);
   if (!f.has("rope_parameters")) return theta;
   std::string type = rope_type_of(f, "rope_parameters");
   if (type != "default" && !type.empty())
     f.unsupported("rope_parameters", "smezo supports only plain RoPE (rope_type \"default\")");
-  const json& rp = f.j.at("rope_parameters");
+  const json& rp = *f.value("rope_parameters");
   auto it = rp.find("rope_theta");
-  if (it == rp.end() || it->is_null()) return theta;
-  SMEZO_REQUIRE(it->is_number(), "config %s: field 'rope_parameters.rope_theta' is %s, expected a "
-                "number", f.path.c_str(), it->type_name());
-  double nested = it->get<double>();
-  SMEZO_REQUIRE(!f.has("rope_theta") || static_cast<float>(nested) == static_cast<float>(theta),
+  if (it == rp.end()) return theta;
+  const double nested = it->is_number() ? it->get<double>() : 0.0;
+  SMEZO_REQUIRE(it->is_number() && std::isfinite(nested) &&
+                    std::isfinite(static_cast<float>(nested)) && static_cast<float>(nested) > 0.0f &&
+                    nested <= 1e30,
+                "config %s: field 'rope_parameters.rope_theta' is %s; it must be a positive "
+                "number no larger than 1e30", f.path.c_str(), json_brief(*it).c_str());
+  SMEZO_REQUIRE(!f.has("rope_theta") || static_cast<float>(nested) == theta,
                 "config %s: field 'rope_theta' (%g) disagrees with 'rope_parameters.rope_theta' "
-                "(%g); fix one of them", f.path.c_str(), theta, nested);
-  return nested;
+                "(%g); fix one of them", f.path.c_str(), static_cast<double>(theta), nested);
+  return static_cast<float>(nested);
 }
 
 // The sizes every architecture has; mlp_key names the MLP width ("intermediate_size", "ffn_dim").
@@ -180,38 +225,41 @@ void parse_sizes(const ConfigFields& f, const char* mlp_key, ModelConfig* cfg) {
   cfg->n_heads = f.get_int("num_attention_heads");
   cfg->vocab_size = f.get_int("vocab_size");
   cfg->max_seq_len = f.get_int("max_position_embeddings");
-  f.require_positive("hidden_size", cfg->dim);
-  f.require_positive(mlp_key, cfg->hidden_dim);
-  f.require_positive("num_hidden_layers", cfg->n_layers);
-  f.require_positive("num_attention_heads", cfg->n_heads);
-  f.require_positive("vocab_size", cfg->vocab_size);
-  f.require_positive("max_position_embeddings", cfg->max_seq_len);
+  f.require_range("hidden_size", cfg->dim, kMaxWidth);
+  f.require_range(mlp_key, cfg->hidden_dim, kMaxWidth);
+  f.require_range("num_hidden_layers", cfg->n_layers, kMaxLayers);
+  f.require_range("num_attention_heads", cfg->n_heads, kMaxWidth);
+  f.require_range("vocab_size", cfg->vocab_size, kMaxVocab);
+  f.require_range("max_position_embeddings", cfg->max_seq_len, kMaxPositions);
 }
 
 void parse_llama_family(const ConfigFields& f, ModelConfig* cfg) {
   parse_sizes(f, "intermediate_size", cfg);
 
   cfg->n_kv_heads = f.get_int("num_key_value_heads", cfg->n_heads);
-  f.require_positive("num_key_value_heads", cfg->n_kv_heads);
+  f.require_range("num_key_value_heads", cfg->n_kv_heads, cfg->n_heads);
   SMEZO_REQUIRE(cfg->n_heads % cfg->n_kv_heads == 0, "config %s: num_attention_heads %lld is "
                 "not a multiple of num_key_value_heads %lld", f.path.c_str(),
                 static_cast<long long>(cfg->n_heads), static_cast<long long>(cfg->n_kv_heads));
   if (f.has("head_dim")) {
     cfg->head_dim = f.get_int("head_dim");
-    f.require_positive("head_dim", cfg->head_dim);
+    f.require_range("head_dim", cfg->head_dim, kMaxWidth);
   } else {
     SMEZO_REQUIRE(cfg->dim % cfg->n_heads == 0, "config %s: hidden_size %lld is not a multiple "
                   "of num_attention_heads %lld and there is no head_dim field", f.path.c_str(),
                   static_cast<long long>(cfg->dim), static_cast<long long>(cfg->n_heads));
     cfg->head_dim = cfg->dim / cfg->n_heads;
   }
+  SMEZO_REQUIRE(cfg->head_dim % 2 == 0, "config %s: head_dim %lld (hidden_size / "
+                "num_attention_heads, or the head_dim field) must be even for RoPE",
+                f.path.c_str(), static_cast<long long>(cfg->head_dim));
+  SMEZO_REQUIRE(cfg->n_heads * cfg->head_dim <= kMaxWidth, "config %s: num_attention_heads * "
+                "head_dim = %lld * %lld is above %lld", f.path.c_str(),
+                static_cast<long long>(cfg->n_heads), static_cast<long long>(cfg->head_dim),
+                static_cast<long long>(kMaxWidth));
 
-  cfg->norm_eps = static_cast<float>(f.get_float("rms_norm_eps", 1e-6));
-  cfg->rope_theta = static_cast<float>(parse_rope_theta(f));
-  SMEZO_REQUIRE(cfg->norm_eps > 0.0f, "config %s: field 'rms_norm_eps' must be positive",
-                f.path.c_str());
-  SMEZO_REQUIRE(cfg->rope_theta > 0.0f, "config %s: field 'rope_theta' must be positive",
-                f.path.c_str());
+  cfg->norm_eps = f.get_float("rms_norm_eps", 1e-6, 1.0);
+  cfg->rope_theta = parse_rope_theta(f);
   if (f.has("rope_scaling") && rope_type_of(f, "rope_scaling") != "default")
     f.unsupported("rope_scaling", "smezo supports only plain RoPE (rope_scaling null)");
   std::string act = f.get_string("hidden_act", "silu");
@@ -222,8 +270,8 @@ void parse_llama_family(const ConfigFields& f, ModelConfig* cfg) {
   cfg->mlp_kind = MLP_SWIGLU;
   cfg->tied_lm_head = f.get_bool("tie_word_embeddings", false);
   cfg->learned_pos_offset = 0;
-  cfg->bos_token = f.get_token("bos_token_id", 1);
-  cfg->eos_token = f.get_token("eos_token_id", 2);
+  cfg->bos_token = f.get_token("bos_token_id", 1, cfg->vocab_size);
+  cfg->eos_token = f.get_token("eos_token_id", 2, cfg->vocab_size);
 
   if (cfg->arch == ARCH_LLAMA) {
     cfg->linear_bias = f.get_bool("attention_bias", false);
@@ -235,9 +283,10 @@ void parse_llama_family(const ConfigFields& f, ModelConfig* cfg) {
     cfg->linear_bias = false;
     const bool present = f.j.contains("sliding_window");
     cfg->sliding_window = present ? f.get_int("sliding_window", 0) : 4096;
-    SMEZO_REQUIRE(cfg->sliding_window >= 0, "config %s: field 'sliding_window' is %lld, must be "
-                  "non-negative (or null for no window)", f.path.c_str(),
-                  static_cast<long long>(cfg->sliding_window));
+    SMEZO_REQUIRE(cfg->sliding_window >= 0 && cfg->sliding_window <= kMaxPositions,
+                  "config %s: field 'sliding_window' is %lld; it must be in 0..%lld (or null "
+                  "for no window)", f.path.c_str(), static_cast<long long>(cfg->sliding_window),
+                  static_cast<long long>(kMaxPositions));
   }
 }
 
@@ -270,8 +319,8 @@ void parse_opt(const ConfigFields& f, ModelConfig* cfg) {
   cfg->tied_lm_head = f.get_bool("tie_word_embeddings", true);
   cfg->learned_pos_offset = 2;
   cfg->sliding_window = 0;
-  cfg->bos_token = f.get_token("bos_token_id", 2);
-  cfg->eos_token = f.get_token("eos_token_id", 2);
+  cfg->bos_token = f.get_token("bos_token_id", 2, cfg->vocab_size);
+  cfg->eos_token = f.get_token("eos_token_id", 2, cfg->vocab_size);
 }
 
 // --- writing config.json
@@ -323,8 +372,9 @@ ModelConfig parse_hf_config(const std::string& config_json_path) {
     parse_opt(f, &cfg);
   } else {
     throw_error("config %s: field 'model_type' is \"%s\"; smezo supports model_type llama, "
-                "mistral and opt", config_json_path.c_str(), f.model_type.c_str());
+                "mistral and opt", config_json_path.c_str(), printable(f.model_type).c_str());
   }
+  check_model_config(cfg, config_json_path);  // the common floor (model_check.h)
   return cfg;
 }
 
@@ -431,32 +481,49 @@ WeightSource load_hf_dir(const std::string& path) {
   }
 
   json index = read_json_file(index_path, "safetensors index");
+  const char* ip = index_path.c_str();
   auto wm = index.find("weight_map");
   SMEZO_REQUIRE(wm != index.end() && wm->is_object(), "safetensors index %s: field 'weight_map' "
-                "is missing or not an object of tensor name -> shard file", index_path.c_str());
+                "is missing or not an object of tensor name -> shard file", ip);
+  auto meta = index.find("metadata");
+  SMEZO_REQUIRE(meta == index.end() || meta->is_object() || meta->is_null(), "safetensors index "
+                "%s: field 'metadata' is %s, expected an object", ip, json_brief(*meta).c_str());
   std::set<std::string> shard_names;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
+    const std::string tensor = printable(it.key());
     SMEZO_REQUIRE(it->is_string(), "safetensors index %s: weight_map entry '%s' is %s, expected "
-                  "a shard file name", index_path.c_str(), it.key().c_str(), it->type_name());
-    shard_names.insert(it->get<std::string>());
+                  "a shard file name", ip, tensor.c_str(), json_brief(*it).c_str());
+    const std::string name = it->get<std::string>();
+    // A plain file name in the model directory (as transformers writes them): no path that
+    // could point elsewhere.
+    SMEZO_REQUIRE(!name.empty() && name != "." && name != ".." &&
+                      name.find('/') == std::string::npos && name.find('\0') == std::string::npos,
+                  "safetensors index %s: tensor '%s' maps to shard '%s', which is not a file name "
+                  "inside the model directory", ip, tensor.c_str(), printable(name).c_str());
+    shard_names.insert(name);
   }
-  SMEZO_REQUIRE(!shard_names.empty(), "safetensors index %s: weight_map is empty",
-                index_path.c_str());
+  SMEZO_REQUIRE(!shard_names.empty(), "safetensors index %s: weight_map is empty", ip);
 
   std::map<std::string, std::unique_ptr<SafetensorsFile>> shards;
   for (const std::string& name : shard_names) {
-    SMEZO_REQUIRE(!name.empty() && name[0] != '/', "safetensors index %s: shard '%s' must be a "
-                  "file name relative to the model directory", index_path.c_str(), name.c_str());
     const std::string shard_path = join_path(dir, name);
     SMEZO_REQUIRE(is_regular_file(shard_path), "safetensors index %s lists shard '%s', but %s "
-                  "is missing; download every shard of the model", index_path.c_str(),
-                  name.c_str(), shard_path.c_str());
+                  "is missing; download every shard of the model", ip, printable(name).c_str(),
+                  printable(shard_path).c_str());
     auto file = std::make_unique<SafetensorsFile>(shard_path);
     for (const auto& kv : file->tensors()) {
       auto prev = ws.tensors.find(kv.first);
       SMEZO_REQUIRE(prev == ws.tensors.end(), "model %s: tensor '%s' is in two shards, %s and "
-                    "%s", dir.c_str(), kv.first.c_str(), prev->second.file.c_str(),
+                    "%s", dir.c_str(), printable(kv.first).c_str(), prev->second.file.c_str(),
                     shard_path.c_str());
+      auto listed = wm->find(kv.first);
+      SMEZO_REQUIRE(listed != wm->end() && listed->get<std::string>() == name,
+                    "safetensors index %s: shard '%s' holds tensor '%s', which the index %s; the "
+                    "index is stale or the shards are mixed up", ip, printable(name).c_str(),
+                    printable(kv.first).c_str(),
+                    listed == wm->end()
+                        ? "does not list"
+                        : ("maps to shard '" + printable(listed->get<std::string>()) + "'").c_str());
       ws.tensors.emplace(kv.first, kv.second);
     }
     ws.keep_alive.push_back(file->keep_alive());
@@ -466,7 +533,8 @@ WeightSource load_hf_dir(const std::string& path) {
     const std::string shard = it->get<std::string>();
     SMEZO_REQUIRE(shards.at(shard)->has(it.key()), "safetensors index %s lists tensor '%s' in "
                   "shard '%s', but that shard does not contain it; the download is incomplete "
-                  "or the index is stale", index_path.c_str(), it.key().c_str(), shard.c_str());
+                  "or the index is stale", ip, printable(it.key()).c_str(),
+                  printable(shard).c_str());
   }
   return ws;
 }

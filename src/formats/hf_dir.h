@@ -6,7 +6,9 @@
 //   <dir>/model.safetensors.index.json     {"weight_map": {"<tensor name>": "<shard file>"}}
 //   <dir>/<shard file> ...                 each shard listed in the index (paths relative
 //                                          to <dir>)
-// model.safetensors wins when both it and the index exist (as in transformers).
+// model.safetensors wins when both it and the index exist (as in transformers). The index's
+// shard names must be plain file names in <dir>; every tensor of a shard must be listed in
+// the index for that shard, and every listed tensor must be in its shard.
 //
 // config.json subset (model_type selects the architecture):
 //   llama, mistral: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
@@ -22,6 +24,11 @@
 //     eos_token_id (2); word_embed_proj_dim must equal hidden_size, do_layer_norm_before,
 //     enable_bias and layer_norm_elementwise_affine must be true, activation_function
 //     must be "relu". Layer norm eps 1e-5, learned positions offset by 2, biases, tied head.
+// Checks (errors name the file and the field): JSON parsed strictly (no key twice); every
+// size within model_size.h's bounds (e.g. num_hidden_layers <= 4096) and consistent;
+// rms_norm_eps in (0, 1] and rope_theta positive, both finite as floats; token ids inside
+// the vocabulary; a field set to null is an error, except num_key_value_heads, head_dim,
+// sliding_window, rope_scaling and rope_parameters, which transformers derives when null.
 #pragma once
 
 #include <string>

@@ -2,24 +2,47 @@
 #include "formats/llama2c.h"
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "common/check.h"
 #include "common/mapped_file.h"
+#include "model/model_check.h"
+#include "model/model_size.h"
 
 namespace smezo {
 
+namespace {
+
+// One stacked array of the file: `count` tensors of `shape`. Per-layer arrays are named
+// model.layers.<i>.<name>; the others <name>; an empty name is skipped (the RoPE tables).
+struct Llama2cArray {
+  const char* what;  // llama2.c's name, for errors
+  int64_t count;
+  std::vector<int64_t> shape;
+  bool per_layer;
+  std::string name;
+};
+
+}  // namespace
+
 WeightSource load_llama2c(const std::string& path) {
   std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  const char* p = path.c_str();
   SMEZO_REQUIRE(file->size() >= 28, "%s: %lld bytes is too short for a llama2.c header (28 bytes)",
-                path.c_str(), (long long)file->size());
+                p, static_cast<long long>(file->size()));
   int32_t h[7];
   std::memcpy(h, file->data(), sizeof h);
   const char* field_names[7] = {"dim", "hidden_dim", "n_layers", "n_heads",
                                 "n_kv_heads", "vocab_size", "seq_len"};
+  const int64_t limits[7] = {kMaxWidth, kMaxWidth, kMaxLayers, kMaxWidth,
+                             kMaxWidth, kMaxVocab, kMaxPositions};
   for (int i = 0; i < 7; i++) {
-    SMEZO_REQUIRE(h[i] != 0 && (i == 5 || h[i] > 0) && h[i] > -(1 << 24) && h[i] < (1 << 24),
-                  "%s: llama2.c header field %s = %d is not a valid size (corrupt header?)",
-                  path.c_str(), field_names[i], h[i]);
+    // vocab_size may be negative: the classifier is stored separately (not tied)
+    const int64_t v = i == 5 && h[i] < 0 ? -static_cast<int64_t>(h[i]) : h[i];
+    SMEZO_REQUIRE(v >= 1 && v <= limits[i], "%s: llama2.c header field %s = %d is not a valid "
+                  "size (1..%lld); the file is corrupt or not a llama2.c checkpoint", p,
+                  field_names[i], h[i], static_cast<long long>(limits[i]));
   }
   WeightSource src;
   src.path = path;
@@ -31,67 +54,75 @@ WeightSource load_llama2c(const std::string& path) {
   c.n_layers = h[2];
   c.n_heads = h[3];
   c.n_kv_heads = h[4];
-  c.vocab_size = h[5] < 0 ? -h[5] : h[5];
+  c.vocab_size = h[5] < 0 ? -static_cast<int64_t>(h[5]) : h[5];
   c.tied_lm_head = h[5] > 0;
   c.max_seq_len = h[6];
-  SMEZO_REQUIRE(c.dim % c.n_heads == 0, "%s: dim %d is not a multiple of n_heads %d", path.c_str(),
-                h[0], h[3]);
+  SMEZO_REQUIRE(c.dim % c.n_heads == 0, "%s: llama2.c header: dim %d is not a multiple of "
+                "n_heads %d", p, h[0], h[3]);
+  SMEZO_REQUIRE(c.n_kv_heads <= c.n_heads && c.n_heads % c.n_kv_heads == 0, "%s: llama2.c "
+                "header: n_heads %d is not a multiple of n_kv_heads %d", p, h[3], h[4]);
   c.head_dim = c.dim / c.n_heads;
+  SMEZO_REQUIRE(c.head_dim % 2 == 0, "%s: llama2.c header: head_dim dim / n_heads = %lld must "
+                "be even for RoPE", p, static_cast<long long>(c.head_dim));
   c.norm_eps = 1e-5f;
   c.rope_theta = 10000.0f;
   c.rope_style = ROPE_INTERLEAVED;
   c.norm_kind = NORM_RMS;
   c.mlp_kind = MLP_SWIGLU;
+  check_model_config(c, path);  // the common floor; every size is bounded from here on
 
   const int64_t L = c.n_layers, D = c.dim, H = c.hidden_dim, hd = c.head_dim;
   const int64_t q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+  std::vector<Llama2cArray> arrays = {
+      {"token_embedding", 1, {c.vocab_size, D}, false, "model.embed_tokens.weight"},
+      {"rms_att", L, {D}, true, "input_layernorm.weight"},
+      {"wq", L, {q_dim, D}, true, "self_attn.q_proj.weight"},
+      {"wk", L, {kv_dim, D}, true, "self_attn.k_proj.weight"},
+      {"wv", L, {kv_dim, D}, true, "self_attn.v_proj.weight"},
+      {"wo", L, {D, q_dim}, true, "self_attn.o_proj.weight"},
+      {"rms_ffn", L, {D}, true, "post_attention_layernorm.weight"},
+      {"w1", L, {H, D}, true, "mlp.gate_proj.weight"},
+      {"w2", L, {D, H}, true, "mlp.down_proj.weight"},
+      {"w3", L, {H, D}, true, "mlp.up_proj.weight"},
+      {"rms_final", 1, {D}, false, "model.norm.weight"},
+      {"freq_cis (the legacy RoPE tables)", 2, {c.max_seq_len, hd / 2}, false, ""},
+  };
+  if (!c.tied_lm_head) arrays.push_back({"classifier", 1, {c.vocab_size, D}, false, "lm_head.weight"});
+
+  // Every array's place in the file, overflow-checked and against the file size, before a
+  // single view is made (so a corrupt header costs nothing).
+  std::vector<int64_t> starts;
   int64_t offset = 28;  // bytes
-  // Adds a view of `count` stacked tensors of shape `shape` named by name_of(i).
-  auto take = [&](const std::string& what, int64_t count, std::vector<int64_t> shape,
-                  auto name_of) {
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    const int64_t bytes = count * numel * 4;
-    SMEZO_REQUIRE(offset + bytes <= file->size(),
-                  "%s: tensor %s (bytes %lld..%lld) extends past the end of the file (%lld bytes); "
-                  "the checkpoint is truncated or its header is wrong",
-                  path.c_str(), what.c_str(), (long long)offset, (long long)(offset + bytes),
-                  (long long)file->size());
-    for (int64_t i = 0; i < count; i++) {
+  for (const Llama2cArray& a : arrays) {
+    int64_t bytes = checked_numel(a.shape.data(), a.shape.size()), end = 0;
+    SMEZO_REQUIRE(bytes >= 0 && checked_mul(bytes, a.count * 4, &bytes) &&
+                      checked_add(offset, bytes, &end),
+                  "%s: tensor %s: its size overflows int64; the header is corrupt", p, a.what);
+    SMEZO_REQUIRE(end <= file->size(), "%s: tensor %s (bytes %lld..%lld) extends past the end of "
+                  "the file (%lld bytes); the checkpoint is truncated or its header is wrong", p,
+                  a.what, static_cast<long long>(offset), static_cast<long long>(end),
+                  static_cast<long long>(file->size()));
+    starts.push_back(offset);
+    offset = end;
+  }
+  SMEZO_REQUIRE(offset == file->size(), "%s: %lld bytes left over after the last tensor; the "
+                "header does not describe this file", p,
+                static_cast<long long>(file->size() - offset));
+
+  for (size_t k = 0; k < arrays.size(); k++) {
+    const Llama2cArray& a = arrays[k];
+    if (a.name.empty()) continue;  // skipped (the RoPE tables)
+    const int64_t numel = checked_numel(a.shape.data(), a.shape.size());
+    for (int64_t i = 0; i < a.count; i++) {
       HostTensorView v;
-      v.name = name_of(i);
+      v.name = a.per_layer ? "model.layers." + std::to_string(i) + "." + a.name : a.name;
       v.dtype = DTYPE_F32;
-      v.shape = shape;
-      v.data = file->data() + offset + i * numel * 4;
+      v.shape = a.shape;
+      v.data = file->data() + starts[k] + i * numel * 4;
       v.file = path;
       src.tensors[v.name] = v;
     }
-    offset += bytes;
-  };
-  auto layer = [](const char* suffix) {
-    return [suffix](int64_t i) { return "model.layers." + std::to_string(i) + "." + suffix; };
-  };
-  take("token_embedding", 1, {c.vocab_size, D}, [](int64_t) { return std::string("model.embed_tokens.weight"); });
-  take("rms_att", L, {D}, layer("input_layernorm.weight"));
-  take("wq", L, {q_dim, D}, layer("self_attn.q_proj.weight"));
-  take("wk", L, {kv_dim, D}, layer("self_attn.k_proj.weight"));
-  take("wv", L, {kv_dim, D}, layer("self_attn.v_proj.weight"));
-  take("wo", L, {D, q_dim}, layer("self_attn.o_proj.weight"));
-  take("rms_ffn", L, {D}, layer("post_attention_layernorm.weight"));
-  take("w1", L, {H, D}, layer("mlp.gate_proj.weight"));
-  take("w2", L, {D, H}, layer("mlp.down_proj.weight"));
-  take("w3", L, {H, D}, layer("mlp.up_proj.weight"));
-  take("rms_final", 1, {D}, [](int64_t) { return std::string("model.norm.weight"); });
-  const int64_t rope_table_bytes = 2 * c.max_seq_len * (hd / 2) * 4;
-  SMEZO_REQUIRE(offset + rope_table_bytes <= file->size(),
-                "%s: the legacy RoPE tables extend past the end of the file; the checkpoint is truncated",
-                path.c_str());
-  offset += rope_table_bytes;
-  if (!c.tied_lm_head)
-    take("classifier", 1, {c.vocab_size, D}, [](int64_t) { return std::string("lm_head.weight"); });
-  SMEZO_REQUIRE(offset == file->size(),
-                "%s: %lld bytes left over after the last tensor; the header does not describe this file",
-                path.c_str(), (long long)(file->size() - offset));
+  }
   return src;
 }
 

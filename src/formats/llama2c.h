@@ -8,6 +8,9 @@
 // rms_final (dim); two legacy RoPE tables (seq_len * hd/2 each, skipped); classifier
 // (vocab, dim) only when vocab_size was negative. Conventions: RMSNorm eps 1e-5, RoPE theta
 // 10000 on interleaved pairs. Tensors are exposed under Hugging Face LLaMA names.
+// Checks: every header field within model_size.h's bounds (the vocabulary's magnitude when
+// negative), the heads dividing, an even head_dim, every array's extent overflow-checked and
+// inside the file before any view is made, and no bytes left over after the last array.
 #pragma once
 
 #include <string>

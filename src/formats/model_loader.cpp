@@ -7,6 +7,7 @@
 #include "formats/gguf_llama.h"
 #include "formats/hf_dir.h"
 #include "formats/llama2c.h"
+#include "model/model_check.h"
 
 namespace smezo {
 
@@ -16,9 +17,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-}  // namespace
-
-WeightSource load_weights(const std::string& path) {
+// The format reader for path (dispatch by what path is).
+WeightSource read_weight_files(const std::string& path) {
   struct stat st;
   SMEZO_REQUIRE(stat(path.c_str(), &st) == 0, "cannot open model %s: no such file or directory",
                 path.c_str());
@@ -28,6 +28,14 @@ WeightSource load_weights(const std::string& path) {
   if (ends_with(path, ".gguf")) return load_gguf(path);
   throw_error("%s: unknown model format; give a Hugging Face model directory (config.json + "
               "*.safetensors), a GGUF file (.gguf) or a llama2.c .bin checkpoint", path.c_str());
+}
+
+}  // namespace
+
+WeightSource load_weights(const std::string& path) {
+  WeightSource source = read_weight_files(path);
+  check_weight_source(source);  // one set of checks for every format and every command
+  return source;
 }
 
 }  // namespace smezo

@@ -9,17 +9,23 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
 #include "common/mapped_file.h"
+#include "formats/json_read.h"
+#include "model/model_size.h"
 
 namespace smezo {
 
 namespace {
 
 using json = nlohmann::json;
+
+// The reference implementation's bound on the header (huggingface/safetensors: 100 MB).
+constexpr int64_t kMaxHeaderBytes = 100000000;
 
 // --- reading
 
@@ -45,15 +51,21 @@ int64_t json_nonneg_int(const json& v) {
   return -1;
 }
 
-HostTensorView parse_tensor_entry(const std::string& path, const std::string& name,
-                                  const json& entry, const uint8_t* data_region,
-                                  int64_t data_size) {
+// One header entry, before its offsets are checked against the others.
+struct Entry {
+  HostTensorView view;
+  int64_t begin = 0, end = 0;  // byte range in the data region
+};
+
+Entry parse_tensor_entry(const std::string& path, const std::string& name, const json& entry) {
   const char* p = path.c_str();
-  const char* n = name.c_str();
+  const std::string shown = printable(name);
+  const char* n = shown.c_str();
   SMEZO_REQUIRE(entry.is_object(), "safetensors file %s: tensor '%s': header entry is %s, "
                 "expected an object with dtype, shape and data_offsets", p, n, entry.type_name());
 
-  HostTensorView view;
+  Entry out;
+  HostTensorView& view = out.view;
   view.name = name;
   view.file = path;
 
@@ -65,50 +77,88 @@ HostTensorView parse_tensor_entry(const std::string& path, const std::string& na
   SMEZO_REQUIRE(dtype_from_name(dtype_str, &view.dtype),
                 "safetensors file %s: tensor '%s' has dtype %s; smezo reads F32, F16 and BF16 "
                 "(convert the checkpoint, e.g. torch: model.to(torch.bfloat16), and save again)",
-                p, n, dtype_str.c_str());
+                p, n, printable(dtype_str, 40).c_str());
 
   auto sh = entry.find("shape");
   SMEZO_REQUIRE(sh != entry.end(), "safetensors file %s: tensor '%s' has no shape field", p, n);
   SMEZO_REQUIRE(sh->is_array(), "safetensors file %s: tensor '%s': shape is %s, expected an "
                 "array of dimensions", p, n, sh->type_name());
-  int64_t numel = 1;
   for (const json& d : *sh) {
     int64_t dim = json_nonneg_int(d);
     SMEZO_REQUIRE(dim >= 0, "safetensors file %s: tensor '%s': shape %s has a dimension that "
-                  "is not a non-negative integer", p, n, sh->dump().c_str());
-    SMEZO_REQUIRE(dim == 0 || numel <= std::numeric_limits<int64_t>::max() / dim,
-                  "safetensors file %s: tensor '%s': shape %s is too large", p, n,
-                  sh->dump().c_str());
-    numel *= dim;
+                  "is not a non-negative integer", p, n, json_brief(*sh).c_str());
     view.shape.push_back(dim);
   }
-  int64_t elem = dtype_size(view.dtype);
-  SMEZO_REQUIRE(numel <= std::numeric_limits<int64_t>::max() / elem,
-                "safetensors file %s: tensor '%s': shape %s is too large", p, n,
-                sh->dump().c_str());
-  int64_t nbytes = numel * elem;
+  const int64_t numel = checked_numel(view.shape.data(), view.shape.size());
+  int64_t nbytes = 0;
+  SMEZO_REQUIRE(numel >= 0 && checked_mul(numel, dtype_size(view.dtype), &nbytes),
+                "safetensors file %s: tensor '%s': shape %s is too large (its byte size "
+                "overflows int64)", p, n, json_brief(*sh).c_str());
 
   auto off = entry.find("data_offsets");
   SMEZO_REQUIRE(off != entry.end(), "safetensors file %s: tensor '%s' has no data_offsets "
                 "field", p, n);
   SMEZO_REQUIRE(off->is_array() && off->size() == 2, "safetensors file %s: tensor '%s': "
-                "data_offsets is %s, expected [begin, end]", p, n, off->dump().c_str());
-  int64_t begin = json_nonneg_int((*off)[0]);
-  int64_t end = json_nonneg_int((*off)[1]);
-  SMEZO_REQUIRE(begin >= 0 && end >= 0, "safetensors file %s: tensor '%s': data_offsets %s "
-                "must be two non-negative integers", p, n, off->dump().c_str());
-  SMEZO_REQUIRE(begin <= end, "safetensors file %s: tensor '%s': data_offsets begin %lld is "
-                "after end %lld", p, n, static_cast<long long>(begin),
-                static_cast<long long>(end));
-  SMEZO_REQUIRE(end <= data_size, "safetensors file %s: tensor '%s': data_offsets end %lld is "
-                "past the end of the file (data region is %lld bytes); the file is truncated",
-                p, n, static_cast<long long>(end), static_cast<long long>(data_size));
-  SMEZO_REQUIRE(end - begin == nbytes, "safetensors file %s: tensor '%s': data_offsets span "
-                "%lld bytes but %s shape %s needs %lld", p, n,
-                static_cast<long long>(end - begin), dtype_str.c_str(), sh->dump().c_str(),
-                static_cast<long long>(nbytes));
-  view.data = data_region + begin;
-  return view;
+                "data_offsets is %s, expected [begin, end]", p, n, json_brief(*off).c_str());
+  out.begin = json_nonneg_int((*off)[0]);
+  out.end = json_nonneg_int((*off)[1]);
+  SMEZO_REQUIRE(out.begin >= 0 && out.end >= 0, "safetensors file %s: tensor '%s': data_offsets "
+                "%s must be two non-negative integers", p, n, json_brief(*off).c_str());
+  SMEZO_REQUIRE(out.begin <= out.end, "safetensors file %s: tensor '%s': data_offsets begin %lld "
+                "is after end %lld", p, n, static_cast<long long>(out.begin),
+                static_cast<long long>(out.end));
+  SMEZO_REQUIRE(out.end - out.begin == nbytes, "safetensors file %s: tensor '%s': data_offsets "
+                "span %lld bytes but %s shape %s needs %lld", p, n,
+                static_cast<long long>(out.end - out.begin), dtype_str.c_str(),
+                json_brief(*sh).c_str(), static_cast<long long>(nbytes));
+  return out;
+}
+
+// The tensors must tile the data region exactly, as the format's reference implementation
+// requires: sorted by offsets, each begins where the previous ended (the first at 0), and the
+// last ends at the end of the file. This refuses overlapping or aliased ranges, holes, and
+// trailing bytes, and so also a header length that is a few bytes off (which shifts every
+// tensor). Zero-byte tensors may share an offset.
+void check_tiling(const std::string& path, std::vector<Entry*>& entries, int64_t data_size,
+                  uint64_t header_len) {
+  const char* p = path.c_str();
+  std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) {
+    if (a->begin != b->begin) return a->begin < b->begin;
+    return a->end != b->end ? a->end < b->end : a->view.name < b->view.name;
+  });
+  int64_t expected = 0;
+  const Entry* prev = nullptr;
+  for (const Entry* e : entries) {
+    if (e->begin != expected) {
+      const std::string name = printable(e->view.name);
+      SMEZO_REQUIRE(prev, "safetensors file %s: tensor '%s': data_offsets [%lld, %lld], but the "
+                    "first tensor must begin at offset 0 of the data region; the header is "
+                    "corrupt", p, name.c_str(), static_cast<long long>(e->begin),
+                    static_cast<long long>(e->end));
+      const std::string other = printable(prev->view.name);
+      if (e->begin < expected)
+        throw_error("safetensors file %s: tensor '%s': data_offsets [%lld, %lld] overlap tensor "
+                    "'%s' (which ends at %lld); the header is corrupt", p, name.c_str(),
+                    static_cast<long long>(e->begin), static_cast<long long>(e->end),
+                    other.c_str(), static_cast<long long>(expected));
+      throw_error("safetensors file %s: tensor '%s': data_offsets [%lld, %lld] leave a gap of "
+                  "%lld bytes after tensor '%s' (which ends at %lld); the header is corrupt", p,
+                  name.c_str(), static_cast<long long>(e->begin), static_cast<long long>(e->end),
+                  static_cast<long long>(e->begin - expected), other.c_str(),
+                  static_cast<long long>(expected));
+    }
+    expected = e->end;
+    prev = e;
+  }
+  SMEZO_REQUIRE(expected <= data_size, "safetensors file %s: tensor '%s': data_offsets end %lld "
+                "is past the end of the file (data region is %lld bytes); the file is truncated",
+                p, printable(prev->view.name).c_str(), static_cast<long long>(expected),
+                static_cast<long long>(data_size));
+  SMEZO_REQUIRE(expected == data_size, "safetensors file %s: %lld bytes after the last tensor "
+                "(data region is %lld bytes, the tensors cover %lld); the file has trailing "
+                "bytes or its header length (%llu) is wrong", p,
+                static_cast<long long>(data_size - expected), static_cast<long long>(data_size),
+                static_cast<long long>(expected), static_cast<unsigned long long>(header_len));
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const json& meta) {
@@ -118,7 +168,7 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
                 "of strings", path.c_str(), meta.type_name());
   for (auto it = meta.begin(); it != meta.end(); ++it) {
     SMEZO_REQUIRE(it->is_string(), "safetensors file %s: __metadata__ key '%s' is %s, expected "
-                  "a string", path.c_str(), it.key().c_str(), it->type_name());
+                  "a string", path.c_str(), printable(it.key()).c_str(), it->type_name());
     out[it.key()] = it->get<std::string>();
   }
   return out;
@@ -164,30 +214,45 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                 static_cast<long long>(size));
   const uint8_t* base = mapping_->data();
   uint64_t header_len = read_u64_le(base);
+  SMEZO_REQUIRE(header_len <= kMaxHeaderBytes, "safetensors file %s: header length %llu is above "
+                "the format's limit of %lld bytes; the file is corrupt or not safetensors", p,
+                static_cast<unsigned long long>(header_len),
+                static_cast<long long>(kMaxHeaderBytes));
   SMEZO_REQUIRE(header_len <= static_cast<uint64_t>(size - 8), "safetensors file %s: header "
                 "length %llu runs past the end of the file (%lld bytes); the file is truncated "
                 "or not safetensors", p, static_cast<unsigned long long>(header_len),
                 static_cast<long long>(size));
 
+  // The header is one JSON object, from its first byte, padded only with trailing spaces.
   const char* hbegin = reinterpret_cast<const char*>(base + 8);
-  json header;
-  try {
-    header = json::parse(hbegin, hbegin + header_len);
-  } catch (const json::exception& e) {
-    throw_error("safetensors file %s: header is not valid JSON (%s)", p, e.what());
-  }
+  const char* hend = hbegin + header_len;
+  while (hend > hbegin && hend[-1] == ' ') hend--;
+  SMEZO_REQUIRE(hend > hbegin && hbegin[0] == '{' && hend[-1] == '}', "safetensors file %s: "
+                "the %llu-byte header is not one JSON object padded with spaces (it must start "
+                "with '{' and end with '}' then spaces only); the file is corrupt or its header "
+                "length is wrong", p, static_cast<unsigned long long>(header_len));
+  json header = json_parse_strict(hbegin, hend, "safetensors file " + path + ": header");
   SMEZO_REQUIRE(header.is_object(), "safetensors file %s: header is a JSON %s, expected an "
                 "object", p, header.type_name());
 
   const int64_t data_offset = 8 + static_cast<int64_t>(header_len);
   const uint8_t* data_region = base + data_offset;
   const int64_t data_size = size - data_offset;
+  std::vector<Entry> entries;
+  entries.reserve(header.size());
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       metadata_ = parse_metadata(path, *it);
       continue;
     }
-    tensors_.emplace(it.key(), parse_tensor_entry(path, it.key(), *it, data_region, data_size));
+    entries.push_back(parse_tensor_entry(path, it.key(), *it));
+  }
+  std::vector<Entry*> order;
+  for (Entry& e : entries) order.push_back(&e);
+  check_tiling(path, order, data_size, header_len);
+  for (Entry& e : entries) {
+    e.view.data = data_region + e.begin;
+    tensors_.emplace(e.view.name, std::move(e.view));
   }
 }
 

@@ -12,12 +12,25 @@
 //                        "data_offsets": [begin, end] },   byte range inside the data region
 //     ... }
 // Supported subset: dtypes F32, F16 and BF16 only; any other dtype (F64, I32, U8, ...) is
-// an error naming the file and the tensor. The reader checks every offset against the file
-// size and (end - begin) == numel * dtype size; it does not require the tensors to tile the
-// data region. The writer pads the header with spaces so the data region starts at a
-// multiple of 8 bytes, and lays tensors out by dtype size (largest first) then name, so each
-// tensor starts at a multiple of its element size. It writes <path>.tmp and renames it, so
-// a crash never leaves a half-written file at <path>. Its output loads with the Python
+// an error naming the file and the tensor.
+// The reader is as strict as the format's reference implementation (huggingface/safetensors),
+// and refuses, naming the file and the tensor or field:
+//   - a header length above 100 MB or past the end of the file;
+//   - a header that is not exactly one JSON object from its first byte ('{') to its last
+//     non-space byte ('}'): only trailing spaces may pad it; a key given twice (a tensor name,
+//     __metadata__) or JSON nested deeper than 64 levels;
+//   - __metadata__ that is not an object of string -> string;
+//   - an entry without dtype / shape / data_offsets, a dimension that is not a non-negative
+//     integer, a byte size (dtype size x product of the shape, overflow-checked) different
+//     from end - begin;
+//   - data_offsets that do not tile the data region: sorted by offset, the first tensor must
+//     begin at 0, each next one where the previous ended (no overlap, no aliasing, no hole),
+//     and the last must end at the end of the file (no trailing bytes). A header length a few
+//     bytes off therefore fails instead of shifting every tensor.
+// The writer pads the header with spaces so the data region starts at a multiple of 8 bytes,
+// and lays tensors out by dtype size (largest first) then name, so each tensor starts at a
+// multiple of its element size. It writes <path>.tmp and renames it, so a crash never leaves
+// a half-written file at <path>. Its output loads with the Python
 // safetensors library and transformers.
 #pragma once
 

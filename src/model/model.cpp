@@ -1,35 +1,23 @@
 // Loading and the forward pass of the decoder-only transformer over Backend ops.
 #include "model/model.h"
 
+#include <cmath>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "common/check.h"
+#include "model/model_check.h"
 #include "model/model_params.h"
+#include "model/model_size.h"
 
 namespace smezo {
 
 namespace {
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-void check_config(const ModelConfig& c, const std::string& path) {
-  SMEZO_REQUIRE(c.dim > 0 && c.hidden_dim > 0 && c.n_layers > 0 && c.n_heads > 0 &&
-                    c.n_kv_heads > 0 && c.head_dim > 0 && c.vocab_size > 0 && c.max_seq_len > 0,
-                "%s: model config has a non-positive size (dim %lld, hidden %lld, layers %lld, "
-                "heads %lld, kv heads %lld, head_dim %lld, vocab %lld, max_seq_len %lld)",
-                path.c_str(), (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers,
-                (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim,
-                (long long)c.vocab_size, (long long)c.max_seq_len);
-  SMEZO_REQUIRE(c.n_heads % c.n_kv_heads == 0,
-                "%s: n_heads %lld is not a multiple of n_kv_heads %lld", path.c_str(),
-                (long long)c.n_heads, (long long)c.n_kv_heads);
-  SMEZO_REQUIRE(c.arch == ARCH_OPT || c.head_dim % 2 == 0, "%s: head_dim %lld must be even for RoPE",
-                path.c_str(), (long long)c.head_dim);
+const char* non_finite_name(float v) {
+  if (std::isnan(v)) return "NaN";
+  return v > 0 ? "+Inf" : "-Inf";
 }
 
 }  // namespace
@@ -41,21 +29,33 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
       max_tokens_(max_tokens),
       max_logit_rows_(max_logit_rows) {
   SMEZO_REQUIRE(max_tokens > 0 && max_logit_rows > 0, "model workspace needs positive sizes");
-  check_config(config_, source.path);
-  load(source, storage);
+  check_weight_source(source);  // config ranges, every tensor's presence/shape: nothing allocated yet
   const ModelConfig& c = config_;
-  const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  ws_.x = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
-  ws_.xn = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
-  ws_.tmp = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
-  ws_.q = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
-  ws_.att = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
-  ws_.k = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
-  ws_.v = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
-  ws_.h_gate = backend_.alloc(max_tokens, c.mlp_kind == MLP_SWIGLU ? c.hidden_dim : 0, DTYPE_F32);
-  ws_.h_up = backend_.alloc(max_tokens, c.hidden_dim, DTYPE_F32);
-  ws_.last = backend_.alloc(max_logit_rows, c.dim, DTYPE_F32);
-  ws_.logits = backend_.alloc(max_logit_rows, c.vocab_size, DTYPE_F32);
+  ModelSize size;
+  model_size_of(c, &size);
+  try {
+    load(source, storage);
+    const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+    ws_.x = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
+    ws_.xn = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
+    ws_.tmp = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
+    ws_.q = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
+    ws_.att = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
+    ws_.k = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
+    ws_.v = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
+    ws_.h_gate = backend_.alloc(max_tokens, c.mlp_kind == MLP_SWIGLU ? c.hidden_dim : 0, DTYPE_F32);
+    ws_.h_up = backend_.alloc(max_tokens, c.hidden_dim, DTYPE_F32);
+    ws_.last = backend_.alloc(max_logit_rows, c.dim, DTYPE_F32);
+    ws_.logits = backend_.alloc(max_logit_rows, c.vocab_size, DTYPE_F32);
+  } catch (const std::bad_alloc&) {
+    throw_error("model %s: out of memory on the %s backend: the model needs %s for its %s "
+                "parameters as %s, plus its workspace for %lld tokens (%s allocated when it ran "
+                "out); ---> HINT: use a smaller model, a smaller --batch/--max-len, or a "
+                "16-bit --dtype on cuda", source.path.c_str(), backend_.name(),
+                format_bytes(model_weight_bytes(size, storage)).c_str(),
+                format_count(size.parameters).c_str(), dtype_name(storage),
+                static_cast<long long>(max_tokens), format_bytes(backend_.bytes_allocated()).c_str());
+  }
 }
 
 void Model::load(const WeightSource& source, DType storage) {
@@ -63,17 +63,23 @@ void Model::load(const WeightSource& source, DType storage) {
   std::vector<float> host;
   uint32_t tensor_id = 0;
   for (ParamSlot& slot : slots) {
-    const HostTensorView* view = source.find(slot.name);
-    SMEZO_REQUIRE(view, "%s: no tensor '%s' (a %s model with this config needs it)",
-                  source.path.c_str(), slot.name.c_str(), architecture_name(config_.arch));
-    SMEZO_REQUIRE(view->shape == slot.shape,
-                  "tensor %s in %s has shape %s, the model config says %s", slot.name.c_str(),
-                  view->file.c_str(), shape_string(view->shape).c_str(),
-                  shape_string(slot.shape).c_str());
+    const HostTensorView* view = source.find(slot.name);  // present and shaped: checked
     const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
     const int64_t cols = slot.shape.back();
     host.resize(static_cast<size_t>(rows * cols));
-    view->read_f32(host.data());  // one tensor at a time (dequantised if stored in blocks)
+    // one tensor at a time, checked for NaN/Inf in the same pass (block-quantised tensors are
+    // dequantised first, then checked in place)
+    int64_t bad;
+    if (view->decode) {
+      view->read_f32(host.data());
+      bad = convert_to_f32_checked(host.data(), DTYPE_F32, rows * cols, host.data());
+    } else {
+      bad = convert_to_f32_checked(view->data, view->dtype, rows * cols, host.data());
+    }
+    SMEZO_REQUIRE(bad < 0, "tensor %s in %s holds %s at index %lld (row %lld, column %lld); the "
+                  "checkpoint is corrupt (or was saved from a diverged run)", slot.name.c_str(),
+                  view->file.c_str(), non_finite_name(host[bad]), static_cast<long long>(bad),
+                  static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
     Param& p = *slot.param;
     p.w = backend_.alloc(rows, cols, storage);
     backend_.upload(p.w, host.data());

@@ -41,6 +41,11 @@ struct HostTensorView {
 
 // Convert n elements of src (stored as dtype) to fp32.
 void convert_to_f32(const void* src, DType dtype, int64_t n, float* dst);
+// The same, in the same pass checking every value: returns the index of the first NaN or
+// infinity in src, or -1 when all n are finite. Checked on the stored bits (an all-ones
+// exponent), so a GPU upload kernel can apply the same test per element. src may equal dst
+// for F32: that checks values another decoder produced, in place.
+int64_t convert_to_f32_checked(const void* src, DType dtype, int64_t n, float* dst);
 
 struct WeightSource {
   ModelConfig config;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "formats/json_read.h"
 
 namespace smezo {
 
@@ -100,7 +101,7 @@ static const json& json_field(const json& obj, const char* key, const RowAt& at)
 static std::string json_string(const json& obj, const char* key, const RowAt& at) {
   const json& v = json_field(obj, key, at);
   SMEZO_REQUIRE(v.is_string(), "%s:%lld: field \"%s\" should be a string, got %s",
-                at.path.c_str(), static_cast<long long>(at.line), key, v.dump().c_str());
+                at.path.c_str(), static_cast<long long>(at.line), key, json_brief(v).c_str());
   return v.get<std::string>();
 }
 
@@ -114,7 +115,7 @@ static int json_label_name(const json& obj, const std::vector<std::string>& name
     expected += (i ? ", \"" : "\"") + names[i] + "\"";
   }
   throw_error("%s:%lld: label %s is not in the verbalizer of %s (expected one of %s)",
-              at.path.c_str(), static_cast<long long>(at.line), v.dump().c_str(),
+              at.path.c_str(), static_cast<long long>(at.line), json_brief(v).c_str(),
               task_name(task), expected.c_str());
 }
 
@@ -122,7 +123,7 @@ static bool json_label_bool(const json& obj, TaskId task, const RowAt& at) {
   const json& v = json_field(obj, "label", at);
   SMEZO_REQUIRE(v.is_boolean(),
                 "%s:%lld: label %s is not in the verbalizer of %s (expected true or false)",
-                at.path.c_str(), static_cast<long long>(at.line), v.dump().c_str(),
+                at.path.c_str(), static_cast<long long>(at.line), json_brief(v).c_str(),
                 task_name(task));
   return v.get<bool>();
 }
@@ -131,7 +132,7 @@ static int json_label_index(const json& obj, int n, TaskId task, const RowAt& at
   const json& v = json_field(obj, "label", at);
   SMEZO_REQUIRE(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < n,
                 "%s:%lld: label %s is not in the verbalizer of %s (expected an integer 0..%d)",
-                at.path.c_str(), static_cast<long long>(at.line), v.dump().c_str(),
+                at.path.c_str(), static_cast<long long>(at.line), json_brief(v).c_str(),
                 task_name(task), n - 1);
   return static_cast<int>(v.get<int64_t>());
 }
@@ -205,20 +206,16 @@ static void read_jsonl(TaskId task, const std::string& path, std::vector<TaskExa
     line_no++;
     if (is_blank(line)) continue;
     RowAt at{path, line_no};
-    json row;
-    try {
-      row = json::parse(line);
-    } catch (const json::parse_error& e) {
-      throw_error("%s:%lld: malformed JSON line: %s", path.c_str(),
-                  static_cast<long long>(line_no), e.what());
-    }
+    json row = json_parse_strict(line.data(), line.data() + line.size(),
+                                 format_string("%s:%lld: malformed JSON line", path.c_str(),
+                                               static_cast<long long>(line_no)));
     SMEZO_REQUIRE(row.is_object(), "%s:%lld: expected a JSON object, got %s", path.c_str(),
-                  static_cast<long long>(line_no), row.dump().substr(0, 80).c_str());
+                  static_cast<long long>(line_no), json_brief(row).c_str());
     try {
       read_json_row(task, row, at, row_index, out, groups);
     } catch (const json::exception& e) {  // a type mismatch deeper in the row
       throw_error("%s:%lld: bad row: %s", path.c_str(), static_cast<long long>(line_no),
-                  e.what());
+                  printable(e.what()).c_str());
     }
     row_index++;
   }
@@ -256,7 +253,7 @@ static void read_sst2_tsv(const std::string& path, std::vector<TaskExample>* out
       SMEZO_REQUIRE(sentence_col >= 0 && label_col >= 0,
                     "%s:1: expected a header with columns \"sentence\" and \"label\" "
                     "separated by a tab, got \"%s\"",
-                    path.c_str(), line.substr(0, 80).c_str());
+                    path.c_str(), printable(line, 80).c_str());
       n_cols = header.size();
       continue;
     }
@@ -267,7 +264,7 @@ static void read_sst2_tsv(const std::string& path, std::vector<TaskExample>* out
     const std::string& label = fields[label_col];
     SMEZO_REQUIRE(label == "0" || label == "1",
                   "%s:%lld: label \"%s\" is not in the verbalizer of sst2 (expected 0 or 1)",
-                  path.c_str(), static_cast<long long>(line_no), label.c_str());
+                  path.c_str(), static_cast<long long>(line_no), printable(label, 40).c_str());
     groups->push_back(static_cast<int64_t>(out->size()));
     out->push_back(template_sst2(fields[sentence_col], label == "1" ? 1 : 0));
   }

@@ -2,6 +2,7 @@
 #include <sentencepiece_processor.h>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
 
 #include "common/check.h"
@@ -35,15 +36,23 @@ class SentencepieceTokenizer : public Tokenizer {
     quiet_sentencepiece_logging();
     std::ifstream probe(path);
     SMEZO_REQUIRE(probe.good(), "cannot open tokenizer %s", path.c_str());
-    auto status = sp_.Load(path);
+    sentencepiece::util::Status status;
+    try {
+      status = sp_.Load(path);
+    } catch (const std::exception& e) {
+      // libsentencepiece throws from inside its trie builder on some malformed models (e.g.
+      // an empty piece: "darts.h: failed to insert key: zero-length key"), found by fuzzing.
+      throw_error("%s is not a sentencepiece model: %s", path.c_str(), printable(e.what()).c_str());
+    }
     SMEZO_REQUIRE(status.ok(), "%s is not a sentencepiece model: %s", path.c_str(),
-                  status.ToString().c_str());
+                  printable(status.ToString()).c_str());
   }
 
   std::vector<int32_t> encode(const std::string& text, bool add_bos) const override {
     std::vector<int> ids;
     auto status = sp_.Encode(text, &ids);
-    SMEZO_REQUIRE(status.ok(), "sentencepiece could not encode text: %s", status.ToString().c_str());
+    SMEZO_REQUIRE(status.ok(), "sentencepiece could not encode text: %s",
+                  printable(status.ToString()).c_str());
     std::vector<int32_t> out;
     if (add_bos) out.push_back(bos_id());
     out.insert(out.end(), ids.begin(), ids.end());
@@ -56,7 +65,8 @@ class SentencepieceTokenizer : public Tokenizer {
       if (t != bos_id() && t != eos_id()) ids.push_back(t);
     std::string text;
     auto status = sp_.Decode(ids, &text);
-    SMEZO_REQUIRE(status.ok(), "sentencepiece could not decode: %s", status.ToString().c_str());
+    SMEZO_REQUIRE(status.ok(), "sentencepiece could not decode: %s",
+                  printable(status.ToString()).c_str());
     return text;
   }
 

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpora in tests/fuzz/corpus/<target>/ from the real assets, shrunk.
+
+Run from the repository root with the oracle venv (numpy, safetensors, transformers,
+sentencepiece):  /tmp/oracle-venv/bin/python tools/make_fuzz_seeds.py [ASSETS_DIR]
+Deterministic: the same assets give the same bytes. Every seed is a valid input (the
+fuzzers mutate from there); each corpus stays a few KB.
+
+  llama2c      stories260K.bin cut down to dim 8, hidden 12, 1 layer, 2 heads / 1 kv head,
+               vocab 16, seq_len 4 (slices of the real arrays), tied and untied
+  hf_dir       the same model as a Hugging Face directory: config.json + model.safetensors
+               (F32, BF16), and sharded (index + 2 shards); parts joined by "\\n--8<--\\n"
+  safetensors  the model.safetensors files above, and one with F16 + __metadata__
+  config       config.json of llama / mistral / opt / transformers-5 rope_parameters, written
+               by transformers itself
+  task_data    first byte = task index (task_data.cpp's order), then the first rows of the
+               real data file
+  tokenizer    the TinyStories sentencepiece model with only the pieces it needs for a
+               short text kept (a shrunk real model)
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+from safetensors.numpy import save as st_save
+
+ASSETS = sys.argv[1] if len(sys.argv) > 1 else "../shared/assets"
+OUT = "tests/fuzz/corpus"
+SEP = b"\n--8<--\n"
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# --- stories260K, shrunk
+def stories_arrays():
+    raw = open(os.path.join(ASSETS, "models/stories260K.bin"), "rb").read()
+    dim, hidden, layers, heads, kv, vocab, seq = struct.unpack("<7i", raw[:28])
+    f = np.frombuffer(raw[28:], dtype="<f4")
+    hd = dim // heads
+    shapes = [("tok", (vocab, dim)), ("rms_att", (layers, dim)), ("wq", (layers, heads * hd, dim)),
+              ("wk", (layers, kv * hd, dim)), ("wv", (layers, kv * hd, dim)),
+              ("wo", (layers, dim, heads * hd)), ("rms_ffn", (layers, dim)),
+              ("w1", (layers, hidden, dim)), ("w2", (layers, dim, hidden)),
+              ("w3", (layers, hidden, dim)), ("rms_final", (dim,)), ("freq", (2, seq, hd // 2))]
+    out, at = {}, 0
+    for name, shape in shapes:
+        n = int(np.prod(shape))
+        out[name] = f[at:at + n].reshape(shape)
+        at += n
+    return out
+
+
+D, H, L, NH, NKV, V, S = 8, 12, 1, 2, 1, 16, 4
+HD = D // NH
+
+
+def small(a):
+    """The real arrays cut to the small sizes (layer 0 only)."""
+    return {
+        "tok": a["tok"][:V, :D], "rms_att": a["rms_att"][:L, :D], "wq": a["wq"][:L, :NH * HD, :D],
+        "wk": a["wk"][:L, :NKV * HD, :D], "wv": a["wv"][:L, :NKV * HD, :D],
+        "wo": a["wo"][:L, :D, :NH * HD], "rms_ffn": a["rms_ffn"][:L, :D],
+        "w1": a["w1"][:L, :H, :D], "w2": a["w2"][:L, :D, :H], "w3": a["w3"][:L, :H, :D],
+        "rms_final": a["rms_final"][:D], "freq": a["freq"][:, :S, :HD // 2],
+    }
+
+
+def llama2c_bytes(s, tied):
+    head = struct.pack("<7i", D, H, L, NH, NKV, V if tied else -V, S)
+    order = ["tok", "rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3", "rms_final", "freq"]
+    body = b"".join(np.ascontiguousarray(s[k], dtype="<f4").tobytes() for k in order)
+    if not tied:
+        body += np.ascontiguousarray(s["tok"][::-1], dtype="<f4").tobytes()  # a distinct head
+    return head + body
+
+
+def hf_tensors(s):
+    t = {"model.embed_tokens.weight": s["tok"], "model.norm.weight": s["rms_final"],
+         "lm_head.weight": s["tok"][::-1]}
+    p = "model.layers.0."
+    t.update({p + "input_layernorm.weight": s["rms_att"][0], p + "self_attn.q_proj.weight": s["wq"][0],
+              p + "self_attn.k_proj.weight": s["wk"][0], p + "self_attn.v_proj.weight": s["wv"][0],
+              p + "self_attn.o_proj.weight": s["wo"][0], p + "post_attention_layernorm.weight": s["rms_ffn"][0],
+              p + "mlp.gate_proj.weight": s["w1"][0], p + "mlp.down_proj.weight": s["w2"][0],
+              p + "mlp.up_proj.weight": s["w3"][0]})
+    return {k: np.ascontiguousarray(v, dtype="<f4") for k, v in t.items()}
+
+
+def st_bytes(tensors, bf16=False, metadata=None):
+    if not bf16:
+        return st_save(tensors, metadata=metadata)
+    import torch  # numpy has no bfloat16
+    from safetensors.torch import save as st_save_torch
+    return st_save_torch({k: torch.from_numpy(v.copy()).to(torch.bfloat16) for k, v in tensors.items()},
+                         metadata=metadata)
+
+
+def llama_config_json(**extra):
+    from transformers import LlamaConfig
+    cfg = LlamaConfig(hidden_size=D, intermediate_size=H, num_hidden_layers=L, num_attention_heads=NH,
+                      num_key_value_heads=NKV, vocab_size=V, max_position_embeddings=S,
+                      rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, **extra)
+    return cfg.to_json_string(use_diff=False).encode()
+
+
+def main():
+    s = small(stories_arrays())
+    put("llama2c", "stories_tied.bin", llama2c_bytes(s, True))
+    put("llama2c", "stories_untied.bin", llama2c_bytes(s, False))
+
+    config = llama_config_json()
+    f32 = st_bytes(hf_tensors(s), metadata={"format": "pt"})
+    bf16 = st_bytes(hf_tensors(s), bf16=True)
+    put("hf_dir", "llama_f32", config + SEP + f32)
+    put("hf_dir", "llama_bf16", config + SEP + bf16)
+    t = hf_tensors(s)
+    names = sorted(t)
+    half = len(names) // 2
+    shard1 = st_bytes({k: t[k] for k in names[:half]})
+    shard2 = st_bytes({k: t[k] for k in names[half:]})
+    index = json.dumps({"metadata": {"total_size": sum(v.nbytes for v in t.values())},
+                        "weight_map": {k: ("shard1.safetensors" if i < half else "shard2.safetensors")
+                                       for i, k in enumerate(names)}}, indent=2).encode()
+    put("hf_dir", "llama_sharded", config + SEP + index + SEP + shard1 + SEP + shard2)
+
+    put("safetensors", "llama_f32.safetensors", f32)
+    put("safetensors", "llama_bf16.safetensors", bf16)
+    mixed = {"a.f16": s["w1"][0].astype("<f2"), "b.f32": s["rms_final"].astype("<f4"),
+             "c.scalar": np.array(3.25, dtype="<f4"), "d.empty": np.zeros((0, 3), dtype="<f2")}
+    put("safetensors", "mixed_meta.safetensors", st_save(mixed, metadata={"format": "pt", "step": "12"}))
+
+    from transformers import MistralConfig, OPTConfig
+    put("config", "llama.json", config)
+    put("config", "llama_gqa_headdim.json", llama_config_json(head_dim=8, attention_bias=True, mlp_bias=True))
+    put("config", "mistral.json", MistralConfig(hidden_size=D, intermediate_size=H, num_hidden_layers=L,
+                                                num_attention_heads=NH, num_key_value_heads=NKV, vocab_size=V,
+                                                max_position_embeddings=S, sliding_window=4
+                                                ).to_json_string(use_diff=False).encode())
+    put("config", "opt.json", OPTConfig(hidden_size=D, ffn_dim=H, num_hidden_layers=L, num_attention_heads=NH,
+                                        vocab_size=V, max_position_embeddings=S, word_embed_proj_dim=D
+                                        ).to_json_string(use_diff=False).encode())
+    c = json.loads(config)
+    c.pop("rope_theta", None)
+    c["rope_parameters"] = {"rope_type": "default", "rope_theta": 500000.0}
+    c["eos_token_id"] = [2, 3]
+    put("config", "llama_rope_parameters.json", json.dumps(c).encode())
+
+    tasks = [("sst2", "glue/SST-2/dev.tsv"), ("rte", "superglue/RTE/val.jsonl"),
+             ("boolq", "superglue/BoolQ/val.jsonl"), ("wic", "superglue/WiC/val.jsonl"),
+             ("multirc", "superglue/MultiRC/val.jsonl"), ("copa", "superglue/COPA/val.jsonl"),
+             ("cb", "superglue/CB/val.jsonl")]
+    for i, (name, rel) in enumerate(tasks):
+        lines = open(os.path.join(ASSETS, "data", rel), "rb").read().split(b"\n")
+        keep = lines[:3]
+        if name == "multirc":  # one passage, its first question with two answers
+            row = json.loads(lines[0])
+            q = row["passage"]["questions"][0]
+            q["answers"] = q["answers"][:2]
+            row["passage"]["questions"] = [q]
+            row["passage"]["text"] = row["passage"]["text"][:300]
+            keep = [json.dumps(row).encode()]
+        elif name in ("boolq",):
+            keep = []
+            for ln in lines[:2]:
+                r = json.loads(ln)
+                r["passage"] = r["passage"][:200]
+                keep.append(json.dumps(r).encode())
+        put("task_data", name, bytes([i]) + b"\n".join(keep) + b"\n")
+
+    from sentencepiece import sentencepiece_model_pb2 as spm
+    m = spm.ModelProto()
+    m.ParseFromString(open(os.path.join(ASSETS, "tokenizers/tinystories-512.model"), "rb").read())
+    # keep the special pieces, every byte piece, and the first normal pieces
+    keep = [p for i, p in enumerate(m.pieces) if p.type != 1 or i < 300]
+    del m.pieces[:]
+    m.pieces.extend(keep)
+    m.trainer_spec.vocab_size = len(keep)
+    put("tokenizer", "tinystories_shrunk.model", m.SerializeToString())
+
+
+if __name__ == "__main__":
+    main()
