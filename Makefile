@@ -14,6 +14,14 @@ DEPS     ?=
 # compiler, so no silent fused multiply-adds on the host.
 CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -I. -Iinclude -Isrc
 LDLIBS   := -lsentencepiece -lpcre2-8 -lpthread
+# OpenBLAS, the OpenMP build, named by its own folder so the build does not depend on which
+# BLAS update-alternatives points libblas/libopenblas at (the CPU linear, src/cpu/cpu_gemm.cpp,
+# relies on its OpenMP threading model).
+BLAS_INC := $(DEPS)/usr/include/x86_64-linux-gnu/openblas-openmp
+BLAS_LIB := $(DEPS)/usr/lib/x86_64-linux-gnu/openblas-openmp
+CXXFLAGS += -I$(BLAS_INC)
+LDFLAGS  += -L$(BLAS_LIB) -Wl,-rpath,$(abspath $(BLAS_LIB))
+LDLIBS   += -lopenblas
 ifneq ($(DEPS),)
 CXXFLAGS += -I$(DEPS)/usr/include
 # RPATH (not RUNPATH) so libsentencepiece finds its own protobuf-lite in DEPS too
@@ -87,6 +95,9 @@ info:
 	@test -f $(or $(DEPS),/)/usr/include/pcre2.h \
 	  && echo "smezo build: ✓ PCRE2 (BPE pre-tokeniser)" \
 	  || { echo "smezo build: ✗ pcre2.h missing: apt-get install libpcre2-dev (or tools/deps.sh)"; exit 1; }
+	@test -f $(BLAS_INC)/cblas.h && test -e $(BLAS_LIB)/libopenblas.so \
+	  && echo "smezo build: ✓ OpenBLAS (OpenMP): $(abspath $(BLAS_LIB))" \
+	  || { echo "smezo build: ✗ OpenBLAS (OpenMP build) missing in $(BLAS_LIB): apt-get install libopenblas-openmp-dev (or tools/deps.sh)"; exit 1; }
 
 profile:
 	$(MAKE) PROFILE=1 all
