@@ -81,7 +81,7 @@ TEST_CU  := $(if $(NVCC),$(wildcard tests/*.cu),)
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 
-.PHONY: all test profile clean info
+.PHONY: all test profile clean info bench-cpu
 all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
@@ -122,6 +122,12 @@ $(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo.a
 
 test: info $(BUILD)/smezo $(BUILD)/smezo_tests
 	./$(BUILD)/smezo_tests
+
+# CPU backend throughput at SmolLM2-135M's shape with random weights (tools/cpu_bench.cpp)
+bench-cpu: info $(BUILD)/cpu_bench
+$(BUILD)/tools/cpu_bench.o: CXXFLAGS += -Itests
+$(BUILD)/cpu_bench: $(BUILD)/tools/cpu_bench.o $(BUILD)/tests/model_fixture.o $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
