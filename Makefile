@@ -16,6 +16,14 @@ DEPS     ?=
 # compiler, so no silent fused multiply-adds on the host.
 CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -I. -Iinclude -Isrc
 LDLIBS   := -lsentencepiece -lpcre2-8 -lpthread
+# OpenBLAS, the OpenMP build, named by its own folder so the build does not depend on which
+# BLAS update-alternatives points libblas/libopenblas at (the CPU linear, src/cpu/cpu_gemm.cpp,
+# relies on its OpenMP threading model).
+BLAS_INC := $(DEPS)/usr/include/x86_64-linux-gnu/openblas-openmp
+BLAS_LIB := $(DEPS)/usr/lib/x86_64-linux-gnu/openblas-openmp
+CXXFLAGS += -I$(BLAS_INC)
+LDFLAGS  += -L$(BLAS_LIB) -Wl,-rpath,$(abspath $(BLAS_LIB))
+LDLIBS   += -lopenblas
 ifneq ($(DEPS),)
 CXXFLAGS += -I$(DEPS)/usr/include
 # RPATH (not RUNPATH) so libsentencepiece finds its own protobuf-lite in DEPS too
@@ -80,7 +88,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 # The git commit `smezo --version` prints ("-dirty" when tracked files changed; "" outside git).
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty,)
 
-.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools FORCE
+.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools bench-cpu FORCE
 all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
@@ -97,6 +105,9 @@ info:
 	@test -f $(or $(DEPS),/)/usr/include/CLI/CLI.hpp \
 	  && echo "smezo build: ✓ CLI11" \
 	  || { echo "smezo build: ✗ CLI/CLI.hpp missing: apt-get install libcli11-dev (or tools/deps.sh)"; exit 1; }
+	@test -f $(BLAS_INC)/cblas.h && test -e $(BLAS_LIB)/libopenblas.so \
+	  && echo "smezo build: ✓ OpenBLAS (OpenMP): $(abspath $(BLAS_LIB))" \
+	  || { echo "smezo build: ✗ OpenBLAS (OpenMP build) missing in $(BLAS_LIB): apt-get install libopenblas-openmp-dev (or tools/deps.sh)"; exit 1; }
 
 profile:
 	$(MAKE) PROFILE=1 all
@@ -136,6 +147,12 @@ $(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo.a
 test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded
 	./$(BUILD)/smezo_tests
 	rm -rf $(BUILD)/test_tmp/embedded && ./$(BUILD)/examples/train_embedded $(BUILD)/test_tmp/embedded
+
+# CPU backend throughput at SmolLM2-135M's shape with random weights (tools/cpu_bench.cpp)
+bench-cpu: info $(BUILD)/cpu_bench
+$(BUILD)/tools/cpu_bench.o: CXXFLAGS += -Itests
+$(BUILD)/cpu_bench: $(BUILD)/tools/cpu_bench.o $(BUILD)/tests/model_fixture.o $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)

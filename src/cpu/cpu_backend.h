@@ -1,12 +1,17 @@
-// The CPU reference backend: fp32 storage, plain readable loops. It runs the whole program
-// (forward, noise, masks, updates) without a GPU and is the reference every CUDA op is
-// tested against. One op family per file: cpu_memory.cpp, cpu_embedding_norm.cpp,
-// cpu_linear.cpp, cpu_attention.cpp, cpu_elementwise.cpp, cpu_optimizer.cpp.
+// The CPU reference backend: fp32 storage. It runs the whole program (forward, noise, masks,
+// updates) without a GPU and is the reference every CUDA op is tested against. The linear
+// goes through OpenBLAS (cpu_linear.cpp, cpu_gemm.cpp; its plain-loop definition is
+// cpu_linear_reference); the other ops are readable loops, parallel over rows, sequences or
+// heads with OpenMP where it pays. Every op gives bit-identical results for any OpenMP thread
+// count, and a token row's results never depend on the other rows in the call.
+// One op family per file: cpu_memory.cpp, cpu_embedding_norm.cpp, cpu_linear.cpp,
+// cpu_attention.cpp, cpu_elementwise.cpp, cpu_optimizer.cpp.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "cpu/cpu_gemm.h"
 #include "model/backend.h"
 
 namespace smezo {
@@ -44,10 +49,30 @@ class CpuBackend : public Backend {
  private:
   std::vector<std::unique_ptr<float[]>> blocks_;
   int64_t bytes_ = 0;
+  // linear workspaces, reused between calls: the input rows laid out for sgemm (activation
+  // sized) and one group of perturbed weight rows (cpu_linear.cpp's kGroupRows rows)
+  GemmPanel linear_rows_;
+  std::vector<float> linear_weights_;
 };
 
 // Effective values of elements [start, start + count) of a parameter under a probe:
 // w + scale * m(w) * z (src/common/noise_spec.h), or w itself when unperturbed.
 void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out);
+
+// out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias) with plain loops, k summed in order: the definition
+// CpuBackend::linear (OpenBLAS) is tested against.
+void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weight,
+                          const Param* bias, const Probe& probe);
+
+// Whether an op of about this many CPU cycles of work is worth an OpenMP team. A parallel
+// region costs microseconds to fork and join, and afterwards its idle threads spin for
+// milliseconds (libgomp's default wait policy), which on a busy machine takes CPU from the
+// thread doing the work. So ops of less than ~1.5 ms (stories260K's, and small ones of any
+// model) stay on one thread. Parallel or not, an op computes the same bits.
+inline bool cpu_parallel_worth(int64_t cycles) { return cycles >= (int64_t{1} << 22); }
+
+// How CpuBackend::linear computes with a weight of N rows and K columns on this machine: the
+// name of the sgemm row scheme it uses ("guarded", "fixed16"; cpu_gemm.h) or "reference".
+const char* cpu_linear_path(int64_t N, int64_t K);
 
 }  // namespace smezo

@@ -1,4 +1,5 @@
-// CPU reference: SwiGLU, ReLU, residual add, row gather and row copy.
+// CPU reference: SwiGLU, ReLU, residual add, row gather and row copy. Elementwise loops are
+// split between OpenMP threads (each element's arithmetic is the same on any thread).
 #include <cmath>
 #include <cstring>
 
@@ -9,20 +10,29 @@ namespace smezo {
 
 void CpuBackend::swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) {
   const int64_t n = gate.numel();
+  const float* g_in = gate.f32();
+  const float* u_in = up.f32();
+  float* o = out.f32();
+#pragma omp parallel for schedule(static) if (cpu_parallel_worth(n * 20))
   for (int64_t i = 0; i < n; i++) {
-    float g = gate.f32()[i];
+    float g = g_in[i];
     g *= 1.0f / (1.0f + std::exp(-g));
-    out.f32()[i] = g * up.f32()[i];
+    o[i] = g * u_in[i];
   }
 }
 
 void CpuBackend::relu(const Tensor& x) {
-  for (int64_t i = 0; i < x.numel(); i++) x.f32()[i] = x.f32()[i] > 0.0f ? x.f32()[i] : 0.0f;
+  float* v = x.f32();
+#pragma omp parallel for schedule(static) if (cpu_parallel_worth(x.numel()))
+  for (int64_t i = 0; i < x.numel(); i++) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
 }
 
 void CpuBackend::add(const Tensor& x, const Tensor& y) {
   SMEZO_REQUIRE(x.numel() == y.numel(), "add: shape mismatch");
-  for (int64_t i = 0; i < x.numel(); i++) x.f32()[i] += y.f32()[i];
+  float* a = x.f32();
+  const float* b = y.f32();
+#pragma omp parallel for schedule(static) if (cpu_parallel_worth(x.numel()))
+  for (int64_t i = 0; i < x.numel(); i++) a[i] += b[i];
 }
 
 void CpuBackend::gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) {

@@ -1,4 +1,6 @@
 // CPU reference: token/position embeddings and RMSNorm/LayerNorm, parameters read under the probe.
+// Rows are independent and split between OpenMP threads; each row's arithmetic is the same
+// whichever thread runs it. Inputs are checked before the parallel loops (errors throw).
 #include <cmath>
 #include <vector>
 
@@ -11,25 +13,33 @@ void CpuBackend::embedding(const Tensor& out, const Param& table, const std::vec
                            const Probe& probe) {
   const int64_t dim = table.w.cols;
   SMEZO_REQUIRE(out.cols == dim && out.rows == (int64_t)tokens.size(), "embedding: shape mismatch");
-  for (int64_t m = 0; m < out.rows; m++) {
-    int32_t tok = tokens[m];
+  for (int32_t tok : tokens)
     SMEZO_REQUIRE(tok >= 0 && tok < table.w.rows, "token id %d outside the vocabulary (%lld)", tok,
                   (long long)table.w.rows);
-    cpu_read_param(table, probe, (int64_t)tok * dim, dim, out.f32() + m * dim);
-  }
+  const int64_t per_value = probe.scale != 0.0f ? 50 : 1;  // perturbed values: noise
+#pragma omp parallel for schedule(static) if (cpu_parallel_worth(out.rows * dim * per_value))
+  for (int64_t m = 0; m < out.rows; m++)
+    cpu_read_param(table, probe, (int64_t)tokens[m] * dim, dim, out.f32() + m * dim);
 }
 
 void CpuBackend::add_position_embedding(const Tensor& out, const Param& table,
                                         const std::vector<int32_t>& positions, int64_t offset,
                                         const Probe& probe) {
   const int64_t dim = table.w.cols;
-  std::vector<float> row(dim);
   for (int64_t m = 0; m < out.rows; m++) {
-    int64_t idx = positions[m] + offset;
+    const int64_t idx = positions[m] + offset;
     SMEZO_REQUIRE(idx >= 0 && idx < table.w.rows, "position %d past the learned position table",
                   positions[m]);
-    cpu_read_param(table, probe, idx * dim, dim, row.data());
-    for (int64_t d = 0; d < dim; d++) out.f32()[m * dim + d] += row[d];
+  }
+  const int64_t per_value = probe.scale != 0.0f ? 50 : 2;
+#pragma omp parallel if (cpu_parallel_worth(out.rows * dim * per_value))
+  {
+    std::vector<float> row(dim);
+#pragma omp for schedule(static)
+    for (int64_t m = 0; m < out.rows; m++) {
+      cpu_read_param(table, probe, (positions[m] + offset) * dim, dim, row.data());
+      for (int64_t d = 0; d < dim; d++) out.f32()[m * dim + d] += row[d];
+    }
   }
 }
 
@@ -39,6 +49,7 @@ void CpuBackend::norm(const Tensor& out, const Tensor& in, const Param& weight, 
   std::vector<float> w(dim), b(dim, 0.0f);
   cpu_read_param(weight, probe, 0, dim, w.data());
   if (bias) cpu_read_param(*bias, probe, 0, dim, b.data());
+#pragma omp parallel for schedule(static) if (cpu_parallel_worth(in.rows * dim * 4))
   for (int64_t m = 0; m < in.rows; m++) {
     const float* x = in.f32() + m * dim;
     float* y = out.f32() + m * dim;

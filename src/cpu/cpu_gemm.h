@@ -1,0 +1,69 @@
+// Row-independent products through OpenBLAS for the CPU linear: y rows = x rows · Wᵀ, where
+// every output row is a function of its own input row and W alone, never of how many other
+// rows share the sgemm call or where the row sits among them. Plain sgemm does not promise
+// that (cpu_gemm.cpp's top comment says why and how the row schemes below get it).
+//
+//   GemmPanel panel;
+//   gemm_pack_rows(scheme, x, M, K, &panel);              // once per linear call
+//   gemm_rows(scheme, panel, chunk, w, nb, tile, y, N, b); // per (weight block, row chunk)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace smezo {
+
+// How input rows are grouped into sgemm calls. A call multiplies
+//   [guard zero rows][r real rows][zero rows up to a multiple of row_multiple][guard zero rows]
+// (r <= max_rows) by a block of weight rows; the zero rows' outputs are dropped.
+struct GemmRowScheme {
+  const char* name;
+  int64_t guard;
+  int64_t max_rows;
+  int64_t row_multiple;
+
+  int64_t call_rows(int64_t real_rows) const;  // rows of the call that holds real_rows rows
+};
+
+// The schemes, in the order the linear tries them (fastest first).
+const std::vector<const GemmRowScheme*>& gemm_schemes();
+
+// The rows of x(M, K) laid out chunk by chunk as a scheme's calls want them.
+struct GemmPanel {
+  struct Chunk {
+    int64_t first_row;  // row of x that is the chunk's first real row
+    int64_t real_rows;
+    int64_t offset;     // row of data where the chunk's call starts (its first guard row)
+    int64_t call_rows;
+  };
+  int64_t K = 0;
+  std::vector<Chunk> chunks;
+  std::vector<float> data;  // (sum of call_rows, K) row-major
+};
+
+// Lays out x(M, K) for scheme; reuses panel's memory.
+void gemm_pack_rows(const GemmRowScheme& scheme, const float* x, int64_t M, int64_t K,
+                    GemmPanel* panel);
+
+// The chunk's real rows times a weight block w(nb, ldw) (nb rows, the panel's K columns):
+// y[i * ldy + j] = (x row first_row + i) · (w row j) (+ bias[j]) for the chunk's rows i and
+// j < nb. tile is scratch of at least call_rows * nb floats. One single-threaded sgemm.
+void gemm_rows(const GemmRowScheme& scheme, const GemmPanel& panel, int64_t chunk,
+               const float* w, int64_t ldw, int64_t nb, float* tile, float* y, int64_t ldy,
+               const float* bias);
+
+// Whether scheme keeps rows independent for weight blocks of nb rows and K columns with this
+// machine's OpenBLAS. Measured once per (scheme, nb, K) and cached: random rows computed
+// alone, and at the first, middle and last places of calls of several sizes, must agree bit
+// for bit. Thread-safe.
+bool gemm_scheme_rows_independent(const GemmRowScheme& scheme, int64_t nb, int64_t K);
+
+// The first scheme that keeps rows independent for every block size in nbs with K columns,
+// or nullptr when none does (the caller then uses plain loops). The first time a shape has no
+// scheme, one line on stderr says so.
+const GemmRowScheme* gemm_scheme_for(const std::vector<int64_t>& nbs, int64_t K);
+
+// OpenBLAS's name for the kernels it picked on this CPU (e.g. "Zen", "Haswell").
+const char* gemm_blas_core();
+
+}  // namespace smezo
