@@ -177,7 +177,7 @@ FUZZ_BUILD      ?= build-fuzz
 FUZZ_CXX        ?= clang++-14
 FUZZ_SECONDS    ?= 300
 FUZZ_CI_SECONDS ?= 40
-FUZZ_TARGETS    := safetensors config hf_dir llama2c task_data tokenizer
+FUZZ_TARGETS    := safetensors config hf_dir llama2c gguf task_data tokenizer
 FUZZ_CXXFLAGS   := -std=c++17 -O1 -g -Wall -Wextra -fsanitize=address,undefined \
                    -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -I. -Iinclude -Isrc
 FUZZ_LDLIBS     := -lsentencepiece -lpcre2-8 -lpthread
@@ -212,7 +212,7 @@ fuzz-build: $(FUZZ_BINS)
 define fuzz_run_all
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts; \
-	  dict="-dict=tests/fuzz/smezo.dict"; case $$t in llama2c|tokenizer) dict="";; esac; \
+	  dict="-dict=tests/fuzz/smezo.dict"; case $$t in llama2c|gguf|tokenizer) dict="";; esac; \
 	  echo "fuzz: $$t for $(1) s"; \
 	  ./$(FUZZ_BUILD)/fuzz_$$t $(FUZZ_RUN_FLAGS) -max_total_time=$(1) $$dict \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \

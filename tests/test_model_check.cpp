@@ -180,8 +180,8 @@ TEST(ModelCheck, ConfigFieldsOutOfRangeAreNamed) {
       {"norm_eps inf", [](ModelConfig& c) { c.norm_eps = INFINITY; }},
       {"norm_eps 0 ", [](ModelConfig& c) { c.norm_eps = 0.0f; }},
       {"norm_eps nan", [](ModelConfig& c) { c.norm_eps = NAN; }},
-      {"bos token 40 is outside the vocabulary (0..39)", [](ModelConfig& c) { c.bos_token = 40; }},
-      {"eos token -1", [](ModelConfig& c) { c.eos_token = -1; }},
+      {"bos token 40 is outside the vocabulary (0..39", [](ModelConfig& c) { c.bos_token = 40; }},
+      {"eos token -2", [](ModelConfig& c) { c.eos_token = -2; }},
       {"sliding_window -5", [](ModelConfig& c) { c.sliding_window = -5; }},
   };
   for (const Case& k : cases) {
@@ -193,6 +193,9 @@ TEST(ModelCheck, ConfigFieldsOutOfRangeAreNamed) {
   }
   check_model_config(tiny_llama_config(), "ok");
   check_model_config(tiny_opt_config(), "ok");
+  ModelConfig no_bos = tiny_llama_config();  // a GGUF without the keys: no BOS / EOS token
+  no_bos.bos_token = no_bos.eos_token = -1;
+  check_model_config(no_bos, "ok");
   ModelConfig opt = tiny_opt_config();
   opt.head_dim = 8;
   EXPECT_THAT(error_of([&] { check_model_config(opt, "o"); }), HasSubstr("OPT needs"));

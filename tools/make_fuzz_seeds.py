@@ -17,6 +17,9 @@ fuzzers mutate from there); each corpus stays a few KB.
                real data file
   tokenizer    the TinyStories sentencepiece model with only the pieces it needs for a
                short text kept (a shrunk real model)
+  gguf         the same shrunk stories260K as LLaMA GGUF files written by gguf-py's GGUFWriter
+               with a 16-token byte-level BPE vocabulary in the metadata: F32, and a width-32
+               cut with Q4_1 / Q8_0 / F16 tensors and a separate output.weight
 """
 import json
 import os
@@ -134,7 +137,8 @@ def main():
     put("safetensors", "llama_bf16.safetensors", bf16)
     mixed = {"a.f16": s["w1"][0].astype("<f2"), "b.f32": s["rms_final"].astype("<f4"),
              "c.scalar": np.array(3.25, dtype="<f4"), "d.empty": np.zeros((0, 3), dtype="<f2")}
-    put("safetensors", "mixed_meta.safetensors", st_save(mixed, metadata={"format": "pt", "step": "12"}))
+    # one metadata key: the Rust writer orders several at random
+    put("safetensors", "mixed_meta.safetensors", st_save(mixed, metadata={"step": "12"}))
 
     from transformers import MistralConfig, OPTConfig
     put("config", "llama.json", config)
@@ -183,6 +187,75 @@ def main():
     m.pieces.extend(keep)
     m.trainer_spec.vocab_size = len(keep)
     put("tokenizer", "tinystories_shrunk.model", m.SerializeToString())
+    gguf_seeds()
+
+
+# 16 byte-level BPE tokens (GPT-2's "\u0120" is the space) and the merges that build them
+GGUF_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "\u0120", "a", "e", "h", "t", ",",
+               "4", "2", "\u0120t", "he", "\u0120the", "ea", "\u0120tea"]
+GGUF_MERGES = ["\u0120 t", "h e", "\u0120t he", "e a", "\u0120t ea"]
+
+
+def gguf_bytes(arrays, dim, hidden, heads, kv, quant):
+    import tempfile
+    import gguf
+    from gguf import GGMLQuantizationType as T
+    from gguf.quants import quantize
+    hd = dim // heads
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.gguf")
+        w = gguf.GGUFWriter(path, arch="llama")
+        w.add_uint32("llama.embedding_length", dim)
+        w.add_uint32("llama.feed_forward_length", hidden)
+        w.add_uint32("llama.block_count", 1)
+        w.add_uint32("llama.attention.head_count", heads)
+        w.add_uint32("llama.attention.head_count_kv", kv)
+        w.add_uint32("llama.context_length", S)
+        w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+        w.add_float32("llama.rope.freq_base", 10000.0)
+        w.add_uint32("llama.rope.dimension_count", hd)
+        w.add_string("tokenizer.ggml.model", "gpt2")
+        w.add_string("tokenizer.ggml.pre", "smollm")
+        w.add_array("tokenizer.ggml.tokens", GGUF_TOKENS)
+        w.add_array("tokenizer.ggml.token_type", [3, 3, 3] + [1] * (len(GGUF_TOKENS) - 3))
+        w.add_array("tokenizer.ggml.merges", GGUF_MERGES)
+        w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+        w.add_uint32("tokenizer.ggml.eos_token_id", 2)
+
+        def add(name, a, qtype=None):
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            if qtype is None:
+                w.add_tensor(name, a)
+            elif qtype == T.F16:
+                w.add_tensor(name, a.astype(np.float16))
+            else:
+                w.add_tensor(name, quantize(a, qtype), raw_dtype=qtype)
+
+        q = T.Q4_1 if quant else None
+        add("token_embd.weight", arrays["tok"][:V, :dim], T.F16 if quant else None)
+        add("blk.0.attn_norm.weight", arrays["rms_att"][0, :dim])
+        add("blk.0.attn_q.weight", arrays["wq"][0, :heads * hd, :dim], q)
+        add("blk.0.attn_k.weight", arrays["wk"][0, :kv * hd, :dim], q)
+        add("blk.0.attn_v.weight", arrays["wv"][0, :kv * hd, :dim], T.Q8_0 if quant else None)
+        add("blk.0.attn_output.weight", arrays["wo"][0, :dim, :heads * hd], q)
+        add("blk.0.ffn_norm.weight", arrays["rms_ffn"][0, :dim])
+        add("blk.0.ffn_gate.weight", arrays["w1"][0, :hidden, :dim], q)
+        add("blk.0.ffn_down.weight", arrays["w2"][0, :dim, :hidden], q)
+        add("blk.0.ffn_up.weight", arrays["w3"][0, :hidden, :dim], q)
+        add("output_norm.weight", arrays["rms_final"][:dim])
+        if quant:
+            add("output.weight", arrays["tok"][V:2 * V, :dim], T.Q8_0)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return open(path, "rb").read()
+
+
+def gguf_seeds():
+    a = stories_arrays()
+    put("gguf", "stories_f32.gguf", gguf_bytes(a, D, H, NH, NKV, False))
+    put("gguf", "stories_q4_1_q8_0.gguf", gguf_bytes(a, 32, 32, 4, 2, True))
 
 
 if __name__ == "__main__":

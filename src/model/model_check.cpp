@@ -94,11 +94,12 @@ void check_model_config(const ModelConfig& c, const std::string& source) {
   SMEZO_REQUIRE(c.learned_pos_offset >= 0 && c.learned_pos_offset <= 1024, "model %s: config "
                 "learned_pos_offset %lld is outside 0..1024", src,
                 static_cast<long long>(c.learned_pos_offset));
-  SMEZO_REQUIRE(c.bos_token >= 0 && c.bos_token < c.vocab_size, "model %s: config bos token "
-                "%d is outside the vocabulary (0..%lld)", src, c.bos_token,
+  // -1: the model has no such token (a GGUF file without the key)
+  SMEZO_REQUIRE(c.bos_token >= -1 && c.bos_token < c.vocab_size, "model %s: config bos token "
+                "%d is outside the vocabulary (0..%lld, or -1 for none)", src, c.bos_token,
                 static_cast<long long>(c.vocab_size - 1));
-  SMEZO_REQUIRE(c.eos_token >= 0 && c.eos_token < c.vocab_size, "model %s: config eos token "
-                "%d is outside the vocabulary (0..%lld)", src, c.eos_token,
+  SMEZO_REQUIRE(c.eos_token >= -1 && c.eos_token < c.vocab_size, "model %s: config eos token "
+                "%d is outside the vocabulary (0..%lld, or -1 for none)", src, c.eos_token,
                 static_cast<long long>(c.vocab_size - 1));
   ModelSize size;
   SMEZO_REQUIRE(model_size_of(c, &size), "model %s: the config's sizes multiply beyond what "

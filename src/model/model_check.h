@@ -21,7 +21,7 @@ namespace smezo {
 
 // Throws smezo::Error naming source and the ModelConfig field when a size is outside its
 // bound (model_size.h), the heads do not divide, head_dim is odd for RoPE, norm_eps or
-// rope_theta is not a positive finite float, bos/eos lie outside the vocabulary, or the
+// rope_theta is not a positive finite float, bos/eos lie outside the vocabulary (-1, none, allowed), or the
 // sizes overflow.
 void check_model_config(const ModelConfig& config, const std::string& source);
 
