@@ -42,6 +42,8 @@ std::pair<std::string, std::string> split_hint(const std::string& text) {
   const size_t at = flat.find(kHintMarker);
   if (at == std::string::npos) return {flat, ""};
   return {trim_message(flat.substr(0, at)), one_line(flat.substr(at + std::string(kHintMarker).size()))};
+}
+
 // Length of the well-formed UTF-8 sequence at s[i] (2..4), or 0 when it is not one, or
 // when it encodes a C1 control character (U+0080..U+009F), which terminals may obey.
 size_t utf8_sequence_length(const std::string& s, size_t i) {

@@ -12,6 +12,7 @@
 //   what()     "<message> ---> HINT: <hint>", or the message when there is no hint.
 // Line breaks in a message (older code wrote "\n---> HINT: ...") are folded into spaces, so
 // what() never spans lines.
+//
 // Bytes that come from a file (tensor names, JSON keys, parser messages quoting the input)
 // go through printable() before they reach a message, so a corrupt or hostile file cannot
 // put control characters on the user's terminal or a megabyte on one error line. As a
