@@ -6,7 +6,8 @@
 #   make fuzz       build the libFuzzer targets (tests/fuzz/, clang, ASan+UBSan, in build-fuzz/)
 #                   and run each for FUZZ_SECONDS (default 300); make fuzz-ci: FUZZ_CI_SECONDS each
 #   make clean
-# Knobs: CUDA_ARCH=90a (override GPU detection), NO_CUDA=1 (CPU-only build),
+# Knobs: CUDA_ARCH=90a (override GPU detection), NO_CUDA=1 (CPU-only build), NO_MPI=1 (no
+#        multi-rank training even where Open MPI is installed),
 #        DEPS=<dir> (a folder where Debian packages were unpacked with dpkg -x; see tools/deps.sh)
 
 CXX      ?= g++
@@ -69,6 +70,22 @@ else
 CUDA_STATUS := ✗ CUDA: nvcc not found (or NO_CUDA=1), building the CPU-only program
 endif
 
+# ---- MPI detection (optional: data-parallel training under mpirun/srun; printed, never silent).
+# The C API only (OMPI_SKIP_MPICXX): the flags of Open MPI's wrapper compiler (or pkg-config), without the
+# deprecated C++ bindings. src/dist/world_mpi.cpp is built with -DSMEZO_MPI, world_single.cpp
+# without it (a one-process world that refuses to run as one of several).
+ifneq ($(NO_MPI),1)
+MPI_CFLAGS := $(shell mpicxx --showme:compile 2>/dev/null || pkg-config --cflags ompi-cxx 2>/dev/null)
+MPI_LIBS   := $(filter-out -lmpi_cxx,$(shell mpicxx --showme:link 2>/dev/null || pkg-config --libs ompi-cxx 2>/dev/null))
+endif
+ifneq ($(findstring -lmpi,$(MPI_LIBS)),)
+CXXFLAGS   += -DSMEZO_MPI -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX $(MPI_CFLAGS)
+LDLIBS     += $(MPI_LIBS)
+MPI_STATUS := ✓ MPI: $(shell mpirun --version 2>/dev/null | head -n1) (mpirun -np N smezo train ...: data parallel)
+else
+MPI_STATUS := ✗ MPI: no mpicxx/ompi-cxx (or NO_MPI=1): one process only (apt-get install libopenmpi-dev openmpi-bin, or tools/deps.sh install)
+endif
+
 ifeq ($(PROFILE),1)
 NVCCFLAGS += -lineinfo -DSMEZO_NVTX
 CXXFLAGS  += -DSMEZO_NVTX
@@ -93,6 +110,7 @@ all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
 	@echo "smezo build: $(CUDA_STATUS)"
+	@echo "smezo build: $(MPI_STATUS)"
 	@test -f $(or $(DEPS),/)/usr/include/sentencepiece_processor.h \
 	  && echo "smezo build: ✓ sentencepiece" \
 	  || { echo "smezo build: ✗ sentencepiece headers missing: apt-get install libsentencepiece-dev (or tools/deps.sh)"; exit 1; }
@@ -129,6 +147,14 @@ $(BUILD)/gen/smezo_git.h: FORCE
 	@echo '#define SMEZO_GIT_COMMIT "$(GIT_COMMIT)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
 $(BUILD)/src/cli/version.o: $(BUILD)/gen/smezo_git.h
+
+# The objects that change with MPI on or off rebuild when it flips (a stamp like the one above).
+$(BUILD)/gen/mpi_status: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MPI_STATUS)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+$(BUILD)/src/dist/world_mpi.o $(BUILD)/src/dist/world_single.o $(BUILD)/src/cli/version.o \
+  $(BUILD)/tests/test_mpi.o: $(BUILD)/gen/mpi_status
 $(BUILD)/src/cli/version.o: CXXFLAGS += -I$(BUILD)/gen
 
 # The embedding example: the public headers (include/ only, no src/) and libsmezo.a.

@@ -113,7 +113,8 @@ TEST(CliHelp, VersionNamesTheCommit) {
   int rc = -1;
   const std::string out = output_of("--version", &rc);
   EXPECT_EQ(rc, 0);
-  EXPECT_THAT(out, testing::MatchesRegex("smezo [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\\)\n"));
+  EXPECT_THAT(out, testing::MatchesRegex("smezo [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\\)"
+                                         "(, without MPI|, with MPI: [^\n]+)\n"));
 }
 
 // Bad command lines: one line "smezo: error: ..." naming the option, exit code 2.

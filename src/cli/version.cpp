@@ -3,6 +3,7 @@
 // "-dirty" when tracked files had changes, "" outside a git checkout) and rewrites it only
 // when it changes, so only this file recompiles.
 #include "cli/version.h"
+#include "dist/world.h"
 #include "smezo/version.h"
 #include "smezo_git.h"
 
@@ -10,7 +11,9 @@ namespace smezo {
 
 std::string version_text() {
   const std::string commit = SMEZO_GIT_COMMIT;
-  return std::string("smezo ") + SMEZO_VERSION + (commit.empty() ? " (commit unknown)" : " (commit " + commit + ")");
+  const std::string mpi = World::mpi_library_version();
+  return std::string("smezo ") + SMEZO_VERSION + (commit.empty() ? " (commit unknown)" : " (commit " + commit + ")") +
+         (mpi.empty() ? ", without MPI" : ", with MPI: " + mpi);
 }
 
 }  // namespace smezo
