@@ -55,6 +55,8 @@ struct TrainOptions {
   bool resume = false;
   int64_t progress_every = 0;    // plain progress line interval; 0: about 20 lines per run
   std::string out_dir;           // required
+  double mpi_timeout_s = 1800;   // under mpirun/srun: seconds a rank waits for the others in one
+                                 // exchange before the job ends naming the silent rank
   SpsaOptions spsa;              // total_steps is set from steps
 };
 
@@ -69,6 +71,10 @@ struct TrainResult {
   double wall_s = 0;
 };
 
+// Under mpirun or srun with several ranks (a build with MPI), the ranks train data-parallel:
+// each scores its share of every batch, rank 0 alone writes the run folder, and the result is
+// bit-identical to one process. There an error on any rank ends the whole job (MPI_Abort after
+// printing it, naming the rank) instead of throwing.
 TrainResult train(const TrainOptions& opts);
 
 }  // namespace smezo

@@ -89,6 +89,9 @@ Command register_train(CLI::App& smezo) {
   cmd->add_option("--progress-every", o.progress_every, "plain progress line interval (0: about 20 lines)")
       ->check(integer_at_least(0));
   s->out = cmd->add_option("--out", o.out_dir, "the run folder")->type_name("DIR")->default_str("runs/TASK-METHOD");
+  cmd->add_option("--mpi-timeout", o.mpi_timeout_s, "under mpirun/srun: seconds to wait for the other ranks "
+                                                   "in one exchange before ending the job")
+      ->check(number_above(0));
   cmd->add_flag("--resume", o.resume, "continue the run in --out from its seed log");
   cmd->add_flag("--fixed-batch", o.fixed_batch, "reuse the first minibatch every step (overfitting checks)");
   cmd->add_flag("--skip-test", o.skip_test, "no test-set evaluation at the end");

@@ -161,12 +161,11 @@ double batch_loss(Model& model, const std::vector<const EncodedExample*>& exampl
   return as_classification ? classification_loss(scores, examples) : gold_token_loss(scores, examples);
 }
 
-double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples) {
-  SMEZO_REQUIRE(!examples.empty(), "accuracy of an empty example set");
+int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples) {
   int64_t correct = 0;
   for (size_t start = 0; start < examples.size(); start += batch_examples) {
-    std::vector<const EncodedExample*> batch;
-    for (size_t i = start; i < std::min(examples.size(), start + batch_examples); i++) batch.push_back(&examples[i]);
+    const std::vector<const EncodedExample*> batch(examples.begin() + start,
+                                                   examples.begin() + std::min(examples.size(), start + batch_examples));
     auto scores = score_examples(model, batch, Probe{}, false);
     for (size_t e = 0; e < batch.size(); e++) {
       int best = 0;
@@ -175,7 +174,14 @@ double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64
       correct += best == batch[e]->gold;
     }
   }
-  return static_cast<double>(correct) / static_cast<double>(examples.size());
+  return correct;
+}
+
+double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples) {
+  SMEZO_REQUIRE(!examples.empty(), "accuracy of an empty example set");
+  std::vector<const EncodedExample*> all;
+  for (const EncodedExample& x : examples) all.push_back(&x);
+  return static_cast<double>(count_correct(model, all, batch_examples)) / static_cast<double>(examples.size());
 }
 
 }  // namespace smezo

@@ -35,6 +35,8 @@ double batch_loss(Model& model, const std::vector<const EncodedExample*>& exampl
                   bool as_classification);
 
 // Length-normalised candidate log-likelihood accuracy, in batches of batch_examples.
+// count_correct: the number of examples whose highest-scoring candidate is the gold one.
+int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples);
 double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples);
 
 }  // namespace smezo

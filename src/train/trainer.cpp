@@ -7,11 +7,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "setup/model_setup.h"
 #include "common/assets.h"
 #include "common/check.h"
+#include "dist/device.h"
+#include "dist/world.h"
 #include "run/metrics_log.h"
 #include "run/number_format.h"
 #include "run/progress_bar.h"
@@ -21,6 +24,7 @@
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel.h"
 #include "train/objective.h"
 
 namespace smezo {
@@ -97,7 +101,10 @@ double host_peak_rss_mb() {
 
 }  // namespace
 
-TrainResult train(const TrainOptions& in) {
+// The run on every rank of `world` (one process: the world of one). Every rank computes;
+// rank 0 alone writes (seed log, metrics, plot, checkpoints, summary, progress).
+static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
+  const bool root = world.is_root();
   TrainOptions o = in;
   SMEZO_REQUIRE(!o.out_dir.empty(), "train: an output directory is required (--out DIR)");
   SMEZO_REQUIRE(o.batch > 0 && o.steps > 0, "train: --batch %lld and --steps %lld must be positive", (long long)o.batch,
@@ -108,7 +115,7 @@ TrainResult train(const TrainOptions& in) {
   SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
                 "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
                 o.spsa.weight_decay);
-  if (o.spsa.lr > kLrWarnAbove)
+  if (o.spsa.lr > kLrWarnAbove && root)
     std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
                  "weights up (MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway\n",
                  o.spsa.lr, kLrWarnAbove);
@@ -127,6 +134,7 @@ TrainResult train(const TrainOptions& in) {
   mo.dtype = o.dtype;
   mo.max_tokens = std::max(o.max_tokens, o.max_len);
   mo.max_logit_rows = std::max<int64_t>(1024, o.max_len);
+  dist_select_device(world, o.device);
   LoadedModel lm = open_model(mo);
   o.model_path = lm.model_path;
   Model& model = *lm.model;
@@ -142,11 +150,12 @@ TrainResult train(const TrainOptions& in) {
     o.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path).header.value("spsa", nlohmann::json::object()),
                                      seed_log_path);
   SpsaOptimizer optimizer(model, o.spsa);
+  const nlohmann::json header = run_header(o, optimizer, model);
+  require_same_on_all_ranks(world, header.dump(), "run options (model, data, method)");
   std::error_code mkdir_error;
-  std::filesystem::create_directories(o.out_dir, mkdir_error);
+  if (root) std::filesystem::create_directories(o.out_dir, mkdir_error);
   SMEZO_REQUIRE(!mkdir_error, "cannot create the output directory %s: %s", o.out_dir.c_str(),
                 mkdir_error.message().c_str());
-  const nlohmann::json header = run_header(o, optimizer, model);
 
   // Start fresh, or rebuild the weights of a killed run from its seed log.
   int64_t first_step = 1;
@@ -162,22 +171,28 @@ TrainResult train(const TrainOptions& in) {
       optimizer.apply_update(r.seed, r.g, r.lr);
     }
     first_step = log.records.empty() ? 1 : log.records.back().step + 1;
-    metrics_log_truncate_after(metrics_path, first_step - 1);
-    seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::open_append(seed_log_path, o.flush_every));
-    std::fprintf(stderr, "resuming %s at step %lld (replayed %zu logged updates)\n", o.out_dir.c_str(),
-                 (long long)first_step, log.records.size());
-  } else {
+    // every rank has read the log (and replayed the same updates) before rank 0 touches it
+    require_same_on_all_ranks(world, log.records.empty() ? "" : seed_log_format_record(log.records.back()),
+                              "last step in " + seed_log_path);
+    if (root) {
+      metrics_log_truncate_after(metrics_path, first_step - 1);
+      seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::open_append(seed_log_path, o.flush_every));
+      std::fprintf(stderr, "resuming %s at step %lld (replayed %zu logged updates)\n", o.out_dir.c_str(),
+                   (long long)first_step, log.records.size());
+    }
+  } else if (root) {
     SMEZO_REQUIRE(!file_exists(seed_log_path), "%s already holds a run ---> HINT: pass --resume to continue it, "
                   "or choose another --out", o.out_dir.c_str());
     seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path, header, o.flush_every));
   }
-  MetricsLog metrics(metrics_path, o.resume);
+  std::unique_ptr<MetricsLog> metrics;
+  if (root) metrics = std::make_unique<MetricsLog>(metrics_path, o.resume);
 
   // Loss and accuracy history for the plot (from the metrics file when resuming).
   PlotSeries loss_series, dev_series;
   TrainResult result;
   bool final_dev_logged = false;  // a resumed, already finished run: its final evaluation too
-  for (const nlohmann::json& rec : metrics_log_read(metrics_path)) {
+  for (const nlohmann::json& rec : root ? metrics_log_read(metrics_path) : std::vector<nlohmann::json>()) {
     if (rec.contains("loss") && rec["loss"].is_number()) {
       loss_series.push_back({rec["step"], rec["loss"]});
       if (rec["step"] == 1) result.first_loss = rec["loss"].get<double>();
@@ -198,14 +213,15 @@ TrainResult train(const TrainOptions& in) {
                                        {"data_seed", o.data_seed}, {"n_train", o.n_train}, {"n_dev", o.n_dev},
                                        {"n_test", o.n_test}, {"data_dir", o.data_dir}};
   auto save_checkpoint = [&](int64_t step) {
+    if (!root) return;
     nlohmann::json settings = run_settings;
     settings["step"] = step;
     save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings);
   };
   const bool evaluate = !data.dev.empty();  // --dev-examples 0: no dev evaluation at all
   auto evaluate_dev = [&](int64_t step, const std::vector<EncodedExample>& set) {
-    double acc = accuracy(model, set, o.batch);
-    metrics.write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
+    double acc = accuracy_ranks(world, model, set, o.batch);
+    if (root) metrics->write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
     dev_series.push_back({static_cast<double>(step), acc});
     result.best_dev_acc = std::max(result.best_dev_acc, acc);
     return acc;
@@ -216,7 +232,8 @@ TrainResult train(const TrainOptions& in) {
   po.total_steps = o.steps;
   po.start_step = first_step - 1;
   po.plain_every = o.progress_every > 0 ? o.progress_every : std::max<int64_t>(1, o.steps / 20);
-  ProgressBar bar(po);
+  std::optional<ProgressBar> bar;
+  if (root) bar.emplace(po);
   const std::vector<const EncodedExample*> fixed = minibatch(data.train, o.batch, o.data_seed, 1);
   std::string status = "completed";
   int64_t step = first_step;
@@ -225,7 +242,7 @@ TrainResult train(const TrainOptions& in) {
     for (; step <= o.steps; step++) {
       const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
       SpsaStep s = optimizer.step(step, [&](const Probe& probe) {
-        return batch_loss(model, batch, probe, splits.train_as_classification);
+        return batch_loss_ranks(world, model, batch, probe, splits.train_as_classification);
       });
       const double loss = 0.5 * (s.loss_plus + s.loss_minus);
       if (step == 1) result.first_loss = loss;
@@ -233,23 +250,27 @@ TrainResult train(const TrainOptions& in) {
       loss_series.push_back({static_cast<double>(step), loss});
       // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
       // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
-      metrics.write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
-                     {"g", s.g}, {"lr", s.lr}});
-      bar.update(step, loss);
-      if (evaluate && o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
-        bar.set_dev_accuracy(evaluate_dev(step, dev_subset), step);
-        write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
+      if (root) {
+        metrics->write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
+                        {"g", s.g}, {"lr", s.lr}});
+        bar->update(step, loss);
       }
-      seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
-      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps) {
+      if (evaluate && o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
+        const double acc = evaluate_dev(step, dev_subset);
+        if (root) bar->set_dev_accuracy(acc, step);
+        if (root) write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
+      }
+      if (root) seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
+      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps && root) {
         seed_log->flush();
         save_checkpoint(step);
       }
     }
   } catch (const Error& e) {
     // A non-finite loss: W is untouched, so the log so far and any checkpoint stay good.
+    if (!root) throw;
     seed_log->flush();
-    bar.finish();
+    bar->finish();
     status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
     nlohmann::json summary = {{"status", status}, {"task", splits.name}, {"steps_done", step - 1},
                               {"hyperparameters", header}};
@@ -257,27 +278,28 @@ TrainResult train(const TrainOptions& in) {
     summary_write(o.out_dir + "/summary.json", summary);
     throw;
   }
-  seed_log->flush();
-  bar.finish();
+  if (root) seed_log->flush();
+  if (root) bar->finish();
   result.steps_done = o.steps;
   const double train_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
   const int64_t steps_run = o.steps - first_step + 1;
 
   const bool test = !o.skip_test && !data.test.empty();
-  if (evaluate || test)
+  if ((evaluate || test) && root)
     std::fprintf(stderr, "evaluating on %s%s%s examples...\n", evaluate ? (std::to_string(data.dev.size()) + " dev").c_str() : "",
                  evaluate && test ? " and " : "", test ? (std::to_string(data.test.size()) + " test").c_str() : "");
   if (!evaluate) {
     result.final_dev_acc = -1;
   } else if (final_dev_logged) {  // resumed after the end: measure again, do not log it twice
-    result.final_dev_acc = accuracy(model, data.dev, o.batch);
+    result.final_dev_acc = accuracy_ranks(world, model, data.dev, o.batch);
   } else {
     result.final_dev_acc = evaluate_dev(o.steps, data.dev);
   }
-  if (test) result.test_acc = accuracy(model, data.test, o.batch);
+  if (test) result.test_acc = accuracy_ranks(world, model, data.test, o.batch);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (!root) return result;
   save_checkpoint(o.steps);
   write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
   nlohmann::json summary;
   summary["status"] = status;
@@ -287,6 +309,7 @@ TrainResult train(const TrainOptions& in) {
   summary["method"] = method_name(o.spsa.method);
   summary["model"] = o.model_path;
   summary["device"] = lm.backend->name();
+  summary["ranks"] = world.size();  // data-parallel MPI ranks (1: one process)
   summary["hyperparameters"] = header;
   summary["hyperparameters"]["spsa"].erase("thresholds_f32_bits");  // in the seed log
   summary["parameters"] = model.parameter_count();
@@ -312,6 +335,17 @@ TrainResult train(const TrainOptions& in) {
   if (test) done += ", test acc " + format_accuracy(result.test_acc);
   std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o.out_dir + "/summary.json").c_str());
   return result;
+}
+
+TrainResult train(const TrainOptions& o) {
+  World& world = dist_world();
+  world.set_timeout_s(o.mpi_timeout_s);
+  if (world.size() == 1) return train_on_ranks(o, world);
+  try {
+    return train_on_ranks(o, world);
+  } catch (const std::exception& e) {  // one rank's error ends the whole job, naming the rank
+    world.abort_job(e.what());
+  }
 }
 
 }  // namespace smezo

@@ -1,0 +1,106 @@
+// Data-parallel losses and accuracies (see data_parallel.h).
+#include "train/data_parallel.h"
+
+#include <cstring>
+
+#include "common/check.h"
+
+namespace smezo {
+
+namespace {
+
+constexpr size_t kBytesPerCandidate = 16;  // float64 sum_logprob + int64 n_tokens
+
+void put_bytes(std::vector<uint8_t>* out, const void* p, size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  out->insert(out->end(), b, b + n);
+}
+
+std::vector<uint8_t> int64_bytes(int64_t v) {
+  std::vector<uint8_t> b;
+  put_bytes(&b, &v, sizeof v);
+  return b;
+}
+
+}  // namespace
+
+ExampleScores gather_example_scores(World& world, const ExampleScores& local,
+                                    const std::vector<const EncodedExample*>& batch, const std::string& what) {
+  if (world.size() == 1) return local;
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const Shard mine = shard_of(n, world.rank(), world.size());
+  SMEZO_REQUIRE(static_cast<int64_t>(local.size()) == mine.size(), "%shas scores of %zu examples, its shard has %lld",
+                world.rank_prefix().c_str(), local.size(), (long long)mine.size());
+  std::vector<uint8_t> bytes;
+  for (const std::vector<CandidateScore>& example : local) {
+    for (const CandidateScore& s : example) {  // the bit patterns: the loss must see the very same doubles
+      put_bytes(&bytes, &s.sum_logprob, sizeof s.sum_logprob);
+      put_bytes(&bytes, &s.n_tokens, sizeof s.n_tokens);
+    }
+  }
+  const std::vector<std::vector<uint8_t>> all = world.allgather(bytes, what);
+  ExampleScores out(batch.size());
+  for (int r = 0; r < world.size(); r++) {
+    const Shard theirs = shard_of(n, r, world.size());
+    size_t expected = 0;
+    for (int64_t e = theirs.begin; e < theirs.end; e++) expected += batch[e]->candidates.size() * kBytesPerCandidate;
+    const std::vector<uint8_t>& b = all[static_cast<size_t>(r)];
+    SMEZO_REQUIRE(b.size() == expected,
+                  "%srank %d sent %zu bytes of %s, its %lld examples need %zu ---> HINT: every rank must run the "
+                  "same smezo on the same data", world.rank_prefix().c_str(), r, b.size(), what.c_str(),
+                  (long long)theirs.size(), expected);
+    size_t at = 0;
+    for (int64_t e = theirs.begin; e < theirs.end; e++) {
+      out[e].resize(batch[e]->candidates.size());
+      for (CandidateScore& s : out[e]) {
+        std::memcpy(&s.sum_logprob, b.data() + at, sizeof s.sum_logprob);
+        std::memcpy(&s.n_tokens, b.data() + at + 8, sizeof s.n_tokens);
+        at += kBytesPerCandidate;
+      }
+    }
+  }
+  return out;
+}
+
+double batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
+                        const Probe& probe, bool as_classification) {
+  if (world.size() == 1) return batch_loss(model, batch, probe, as_classification);
+  const Shard mine = shard_of(static_cast<int64_t>(batch.size()), world.rank(), world.size());
+  const std::vector<const EncodedExample*> shard(batch.begin() + mine.begin, batch.begin() + mine.end);
+  const ExampleScores local = score_examples(model, shard, probe, !as_classification);
+  const ExampleScores scores = gather_example_scores(
+      world, local, batch, probe.scale >= 0 ? "the + probe's scores" : "the - probe's scores");
+  return as_classification ? classification_loss(scores, batch) : gold_token_loss(scores, batch);
+}
+
+double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,
+                      int64_t batch_examples) {
+  if (world.size() == 1) return accuracy(model, examples, batch_examples);
+  SMEZO_REQUIRE(!examples.empty(), "accuracy of an empty example set");
+  const Shard mine = shard_of(static_cast<int64_t>(examples.size()), world.rank(), world.size());
+  std::vector<const EncodedExample*> shard;
+  for (int64_t i = mine.begin; i < mine.end; i++) shard.push_back(&examples[i]);
+  const int64_t correct = count_correct(model, shard, batch_examples);
+  int64_t total = 0;
+  for (const std::vector<uint8_t>& b : world.allgather(int64_bytes(correct), "evaluation counts")) {
+    SMEZO_REQUIRE(b.size() == sizeof(int64_t), "%sa rank sent %zu bytes of evaluation counts, not 8",
+                  world.rank_prefix().c_str(), b.size());
+    int64_t c;
+    std::memcpy(&c, b.data(), sizeof c);
+    total += c;
+  }
+  return static_cast<double>(total) / static_cast<double>(examples.size());
+}
+
+void require_same_on_all_ranks(World& world, const std::string& text, const std::string& what) {
+  if (world.size() == 1) return;
+  const std::vector<std::vector<uint8_t>> all =
+      world.allgather(std::vector<uint8_t>(text.begin(), text.end()), what);
+  std::string differ;
+  for (int r = 1; r < world.size(); r++)
+    if (all[static_cast<size_t>(r)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  SMEZO_REQUIRE(differ.empty(), "rank %s has other %s than rank 0 ---> HINT: start every rank with the same "
+                "command, model and data (and, for --resume, an --out every rank sees)", differ.c_str(), what.c_str());
+}
+
+}  // namespace smezo

@@ -1,0 +1,45 @@
+// Data-parallel training over the ranks of a World (issue #13; src/dist/world.h).
+//
+// Every rank holds the whole model and the whole (deterministic) minibatch; rank r scores
+// only its contiguous shard of the examples (shard_of), under the same probe. The ranks then
+// exchange their per-example candidate scores, and every rank computes the loss with the same
+// reduction code over the same scores in batch order. A token row's result does not depend on
+// the other rows of its forward (src/cpu/cpu_gemm.cpp), so the scores, the loss, g and the
+// update are bit-identical to one process, and identical on every rank. Weights never travel.
+//
+// Bytes per exchange: 16 per candidate of every example (the score's sum of log-probs as a
+// float64 and its token count); two exchanges per step (the + and the - probe).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dist/world.h"
+#include "train/objective.h"
+
+namespace smezo {
+
+using ExampleScores = std::vector<std::vector<CandidateScore>>;  // [example][candidate]
+
+// THE hook between a training step and the ranks: this rank's scores of
+// batch[shard.begin, shard.end) -> the scores of every example of `batch`, in batch order, the
+// same on every rank. One process: returns `local` as it is. `what` names the exchange in a
+// timeout message.
+ExampleScores gather_example_scores(World& world, const ExampleScores& local,
+                                    const std::vector<const EncodedExample*>& batch, const std::string& what);
+
+// batch_loss (objective.h) over the ranks: this rank scores its shard, the scores are gathered,
+// the loss is reduced as on one process.
+double batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
+                        const Probe& probe, bool as_classification);
+
+// accuracy (objective.h) over the ranks: each rank counts the correct examples of its shard;
+// the counts are exchanged and added (integers: exact).
+double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,
+                      int64_t batch_examples);
+
+// A check that every rank runs the same thing: every rank contributes `text` (e.g. the run
+// header); a rank whose text differs from rank 0's is an error naming it and `what`.
+void require_same_on_all_ranks(World& world, const std::string& text, const std::string& what);
+
+}  // namespace smezo
