@@ -279,6 +279,7 @@ void fused_linear(CudaBackend& backend, const Tensor& out, const Tensor& in, con
                 "fused linear %s: activations must be F32 (got in %s, out %s)", name,
                 dtype_name(in.dtype), dtype_name(out.dtype));
   SMEZO_REQUIRE(out.data != in.data, "fused linear %s: out and in must not alias", name);
+  SMEZO_REQUIRE(!probe.pair, "fused linear %s: v0 takes single probes, not a probe pair", name);
   if (bias)
     SMEZO_REQUIRE(bias->w.numel() == N,
                   "fused linear %s: bias %s has %lld entries, expected %lld", name,

@@ -14,10 +14,15 @@
 //      accumulation, fp32 with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32), so it matches the CPU
 //      reference up to summation order.
 //   4. bias_epilogue_kernel adds b' (perturbed in fp32, never rounded: exactly the CPU value).
+// A probe pair (Probe::pair: rows [0, M/2) at +scale, [M/2, M) at -scale) generates the noise
+// ONCE: perturb_weight_pair_kernel writes W+ and W- side by side from one noise_z8 per group,
+// then one cublasGemmStridedBatchedEx multiplies each row half by its copy (batch 2); the
+// bias epilogue runs per half. Which path a linear takes is linear_path_choose
+// (src/model/linear_dispatch.h).
 // Checked against the CPU reference by tests/test_backend_ops.cu (Linear* cases).
 //
-// Memory contract. Scratch holds at most one layer's W' (N·K elements of the storage dtype)
-// plus x in 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is
+// Memory contract. Scratch holds at most one layer's W' (N·K elements of the storage dtype;
+// two copies, W+ and W-, for a probe pair) plus x in 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is
 // shared, so two requests could move the first region). Its high-water mark is therefore the
 // largest single layer (for LLaMA-7B the LM head, 32000 x 4096 x 2 B = 262 MB) plus one
 // activation, never proportional to the parameter count. Nothing is allocated per call.
@@ -37,6 +42,8 @@
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "device_utils.cuh"
+#include "fused_linear.h"
+#include "model/linear_dispatch.h"
 
 namespace smezo {
 
@@ -121,6 +128,62 @@ __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_
   }
 }
 
+// The probe pair: plus[i] and minus[i] as perturb_weight_kernel writes them under +scale and
+// -scale, from ONE noise_z8 and one mask evaluation per group of eight (p.scale is +scale).
+template <typename T>
+__global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int64_t n, bool vec_aligned,
+                                           ProbeArgs p) {
+  const int64_t n_groups = (n + 7) / 8;
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i0 = 8 * g;
+    const int count = n - i0 < 8 ? static_cast<int>(n - i0) : 8;
+    float w[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const bool vec = vec_aligned && count == 8;
+    if (vec) {
+      const Vec4<T>* in = reinterpret_cast<const Vec4<T>*>(src);
+      const Vec4<T> a = in[2 * g], b = in[2 * g + 1];
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        w[l] = load_as_float(a.v, l);
+        w[4 + l] = load_as_float(b.v, l);
+      }
+    } else {
+      for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
+    }
+    float z[8];
+    noise_z8(p.noise, p.seed, p.mask.tensor_id, g, z);
+    bool keep[8];
+    mask_keep4(p.mask, w, 2 * g, keep);
+    mask_keep4(p.mask, w + 4, 2 * g + 1, keep + 4);
+    float wp[8], wm[8];
+#pragma unroll
+    for (int l = 0; l < 8; ++l) {
+      wp[l] = perturbed_value(w[l], z[l], p.scale, keep[l]);
+      wm[l] = perturbed_value(w[l], z[l], -p.scale, keep[l]);
+    }
+    if (vec) {
+      Vec4<T> pa, pb, ma, mb;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        store_from_float(pa.v, l, wp[l]);
+        store_from_float(pb.v, l, wp[4 + l]);
+        store_from_float(ma.v, l, wm[l]);
+        store_from_float(mb.v, l, wm[4 + l]);
+      }
+      reinterpret_cast<Vec4<T>*>(plus)[2 * g] = pa;
+      reinterpret_cast<Vec4<T>*>(plus)[2 * g + 1] = pb;
+      reinterpret_cast<Vec4<T>*>(minus)[2 * g] = ma;
+      reinterpret_cast<Vec4<T>*>(minus)[2 * g + 1] = mb;
+    } else {
+      for (int l = 0; l < count; ++l) {
+        store_from_float(plus, i0 + l, wp[l]);
+        store_from_float(minus, i0 + l, wm[l]);
+      }
+    }
+  }
+}
+
 // dst[i] = round_T(src[i]), i in [0, n): x in the GEMM's input type.
 template <typename T>
 __global__ void convert_input_kernel(T* dst, const float* src, int64_t n) {
@@ -167,6 +230,18 @@ void launch_perturb_weight(void* dst, const void* src, int64_t n, const ProbeArg
 }
 
 template <typename T>
+void launch_perturb_weight_pair(void* plus, void* minus, const void* src, int64_t n, const ProbeArgs& p,
+                                cudaStream_t stream) {
+  const uintptr_t vec = 4 * sizeof(T);
+  const bool vec_aligned = reinterpret_cast<uintptr_t>(plus) % vec == 0 &&
+                           reinterpret_cast<uintptr_t>(minus) % vec == 0 &&
+                           reinterpret_cast<uintptr_t>(src) % vec == 0;
+  perturb_weight_pair_kernel<T><<<grid_for((n + 7) / 8), kBlock, 0, stream>>>(
+      static_cast<T*>(plus), static_cast<T*>(minus), static_cast<const T*>(src), n, vec_aligned, p);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
 void launch_convert_input(void* dst, const float* src, int64_t n, cudaStream_t stream) {
   convert_input_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(static_cast<T*>(dst), src, n);
   CUDA_CHECK_LAUNCH();
@@ -188,6 +263,15 @@ void perturb_weight(DType dtype, void* dst, const void* src, int64_t n, const Pr
     case DTYPE_F32: return launch_perturb_weight<float>(dst, src, n, p, stream);
     case DTYPE_F16: return launch_perturb_weight<__half>(dst, src, n, p, stream);
     case DTYPE_BF16: return launch_perturb_weight<__nv_bfloat16>(dst, src, n, p, stream);
+  }
+}
+
+void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t n,
+                         const ProbeArgs& p, cudaStream_t stream) {
+  switch (dtype) {
+    case DTYPE_F32: return launch_perturb_weight_pair<float>(plus, minus, src, n, p, stream);
+    case DTYPE_F16: return launch_perturb_weight_pair<__half>(plus, minus, src, n, p, stream);
+    case DTYPE_BF16: return launch_perturb_weight_pair<__nv_bfloat16>(plus, minus, src, n, p, stream);
   }
 }
 
@@ -250,6 +334,8 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
                   bias->info.name.c_str(), (long long)bias->w.numel(), (long long)N);
   if (M == 0 || N == 0) return;
   SMEZO_REQUIRE(K > 0, "linear %s: zero input features", name);
+  SMEZO_REQUIRE(!probe.pair || M % 2 == 0, "linear %s: a probe pair needs an even number of rows (%lld)",
+                name, (long long)M);
 
   // The GEMM must run on the backend stream, ordered with our kernels. CudaBackend binds the
   // handle once at construction; rebinding (which would also reset a user workspace) only
@@ -259,24 +345,49 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
 
   const DType wt = W.dtype;
-  const bool perturb_w = probe.scale != 0.0f && weight.info.trainable;
+  LinearCall call;
+  call.rows_per_probe = probe.pair ? M / 2 : M;
+  call.n = N;
+  call.k = K;
+  call.perturbed = probe.scale != 0.0f && weight.info.trainable;
+  call.pair = probe.pair;
+  call.storage = wt;
+  const LinearPath path = linear_path_choose(call);
+  if (path == LINEAR_FUSED) {  // single probes only (linear_path_choose)
+    fused_linear(*this, out, in, weight, bias, probe);
+    return;
+  }
+  if (path == LINEAR_MATERIALISE && probe.pair) {  // a weight too large for two copies
+    const int64_t Mh = M / 2;
+    linear(tensor_rows(out, 0, Mh), tensor_rows(in, 0, Mh), weight, bias, half_probe(probe, +1));
+    linear(tensor_rows(out, Mh, Mh), tensor_rows(in, Mh, Mh), weight, bias, half_probe(probe, -1));
+    return;
+  }
+  const bool perturb_w = path != LINEAR_GEMM;
+  const bool pair_w = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
 
-  // One scratch request for everything this call needs: [W' | x in 16 bits].
+  // One scratch request for everything this call needs: [W' (W+ | W-) | x in 16 bits].
   const size_t w_bytes = perturb_w ? align_up(static_cast<size_t>(N * K * dtype_size(wt))) : 0;
+  const size_t w_copies = pair_w ? 2 : 1;
   const size_t x_bytes =
       wt != DTYPE_F32 ? align_up(static_cast<size_t>(M * K * dtype_size(wt))) : 0;
-  char* scratch_base =
-      w_bytes + x_bytes > 0 ? static_cast<char*>(scratch(w_bytes + x_bytes)) : nullptr;
+  char* scratch_base = w_copies * w_bytes + x_bytes > 0
+                           ? static_cast<char*>(scratch(w_copies * w_bytes + x_bytes))
+                           : nullptr;
 
   const void* w_gemm = W.data;
-  if (perturb_w) {
+  if (pair_w) {
+    w_gemm = scratch_base;
+    perturb_weight_pair(wt, scratch_base, scratch_base + w_bytes, W.data, N * K,
+                        probe_args(weight, half_probe(probe, +1)), stream_);
+  } else if (perturb_w) {
     w_gemm = scratch_base;
     perturb_weight(wt, scratch_base, W.data, N * K, probe_args(weight, probe), stream_);
   }
   const void* x_gemm = in.data;
   if (wt != DTYPE_F32) {
-    x_gemm = scratch_base + w_bytes;
-    convert_input(wt, scratch_base + w_bytes, in.f32(), M * K, stream_);
+    x_gemm = scratch_base + w_copies * w_bytes;
+    convert_input(wt, scratch_base + w_copies * w_bytes, in.f32(), M * K, stream_);
   }
 
   // GEMM layout. cuBLAS is column-major, and a row-major (R, C) buffer with row stride C is
@@ -295,16 +406,35 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   // tensor cores, fp32 accumulation.
   const cublasComputeType_t compute =
       wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N),
-                            static_cast<int>(M), static_cast<int>(K), &alpha, w_gemm, ab_type,
-                            static_cast<int>(K), x_gemm, ab_type, static_cast<int>(K), &beta,
-                            out.data, CUDA_R_32F, static_cast<int>(N), compute,
-                            CUBLAS_GEMM_DEFAULT));
+  if (pair_w) {
+    // The pair: batch 0 = W+ times the first row half, batch 1 = W- times the second. Strides
+    // in elements: the W copies sit w_bytes apart (a multiple of the element size), the row
+    // halves (M/2)·K and (M/2)·N apart.
+    const int64_t Mh = M / 2;
+    const long long stride_w = static_cast<long long>(w_bytes / dtype_size(wt));
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Mh), static_cast<int>(K),
+        &alpha, w_gemm, ab_type, static_cast<int>(K), stride_w, x_gemm, ab_type, static_cast<int>(K),
+        static_cast<long long>(Mh * K), &beta, out.data, CUDA_R_32F, static_cast<int>(N),
+        static_cast<long long>(Mh * N), 2, compute, CUBLAS_GEMM_DEFAULT));
+  } else {
+    // One W for every row (a single probe, or a pair on an unperturbed weight).
+    CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N),
+                              static_cast<int>(M), static_cast<int>(K), &alpha, w_gemm, ab_type,
+                              static_cast<int>(K), x_gemm, ab_type, static_cast<int>(K), &beta,
+                              out.data, CUDA_R_32F, static_cast<int>(N), compute,
+                              CUBLAS_GEMM_DEFAULT));
+  }
 
   if (bias) {
-    const bool perturb_b = probe.scale != 0.0f && bias->info.trainable;
-    bias_epilogue(bias->w.dtype, out.f32(), bias->w.data, M, N, perturb_b,
-                  probe_args(*bias, probe), stream_);
+    const int halves = probe.pair ? 2 : 1;
+    const int64_t Mh = M / halves;
+    for (int h = 0; h < halves; h++) {
+      const Probe p = probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe;
+      const bool perturb_b = p.scale != 0.0f && bias->info.trainable;
+      bias_epilogue(bias->w.dtype, out.f32() + h * Mh * N, bias->w.data, Mh, N, perturb_b,
+                    probe_args(*bias, p), stream_);
+    }
   }
 }
 

@@ -603,6 +603,68 @@ TEST_F(BackendOps, LinearPerturbed) {
   check_linear(cpu_, *gpu_, {9, 70, 33, DTYPE_BF16, true, 0.25f, MASK_DENSE, false, false}, ci++);
 }
 
+// The probe pair (Probe::pair, issue #11): one call on 2·Mh rows, the first half at +scale and
+// the second at -scale (W+ and W- from one noise generation, one strided-batched GEMM); each
+// half against the CPU linear on that half's effective operands, with check_linear's bound.
+TEST_F(BackendOps, LinearProbePair) {
+  const int64_t shapes[][3] = {{1, 67, 45}, {13, 129, 257}, {128, 1024, 512}};
+  uint64_t ci = 700;
+  for (const auto& s : shapes)
+    for (DType dt : kAllDtypes)
+      for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM})
+        for (bool trainable : {true, false}) {
+          const int64_t Mh = s[0], N = s[1], K = s[2];
+          const NoiseKind noise = noise_of_case(ci);
+          SCOPED_TRACE(testing::Message() << "linear pair Mh " << Mh << " N " << N << " K " << K << " "
+                                          << dt_str(dt) << " " << mask_str(mask) << " " << noise_str(noise)
+                                          << (trainable ? "" : " untrainable") << " " << seed_note());
+          std::vector<float> x = uniform(2 * Mh * K, seed32(7, ci, 0), -1, 1);
+          std::vector<float> w = rounded(dt, uniform(N * K, seed32(7, ci, 1), -0.5f, 0.5f));
+          std::vector<float> b = rounded(dt, uniform(N, seed32(7, ci, 2), -1, 1));
+          const ParamInfo wi = make_info("model.layers.0.mlp.up_proj.weight", 40 + ci, mask, w, trainable,
+                                         mix_seed(7, ci, 3), noise);
+          const ParamInfo bi = make_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, b, trainable, 0,
+                                         noise);
+          const Probe pair{2e-2f, mix_seed(7, ci, 4), true};
+          Param gw = make_param(*gpu_, N, K, dt, w, wi);
+          Param gb = make_param(*gpu_, 1, N, dt, b, bi);
+          Guarded gx = make_guarded(*gpu_, 2 * Mh, K, DTYPE_F32, x, seed32(7, ci, 5));
+          Guarded gout = make_guarded(*gpu_, 2 * Mh, N, DTYPE_F32, {}, seed32(7, ci, 6));
+          gpu_->linear(gout.view, gx.view, gw, &gb, pair);
+          const std::vector<float> got = download_checked(*gpu_, gout);
+          expect_exact(download(*gpu_, gw.w), w);
+          for (int h = 0; h < 2; h++) {
+            SCOPED_TRACE(h == 0 ? "+ half" : "- half");
+            const Probe probe = half_probe(pair, h == 0 ? +1 : -1);
+            std::vector<float> w_eff(w.size()), b_eff(b.size());
+            Param hw = host_param(w, N, K, wi), hb = host_param(b, 1, N, bi);
+            cpu_read_param(hw, probe, 0, N * K, w_eff.data());
+            cpu_read_param(hb, probe, 0, N, b_eff.data());
+            w_eff = rounded(dt, w_eff);
+            const std::vector<float> xh(x.begin() + h * Mh * K, x.begin() + (h + 1) * Mh * K);
+            const std::vector<float> x_eff = rounded(dt, xh);
+            ParamInfo w_plain = wi, b_plain = bi;
+            w_plain.trainable = b_plain.trainable = false;
+            Param cw = make_param(cpu_, N, K, DTYPE_F32, w_eff, w_plain);
+            Param cb = make_param(cpu_, 1, N, DTYPE_F32, b_eff, b_plain);
+            Guarded cx = make_guarded(cpu_, Mh, K, DTYPE_F32, x_eff, seed32(7, ci, 7));
+            Guarded cpu_out = make_guarded(cpu_, Mh, N, DTYPE_F32, {}, seed32(7, ci, 8));
+            cpu_.linear(cpu_out.view, cx.view, cw, &cb, Probe{});
+            const std::vector<float> ref = download_checked(cpu_, cpu_out);
+            std::vector<double> bound(static_cast<size_t>(Mh * N));
+            for (int64_t m = 0; m < Mh; ++m)
+              for (int64_t n = 0; n < N; ++n) {
+                double acc = std::fabs(b_eff[n]);
+                for (int64_t k = 0; k < K; ++k) acc += std::fabs(static_cast<double>(x_eff[m * K + k]) * w_eff[n * K + k]);
+                bound[m * N + n] = kTolGemm * acc;
+              }
+            const std::vector<float> got_h(got.begin() + h * Mh * N, got.begin() + (h + 1) * Mh * N);
+            expect_near_all(got_h, ref, [&](size_t i) { return bound[i]; });
+          }
+          ci++;
+        }
+}
+
 // ---------------------------------------------------------------- rope
 
 TEST_F(BackendOps, Rope) {

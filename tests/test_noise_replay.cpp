@@ -208,3 +208,33 @@ TEST(NoiseReplay, UnknownNoiseOrNewerSpecIsRefused) {
     EXPECT_THAT(smezo_test::error_of([&] { train(o); }), testing::HasSubstr(c.expect));
   }
 }
+
+// The command line: `smezo train --noise rademacher` records the kind (seed log and
+// summary.json), `smezo replay` rebuilds its checkpoint bit for bit, and a killed run resumed
+// WITHOUT --noise continues with rademacher and ends bit for bit where the uninterrupted run
+// did; --resume naming another noise is refused.
+TEST(NoiseReplay, CliRademacherTrainsResumesAndReplaysBitForBit) {
+  const std::string dir = make_temp_dir("noise_cli_rademacher");
+  const std::string common = smezo_test::smezo_binary() + " train --task sst2 --method smezo --sparsity 0.5 "
+                             "--steps 6 --batch 2 --max-len 40 --train-examples 16 --dev-examples 0 --skip-test "
+                             "--lr 2e-3 --flush-every 1 --progress-every 1000";
+  std::string out;
+  ASSERT_EQ(run_command(common + " --noise rademacher --out " + dir + "/full", &out), 0) << out;
+  EXPECT_EQ(seed_log_read(dir + "/full/seed_log.txt").header["spsa"]["noise"], "rademacher");
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/full/summary.json"));
+  EXPECT_EQ(summary["noise"], "rademacher");
+  const std::string trained = checkpoint_digest(dir + "/full/checkpoint", dir);
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " replay " + default_model_path() + " " + dir +
+                            "/full/seed_log.txt --out " + dir + "/replayed", &out), 0) << out;
+  EXPECT_EQ(checkpoint_digest(dir + "/replayed", dir), trained);
+  // the same command with the default noise trains other weights: the digests can differ
+  ASSERT_EQ(run_command(common + " --out " + dir + "/gaussian", &out), 0) << out;
+  EXPECT_NE(checkpoint_digest(dir + "/gaussian/checkpoint", dir), trained);
+  // killed after step 3: resume without --noise
+  ASSERT_EQ(run_command("mkdir -p " + dir + "/killed", nullptr), 0);
+  write_file(dir + "/killed/seed_log.txt", truncated_log(dir + "/full/seed_log.txt", 3));
+  EXPECT_NE(run_command(common + " --resume --noise gaussian --out " + dir + "/killed", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("the run used noise rademacher, this command asks for gaussian"));
+  ASSERT_EQ(run_command(common + " --resume --out " + dir + "/killed", &out), 0) << out;
+  EXPECT_EQ(checkpoint_digest(dir + "/killed/checkpoint", dir), trained);
+}

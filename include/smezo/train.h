@@ -51,6 +51,9 @@ struct TrainOptions {
   int64_t flush_every = 10;      // seed-log durability interval (steps)
   int64_t max_tokens = 8192;     // workspace tokens per forward (larger batches are chunked)
   bool fixed_batch = false;      // reuse the first minibatch every step (overfitting checks)
+  bool probe_pair = true;        // both probes of a step in one forward pass, side by side (one
+                                 // noise generation per weight for both); false: two passes.
+                                 // Same losses and weights bit for bit either way.
   bool skip_test = false;        // no test-set evaluation at the end
   bool resume = false;
   int64_t progress_every = 0;    // plain progress line interval; 0: about 20 lines per run

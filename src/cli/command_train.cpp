@@ -14,7 +14,7 @@ namespace {
 struct TrainState {
   TrainOptions o;
   ModelOpenOptions model;
-  std::string method = "smezo", schedule = "constant";
+  std::string method = "smezo", schedule = "constant", noise = "auto", probes = "pair";
   CLI::Option *sparsity = nullptr, *lr = nullptr, *out = nullptr;
 };
 
@@ -26,6 +26,8 @@ int run_train(TrainState& s) {
   o.dtype = s.model.dtype;
   o.spsa.method = method_parse(s.method);
   o.spsa.schedule = lr_schedule_parse(s.schedule);
+  o.spsa.noise = noise_parse(s.noise);  // "auto" when not given: resume takes the run's own
+  o.probe_pair = s.probes == "pair";
   // defaults that depend on the method and task
   if (s.sparsity->count() == 0) o.spsa.sparsity = o.spsa.method == METHOD_MEZO ? 0.0 : 0.75;
   if (s.lr->count() == 0) o.spsa.lr = o.spsa.method == METHOD_MEZO ? 1e-6f : 2e-6f;
@@ -65,6 +67,13 @@ Command register_train(CLI::App& smezo) {
               ->check(number_at_least(0))
               ->default_str("2e-6; mezo: 1e-6");
   cmd->add_option("--eps", o.spsa.eps, "perturbation scale")->check(number_above(0));
+  cmd->add_option("--noise", s->noise, "the direction z: Gaussian (8 normals per Philox call), gaussian-v1 "
+                                       "(the generator of runs logged before noise spec 2) or rademacher (±1)")
+      ->check(one_of({"gaussian", "gaussian-v1", "rademacher"}))
+      ->default_str("gaussian; --resume: the run's own");
+  cmd->add_option("--probes", s->probes, "pair: both probes of a step in one forward pass, side by side; "
+                                         "separate: two passes (same results bit for bit, slower)")
+      ->check(one_of({"pair", "separate"}));
   cmd->add_option("--lr-schedule", s->schedule, "constant, or linear decay to 0 over the run")
       ->check(one_of({"constant", "linear"}));
   cmd->add_option("--weight-decay", o.spsa.weight_decay, "decay of the tuned weight entries")

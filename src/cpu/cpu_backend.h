@@ -51,13 +51,18 @@ class CpuBackend : public Backend {
   int64_t bytes_ = 0;
   // linear workspaces, reused between calls: the input rows laid out for sgemm (activation
   // sized) and one group of perturbed weight rows (cpu_linear.cpp's kGroupRows rows)
-  GemmPanel linear_rows_;
-  std::vector<float> linear_weights_;
+  // (index 1: the second half of a probe pair)
+  GemmPanel linear_rows_[2];
+  std::vector<float> linear_weights_[2];
 };
 
 // Effective values of elements [start, start + count) of a parameter under a probe:
 // w + scale * m(w) * z (src/common/noise_spec.h), or w itself when unperturbed.
 void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out);
+// Both halves of a probe pair from one noise generation: out_plus as cpu_read_param under
+// half_probe(pair, +1), out_minus under half_probe(pair, -1), bit for bit.
+void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
+                         float* out_minus);
 
 // out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias) with plain loops, k summed in order: the definition
 // CpuBackend::linear (OpenBLAS) is tested against.

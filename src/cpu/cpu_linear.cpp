@@ -10,7 +10,8 @@
 //   weights are formed kGroupRows rows at a time into a bounded buffer, the rows split
 //   between the threads, noise generated once per element per call; then that group's
 //   products run. A shape for which OpenBLAS keeps no scheme row-independent runs the
-//   reference loops instead.
+//   reference loops instead. A probe pair (Probe::pair) forms the group's W+ and W- from one
+//   noise generation and runs each row half's products on its own copy.
 // Results are bit-identical for any thread count and for any set of other rows in the call
 // (cpu_gemm.cpp); they differ from the reference by the rounding of another summation order.
 #include <algorithm>
@@ -79,48 +80,71 @@ void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weig
 void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                         const Probe& probe) {
   check_linear_shapes(out, in, weight);
+  SMEZO_REQUIRE(!probe.pair || in.rows % 2 == 0, "linear %s: a probe pair needs an even number of rows (%lld)",
+                weight.info.name.c_str(), (long long)in.rows);
   const int64_t K = in.cols, N = weight.w.rows;
   if (in.rows == 0 || N == 0) return;
+  // A pair is two halves: rows [0, Mh) at +scale, [Mh, 2 Mh) at -scale (Probe::pair).
+  const int halves = probe.pair ? 2 : 1;
+  const int64_t Mh = in.rows / halves;
+  auto single = [&](int h) { return probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe; };
   const GemmRowScheme* scheme = K > 0 ? scheme_for_weight(N, K) : nullptr;
   if (!scheme) {
-    cpu_linear_reference(out, in, weight, bias, probe);
+    for (int h = 0; h < halves; h++)
+      cpu_linear_reference(tensor_rows(out, h * Mh, Mh), tensor_rows(in, h * Mh, Mh), weight, bias, single(h));
     return;
   }
-  std::vector<float> b;
-  if (bias) {
-    b.resize(N);
-    cpu_read_param(*bias, probe, 0, N, b.data());
+  std::vector<float> b[2];
+  for (int h = 0; bias && h < halves; h++) {
+    b[h].resize(N);
+    cpu_read_param(*bias, single(h), 0, N, b[h].data());
   }
-  gemm_pack_rows(*scheme, in.f32(), in.rows, K, &linear_rows_);
-  const int64_t chunks = static_cast<int64_t>(linear_rows_.chunks.size());
+  // Each half packed on its own: a row's result never depends on the other rows (cpu_gemm.h),
+  // so a half computes exactly what a single-probe call on it computes.
+  for (int h = 0; h < halves; h++) gemm_pack_rows(*scheme, in.f32() + h * Mh * K, Mh, K, &linear_rows_[h]);
   const bool perturbed = probe.scale != 0.0f && weight.info.trainable;
   const int64_t group_rows = perturbed ? kGroupRows : N;
-  if (perturbed) linear_weights_.resize(static_cast<size_t>(std::min(group_rows, N) * K));
-  float* y = out.f32();
+  for (int h = 0; perturbed && h < halves; h++)
+    linear_weights_[h].resize(static_cast<size_t>(std::min(group_rows, N) * K));
   // rough cycles: sgemm at ~16 multiply-adds a cycle, ~50 cycles per perturbed weight
   const int64_t cycles = in.rows * N * K / 16 + (perturbed ? 50 * N * K : 0);
+  size_t max_call_rows = 0;
+  for (int h = 0; h < halves; h++)
+    max_call_rows = std::max<size_t>(max_call_rows, linear_rows_[h].chunks[0].call_rows);
 #pragma omp parallel if (cpu_parallel_worth(cycles))
   {
     // sgemm's output before it is transposed into y (chunk 0 is the largest)
-    std::unique_ptr<float[]> tile(new float[linear_rows_.chunks[0].call_rows * std::min(kBlockRows, N)]);
+    std::unique_ptr<float[]> tile(new float[max_call_rows * std::min(kBlockRows, N)]);
     for (int64_t g0 = 0; g0 < N; g0 += group_rows) {
       const int64_t rows = std::min(group_rows, N - g0);
-      const float* w = weight.w.f32() + g0 * K;
+      const float* w[2] = {weight.w.f32() + g0 * K, weight.w.f32() + g0 * K};
       if (perturbed) {
+        // one noise generation per weight element for both halves of a pair
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; r++)
-          cpu_read_param(weight, probe, (g0 + r) * K, K, linear_weights_.data() + r * K);
-        w = linear_weights_.data();
+        for (int64_t r = 0; r < rows; r++) {
+          if (probe.pair)
+            cpu_read_param_pair(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K,
+                                linear_weights_[1].data() + r * K);
+          else
+            cpu_read_param(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
+        }
+        w[0] = linear_weights_[0].data();
+        w[1] = linear_weights_[1].data();
       }
       const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-      // items block-major, so a thread's run of items reuses one weight block
+      for (int h = 0; h < halves; h++) {
+        const GemmPanel& panel = linear_rows_[h];
+        const int64_t chunks = static_cast<int64_t>(panel.chunks.size());
+        float* y = out.f32() + h * Mh * N;
+        // items block-major, so a thread's run of items reuses one weight block
 #pragma omp for schedule(static)
-      for (int64_t item = 0; item < blocks * chunks; item++) {
-        const int64_t n0 = item / chunks * kBlockRows, c = item % chunks;
-        const int64_t nb = std::min(kBlockRows, rows - n0);
-        gemm_rows(*scheme, linear_rows_, c, w + n0 * K, K, nb, tile.get(),
-                  y + linear_rows_.chunks[c].first_row * N + g0 + n0, N,
-                  bias ? b.data() + g0 + n0 : nullptr);
+        for (int64_t item = 0; item < blocks * chunks; item++) {
+          const int64_t n0 = item / chunks * kBlockRows, c = item % chunks;
+          const int64_t nb = std::min(kBlockRows, rows - n0);
+          gemm_rows(*scheme, panel, c, w[h] + n0 * K, K, nb, tile.get(),
+                    y + panel.chunks[c].first_row * N + g0 + n0, N,
+                    bias ? b[h].data() + g0 + n0 : nullptr);
+        }
       }
     }
   }

@@ -71,6 +71,22 @@ void read_range(const ParamInfo& info, const float* w, float scale, uint64_t see
   });
 }
 
+// read_range at +scale into out_plus and at -scale into out_minus, z generated once.
+SMEZO_CPU_CLONES
+void read_range_pair(const ParamInfo& info, const float* w, float scale, uint64_t seed, int64_t start,
+                     int64_t count, float* out_plus, float* out_minus) {
+  for_each_group(start, count, [&](int64_t g, auto lo, auto hi) {
+    float v[8], z[8];
+    bool keep[8];
+    for (int j = 0; j < 8; ++j) v[j] = (j >= lo && j < hi) ? w[8 * g + j] : 0.0f;
+    group_noise(info, seed, g, v, z, keep);
+    for (int j = lo; j < hi; ++j) {
+      out_plus[8 * g + j - start] = perturbed_value(v[j], z[j], scale, keep[j]);
+      out_minus[8 * g + j - start] = perturbed_value(v[j], z[j], -scale, keep[j]);
+    }
+  });
+}
+
 // w[i] <- update of w[i] for i in [start, start + count).
 SMEZO_CPU_CLONES
 void update_range(const ParamInfo& info, float* w, float coef, float decay, uint64_t seed,
@@ -116,6 +132,19 @@ void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t c
   }
   for_each_chunk(start, count, [&](int64_t lo, int64_t n) {
     read_range(p.info, w, probe.scale, probe.seed, lo, n, out + (lo - start));
+  });
+}
+
+void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
+                         float* out_minus) {
+  const float* w = p.w.f32();
+  if (pair.scale == 0.0f || !p.info.trainable) {
+    std::copy(w + start, w + start + count, out_plus);
+    std::copy(w + start, w + start + count, out_minus);
+    return;
+  }
+  for_each_chunk(start, count, [&](int64_t lo, int64_t n) {
+    read_range_pair(p.info, w, pair.scale, pair.seed, lo, n, out_plus + (lo - start), out_minus + (lo - start));
   });
 }
 

@@ -45,7 +45,7 @@ class Backend {
   virtual void download(const Tensor& src, float* dst) = 0;       // src dtype -> host fp32
   virtual int64_t bytes_allocated() const = 0;
 
-  // ---- ops (parameters read through the probe)
+  // ---- ops (parameters read through the probe; a single probe except in linear)
   // out(M, dim) = table[tokens[m]]
   virtual void embedding(const Tensor& out, const Param& table, const std::vector<int32_t>& tokens,
                          const Probe& probe) = 0;
@@ -56,7 +56,9 @@ class Backend {
   // RMSNorm (bias == nullptr) or LayerNorm (kind NORM_LAYER, bias may be set)
   virtual void norm(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                     NormKind kind, float eps, const Probe& probe) = 0;
-  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N))
+  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N)). The one op that takes a probe pair
+  // (Probe::pair, M even): rows [0, M/2) read W at +scale, rows [M/2, M) at -scale, from one
+  // noise generation; each half equals the single-probe call on it bit for bit.
   virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                       const Probe& probe) = 0;
   // rotary embedding in place on x(M, n_heads*head_dim)

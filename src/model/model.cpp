@@ -20,6 +20,17 @@ const char* non_finite_name(float v) {
   return v > 0 ? "+Inf" : "-Inf";
 }
 
+// fn(first_row, rows, single_probe) over all M rows, or once per half of a probe pair.
+template <typename Fn>
+void per_half(const Probe& probe, int64_t M, Fn fn) {
+  if (!probe.pair) {
+    fn(int64_t{0}, M, probe);
+    return;
+  }
+  fn(int64_t{0}, M / 2, half_probe(probe, +1));
+  fn(M / 2, M / 2, half_probe(probe, -1));
+}
+
 }  // namespace
 
 Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
@@ -105,6 +116,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
   const int64_t M = static_cast<int64_t>(tokens.size());
   SMEZO_REQUIRE(M > 0 && M <= max_tokens_, "batch of %lld tokens does not fit the workspace (%lld)",
                 (long long)M, (long long)max_tokens_);
+  SMEZO_REQUIRE(!probe.pair || (M % 2 == 0 && cache_pos < 0), "a probe pair needs two equal packed halves");
   auto rows = [M](Tensor t) {
     t.rows = M;
     return t;
@@ -114,14 +126,26 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
          h_up = rows(ws_.h_up);
   auto bias = [](const Param& p) { return p.w.data ? &p : nullptr; };
 
-  backend_.embedding(x, weights_.tok_embedding, tokens, probe);
-  if (weights_.pos_embedding.w.data)
-    backend_.add_position_embedding(x, weights_.pos_embedding, positions, c.learned_pos_offset, probe);
+  // Embeddings and norms read their parameters per half of a pair (they are small); the
+  // linears take the pair whole, so a weight's noise is generated once for both halves.
+  per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
+    const std::vector<int32_t> tok(tokens.begin() + r0, tokens.begin() + r0 + n);
+    const std::vector<int32_t> pos(positions.begin() + r0, positions.begin() + r0 + n);
+    backend_.embedding(tensor_rows(x, r0, n), weights_.tok_embedding, probe.pair ? tok : tokens, p);
+    if (weights_.pos_embedding.w.data)
+      backend_.add_position_embedding(tensor_rows(x, r0, n), weights_.pos_embedding,
+                                      probe.pair ? pos : positions, c.learned_pos_offset, p);
+  });
+  auto norm = [&](const Param& w, const Param* b) {
+    per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
+      backend_.norm(tensor_rows(xn, r0, n), tensor_rows(x, r0, n), w, b, c.norm_kind, c.norm_eps, p);
+    });
+  };
 
   for (int64_t l = 0; l < c.n_layers; l++) {
     LayerParams& L = weights_.layers[l];
     // attention block
-    backend_.norm(xn, x, L.attn_norm, bias(L.attn_norm_bias), c.norm_kind, c.norm_eps, probe);
+    norm(L.attn_norm, bias(L.attn_norm_bias));
     backend_.linear(q, xn, L.wq, bias(L.bq), probe);
     backend_.linear(k, xn, L.wk, bias(L.bk), probe);
     backend_.linear(v, xn, L.wv, bias(L.bv), probe);
@@ -151,7 +175,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     backend_.linear(tmp, att, L.wo, bias(L.bo), probe);
     backend_.add(x, tmp);
     // MLP block
-    backend_.norm(xn, x, L.ffn_norm, bias(L.ffn_norm_bias), c.norm_kind, c.norm_eps, probe);
+    norm(L.ffn_norm, bias(L.ffn_norm_bias));
     if (c.mlp_kind == MLP_SWIGLU) {
       backend_.linear(h_gate, xn, L.w_gate, bias(L.b_gate), probe);
       backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);
@@ -171,13 +195,17 @@ void Model::compute_logits(const std::vector<int64_t>& rows, const Probe& probe,
   const int64_t R = static_cast<int64_t>(rows.size());
   SMEZO_REQUIRE(R > 0 && R <= max_logit_rows_, "%lld logit rows asked, workspace holds %lld",
                 (long long)R, (long long)max_logit_rows_);
+  SMEZO_REQUIRE(!probe.pair || R % 2 == 0, "a probe pair needs two equal sets of logit rows");
   Tensor last = ws_.last, logits = ws_.logits;
   last.rows = R;
   logits.rows = R;
   backend_.gather_rows(last, ws_.x, rows);
-  backend_.norm(last, last, weights_.final_norm,
-                weights_.final_norm_bias.w.data ? &weights_.final_norm_bias : nullptr, c.norm_kind,
-                c.norm_eps, probe);
+  per_half(probe, R, [&](int64_t r0, int64_t n, const Probe& p) {
+    const Tensor half = tensor_rows(last, r0, n);
+    backend_.norm(half, half, weights_.final_norm,
+                  weights_.final_norm_bias.w.data ? &weights_.final_norm_bias : nullptr, c.norm_kind,
+                  c.norm_eps, p);
+  });
   const Param& head = c.tied_lm_head ? weights_.tok_embedding : weights_.lm_head;
   backend_.linear(logits, last, head, nullptr, probe);
   out->resize(static_cast<size_t>(R * c.vocab_size));
@@ -198,8 +226,27 @@ void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<f
   }
   SMEZO_REQUIRE(row == (int64_t)batch.tokens.size(), "batch: sequence lengths sum to %lld, %zu tokens",
                 (long long)row, batch.tokens.size());
-  run(batch.tokens, positions, seqs, -1, probe);
-  compute_logits(batch.logit_rows, probe, logits);
+  if (!probe.pair) {
+    run(batch.tokens, positions, seqs, -1, probe);
+    compute_logits(batch.logit_rows, probe, logits);
+    return;
+  }
+  // The pair: the batch twice, side by side; the second copy's sequences start `row` later.
+  std::vector<int32_t> tokens2 = batch.tokens;
+  tokens2.insert(tokens2.end(), batch.tokens.begin(), batch.tokens.end());
+  const std::vector<int32_t> positions1 = positions;
+  positions.insert(positions.end(), positions1.begin(), positions1.end());
+  const size_t n_seqs = seqs.size();
+  for (size_t i = 0; i < n_seqs; i++) {
+    AttentionSeq s = seqs[i];
+    s.q_row += row;
+    s.kv_row += row;
+    seqs.push_back(s);
+  }
+  std::vector<int64_t> rows2 = batch.logit_rows;
+  for (int64_t r : batch.logit_rows) rows2.push_back(r + row);
+  run(tokens2, positions, seqs, -1, probe);
+  compute_logits(rows2, probe, logits);
 }
 
 void Model::enable_kv_cache(int64_t max_len) {

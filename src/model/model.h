@@ -58,7 +58,16 @@ class Model {
   Backend& backend() { return backend_; }
 
   // Host logits (batch.logit_rows.size(), vocab) for the packed batch under the probe.
+  // A probe pair (Probe::pair) runs the batch twice side by side, at +scale and at -scale, in
+  // one pass: logits (2 * logit_rows, vocab), the + rows first; the doubled batch must fit
+  // the workspace (batch_tokens_capacity, batch_logit_rows_capacity).
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
+  // The tokens and logit rows of one batch that forward() takes under `probe` (half the
+  // workspace for a pair).
+  int64_t batch_tokens_capacity(const Probe& probe) const { return probe.pair ? max_tokens_ / 2 : max_tokens_; }
+  int64_t batch_logit_rows_capacity(const Probe& probe) const {
+    return probe.pair ? max_logit_rows_ / 2 : max_logit_rows_;
+  }
 
   // Generation with a key/value cache for one sequence: feed tokens at positions
   // [pos, pos + tokens.size()), return the logits of the last one.

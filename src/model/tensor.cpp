@@ -12,6 +12,13 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
+Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n) {
+  Tensor v = t;
+  v.data = static_cast<char*>(t.data) + row0 * t.cols * dtype_size(t.dtype);
+  v.rows = n;
+  return v;
+}
+
 int64_t dtype_size(DType dtype) {
   switch (dtype) {
     case DTYPE_F32: return 4;

@@ -26,6 +26,10 @@ struct Tensor {
   float* f32() const { return static_cast<float*>(data); }
 };
 
+// Rows [row0, row0 + n) of t as a view of the same memory (device memory included: only the
+// pointer moves).
+Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n);
+
 struct ParamInfo {
   std::string name;          // Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
   uint32_t tensor_id = 0;    // noise stream id: index in the model's canonical parameter list
@@ -47,9 +51,22 @@ struct Param {
 
 // The perturbation applied during one forward pass: every trainable parameter is read as
 // w + scale * m(w) * z(seed, tensor_id, index). scale = sigma * eps; 0 means unperturbed.
+//
+// A probe PAIR (pair = true) runs the + and - probes of an SPSA step in one pass: the batch is
+// doubled, its first half of rows is read at +scale and its second half at -scale, so a layer's
+// z is generated once for both and W is read once. Model::forward and Backend::linear take
+// pairs (an even number of rows, halves [0, M/2) and [M/2, M)); the other backend ops are
+// called with one half and its single probe (half_probe). Each half gives bit for bit what a
+// single probe of the same sign gives.
 struct Probe {
   float scale = 0.0f;
   uint64_t seed = 0;
+  bool pair = false;
 };
+
+// The single probe of one half of a pair: sign +1 (rows [0, M/2)) or -1 (rows [M/2, M)).
+inline Probe half_probe(const Probe& pair, int sign) {
+  return Probe{sign > 0 ? pair.scale : -pair.scale, pair.seed, false};
+}
 
 }  // namespace smezo

@@ -45,8 +45,10 @@ double token_logprob(const float* logits, int64_t vocab, int32_t target) {
   return static_cast<double>(logits[target] - max_logit) - std::log(sum);
 }
 
-void run_chunk(Model& model, const std::vector<PendingSequence>& chunk, const Probe& probe,
-               std::vector<std::vector<CandidateScore>>* out) {
+// out[0]: the scores under the probe (or the + half of a pair), out[1]: the - half of a pair.
+using Scores = std::vector<std::vector<CandidateScore>>;
+
+void run_chunk(Model& model, const std::vector<PendingSequence>& chunk, const Probe& probe, Scores* out) {
   ForwardBatch batch;
   std::vector<std::vector<int64_t>> target_logit_row(chunk.size());  // per target: row in logits
   for (size_t i = 0; i < chunk.size(); i++) {
@@ -62,12 +64,15 @@ void run_chunk(Model& model, const std::vector<PendingSequence>& chunk, const Pr
   std::vector<float> logits;
   model.forward(batch, probe, &logits);
   const int64_t vocab = model.config().vocab_size;
-  for (size_t i = 0; i < chunk.size(); i++) {
-    for (size_t t = 0; t < chunk[i].targets.size(); t++) {
-      const Target& tg = chunk[i].targets[t];
-      CandidateScore& s = (*out)[chunk[i].example][tg.candidate];
-      s.sum_logprob += token_logprob(&logits[target_logit_row[i][t] * vocab], vocab, tg.token);
-      s.n_tokens++;
+  const int64_t half_rows = static_cast<int64_t>(batch.logit_rows.size());  // a pair's - rows follow
+  for (int h = 0; h < (probe.pair ? 2 : 1); h++) {
+    for (size_t i = 0; i < chunk.size(); i++) {
+      for (size_t t = 0; t < chunk[i].targets.size(); t++) {
+        const Target& tg = chunk[i].targets[t];
+        CandidateScore& s = out[h][chunk[i].example][tg.candidate];
+        s.sum_logprob += token_logprob(&logits[(h * half_rows + target_logit_row[i][t]) * vocab], vocab, tg.token);
+        s.n_tokens++;
+      }
     }
   }
 }
@@ -100,24 +105,28 @@ std::vector<PendingSequence> plan_example(size_t e, const EncodedExample& ex, bo
   return out;
 }
 
-}  // namespace
-
-std::vector<std::vector<CandidateScore>> score_examples(Model& model,
-                                                        const std::vector<const EncodedExample*>& examples,
-                                                        const Probe& probe, bool gold_only) {
-  std::vector<std::vector<CandidateScore>> out(examples.size());
+// Scores under a single probe (out[0]) or both halves of a pair (out[0], out[1]). A pair's
+// chunks hold half the workspace each (the model runs them twice side by side); chunking
+// never changes a score, since every row depends only on its own sequence.
+void score_all(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
+               bool gold_only, Scores* out) {
+  const int64_t max_tokens = model.batch_tokens_capacity(probe);
+  const int64_t max_rows = model.batch_logit_rows_capacity(probe);
+  for (int h = 0; h < (probe.pair ? 2 : 1); h++) {
+    out[h].assign(examples.size(), {});
+    for (size_t e = 0; e < examples.size(); e++) out[h][e].resize(examples[e]->candidates.size());
+  }
   std::vector<PendingSequence> chunk;
   int64_t chunk_tokens = 0, chunk_rows = 0;
   for (size_t e = 0; e < examples.size(); e++) {
-    out[e].resize(examples[e]->candidates.size());
     for (PendingSequence& ps : plan_example(e, *examples[e], gold_only)) {
       const int64_t rows = ps.logit_rows();
-      SMEZO_REQUIRE(ps.len <= model.max_tokens() && rows <= model.max_logit_rows(),
+      SMEZO_REQUIRE(ps.len <= max_tokens && rows <= max_rows,
                     "a %lld-token candidate with %lld option tokens does not fit the workspace "
-                    "(%lld tokens, %lld logit rows)", (long long)ps.len, (long long)rows,
-                    (long long)model.max_tokens(), (long long)model.max_logit_rows());
-      if (chunk_tokens + ps.len > model.max_tokens() || chunk_rows + rows > model.max_logit_rows()) {
-        run_chunk(model, chunk, probe, &out);
+                    "(%lld tokens, %lld logit rows%s)", (long long)ps.len, (long long)rows,
+                    (long long)max_tokens, (long long)max_rows, probe.pair ? " per half of a probe pair" : "");
+      if (chunk_tokens + ps.len > max_tokens || chunk_rows + rows > max_rows) {
+        run_chunk(model, chunk, probe, out);
         chunk.clear();
         chunk_tokens = chunk_rows = 0;
       }
@@ -126,8 +135,22 @@ std::vector<std::vector<CandidateScore>> score_examples(Model& model,
       chunk.push_back(std::move(ps));
     }
   }
-  if (!chunk.empty()) run_chunk(model, chunk, probe, &out);
-  return out;
+  if (!chunk.empty()) run_chunk(model, chunk, probe, out);
+}
+
+double loss_of(const Scores& scores, const std::vector<const EncodedExample*>& examples, bool as_classification) {
+  return as_classification ? classification_loss(scores, examples) : gold_token_loss(scores, examples);
+}
+
+}  // namespace
+
+std::vector<std::vector<CandidateScore>> score_examples(Model& model,
+                                                        const std::vector<const EncodedExample*>& examples,
+                                                        const Probe& probe, bool gold_only) {
+  SMEZO_REQUIRE(!probe.pair, "score_examples takes a single probe (batch_loss_pair takes pairs)");
+  Scores out[1];
+  score_all(model, examples, probe, gold_only, out);
+  return out[0];
 }
 
 double classification_loss(const std::vector<std::vector<CandidateScore>>& scores,
@@ -157,8 +180,15 @@ double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
 
 double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                   bool as_classification) {
-  auto scores = score_examples(model, examples, probe, !as_classification);
-  return as_classification ? classification_loss(scores, examples) : gold_token_loss(scores, examples);
+  return loss_of(score_examples(model, examples, probe, !as_classification), examples, as_classification);
+}
+
+std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
+                                          const Probe& pair, bool as_classification) {
+  SMEZO_REQUIRE(pair.pair, "batch_loss_pair takes a probe pair");
+  Scores out[2];
+  score_all(model, examples, pair, !as_classification, out);
+  return {loss_of(out[0], examples, as_classification), loss_of(out[1], examples, as_classification)};
 }
 
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples) {

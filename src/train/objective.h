@@ -7,6 +7,7 @@
 //   accuracy = fraction of examples whose highest score is the gold candidate
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -30,9 +31,13 @@ double classification_loss(const std::vector<std::vector<CandidateScore>>& score
 double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
                        const std::vector<const EncodedExample*>& examples);
 
-// The training loss of a minibatch under a probe.
+// The training loss of a minibatch under a (single) probe.
 double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                   bool as_classification);
+// The losses under the + and - halves of a probe pair (Probe::pair), from one forward pass per
+// chunk with both halves side by side; bit-identical to batch_loss under each half's probe.
+std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
+                                          const Probe& pair, bool as_classification);
 
 // Length-normalised candidate log-likelihood accuracy, in batches of batch_examples.
 // count_correct: the number of examples whose highest-scoring candidate is the gold one.

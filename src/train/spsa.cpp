@@ -166,16 +166,34 @@ SpsaStep SpsaOptimizer::step(int64_t step, const std::function<double(const Prob
   r.lr = lr_at(step);
   r.loss_plus = loss(Probe{opts_.eps, r.seed});
   r.loss_minus = loss(Probe{-opts_.eps, r.seed});
-  SMEZO_REQUIRE(std::isfinite(r.loss_plus) && std::isfinite(r.loss_minus),
+  finish_step(&r);
+  return r;
+}
+
+SpsaStep SpsaOptimizer::step_pair(int64_t step,
+                                  const std::function<std::pair<double, double>(const Probe&)>& losses) {
+  SpsaStep r;
+  r.step = step;
+  r.seed = step_seed(step);
+  r.lr = lr_at(step);
+  const std::pair<double, double> l = losses(Probe{opts_.eps, r.seed, true});
+  r.loss_plus = l.first;
+  r.loss_minus = l.second;
+  finish_step(&r);
+  return r;
+}
+
+void SpsaOptimizer::finish_step(SpsaStep* r) {
+  const int64_t step = r->step;
+  SMEZO_REQUIRE(std::isfinite(r->loss_plus) && std::isfinite(r->loss_minus),
                 "the loss became %s at step %lld (l+ = %g, l- = %g); the weights are those after "
                 "step %lld ---> HINT: lower the learning rate or eps",
-                std::isnan(r.loss_plus) || std::isnan(r.loss_minus) ? "NaN" : "infinite",
-                (long long)step, r.loss_plus, r.loss_minus, (long long)(step - 1));
-  r.g = static_cast<float>((r.loss_plus - r.loss_minus) / (2.0 * static_cast<double>(opts_.eps)));
-  SMEZO_REQUIRE(std::isfinite(r.g), "the projected gradient overflowed at step %lld (l+ = %g, l- = %g, eps = %g) "
-                "---> HINT: use a larger eps", (long long)step, r.loss_plus, r.loss_minus, opts_.eps);
-  apply_update(r.seed, r.g, r.lr);
-  return r;
+                std::isnan(r->loss_plus) || std::isnan(r->loss_minus) ? "NaN" : "infinite",
+                (long long)step, r->loss_plus, r->loss_minus, (long long)(step - 1));
+  r->g = static_cast<float>((r->loss_plus - r->loss_minus) / (2.0 * static_cast<double>(opts_.eps)));
+  SMEZO_REQUIRE(std::isfinite(r->g), "the projected gradient overflowed at step %lld (l+ = %g, l- = %g, eps = %g) "
+                "---> HINT: use a larger eps", (long long)step, r->loss_plus, r->loss_minus, opts_.eps);
+  apply_update(r->seed, r->g, r->lr);
 }
 
 void SpsaOptimizer::apply_update(uint64_t seed, float g, float lr) {

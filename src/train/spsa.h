@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,9 @@ class SpsaOptimizer {
   // Two probes and the update. loss(probe) evaluates the minibatch under a probe. Throws
   // smezo::Error without touching W when either loss is NaN or infinite.
   SpsaStep step(int64_t step, const std::function<double(const Probe&)>& loss);
+  // The same step with both probes in one pass: losses(pair) gets a probe pair (Probe::pair)
+  // and returns (l+, l-). Bit-identical to step() when the losses are.
+  SpsaStep step_pair(int64_t step, const std::function<std::pair<double, double>(const Probe&)>& losses);
 
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);
@@ -76,6 +80,8 @@ class SpsaOptimizer {
   const SpsaOptions& options() const { return opts_; }
 
  private:
+  void finish_step(SpsaStep* r);  // g from the losses (checked finite), then the update
+
   Model& model_;
   SpsaOptions opts_;
   int64_t tuned_count_ = 0;

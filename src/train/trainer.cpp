@@ -132,8 +132,13 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   mo.tokenizer_path = o.tokenizer_path;
   mo.device = o.device;
   mo.dtype = o.dtype;
-  mo.max_tokens = std::max(o.max_tokens, o.max_len);
-  mo.max_logit_rows = std::max<int64_t>(1024, o.max_len);
+  // A probe pair runs two copies of a chunk side by side: room for two longest candidates.
+  // (Data-parallel runs, world.size() > 1, keep the two passes: batch_loss_ranks exchanges
+  // the scores of one probe at a time.)
+  const bool probe_pair = o.probe_pair && world.size() == 1;
+  const int64_t copies = probe_pair ? 2 : 1;
+  mo.max_tokens = std::max(o.max_tokens, copies * o.max_len);
+  mo.max_logit_rows = std::max<int64_t>(1024, copies * o.max_len);
   dist_select_device(world, o.device);
   LoadedModel lm = open_model(mo);
   o.model_path = lm.model_path;
@@ -241,7 +246,9 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   try {
     for (; step <= o.steps; step++) {
       const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
-      SpsaStep s = optimizer.step(step, [&](const Probe& probe) {
+      SpsaStep s = probe_pair ? optimizer.step_pair(step, [&](const Probe& pair) {
+        return batch_loss_pair(model, batch, pair, splits.train_as_classification);
+      }) : optimizer.step(step, [&](const Probe& probe) {
         return batch_loss_ranks(world, model, batch, probe, splits.train_as_classification);
       });
       const double loss = 0.5 * (s.loss_plus + s.loss_minus);
@@ -307,6 +314,8 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   summary["split_note"] = splits.split_note;
   summary["sizes"] = {{"train", splits.train.size()}, {"dev", splits.dev.size()}, {"test", splits.test.size()}};
   summary["method"] = method_name(o.spsa.method);
+  summary["noise"] = noise_name(optimizer.options().noise);  // the kind the run used (never "auto")
+  summary["probes"] = probe_pair ? "pair" : "separate";
   summary["model"] = o.model_path;
   summary["device"] = lm.backend->name();
   summary["ranks"] = world.size();  // data-parallel MPI ranks (1: one process)

@@ -1,0 +1,48 @@
+// Which path a linear takes on the GPU (CudaBackend::linear), as a pure function of its shape,
+// so that the choice is unit-tested on the CPU and the crossovers are named constants that the
+// GPU benchmark (smezo bench --shape, tools/step_bench.sh) sets. Paths:
+//   LINEAR_GEMM               W as stored, one cuBLAS GEMM (unperturbed, or untrainable W)
+//   LINEAR_MATERIALISE        W' = W + scale·m(W)⊙z written to scratch, then cuBLAS; a probe
+//                             pair on this path runs each row half on its own (noise twice)
+//   LINEAR_MATERIALISE_PAIR   W+ and W- written from ONE noise generation, then one strided-
+//                             batched GEMM (batch 2: each row half times its copy)
+//   LINEAR_FUSED              mask + Philox + GEMM in one kernel, nothing W-sized written
+//                             (cuda/fused_linear.cu; single probes only)
+#pragma once
+
+#include <cstdint>
+
+#include "model/tensor.h"  // DType
+
+namespace smezo {
+
+enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR, LINEAR_FUSED };
+
+struct LinearCall {
+  int64_t rows_per_probe = 0;  // token rows under each probe (M, or M/2 for a pair)
+  int64_t n = 0;               // out features (rows of W)
+  int64_t k = 0;               // in features
+  bool perturbed = false;      // the probe's scale is nonzero and W is trainable
+  bool pair = false;           // a probe pair (Probe::pair)
+  DType storage = DTYPE_BF16;  // W's storage dtype
+};
+
+struct LinearThresholds {
+  // The fused kernel for perturbed single probes of at most this many rows (bf16/f16 W only).
+  // 0: never. Fused v0 measured 10-50x slower than cuBLAS at LLaMA-7B shapes (issue #11), so
+  // it stays off until the GPU benchmark shows a shape where it wins.
+  int64_t fused_max_rows = 0;
+  // ... and only for weights of at least this many elements (below, launch cost dominates).
+  int64_t fused_min_weight_elems = int64_t(1) << 20;
+  // A pair's two materialised copies must fit this much scratch; larger weights (e.g. a 128k
+  // vocabulary LM head) take LINEAR_MATERIALISE per half instead of doubling the scratch.
+  int64_t pair_scratch_max_bytes = int64_t(1) << 30;
+};
+
+// The thresholds CudaBackend::linear uses.
+constexpr LinearThresholds kLinearThresholds{};
+
+LinearPath linear_path_choose(const LinearCall& call, const LinearThresholds& t = kLinearThresholds);
+const char* linear_path_name(LinearPath path);
+
+}  // namespace smezo

@@ -1,0 +1,284 @@
+// The probe pair (Probe::pair, issue #11): the + and - probes of an SPSA step in one pass,
+// the two batches side by side, each weight's noise generated once for both. On the CPU every
+// number must equal the two separate probes' bit for bit: the linear on fresh random inputs
+// (poisoned, guarded outputs), a model forward (LLaMA and OPT layouts: biases, LayerNorm,
+// learned positions), and training runs (losses, seed logs and final weights) for MeZO,
+// S-MeZO and R-MeZO with the dense embeddings/norms tuned too. Also: the GPU linear's path
+// dispatcher (src/model/linear_dispatch.h), a pure function tested here.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "model/linear_dispatch.h"
+#include "model/model.h"
+#include "model_fixture.h"
+#include "run/metrics_log.h"
+#include "setup/model_setup.h"
+#include "smezo/train.h"
+#include "test_util.h"
+#include "train/spsa.h"
+
+using namespace smezo;
+using smezo_test::random_floats;
+
+namespace {
+
+constexpr float kPoison = 12345.678f;
+constexpr int64_t kGuard = 16;
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// out (rows, cols) in a poisoned buffer with guards; values() without the guards.
+struct Guarded {
+  std::vector<float> buf;
+  Tensor t;
+  Guarded(int64_t rows, int64_t cols) : buf(rows * cols + 2 * kGuard, kPoison) {
+    t.data = buf.data() + kGuard;
+    t.rows = rows;
+    t.cols = cols;
+  }
+  bool guards_intact() const {
+    for (int64_t i = 0; i < kGuard; i++)
+      if (buf[i] != kPoison || buf[buf.size() - 1 - i] != kPoison) return false;
+    return true;
+  }
+  std::vector<float> rows(int64_t r0, int64_t n) const {
+    return std::vector<float>(buf.begin() + kGuard + r0 * t.cols, buf.begin() + kGuard + (r0 + n) * t.cols);
+  }
+};
+
+Param make_param(std::vector<float>* data, int64_t rows, int64_t cols, uint32_t tensor_id) {
+  Param p;
+  p.w.data = data->data();
+  p.w.rows = rows;
+  p.w.cols = cols;
+  p.info.name = "test.weight";
+  p.info.tensor_id = tensor_id;
+  p.info.is_linear = true;
+  return p;
+}
+
+ModelConfig tiny_opt_config() {
+  ModelConfig c;
+  c.arch = ARCH_OPT;
+  c.dim = 16;
+  c.hidden_dim = 24;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 4;
+  c.head_dim = 4;
+  c.vocab_size = 30;
+  c.max_seq_len = 20;
+  c.norm_kind = NORM_LAYER;
+  c.mlp_kind = MLP_RELU;
+  c.linear_bias = true;
+  c.tied_lm_head = false;
+  c.learned_pos_offset = 2;
+  return c;
+}
+
+}  // namespace
+
+// CpuBackend::linear under a pair: each row half equals the single-probe call on it, for the
+// OpenBLAS path and the reference loops (K = 1 takes no sgemm scheme), every mask kind and
+// noise kind, trainable and frozen weights, with a perturbed bias.
+TEST(ProbePair, LinearHalvesEqualSingleProbes) {
+  struct Shape {
+    int64_t Mh, N, K;
+  };
+  int checked = 0;
+  for (Shape s : {Shape{7, 200, 96}, Shape{150, 800, 64}, Shape{3, 5, 1}}) {
+    for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM}) {
+      for (NoiseKind noise : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+        for (bool trainable : {true, false}) {
+          const uint32_t seed = static_cast<uint32_t>(100 + checked);
+          std::vector<float> wd = random_floats(s.N * s.K, seed), bd = random_floats(s.N, seed + 1);
+          Param w = make_param(&wd, s.N, s.K, 3), b = make_param(&bd, 1, s.N, 4);
+          b.info.is_linear = false;
+          w.info.mask = mask;
+          w.info.threshold = 0.5f;
+          w.info.keep_prob = 0.6f;
+          w.info.mask_seed = 77;
+          w.info.noise = b.info.noise = noise;
+          w.info.trainable = trainable;
+          std::vector<float> x = random_floats(2 * s.Mh * s.K, seed + 2);
+          Tensor in;
+          in.data = x.data();
+          in.rows = 2 * s.Mh;
+          in.cols = s.K;
+          const Probe pair{3e-2f, 991 + static_cast<uint64_t>(checked), true};
+          CpuBackend be;
+          Guarded both(2 * s.Mh, s.N), plus(s.Mh, s.N), minus(s.Mh, s.N);
+          be.linear(both.t, in, w, &b, pair);
+          be.linear(plus.t, tensor_rows(in, 0, s.Mh), w, &b, half_probe(pair, +1));
+          be.linear(minus.t, tensor_rows(in, s.Mh, s.Mh), w, &b, half_probe(pair, -1));
+          EXPECT_TRUE(both.guards_intact() && plus.guards_intact() && minus.guards_intact());
+          EXPECT_TRUE(same_bits(both.rows(0, s.Mh), plus.rows(0, s.Mh))) << s.N << "x" << s.K << " mask " << mask;
+          EXPECT_TRUE(same_bits(both.rows(s.Mh, s.Mh), minus.rows(0, s.Mh))) << s.N << "x" << s.K << " mask " << mask;
+          // and the halves differ where the probe does anything (no test that cannot fail)
+          if (trainable) {
+            EXPECT_FALSE(same_bits(plus.rows(0, s.Mh), minus.rows(0, s.Mh)));
+          }
+          checked++;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 54);
+}
+
+TEST(ProbePair, ReadParamPairEqualsTwoReads) {
+  std::vector<float> wd = random_floats(300001, 5);
+  Param p = make_param(&wd, 1, 300001, 9);
+  p.info.mask = MASK_RANDOM;
+  p.info.keep_prob = 0.3f;
+  p.info.mask_seed = 4;
+  const Probe pair{1e-2f, 42, true};
+  std::vector<float> a(299990, kPoison), b(299990, kPoison), pa(299990, kPoison), mb(299990, kPoison);
+  cpu_read_param_pair(p, pair, 7, 299990, a.data(), b.data());
+  cpu_read_param(p, half_probe(pair, +1), 7, 299990, pa.data());
+  cpu_read_param(p, half_probe(pair, -1), 7, 299990, mb.data());
+  EXPECT_TRUE(same_bits(a, pa));
+  EXPECT_TRUE(same_bits(b, mb));
+}
+
+// Model::forward under a pair: logits of the + rows equal forward under +scale, the - rows
+// forward under -scale (embeddings, norms and LayerNorm biases, learned positions, linears
+// with biases, all perturbed densely: nothing here is frozen).
+TEST(ProbePair, ForwardHalvesEqualSingleProbes) {
+  ModelConfig llama = smezo_test::tiny_llama_config();
+  for (const ModelConfig& c : {llama, tiny_opt_config()}) {
+    CpuBackend be;
+    Model m(smezo_test::random_weight_source(c, 23), be, DTYPE_F32, 64, 32);
+    for (Param* p : m.params()) p->info.noise = NOISE_GAUSSIAN;
+    ForwardBatch b;
+    for (int64_t len : {9, 5, 12}) {
+      b.seq_lens.push_back(len);
+      for (int64_t i = 0; i < len; i++) b.tokens.push_back(static_cast<int32_t>((i * 7 + len) % c.vocab_size));
+    }
+    b.logit_rows = {0, 8, 9, 13, 20, 25};
+    const Probe pair{2e-2f, 5, true};
+    std::vector<float> both, plus, minus, plain;
+    m.forward(b, pair, &both);
+    m.forward(b, half_probe(pair, +1), &plus);
+    m.forward(b, half_probe(pair, -1), &minus);
+    m.forward(b, Probe{}, &plain);
+    const size_t half = plus.size();
+    ASSERT_EQ(both.size(), 2 * half);
+    EXPECT_TRUE(same_bits(std::vector<float>(both.begin(), both.begin() + half), plus)) << c.arch;
+    EXPECT_TRUE(same_bits(std::vector<float>(both.begin() + half, both.end()), minus)) << c.arch;
+    EXPECT_FALSE(same_bits(plus, plain));
+    EXPECT_FALSE(same_bits(plus, minus));
+  }
+}
+
+namespace {
+
+struct RunOutcome {
+  std::vector<double> loss_plus, loss_minus;
+  std::vector<float> weights;  // every parameter after the run, canonical order
+};
+
+RunOutcome train_run(Method method, bool pair, const std::string& task, const std::string& dir) {
+  TrainOptions o;
+  o.model_path = default_model_path();
+  o.task = task;
+  o.n_train = 32;
+  o.n_dev = 0;
+  o.max_len = 48;
+  o.batch = 4;
+  o.steps = 5;
+  o.eval_every = 0;
+  o.skip_test = true;
+  o.progress_every = 1000;
+  o.max_tokens = 64;  // several chunks per probe, so chunking is exercised too
+  o.probe_pair = pair;
+  o.spsa.method = method;
+  o.spsa.sparsity = method == METHOD_MEZO ? 0.0 : 0.5;
+  o.spsa.lr = 2e-3f;
+  o.spsa.weight_decay = 0.01f;
+  o.out_dir = dir;
+  train(o);
+  RunOutcome r;
+  for (const nlohmann::json& rec : metrics_log_read(dir + "/metrics.jsonl")) {
+    if (!rec.contains("loss_plus")) continue;
+    r.loss_plus.push_back(rec["loss_plus"].get<double>());
+    r.loss_minus.push_back(rec["loss_minus"].get<double>());
+  }
+  LoadedModel lm = open_model_paths(dir + "/checkpoint", "", "cpu", 1, 1);
+  for (const Param* p : lm.model->params()) r.weights.insert(r.weights.end(), p->w.f32(), p->w.f32() + p->w.numel());
+  return r;
+}
+
+}  // namespace
+
+// Training with the pair equals training with two passes, bit for bit: every step's l+ and l-
+// (so every g) and the final weights, for each method, on a classification task and on a
+// gold-token task (COPA), with weight decay and the dense non-linear parameters tuned.
+TEST(ProbePair, TrainingEqualsSeparateProbesBitForBit) {
+  for (Method method : {METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO}) {
+    for (const char* task : {"sst2", "copa"}) {
+      if (method != METHOD_SMEZO && std::string(task) == "copa") continue;
+      const std::string dir = smezo_test::make_temp_dir("probe_pair");
+      const RunOutcome a = train_run(method, true, task, dir + "/pair");
+      const RunOutcome b = train_run(method, false, task, dir + "/separate");
+      ASSERT_EQ(a.loss_plus.size(), 5u);
+      EXPECT_EQ(a.loss_plus, b.loss_plus) << method_name(method) << " " << task;
+      EXPECT_EQ(a.loss_minus, b.loss_minus) << method_name(method) << " " << task;
+      EXPECT_NE(a.loss_plus, a.loss_minus);
+      EXPECT_TRUE(same_bits(a.weights, b.weights)) << method_name(method) << " " << task;
+      const nlohmann::json summary = nlohmann::json::parse(smezo_test::read_file(dir + "/pair/summary.json"));
+      EXPECT_EQ(summary["probes"], "pair");
+      EXPECT_EQ(summary["noise"], "gaussian");
+    }
+  }
+}
+
+// ---- the GPU linear's dispatcher
+
+TEST(LinearDispatch, ChoosesByShapeAndThresholds) {
+  LinearCall c;
+  c.n = 4096;
+  c.k = 4096;
+  c.rows_per_probe = 16;
+  c.storage = DTYPE_BF16;
+  // unperturbed: cuBLAS on W whatever the rest
+  EXPECT_EQ(linear_path_choose(c), LINEAR_GEMM);
+  c.pair = true;
+  EXPECT_EQ(linear_path_choose(c), LINEAR_GEMM);
+  // the shipped thresholds: fused v0 never wins, a pair materialises both copies at once
+  c.perturbed = true;
+  EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE_PAIR);
+  c.pair = false;
+  EXPECT_EQ(kLinearThresholds.fused_max_rows, 0);
+  EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE);
+  // a weight whose two copies exceed the pair scratch limit: per half
+  c.pair = true;
+  c.n = 128256;  // LLaMA-3's LM head: 2 x 128256 x 4096 x 2 B = 2.1 GB
+  EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE);
+  c.n = 4096;
+  // thresholds as the GPU benchmark may set them
+  LinearThresholds t;
+  t.fused_max_rows = 256;
+  t.fused_min_weight_elems = 1 << 20;
+  c.pair = false;
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_FUSED);
+  c.rows_per_probe = 257;
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // above the crossover
+  c.rows_per_probe = 256;
+  c.storage = DTYPE_F32;
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // fused takes 16-bit W only
+  c.storage = DTYPE_F16;
+  c.n = 64;
+  c.k = 64;
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // too small for the fused kernel
+  c.n = c.k = 4096;
+  c.pair = true;
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE_PAIR);  // fused v0 takes single probes
+  EXPECT_STREQ(linear_path_name(LINEAR_MATERIALISE_PAIR), "materialise-pair");
+}
