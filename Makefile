@@ -95,11 +95,15 @@ endif
 LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.cpp))
 CLI_SRC  := $(wildcard src/cli/*.cpp)
 CU_SRC   := $(if $(NVCC),$(wildcard cuda/*.cu),)
+# bench/: what measures the kernels and the model (smezo bench), outside the production
+# library: build/libsmezo_bench.a, linked into the CLI and the tests beside libsmezo.a.
+BENCH_SRC := $(wildcard bench/*.cpp) $(if $(NVCC),$(wildcard bench/*.cu),)
 TEST_SRC := $(wildcard tests/*.cpp)
 TEST_CU  := $(if $(NVCC),$(wildcard tests/*.cu),)
 
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 CLI_OBJ  := $(CLI_SRC:%.cpp=$(BUILD)/%.o)
+BENCH_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(patsubst %.cu,$(BUILD)/%.cu.o,$(BENCH_SRC)))
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 
 # The git commit `smezo --version` prints ("-dirty" when tracked files changed; "" outside git).
@@ -134,7 +138,11 @@ $(BUILD)/libsmezo.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	ar rcs $@ $^
 
-$(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo.a
+$(BUILD)/libsmezo_bench.a: $(BENCH_OBJ)
+	@mkdir -p $(dir $@)
+	ar rcs $@ $^
+
+$(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # tools/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/bpe_oracle.py)
@@ -167,7 +175,7 @@ $(BUILD)/examples/train_embedded: docs/examples/train_embedded.cpp $(BUILD)/libs
 $(TEST_OBJ): CXXFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
 $(TEST_OBJ): NVCCFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
 
-$(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo.a
+$(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) -lgtest -lgmock $(LDLIBS)
 
 test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded

@@ -53,7 +53,7 @@ void launch_fused_linear(const FusedLinearParams& p, cudaStream_t stream);
 void fused_linear(CudaBackend& backend, const Tensor& out, const Tensor& in, const Param& weight,
                   const Param* bias, const Probe& probe);
 
-// The signature of LinearBenchOptions::fused (cuda/linear_bench.h): fused_linear without bias.
+// The signature of LinearBenchOptions::fused (bench/linear_bench.h): fused_linear without bias.
 void fused_linear_bench_hook(CudaBackend& backend, const Tensor& out, const Tensor& in,
                              const Param& weight, const Probe& probe);
 

@@ -93,7 +93,9 @@ TEST(CliHelp, TrainHelpShowsDefaultsAndAllowedValues) {
                            "--max-len N", "default: 256; allowed: integer >= 2", "--steps N", "default: 20000",
                            "--sparsity X", "default: 0.75; mezo: 0; allowed: in [0, 1)", "--lr X",
                            "above 0.1 prints a warning", "--dev-examples N", "0: no dev evaluation", "--resume",
-                           "--freeze-embeddings", "--stochastic-rounding", "--out DIR"})
+                           "--freeze-embeddings", "--stochastic-rounding", "--out DIR", "--noise NAME",
+                           "default: gaussian; --resume: the run's own; allowed: one of gaussian, gaussian-v1, "
+                           "rademacher", "--probes NAME", "one of pair, separate"})
     EXPECT_THAT(flat, HasSubstr(want));
   flat = std::regex_replace(output_of("eval --help"), std::regex("\\s+"), " ");
   for (const char* want : {"--mode NAME", "one of zero-shot, icl", "--split NAME", "one of dev, test",
@@ -105,7 +107,8 @@ TEST(CliHelp, TrainHelpShowsDefaultsAndAllowedValues) {
                            "in (0, 1]"})
     EXPECT_THAT(flat, HasSubstr(want));
   flat = std::regex_replace(output_of("bench --help"), std::regex("\\s+"), " ");
-  for (const char* want : {"--kernel NAME", "required", "--reps N", "integer in [1, 100000]", "--quantile X"})
+  for (const char* want : {"--kernel NAME", "required", "--reps N", "integer in [1, 100000]", "--quantile X",
+                           "--shape NAME", "smollm2-135m", "--probes NAME", "one of pair, separate, both"})
     EXPECT_THAT(flat, HasSubstr(want));
 }
 
@@ -145,7 +148,9 @@ TEST(CliErrors, BadOptionsAreOneLineNamingTheOption) {
       {"eval --stepz 3", "unknown option --stepz for smezo eval"},
       {"replay", "BASE is required"},
       {"replay a b", "--out is required"},
-      {"bench", "--kernel is required"},
+      {"bench", "--kernel or --shape is required"},
+      {"bench --kernel linear --shape tiny", "--kernel excludes --shape"},
+      {"bench --shape gpt-5", "--shape: 'gpt-5' is not one of llama-7b, mistral-7b"},
       {"help nope", "'nope' is not one of train"},
       {"--bogus", "unknown option --bogus"},
       {"frobnicate", "unknown command 'frobnicate'"},

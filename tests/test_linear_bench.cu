@@ -1,4 +1,4 @@
-// The linear kernel playground (cuda/linear_bench.h) end to end on tiny shapes: every path
+// The linear kernel playground (bench/linear_bench.h) end to end on tiny shapes: every path
 // validates (run_linear_bench returns 0) and one JSON line per shape x M is written. One shape
 // has an odd K and N·K not a multiple of 8, so the tails of the floors and of the perturb /
 // update kernels run. Skips without a GPU.
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "../cuda/cuda_check.h"
-#include "../cuda/linear_bench.h"
+#include "bench/linear_bench.h"
 #include "common/check.h"
 #include "test_util.h"
 

@@ -5,7 +5,9 @@
 #   device run, carry [deps, carry]:  bash tools/gpu_check.sh [--bench] [--sanitize] [--determinism]
 # Always: unpack the debs, build for the GPU found, run the whole test suite (GPU tests run
 # instead of skipping), run the Hugging Face oracle on --device cuda. Options add:
-#   --bench        the kernel benchmark (smezo bench --kernel linear)
+#   --bench        the kernel benchmark (smezo bench --kernel linear), then the model-level
+#                  step benchmark beside PyTorch (tools/step_bench.sh; carry ../shared/anchors
+#                  as carry/anchors: cp -r ../shared/anchors carry/)
 #   --sanitize     compute-sanitizer memcheck (with leak check), racecheck, synccheck and
 #                  initcheck over the GPU tests, one line each
 #   --determinism  tools/determinism_check.sh on cuda in bf16 and f32: two identical runs,
@@ -49,6 +51,9 @@ if [ "$BENCH" = 1 ]; then
   ./build/smezo bench --kernel linear --json "$OUT/bench_linear_bf16.jsonl" > "$OUT/bench_linear_bf16.txt" 2>&1
   status bench "rc=$?"
   tail -n 16 "$OUT/bench_linear_bf16.txt" >> "$OUT/summary.txt"
+  OUT="$OUT/step_bench" tools/step_bench.sh ${STEP_BENCH_ARGS:-} > "$OUT/step_bench.txt" 2>&1
+  status step_bench "rc=$?"
+  tail -n 20 "$OUT/step_bench.txt" >> "$OUT/summary.txt"
 fi
 
 if [ "$SANITIZE" = 1 ]; then

@@ -1,11 +1,15 @@
-// smezo bench: the kernel playground on the GPU (STYLE.md "Kernel playground"). It links the
-// production ops, validates each path, then times it (events, warm-up, L2 flushed, median).
+// smezo bench: the kernel playground on the GPU (STYLE.md "Kernel playground") and the
+// model-level benchmark. Both link the production ops; the code that measures lives in bench/.
 //
 //   smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] [--m 16,1024,4096]
 //               [--reps 20] [--warmup 3] [--quantile 0.75] [--json FILE]    (smezo help bench)
+//   smezo bench --shape llama-7b|mistral-7b|opt-13b|llama-30b|smollm2-135m|tiny [--batch 16]
+//               [--seq 64,160,256] [--device cpu|cuda] [--dtype ...] [--probes pair|separate|both]
+//               [--noise ...] [--reps 5] [--warmup 1] [--profile]
 //
-// Kernels: linear (cuda/linear_bench.h). Exit code 1 when a validation failed. Needs a CUDA
-// build (SMEZO_WITH_CUDA) and a GPU; the CPU-only build says so.
+// Kernels: linear (bench/linear_bench.h): validates each path, then times it (events, warm-up,
+// L2 flushed, median); exit code 1 when a validation failed; needs a CUDA build and a GPU (the
+// CPU-only build says so). Shapes: bench/model_bench.h, JSON lines on stdout, any backend.
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -15,12 +19,14 @@
 #include <utility>
 #include <vector>
 
+#include "bench/model_bench.h"
 #include "cli/commands.h"
 #include "common/check.h"
+#include "train/spsa.h"
 
 #ifdef SMEZO_WITH_CUDA
 #include "cuda/fused_linear.h"
-#include "cuda/linear_bench.h"
+#include "bench/linear_bench.h"
 #endif
 
 namespace smezo {
@@ -67,18 +73,43 @@ std::vector<int64_t> parse_list(const std::string& text, const char* option) {
 }
 
 struct BenchState {
-  std::string kernel, dtype = "bf16", shapes, ms = "16,1024,4096", json;
+  std::string kernel, dtype, shapes, ms = "16,1024,4096", json;
   int64_t reps = 20, warmup = 3;
   double quantile = 0.75;
+  // --shape
+  std::string shape, device = "cpu", seqs = "64,160,256", probes = "pair", noise = "gaussian";
+  int64_t batch = 16;
+  bool profile = false;
+  CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr;
 };
 
+int run_shape_bench(const BenchState& s) {
+  ModelBenchOptions o;
+  o.shape = s.shape;
+  o.device = s.device;
+  o.dtype = s.dtype;
+  o.batch = s.batch;
+  o.seqs = parse_list(s.seqs, "seq");
+  o.probes = s.probes;
+  o.noise = noise_parse(s.noise);
+  o.profile = s.profile;
+  if (s.reps_opt->count()) o.reps = static_cast<int>(s.reps);
+  if (s.warmup_opt->count()) o.warmup = static_cast<int>(s.warmup);
+  return run_model_bench(o);
+}
+
 int run_bench(const BenchState& s) {
+  SMEZO_REQUIRE(s.kernel.empty() != s.shape.empty(), "bench: name either --kernel (a GPU kernel) or --shape "
+                "(a random-weight model), not %s", s.kernel.empty() ? "neither" : "both");
+  if (!s.shape.empty()) return run_shape_bench(s);
+  SMEZO_REQUIRE(s.dtype.empty() || s.dtype == "bf16" || s.dtype == "f16",
+                "bench --kernel linear: --dtype %s (the kernel benchmark takes bf16 or f16)", s.dtype.c_str());
   const std::vector<std::pair<int64_t, int64_t>> shapes =
       s.shapes.empty() ? std::vector<std::pair<int64_t, int64_t>>() : parse_shapes(s.shapes);
   const std::vector<int64_t> ms = parse_list(s.ms, "m");
 #ifdef SMEZO_WITH_CUDA
   LinearBenchOptions opt;
-  opt.dtype = s.dtype == "bf16" ? DTYPE_BF16 : DTYPE_F16;
+  opt.dtype = s.dtype == "f16" ? DTYPE_F16 : DTYPE_BF16;
   if (!shapes.empty()) {
     opt.shapes.clear();
     for (const auto& s : shapes) opt.shapes.push_back({s.first, s.second});
@@ -103,16 +134,40 @@ int run_bench(const BenchState& s) {
 
 Command register_bench(CLI::App& smezo) {
   auto s = std::make_shared<BenchState>();
-  CLI::App* cmd = add_command(smezo, "bench", "GPU kernel benchmark: validates, then times against cuBLAS and "
-                                              "the memory floors (needs a CUDA build and a GPU)");
-  cmd->add_option("--kernel", s->kernel, "the kernel to benchmark")->check(one_of({"linear"}))->required();
-  cmd->add_option("--dtype", s->dtype, "weight dtype")->check(one_of({"bf16", "f16"}));
+  CLI::App* cmd = add_command(smezo, "bench", "benchmarks: a GPU kernel against cuBLAS and the memory floors "
+                                              "(--kernel), or forward and training steps of a random-weight "
+                                              "model (--shape)");
+  CLI::Option* kernel = cmd->add_option("--kernel", s->kernel, "the kernel to benchmark (needs a CUDA build and a "
+                                                                "GPU); --kernel or --shape is required")
+                            ->check(one_of({"linear"}));
+  CLI::Option* shape = cmd->add_option("--shape", s->shape, "a random-weight model built in memory: forward, MeZO "
+                                                            "and S-MeZO step times as JSON lines")
+                           ->check(one_of(model_bench_shape_names()))
+                           ->default_str("none; --kernel or --shape is required")
+                           ->excludes(kernel);
+  cmd->parse_complete_callback([kernel, shape] {
+    if (kernel->count() == 0 && shape->count() == 0) throw CLI::RequiredError("--kernel or --shape");
+  });
+  cmd->add_option("--dtype", s->dtype, "weight dtype (--kernel: bf16 or f16)")
+      ->check(one_of({"f32", "bf16", "f16"}))
+      ->default_str("--kernel: bf16; --shape: the device's default");
+  cmd->add_option("--device", s->device, "--shape: the backend")->check(one_of({"cpu", "cuda"}));
+  cmd->add_option("--batch", s->batch, "--shape: sequences per probe")->check(integer_at_least(1));
+  cmd->add_option("--seq", s->seqs, "--shape: tokens per sequence, comma-separated")->type_name("T,...");
+  cmd->add_option("--probes", s->probes, "--shape: time the steps with the probe pair, two passes, or both")
+      ->check(one_of({"pair", "separate", "both"}));
+  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher"}));
+  cmd->add_flag("--profile", s->profile, "--shape: time per op kind of the last rep (stderr)");
   cmd->add_option("--shapes", s->shapes, "weight shapes, out x in features, comma-separated: 11008x4096,4096x4096")
       ->type_name("NxK,...")
       ->default_str("LLaMA-7B's");
   cmd->add_option("--m", s->ms, "rows (tokens) per call, comma-separated")->type_name("M,...");
-  cmd->add_option("--reps", s->reps, "timed repetitions (the median is reported)")->check(integer_in(1, 100000));
-  cmd->add_option("--warmup", s->warmup, "untimed runs first")->check(integer_in(0, 100000));
+  s->reps_opt = cmd->add_option("--reps", s->reps, "timed repetitions (the median is reported)")
+                    ->check(integer_in(1, 100000))
+                    ->default_str("20; --shape: 5");
+  s->warmup_opt = cmd->add_option("--warmup", s->warmup, "untimed runs first")
+                      ->check(integer_in(0, 100000))
+                      ->default_str("3; --shape: 1");
   cmd->add_option("--quantile", s->quantile, "S-MeZO mask quantile of the perturbed linear")->check(number_in(0, 1));
   cmd->add_option("--json", s->json, "also write the results as JSON")->type_name("FILE")->default_str("none");
   return {cmd, [s] { return run_bench(*s); }};

@@ -22,7 +22,7 @@
 //                the sampled rows (the CPU rule with decay 0, see cuda/optimizer.cu).
 //   floors       for N·K <= 2^24: Σz and Σz² of each noise-only checksum against a host sum
 //                (relative 1e-4), the weight-read checksum (wrapping u32 word sum) exactly.
-#include "cuda/linear_bench.h"
+#include "bench/linear_bench.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,0 +1,286 @@
+// Model-level benchmark (see model_bench.h).
+#include "bench/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/timing_backend.h"
+#include "common/check.h"
+#include "model/model.h"
+#include "run/summary.h"
+#include "setup/model_setup.h"
+#include "train/spsa.h"
+
+#ifdef SMEZO_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace smezo {
+
+namespace {
+
+// An NVTX range for Nsight (`make profile`); nothing otherwise.
+struct PhaseRange {
+  explicit PhaseRange(const char* name) {
+#ifdef SMEZO_NVTX
+    nvtxRangePushA(name);
+#else
+    (void)name;
+#endif
+  }
+  ~PhaseRange() {
+#ifdef SMEZO_NVTX
+    nvtxRangePop();
+#endif
+  }
+};
+
+ModelConfig llama_like(int64_t dim, int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads,
+                       int64_t vocab, int64_t max_seq) {
+  ModelConfig c;
+  c.arch = ARCH_LLAMA;
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.n_kv_heads = kv_heads;
+  c.head_dim = dim / heads;
+  c.vocab_size = vocab;
+  c.max_seq_len = max_seq;
+  return c;
+}
+
+// Random weights, generated when the model loads each tensor (HostTensorView::decode), so the
+// host never holds more than one tensor: uniform in center ± scale from a counter hash.
+struct RandomTensor {
+  uint64_t seed;
+  float center, scale;
+};
+
+void random_decode(const void* src, int64_t n, float* dst) {
+  const RandomTensor& r = *static_cast<const RandomTensor*>(src);
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+  for (int64_t i = 0; i < n; i++) {
+    const uint64_t h = splitmix64(r.seed ^ (static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL));
+    const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    dst[i] = r.center + r.scale * (2.0f * u - 1.0f);
+  }
+}
+
+WeightSource random_source(const ModelConfig& config, uint64_t seed, const std::string& name) {
+  WeightSource src;
+  src.config = config;
+  src.path = "random " + name;
+  uint64_t k = 0;
+  for (const ExpectedTensor& e : expected_tensors(config)) {
+    const bool vector = e.shape.size() == 1;
+    const bool norm_weight = vector && e.name.find("norm") != std::string::npos &&
+                             e.name.find(".bias") == std::string::npos;
+    auto r = std::make_shared<RandomTensor>();
+    r->seed = splitmix64(seed + ++k);
+    r->center = norm_weight ? 1.0f : 0.0f;
+    // about 1/sqrt(fan_in) for matrices, so activations keep their scale through the layers
+    r->scale = vector ? (norm_weight ? 0.05f : 0.02f) : 1.0f / std::sqrt(static_cast<float>(e.shape.back()));
+    HostTensorView v;
+    v.name = e.name;
+    v.shape = e.shape;
+    v.data = r.get();
+    v.decode = random_decode;
+    v.quant_name = "random";
+    v.file = src.path;
+    src.tensors[e.name] = v;
+    src.keep_alive.push_back(r);
+  }
+  return src;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Waits for the backend's queued work (a one-float download synchronises the CUDA stream).
+struct Sync {
+  Backend& backend;
+  Tensor one;
+  explicit Sync(Backend& b) : backend(b), one(b.alloc(1, 1, DTYPE_F32)) {}
+  void operator()() {
+    float v;
+    backend.download(one, &v);
+  }
+};
+
+// Mean over rows of -log softmax(logits)[target]: the step's loss (any scalar of the logits
+// costs the same; this one is what a classification loss computes).
+double mean_nll(const std::vector<float>& logits, int64_t row0, int64_t rows, int64_t vocab,
+                const std::vector<int32_t>& targets) {
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; r++) {
+    const float* l = logits.data() + (row0 + r) * vocab;
+    const float mx = *std::max_element(l, l + vocab);
+    double s = 0.0;
+    for (int64_t v = 0; v < vocab; v++) s += std::exp(static_cast<double>(l[v] - mx));
+    total += -(static_cast<double>(l[targets[r]] - mx) - std::log(s));
+  }
+  return total / static_cast<double>(rows);
+}
+
+}  // namespace
+
+std::vector<std::string> model_bench_shape_names() {
+  return {"llama-7b", "mistral-7b", "opt-13b", "llama-30b", "smollm2-135m", "tiny"};
+}
+
+ModelConfig model_bench_shape(const std::string& name) {
+  if (name == "llama-7b") return llama_like(4096, 11008, 32, 32, 32, 32000, 2048);
+  if (name == "llama-30b") return llama_like(6656, 17920, 60, 52, 52, 32000, 2048);
+  if (name == "mistral-7b") {
+    ModelConfig c = llama_like(4096, 14336, 32, 32, 8, 32000, 4096);
+    c.arch = ARCH_MISTRAL;
+    c.sliding_window = 4096;
+    return c;
+  }
+  if (name == "opt-13b") {
+    ModelConfig c = llama_like(5120, 20480, 40, 40, 40, 50272, 2048);
+    c.arch = ARCH_OPT;
+    c.norm_kind = NORM_LAYER;
+    c.mlp_kind = MLP_RELU;
+    c.linear_bias = true;
+    c.tied_lm_head = true;
+    c.learned_pos_offset = 2;
+    return c;
+  }
+  if (name == "smollm2-135m") {
+    ModelConfig c = llama_like(576, 1536, 30, 9, 3, 49152, 8192);
+    c.tied_lm_head = true;
+    c.rope_theta = 100000.0f;
+    return c;
+  }
+  if (name == "tiny") return llama_like(64, 128, 2, 4, 2, 256, 512);
+  std::string names;
+  for (const std::string& n : model_bench_shape_names()) names += (names.empty() ? "" : ", ") + n;
+  throw_error("unknown model shape '%s' (choose %s)", name.c_str(), names.c_str());
+}
+
+int run_model_bench(const ModelBenchOptions& o) {
+  const ModelConfig config = model_bench_shape(o.shape);
+  SMEZO_REQUIRE(o.batch > 0 && o.reps > 0 && o.warmup >= 0 && !o.seqs.empty(),
+                "bench: --batch, --reps and --seq must be positive");
+  SMEZO_REQUIRE(o.probes == "pair" || o.probes == "separate" || o.probes == "both",
+                "bench: --probes '%s' (choose pair, separate or both)", o.probes.c_str());
+  const int64_t max_t = *std::max_element(o.seqs.begin(), o.seqs.end());
+  for (int64_t t : o.seqs)
+    SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
+                  (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
+  const DType storage = storage_dtype(o.device, o.dtype);
+  std::unique_ptr<Backend> inner = make_backend(o.device);
+  // --profile wraps the backend to time each op (CPU: exact wall time per op; see timing_backend.h)
+  std::unique_ptr<TimingBackend> timed;
+  if (o.profile) timed = std::make_unique<TimingBackend>(*inner);
+  Backend& backend = timed ? static_cast<Backend&>(*timed) : *inner;
+  const auto t_load = std::chrono::steady_clock::now();
+  // the workspace holds a probe pair's two copies of the longest batch
+  Model model(random_source(config, o.seed, o.shape), backend, storage, 2 * o.batch * max_t, 2 * o.batch);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  Sync sync(backend);
+
+  std::vector<std::string> modes;
+  if (o.probes != "separate") modes.push_back("pair");
+  if (o.probes != "pair") modes.push_back("separate");
+
+  uint64_t rng = o.seed;
+  auto next = [&rng] { return rng = splitmix64(rng); };
+  for (int64_t T : o.seqs) {
+    ForwardBatch batch;
+    std::vector<int32_t> targets;
+    for (int64_t b = 0; b < o.batch; b++) {
+      batch.seq_lens.push_back(T);
+      for (int64_t i = 0; i < T; i++) batch.tokens.push_back(static_cast<int32_t>(next() % config.vocab_size));
+      batch.logit_rows.push_back(b * T + T - 1);
+      targets.push_back(static_cast<int32_t>(next() % config.vocab_size));
+    }
+    std::vector<float> logits;
+    const int64_t V = config.vocab_size, B = o.batch;
+    auto report = [&](const char* phase, const char* probes, const std::vector<double>& ms) {
+      nlohmann::json j;
+      j["bench"] = "model";
+      j["shape"] = o.shape;
+      j["device"] = o.device;
+      j["dtype"] = dtype_name(storage);
+      j["batch"] = B;
+      j["seq"] = T;
+      j["phase"] = phase;
+      if (probes) j["probes"] = probes;
+      j["noise"] = noise_name(o.noise);
+      j["reps"] = o.reps;
+      j["ms"] = median(ms);
+      j["ms_min"] = *std::min_element(ms.begin(), ms.end());
+      j["tokens_per_s"] = static_cast<double>(B * T) / (median(ms) / 1e3);
+      j["parameters"] = model.parameter_count();
+      j["backend_allocated_MB"] = backend.bytes_allocated() / 1e6;
+      j["load_s"] = load_s;
+      summary_add_standard_fields(&j);  // peak host RSS, host name, time
+      j.erase("written_at");
+      std::printf("%s\n", j.dump().c_str());
+      std::fflush(stdout);
+    };
+    auto time_reps = [&](const char* range, const std::function<void(int)>& fn) {
+      std::vector<double> ms;
+      for (int r = 0; r < o.warmup + o.reps; r++) {
+        sync();
+        if (timed) timed->reset();
+        const auto t0 = std::chrono::steady_clock::now();
+        {
+          PhaseRange nvtx(range);
+          fn(r);
+          sync();
+        }
+        const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (r >= o.warmup) ms.push_back(dt);
+      }
+      return ms;
+    };
+    report("forward", nullptr, time_reps("forward", [&](int) { model.forward(batch, Probe{}, &logits); }));
+    if (timed) timed->print_profile(o.shape + " forward T=" + std::to_string(T));
+    for (Method method : {METHOD_MEZO, METHOD_SMEZO}) {
+      SpsaOptions so;
+      so.method = method;
+      so.sparsity = method == METHOD_MEZO ? 0.0 : 0.75;
+      so.lr = 1e-7f;  // tiny: the weights stay essentially the base ones over the reps
+      so.total_steps = 1 << 30;
+      so.noise = o.noise;
+      SpsaOptimizer opt(model, so);  // S-MeZO thresholds: exact selection, not timed
+      const std::string phase = std::string(method_name(method)) + "-step";
+      for (const std::string& mode : modes) {
+        int64_t step = 1;
+        auto ms = time_reps(phase.c_str(), [&](int) {
+          if (mode == "pair") {
+            opt.step_pair(step++, [&](const Probe& pair) {
+              model.forward(batch, pair, &logits);
+              return std::make_pair(mean_nll(logits, 0, B, V, targets), mean_nll(logits, B, B, V, targets));
+            });
+          } else {
+            opt.step(step++, [&](const Probe& probe) {
+              model.forward(batch, probe, &logits);
+              return mean_nll(logits, 0, B, V, targets);
+            });
+          }
+        });
+        report(phase.c_str(), mode.c_str(), ms);
+        if (timed) timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T));
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace smezo

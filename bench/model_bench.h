@@ -1,0 +1,49 @@
+// Model-level benchmark (`smezo bench --shape NAME`, issue #11): a random-weight model of a
+// named architecture built in memory (no files; weights generated tensor by tensor as they
+// load), then per sequence length T, on `batch` random sequences of T tokens:
+//   forward      Model::forward, unperturbed, one logit row per sequence (the last)
+//   mezo-step    one SPSA step of MeZO: both probes (a probe pair, or two passes with
+//                --probes separate) and the update
+//   smezo-step   the same for S-MeZO at sparsity 0.75 (thresholds fixed before timing)
+// Timing: `warmup` untimed runs, then `reps` timed ones, the median reported; the backend is
+// synchronised before and after each (a one-float download, which waits for the device's
+// stream), so a time is the wall clock of the whole phase, host launches included.
+// Output: one JSON object per (T, phase) on stdout (JSON lines), with ms (median, min),
+// tokens/s (batch*T per forward, per probe for a step), the backend's allocated bytes and,
+// on CUDA, the device memory in use at the end; --profile adds the per-op time breakdown of
+// one step on the CPU (the CUDA breakdown comes from Nsight: NVTX ranges name each phase
+// when built with `make profile`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "smezo/model_config.h"
+#include "smezo/noise.h"
+
+namespace smezo {
+
+// The named shapes: llama-7b, mistral-7b, opt-13b, llama-30b, smollm2-135m, tiny. Throws
+// smezo::Error naming the choices for another name.
+ModelConfig model_bench_shape(const std::string& name);
+std::vector<std::string> model_bench_shape_names();
+
+struct ModelBenchOptions {
+  std::string shape = "tiny";
+  std::string device = "cpu";
+  std::string dtype;                       // "": the device's default
+  int64_t batch = 16;                      // sequences per probe
+  std::vector<int64_t> seqs = {64, 160, 256};
+  int reps = 5;
+  int warmup = 1;
+  std::string probes = "pair";             // "pair", "separate" or "both" (steps timed each way)
+  NoiseKind noise = NOISE_GAUSSIAN;
+  bool profile = false;
+  uint64_t seed = 1234;
+};
+
+// Runs the benchmark, printing JSON lines to stdout; returns 0.
+int run_model_bench(const ModelBenchOptions& options);
+
+}  // namespace smezo

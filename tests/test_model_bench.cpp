@@ -1,0 +1,67 @@
+// `smezo bench --shape` on the CPU backend at the tiny shape: one JSON line per (T, phase,
+// probes) with positive times and token rates, the profile on stderr, bad shapes refused.
+// (The named large shapes are for the GPU machine: tools/step_bench.sh.)
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/model_bench.h"
+#include "common/check.h"
+#include "test_util.h"
+
+using namespace smezo;
+using testing::HasSubstr;
+
+TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
+  const std::string dir = smezo_test::make_temp_dir("model_bench");
+  std::string out;
+  // stdout only (the JSON lines); the profile goes to stderr, kept in a file
+  ASSERT_EQ(smezo_test::run_command("(" + smezo_test::smezo_binary() + " bench --shape tiny --device cpu --batch 2 "
+                                    "--seq 8,16 --reps 2 --warmup 1 --probes both --noise rademacher --profile 2> " +
+                                        dir + "/profile.txt)", &out), 0) << out;
+  std::set<std::string> seen;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["shape"], "tiny");
+    EXPECT_EQ(j["device"], "cpu");
+    EXPECT_EQ(j["batch"], 2);
+    EXPECT_EQ(j["noise"], "rademacher");
+    EXPECT_GT(j["ms"].get<double>(), 0.0);
+    EXPECT_LE(j["ms_min"].get<double>(), j["ms"].get<double>());
+    EXPECT_GT(j["tokens_per_s"].get<double>(), 0.0);
+    EXPECT_GT(j["backend_allocated_MB"].get<double>(), 0.0);
+    seen.insert(j["phase"].get<std::string>() + "/" + j.value("probes", std::string("-")) + "/" +
+                std::to_string(j["seq"].get<int64_t>()));
+  }
+  for (const char* seq : {"8", "16"})
+    for (const char* phase : {"forward/-/", "mezo-step/pair/", "mezo-step/separate/", "smezo-step/pair/",
+                              "smezo-step/separate/"})
+      EXPECT_EQ(seen.count(std::string(phase) + seq), 1u) << phase << seq;
+  EXPECT_EQ(seen.size(), 10u);
+  const std::string profile = smezo_test::read_file(dir + "/profile.txt");
+  EXPECT_THAT(profile, HasSubstr("profile: tiny smezo-step (pair) T=16"));
+  EXPECT_THAT(profile, HasSubstr("linear q_proj"));
+  EXPECT_THAT(profile, HasSubstr("update"));
+}
+
+TEST(ModelBench, ShapesAreKnownAndChecked) {
+  for (const std::string& name : model_bench_shape_names()) {
+    const ModelConfig c = model_bench_shape(name);
+    EXPECT_GT(c.n_layers, 0) << name;
+    EXPECT_EQ(c.dim % c.n_heads, 0) << name;
+  }
+  EXPECT_EQ(model_bench_shape("llama-7b").hidden_dim, 11008);
+  EXPECT_EQ(model_bench_shape("mistral-7b").n_kv_heads, 8);
+  EXPECT_EQ(model_bench_shape("opt-13b").arch, ARCH_OPT);
+  EXPECT_EQ(model_bench_shape("smollm2-135m").vocab_size, 49152);
+  EXPECT_THAT(smezo_test::error_of([] { model_bench_shape("gpt-5"); }), HasSubstr("unknown model shape 'gpt-5'"));
+  std::string out;
+  EXPECT_NE(smezo_test::run_command(smezo_test::smezo_binary() + " bench --shape tiny --seq 9999", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--seq 9999: shape tiny takes 1..512 tokens"));
+}
