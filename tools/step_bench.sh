@@ -69,26 +69,26 @@ import json, sys
 ours, peer, live = {}, {}, sys.argv[3] == "1"
 for line in open(sys.argv[1]):
     j = json.loads(line)
-    key = (j["shape"], j["seq"])
+    key = (j["shape"], j["batch"], j["seq"])
     name = j["phase"] + ("/" + j["probes"] if "probes" in j else "")
     ours.setdefault(key, {"device": j.get("hostname", "")})[name] = j["ms"]
 for line in open(sys.argv[2]):
     j = json.loads(line)
-    peer[(j["shape"], j["seq"])] = j
+    peer[(j["shape"], j["batch"], j["seq"])] = j
 def f(x, d=1):
     return "–" if x is None else f"{x:.{d}f}"
 def ratio(a, b):
     return None if a is None or b is None else a / b
 print("peer: " + ("torch_mezo.py run in this session" if live else "recorded anchor file (not this session)"))
 print()
-print("| shape | T | our fwd ms | MeZO step (pair) | S-MeZO step (pair) | S-MeZO (2 passes) | torch fwd | torch MeZO | torch S-MeZO "
+print("| shape | B | T | our fwd ms | MeZO step (pair) | S-MeZO step (pair) | S-MeZO (2 passes) | torch fwd | torch MeZO | torch S-MeZO "
       "| S-MeZO / our fwd (≤ 2.2) | torch S-MeZO / ours (≥ 5; ≥ 12 at T=64; ≥ 20 smollm2) | our fwd / torch fwd (≤ 1) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for key in sorted(ours):
     o, p = ours[key], peer.get(key, {})
     fwd, mz, sm, sm2 = o.get("forward"), o.get("mezo-step/pair"), o.get("smezo-step/pair"), o.get("smezo-step/separate")
     tf, tm, ts = p.get("forward_ms"), p.get("mezo_step_ms"), p.get("smezo_step_ms")
-    print(f"| {key[0]} | {key[1]} | {f(fwd)} | {f(mz)} | {f(sm)} | {f(sm2)} | {f(tf)} | {f(tm)} | {f(ts)} "
+    print(f"| {key[0]} | {key[1]} | {key[2]} | {f(fwd)} | {f(mz)} | {f(sm)} | {f(sm2)} | {f(tf)} | {f(tm)} | {f(ts)} "
           f"| {f(ratio(sm, fwd), 2)} | {f(ratio(ts, sm), 2)} | {f(ratio(fwd, tf), 2)} |")
 EOF
 cat "$OUT/step_bench.md"
