@@ -8,7 +8,8 @@ What it does
      candidates' context and option strings (smezo's templates), the gold index, smezo's
      length-normalised scores and prediction.
   2. transformers loads the GGUF (AutoModelForCausalLM/AutoTokenizer.from_pretrained(dir,
-     gguf_file=...): tensors dequantised to fp32, tokenizer built from the metadata) and scores
+     gguf_file=...): tensors dequantised to fp32, tokenizer built from the metadata, with
+     SmolLM2's digit-splitting pre-tokeniser put back, see bpe_oracle.py) and scores
      every candidate its own way, as MeZO's encode_prompt does: ids = tokenizer(prompt + option)
      with the tokenizer's own special tokens (SmolLM2: none), prompt = (icl_prefix +
      context).lstrip(), option tokens = the last len(tok(context + option)) - len(tok(context))
@@ -33,6 +34,7 @@ import time
 
 import torch
 import transformers
+from tokenizers import pre_tokenizers
 
 
 def default_gguf():
@@ -89,6 +91,11 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     model_dir, gguf_file = os.path.split(os.path.abspath(args.gguf))
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=gguf_file)
+    # transformers does not know tokenizer.ggml.pre = "smollm" and builds plain GPT-2
+    # pre-tokenisation; install SmolLM2's own (its tokenizer.json's), as tools/bpe_oracle.py does
+    tokenizer.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
     model = transformers.AutoModelForCausalLM.from_pretrained(
         model_dir, gguf_file=gguf_file, dtype=torch.float32, attn_implementation="eager").eval()
 

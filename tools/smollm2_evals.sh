@@ -18,8 +18,10 @@ for mode in zero-shot icl; do
     n=$N0; extra=""
     if [ "$mode" = icl ]; then n=$NK; extra="--shots 16"; fi
     name="$task-$mode"
+    if [ -f "$OUT/$name.json" ] && [ -f "$OUT/$name.jsonl" ]; then echo "$name: smezo done before"; else
     "$SMEZO" eval --model "$GGUF" --task "$task" --mode "$mode" $extra --test-examples "$n" \
       --out "$OUT/$name.json" --examples-out "$OUT/$name.jsonl" 2>&1 | tee "$OUT/$name.smezo.txt"
+    fi
     "$PY" tools/eval_oracle.py --gguf "$GGUF" --examples "$OUT/$name.jsonl" --out "$OUT/$name.oracle.json" \
       2>/dev/null | tee "$OUT/$name.oracle.txt" || true
   done

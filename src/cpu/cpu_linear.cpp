@@ -10,10 +10,13 @@
 //   weights are formed kGroupRows rows at a time into a bounded buffer, the rows split
 //   between the threads, noise generated once per element per call; then that group's
 //   products run. A shape for which OpenBLAS keeps no scheme row-independent runs the
-//   reference loops instead.
+//   reference loops instead; so does every shape with SMEZO_CPU_LINEAR=reference in the
+//   environment (for measuring the speed-up; RESULTS.md).
 // Results are bit-identical for any thread count and for any set of other rows in the call
 // (cpu_gemm.cpp); they differ from the reference by the rounding of another summation order.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -81,7 +84,12 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   check_linear_shapes(out, in, weight);
   const int64_t K = in.cols, N = weight.w.rows;
   if (in.rows == 0 || N == 0) return;
-  const GemmRowScheme* scheme = K > 0 ? scheme_for_weight(N, K) : nullptr;
+  // SMEZO_CPU_LINEAR=reference: the plain loops everywhere, to measure what OpenBLAS buys
+  static const bool force_reference = [] {
+    const char* v = std::getenv("SMEZO_CPU_LINEAR");
+    return v && std::string(v) == "reference";
+  }();
+  const GemmRowScheme* scheme = K > 0 && !force_reference ? scheme_for_weight(N, K) : nullptr;
   if (!scheme) {
     cpu_linear_reference(out, in, weight, bias, probe);
     return;
