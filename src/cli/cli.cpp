@@ -95,14 +95,17 @@ CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::strin
 
 CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tokenizer) {
   CLI::Option* model = cmd->add_option("--model", o->model_path,
-                                       "a Hugging Face model directory (config.json + safetensors) or a "
-                                       "llama2.c .bin")
+                                       "a Hugging Face model directory (config.json + safetensors), a LLaMA "
+                                       "GGUF file or a llama2.c .bin")
                            ->type_name("PATH")
                            ->default_str("the bundled stories260K");
   if (with_tokenizer)
-    cmd->add_option("--tokenizer", o->tokenizer_path, "the sentencepiece tokenizer (.model)")
+    cmd->add_option("--tokenizer", o->tokenizer_path,
+                    "the tokenizer: a sentencepiece .model, a tokenizer.json, a Hugging Face directory or a "
+                    "GGUF file")
         ->type_name("PATH")
-        ->default_str("tokenizer.model beside the model; the bundled one for stories260K");
+        ->default_str("the model's own: a GGUF's metadata, the directory's tokenizer files, tokenizer.model "
+                      "beside a .bin; the bundled one for stories260K");
   cmd->add_option("--device", o->device, "where the model runs")->check(one_of({"cpu", "cuda"}));
   cmd->add_option("--dtype", o->dtype, "how the weights are stored (the CPU stores f32 only)")
       ->check(one_of({"f32", "f16", "bf16"}))

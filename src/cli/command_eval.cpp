@@ -23,7 +23,7 @@ namespace {
 
 struct EvalState {
   ModelOpenOptions model;
-  std::string task = "sst2", mode = "zero-shot", split = "test", data_dir, out;
+  std::string task = "sst2", mode = "zero-shot", split = "test", data_dir, out, examples_out;
   int64_t shots = 16, max_len = 256, batch = 16, n_train = 1000, n_dev = 500, n_test = 1000;
   uint64_t seed = 42;
   CLI::Option *task_opt = nullptr, *shots_opt = nullptr, *max_len_opt = nullptr, *seed_opt = nullptr,
@@ -58,6 +58,40 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
   if (!taken.empty())
     std::fprintf(stderr, "eval: using the run's settings from %s/%s:%s (give an option to override it)\n",
                  s.model.model_path.c_str(), kRunSettingsFile, taken.c_str());
+}
+
+// accuracy(), also writing every example's text, scores and prediction to s.examples_out
+// (JSONL: a header line, then one line per example), for oracles that score the same text
+// with another implementation (tools/eval_oracle.py).
+double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
+                                 const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s) {
+  std::string text = nlohmann::json({{"task", s.task}, {"mode", s.mode}, {"shots", s.shots},
+                                     {"max_len", std::min(s.max_len, model.config().max_seq_len)},
+                                     {"icl_prefix", prefix}, {"examples", xs.size()}})
+                         .dump() + "\n";
+  int64_t correct = 0;
+  for (size_t start = 0; start < encoded.size(); start += s.batch) {
+    std::vector<const EncodedExample*> batch;
+    for (size_t i = start; i < std::min(encoded.size(), start + s.batch); i++) batch.push_back(&encoded[i]);
+    const auto scores = score_examples(model, batch, Probe{}, false);
+    for (size_t e = 0; e < batch.size(); e++) {
+      const TaskExample& x = xs[start + e];
+      int best = 0;
+      std::vector<double> means;
+      for (size_t c = 0; c < scores[e].size(); c++) {
+        means.push_back(scores[e][c].mean_logprob());
+        if (scores[e][c].mean_logprob() > scores[e][best].mean_logprob()) best = static_cast<int>(c);
+      }
+      correct += best == batch[e]->gold;
+      std::vector<std::vector<int32_t>> tokens;
+      for (const EncodedCandidate& c : batch[e]->candidates) tokens.push_back(c.tokens);
+      text += nlohmann::json({{"contexts", x.contexts}, {"options", x.options}, {"gold", x.gold},
+                              {"scores", means}, {"pred", best}, {"tokens", tokens}})
+                  .dump() + "\n";
+    }
+  }
+  run_write_file_atomic(s.examples_out, text);
+  return static_cast<double>(correct) / static_cast<double>(encoded.size());
 }
 
 int run_eval(EvalState& s) {
@@ -107,7 +141,8 @@ int run_eval(EvalState& s) {
   }
 
   auto t0 = std::chrono::steady_clock::now();
-  const double acc = accuracy(*lm.model, encoded, s.batch);
+  const double acc = s.examples_out.empty() ? accuracy(*lm.model, encoded, s.batch)
+                                            : accuracy_writing_examples(*lm.model, encoded, xs, prefix, s);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s %s %s (%zu examples, %s%s): accuracy %s  [%.1f s]\n", lm.model_path.c_str(),
               splits.name.c_str(), s.split.c_str(), xs.size(), s.mode.c_str(),
@@ -164,6 +199,10 @@ Command register_eval(CLI::App& smezo) {
                       ->check(integer_at_least(0))
                       ->default_str("the run's, else 1000");
   cmd->add_option("--out", s->out, "also write the result as JSON")->type_name("FILE")->default_str("none");
+  cmd->add_option("--examples-out", s->examples_out, "also write every example's text, candidate scores, "
+                                                     "prediction and tokens as JSONL (for oracle checks)")
+      ->type_name("FILE")
+      ->default_str("none");
   return {cmd, [s] { return run_eval(*s); }};
 }
 

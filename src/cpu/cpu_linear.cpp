@@ -10,11 +10,15 @@
 //   weights are formed kGroupRows rows at a time into a bounded buffer, the rows split
 //   between the threads, noise generated once per element per call; then that group's
 //   products run. A shape for which OpenBLAS keeps no scheme row-independent runs the
-//   reference loops instead. A probe pair (Probe::pair) forms the group's W+ and W- from one
-//   noise generation and runs each row half's products on its own copy.
+//   reference loops instead; so does every shape with SMEZO_CPU_LINEAR=reference in the
+//   environment (for measuring the speed-up; RESULTS.md). A probe pair (Probe::pair) forms
+//   the group's W+ and W- from one noise generation and runs each row half's products on its
+//   own copy.
 // Results are bit-identical for any thread count and for any set of other rows in the call
 // (cpu_gemm.cpp); they differ from the reference by the rounding of another summation order.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -88,7 +92,12 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   const int halves = probe.pair ? 2 : 1;
   const int64_t Mh = in.rows / halves;
   auto single = [&](int h) { return probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe; };
-  const GemmRowScheme* scheme = K > 0 ? scheme_for_weight(N, K) : nullptr;
+  // SMEZO_CPU_LINEAR=reference: the plain loops everywhere, to measure what OpenBLAS buys
+  static const bool force_reference = [] {
+    const char* v = std::getenv("SMEZO_CPU_LINEAR");
+    return v && std::string(v) == "reference";
+  }();
+  const GemmRowScheme* scheme = K > 0 && !force_reference ? scheme_for_weight(N, K) : nullptr;
   if (!scheme) {
     for (int h = 0; h < halves; h++)
       cpu_linear_reference(tensor_rows(out, h * Mh, Mh), tensor_rows(in, h * Mh, Mh), weight, bias, single(h));

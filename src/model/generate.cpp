@@ -57,18 +57,22 @@ std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const Ge
                               const std::function<void(const std::string&)>& on_piece) {
   SMEZO_REQUIRE(opts.temperature >= 0.0f, "temperature %g must be >= 0", opts.temperature);
   SMEZO_REQUIRE(opts.top_p > 0.0f && opts.top_p <= 1.0f, "top-p %g must be in (0, 1]", opts.top_p);
-  std::vector<int32_t> tokens = tokenizer.encode(opts.prompt, true);
+  const bool bos = tokenizer_wants_bos(tokenizer);
+  std::vector<int32_t> tokens = tokenizer.encode(opts.prompt, bos);
+  SMEZO_REQUIRE(!tokens.empty(), "generate needs a prompt with this model: its tokenizer adds no BOS to start "
+                "from ---> HINT: pass --prompt TEXT");
   const int64_t wanted = opts.new_tokens > 0 ? (int64_t)tokens.size() - 1 + opts.new_tokens : opts.steps;
   const int64_t steps = std::min<int64_t>(wanted, model.config().max_seq_len);
   SMEZO_REQUIRE((int64_t)tokens.size() <= steps,
-                "the prompt (%zu tokens with BOS) does not fit --steps %lld, which counts the prompt's "
-                "tokens ---> HINT: raise --steps, or use --new-tokens N", tokens.size(), (long long)steps);
+                "the prompt (%zu tokens%s) does not fit --steps %lld, which counts the prompt's "
+                "tokens ---> HINT: raise --steps, or use --new-tokens N", tokens.size(), bos ? " with BOS" : "", (long long)steps);
   model.enable_kv_cache(steps);
   uint64_t rng = opts.seed ? opts.seed : 0x9E3779B97F4A7C15ULL;
   std::vector<float> logits;
   // Feed the prompt in one pass, then one token at a time.
   model.forward_cached(tokens, 0, &logits);
-  for (size_t i = 1; i < tokens.size(); i++) on_piece(tokenizer.decode_piece(tokens[i - 1], tokens[i]));
+  for (size_t i = bos ? 1 : 0; i < tokens.size(); i++)
+    on_piece(tokenizer.decode_piece(i ? tokens[i - 1] : -1, tokens[i]));
   // Like llama2.c's -n: `steps` forward passes, so the last token sits at position `steps`.
   while ((int64_t)tokens.size() <= steps) {
     int32_t next = sample_token(logits.data(), model.config().vocab_size, opts.temperature, opts.top_p, &rng);

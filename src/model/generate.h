@@ -12,7 +12,7 @@
 namespace smezo {
 
 struct GenerateOptions {
-  std::string prompt;          // may be empty: generation starts from BOS
+  std::string prompt;          // may be empty when the model starts with BOS (tokenizer_wants_bos)
   int64_t steps = 256;         // forward passes (llama2.c's -n): tokens end at position `steps`;
                                // the prompt's tokens (BOS included) count among them
   int64_t new_tokens = 0;      // > 0: generate this many tokens after the prompt instead
@@ -23,7 +23,8 @@ struct GenerateOptions {
 };
 
 // Generates and calls on_piece with the text of each new token as it comes (llama2.c's
-// streaming). Returns all tokens (BOS, prompt, generated). Stops early at BOS or EOS.
+// streaming). Returns all tokens (BOS when the model wants one, prompt, generated). Stops early
+// at BOS or EOS.
 std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const GenerateOptions& opts,
                               const std::function<void(const std::string&)>& on_piece);
 

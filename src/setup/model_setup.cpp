@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
 #include "formats/model_loader.h"
+#include "tokenizer/tokenizer.h"
 
 #ifdef SMEZO_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -24,6 +25,15 @@ bool file_exists(const std::string& p) {
 bool path_exists(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0;
+}
+
+bool is_directory(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string directory_of(const std::string& path) {
@@ -77,6 +87,51 @@ std::string resolve_tokenizer_path(const std::string& model_path, const std::str
               "(a sentencepiece .model)", model_path.c_str());
 }
 
+namespace {
+
+// The tokenizer of a Hugging Face directory, by the files it holds (tokenizer_kind_of_hf_dir).
+OpenedTokenizer open_hf_dir_tokenizer(const std::string& dir) {
+  if (tokenizer_kind_of_hf_dir(dir) == TOKENIZER_SENTENCEPIECE) {
+    const std::string path = dir + "/tokenizer.model";
+    return {load_sentencepiece_tokenizer(path), path};
+  }
+  return {load_bpe_tokenizer_hf_dir(dir), dir};
+}
+
+// The tokenizer in a GGUF file's metadata (byte-level BPE only).
+OpenedTokenizer open_gguf_tokenizer(const std::string& path, bool explicit_path) {
+  SMEZO_REQUIRE(tokenizer_kind_of_gguf(path) == TOKENIZER_BPE,
+                "%s: its tokenizer is a sentencepiece vocabulary in GGUF metadata (tokenizer.ggml.model "
+                "\"llama\"), which smezo does not read ---> HINT: %s", path.c_str(),
+                explicit_path ? "pass the model's tokenizer.model instead"
+                              : "pass --tokenizer with the model's tokenizer.model");
+  return {load_bpe_tokenizer_gguf(path), path};
+}
+
+}  // namespace
+
+OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::string& explicit_path) {
+  if (!explicit_path.empty()) {
+    const std::string& t = explicit_path;
+    if (is_directory(t)) return open_hf_dir_tokenizer(t);
+    if (ends_with(t, ".gguf")) return open_gguf_tokenizer(t, true);
+    if (ends_with(t, ".json")) return {load_bpe_tokenizer_json(t), t};
+    return {load_sentencepiece_tokenizer(t), t};
+  }
+  if (ends_with(model_path, ".gguf")) return open_gguf_tokenizer(model_path, false);
+  if (is_directory(model_path) || ends_with(model_path, ".safetensors")) {
+    const std::string dir = directory_of(model_path);
+    SMEZO_REQUIRE(file_exists(dir + "/tokenizer.model") || file_exists(dir + "/tokenizer.json") ||
+                      file_exists(dir + "/vocab.json"),
+                  "no tokenizer for %s (no tokenizer.model, tokenizer.json or vocab.json + merges.txt in %s) "
+                  "---> HINT: pass --tokenizer PATH (a sentencepiece .model, a tokenizer.json or a GGUF file)",
+                  model_path.c_str(), dir.c_str());
+    return open_hf_dir_tokenizer(dir);
+  }
+  const std::string path = resolve_tokenizer_path(model_path, "");  // llama2.c: a .model beside it
+  return {load_sentencepiece_tokenizer(path), path};
+}
+
 void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
                              const ModelConfig& config, const std::string& model_path) {
   SMEZO_REQUIRE(tokenizer.vocab_size() == config.vocab_size,
@@ -102,8 +157,9 @@ LoadedModel open_model(const ModelOpenOptions& o) {
   lm.model_path = resolve_model_path(o.model_path);
   lm.backend = make_backend(o.device);
   WeightSource source = load_weights(lm.model_path);
-  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, o.tokenizer_path);
-  lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
+  OpenedTokenizer tok = open_model_tokenizer(lm.model_path, o.tokenizer_path);
+  lm.tokenizer = std::move(tok.tokenizer);
+  lm.tokenizer_path = tok.path;
   check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
   lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows);
   return lm;

@@ -15,7 +15,7 @@ namespace smezo {
 // What to open. Every field has a usable default.
 struct ModelOpenOptions {
   std::string model_path;         // "": default_model_path()
-  std::string tokenizer_path;     // "": resolve_tokenizer_path()
+  std::string tokenizer_path;     // "": the model's own (open_model_tokenizer)
   std::string device = "cpu";     // "cpu" | "cuda"
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
@@ -27,7 +27,7 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::string model_path;
-  std::string tokenizer_path;
+  std::string tokenizer_path;  // where the tokenizer came from (OpenedTokenizer::path)
 };
 
 // The bundled stories260K: asset_path("models/stories260K.bin").
@@ -50,8 +50,28 @@ std::unique_ptr<Backend> make_backend(const std::string& device);
 DType storage_dtype(const std::string& device, const std::string& dtype);
 
 // The tokenizer for a model: an explicit path, else tokenizer.model next to the model, else
-// the bundled TinyStories tokenizer for the bundled stories260K.
+// the bundled TinyStories tokenizer for the bundled stories260K. (Sentencepiece only; the
+// general rule, which also finds BPE tokenizers, is open_model_tokenizer.)
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
+
+// A tokenizer and where it came from: path is a sentencepiece .model, a tokenizer.json, a
+// Hugging Face directory (BPE: tokenizer.json or vocab.json + merges.txt) or a GGUF file
+// (its tokenizer.ggml.* metadata). save_tokenizer_files (tokenizer_files.h) copies or
+// rebuilds the files from it.
+struct OpenedTokenizer {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string path;
+};
+
+// The model decides its tokenizer:
+//   GGUF file            -> byte-level BPE from its metadata (tokenizer.ggml.model "gpt2"; a
+//                           "llama" vocabulary needs --tokenizer);
+//   HF directory (or a .safetensors inside one) -> tokenizer.model: sentencepiece; else
+//                           tokenizer.json / vocab.json + merges.txt: BPE;
+//   llama2.c .bin        -> tokenizer.model beside it; the bundled one for stories260K.
+// explicit_path (--tokenizer) overrides, read by what it is: a directory as above, *.gguf
+// from its metadata, *.json as a tokenizer.json, anything else as a sentencepiece .model.
+OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::string& explicit_path);
 
 // Errors unless the tokenizer's vocabulary matches the model's.
 void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,

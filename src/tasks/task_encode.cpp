@@ -28,7 +28,8 @@ static EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string
   const int64_t n_option = static_cast<int64_t>(f_tok.size() - k);
 
   EncodedCandidate cand;
-  cand.tokens.push_back(tok.bos_id());
+  const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
+  if (n_bos) cand.tokens.push_back(tok.bos_id());
   if (k == c_tok.size()) {
     std::vector<int32_t> p_tok = tok.encode(prompt, false);
     cand.tokens.insert(cand.tokens.end(), p_tok.begin(), p_tok.end());
@@ -45,13 +46,13 @@ static EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string
   cand.option_start = len - n_option;
 
   if (len > max_len) {
-    SMEZO_REQUIRE(n_option + 1 <= max_len,
-                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld with BOS "
+    SMEZO_REQUIRE(n_option + n_bos <= max_len,
+                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld%s "
                   "---> HINT: raise --max-len",
                   option.c_str(), static_cast<long long>(n_option),
-                  static_cast<long long>(max_len));
+                  static_cast<long long>(max_len), n_bos ? " with BOS" : "");
     int64_t drop = len - max_len;
-    cand.tokens.erase(cand.tokens.begin() + 1, cand.tokens.begin() + 1 + drop);
+    cand.tokens.erase(cand.tokens.begin() + n_bos, cand.tokens.begin() + n_bos + drop);
     cand.option_start -= drop;
     cand.prompt_tokens_cut = drop;
   }
@@ -67,7 +68,7 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
                 "task example's gold index %d is not one of its %zu candidates", ex.gold,
                 ex.options.size());
   SMEZO_REQUIRE(max_len >= 2, "max_len %lld is too small (need BOS and one option token)",
-                static_cast<long long>(max_len));
+                static_cast<long long>(max_len));  // (2 also without BOS: one prompt token at least)
   EncodedExample out;
   out.gold = ex.gold;
   for (size_t i = 0; i < ex.options.size(); i++)
@@ -111,7 +112,8 @@ std::string fold_whitespace(const std::string& text) {
 
 }  // namespace
 
-IclDemoCounter::IclDemoCounter(const Tokenizer& tok, const std::vector<TaskExample>& demos) : tok_(tok) {
+IclDemoCounter::IclDemoCounter(const Tokenizer& tok, const std::vector<TaskExample>& demos)
+    : tok_(tok), n_bos_(tokenizer_wants_bos(tok) ? 1 : 0) {
   for (const TaskExample& d : demos) {
     const std::string text = template_strip_whitespace(d.contexts[d.gold] + d.options[d.gold]);
     demos_.push_back(fold_whitespace(tok.decode(tok.encode(text, false))));
@@ -123,7 +125,7 @@ int64_t IclDemoCounter::whole_demos(const EncodedExample& ex) const {
   for (const EncodedCandidate& c : ex.candidates) {
     if (c.prompt_tokens_cut == 0) continue;
     const std::string kept = fold_whitespace(
-        tok_.decode(std::vector<int32_t>(c.tokens.begin() + 1, c.tokens.begin() + c.option_start)));
+        tok_.decode(std::vector<int32_t>(c.tokens.begin() + n_bos_, c.tokens.begin() + c.option_start)));
     // the last demonstrations, in order, right to left, each ending before the next one starts
     size_t end = kept.size();
     int64_t whole = 0;

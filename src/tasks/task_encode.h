@@ -6,6 +6,7 @@
 //   * If C is a prefix of F (the normal case: sentencepiece and byte-level BPE do not merge
 //     across the space or newline that starts the option), the option tokens are F[|C|:] and
 //       tokens = BOS + encode(prompt) + F[|C|:],   option_start = 1 + |encode(prompt)|,
+//     where BOS is there only when tokenizer_wants_bos (SmolLM2: none, option_start loses the 1),
 //     so candidates with the same context share their prompt tokens exactly.
 //     (With the LLaMA-2 tokenizer this equals MeZO's BOS + encode(prompt + o) on every row
 //     of the seven tasks, with and without demonstrations; tests check a sample of rows.)
@@ -17,7 +18,8 @@
 //     candidates.) An option that adds no tokens throws.
 // Truncation: when tokens exceed max_len, tokens are dropped from the left of the prompt,
 // right after BOS (BOS stays at position 0, the option is never cut, as MeZO's left
-// truncation with add_bos_token); an option that does not fit in max_len - 1 throws.
+// truncation with add_bos_token); an option that does not fit in max_len - 1 (max_len without
+// BOS) throws.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@
 namespace smezo {
 
 struct EncodedCandidate {
-  std::vector<int32_t> tokens;  // (seq_len) BOS, prompt tokens, option tokens
+  std::vector<int32_t> tokens;  // (seq_len) [BOS,] prompt tokens, option tokens
   int64_t option_start = 0;     // option tokens are tokens[option_start .. seq_len)
   int64_t prompt_tokens_cut = 0;  // prompt tokens dropped from the left to fit max_len
 };
@@ -61,6 +63,7 @@ class IclDemoCounter {
 
  private:
   const Tokenizer& tok_;
+  int64_t n_bos_;                   // 1 when candidates start with BOS
   std::vector<std::string> demos_;  // each demonstration's text, read back and folded
 };
 

@@ -27,6 +27,14 @@ class Tokenizer {
   virtual bool add_bos_by_default() const { return true; }
 };
 
+// Whether text fed to the model starts with BOS: the tokenizer asks for it
+// (add_bos_by_default) and has one (bos_id >= 0). Every place that encodes text for the
+// model (generate, task encoding, eval, train) follows it. stories260K / LLaMA: yes;
+// SmolLM2: no.
+inline bool tokenizer_wants_bos(const Tokenizer& tokenizer) {
+  return tokenizer.add_bos_by_default() && tokenizer.bos_id() >= 0;
+}
+
 // Loads a sentencepiece .model file; errors name the file.
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& path);
 

@@ -1,6 +1,7 @@
 // Hugging Face checkpoint export (see checkpoint.h).
 #include "train/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "formats/hf_dir.h"
 #include "formats/safetensors.h"
 #include "run/summary.h"
+#include "tokenizer/tokenizer_files.h"
 
 namespace smezo {
 
@@ -32,14 +34,6 @@ std::vector<float> permute_to_rotate_half(const std::vector<float>& w, int64_t r
         out[(h * hd + i + hd / 2) * cols + k] = w[(h * hd + 2 * i + 1) * cols + k];
       }
   return out;
-}
-
-void copy_file(const std::string& from, const std::string& to) {
-  std::ifstream in(from, std::ios::binary);
-  SMEZO_REQUIRE(in.good(), "cannot read %s", from.c_str());
-  std::ofstream out(to, std::ios::binary);
-  out << in.rdbuf();
-  SMEZO_REQUIRE(out.good(), "cannot write %s", to.c_str());
 }
 
 }  // namespace
@@ -78,7 +72,7 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   SMEZO_REQUIRE(!ec, "cannot create checkpoint directory %s: %s", tmp.c_str(), ec.message().c_str());
   write_safetensors(tmp + "/model.safetensors", entries, {{"format", "pt"}});
   run_write_file_atomic(tmp + "/config.json", hf_config_json(config, "float32"));
-  if (!tokenizer_path.empty()) copy_file(tokenizer_path, tmp + "/tokenizer.model");
+  save_tokenizer_files(tokenizer_path, tmp, config.max_seq_len);  // sentencepiece, tokenizer.json, ...
   if (run_settings.is_object())
     run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
   // swap in: dir -> dir.old, tmp -> dir, drop dir.old
@@ -87,8 +81,9 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
     // only ever replace a previous checkpoint, never a directory holding anything else
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
-      if (name != "config.json" && name != "model.safetensors" && name != "tokenizer.model" &&
-          name != kRunSettingsFile) {
+      const std::vector<std::string>& tok_files = tokenizer_file_names();
+      if (name != "config.json" && name != "model.safetensors" && name != kRunSettingsFile &&
+          std::find(tok_files.begin(), tok_files.end(), name) == tok_files.end()) {
         fs::remove_all(tmp, ec);
         throw_error("refusing to replace %s with a checkpoint: it holds %s, which is not part of one "
                     "---> HINT: choose a new or empty folder", dir.c_str(), name.c_str());

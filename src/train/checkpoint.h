@@ -1,5 +1,6 @@
 // Exporting the current weights as a Hugging Face model directory that transformers can load:
-// config.json + model.safetensors (+ tokenizer.model when given). Models that use Meta's
+// config.json + model.safetensors (+ the tokenizer's files when tokenizer_path is given:
+// save_tokenizer_files, tokenizer_files.h). Models that use Meta's
 // interleaved RoPE (llama2.c, GGUF) get the q/k rows of each head permuted into Hugging
 // Face's rotate-half order on the way out (the same permutation HF's conversion applies).
 // The directory is written next to its final place and renamed over it, so a crash never

@@ -1,0 +1,36 @@
+// smezo convert: any model smezo reads (GGUF, llama2.c .bin, a Hugging Face directory) written
+// out as a Hugging Face model directory that transformers loads:
+//   config.json         hf_config_json (formats/hf_dir.h), torch_dtype = the written dtype;
+//   model.safetensors   every tensor under its Hugging Face name, in bf16 (round to nearest
+//                       even) or f32; block-quantised GGUF tensors are dequantised first. Q and
+//                       K of interleaved-RoPE sources (GGUF, llama2.c) get their rows put in
+//                       Hugging Face's rotate-half order per head (the permutation
+//                       checkpoint.h applies), and config.json says rotate-half;
+//   tokenizer files     where the source has a tokenizer: save_tokenizer_files
+//                       (tokenizer/tokenizer_files.h): a GGUF's metadata becomes
+//                       tokenizer.json + tokenizer_config.json; a sentencepiece .model is
+//                       copied as tokenizer.model.
+// Tensors are decoded one at a time; the output's own bytes are held until written.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace smezo {
+
+struct ConvertOptions {
+  std::string model_path;      // the source ("": the bundled stories260K)
+  std::string tokenizer_path;  // "": the model's own (open_model_tokenizer)
+  std::string out_dir;         // created; must not exist or be empty
+  std::string dtype = "bf16";  // "bf16" | "f32"
+};
+
+struct ConvertResult {
+  std::string model_path, tokenizer_path;
+  int64_t n_tensors = 0, n_params = 0, bytes = 0;
+  std::vector<std::string> tokenizer_files;
+};
+
+ConvertResult convert_to_hf_dir(const ConvertOptions& options);
+
+}  // namespace smezo

@@ -1,0 +1,165 @@
+// Tokenizer files for Hugging Face model directories (see tokenizer_files.h).
+#include "tokenizer/tokenizer_files.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/check.h"
+#include "formats/gguf.h"
+#include "tokenizer/bpe_pretokenizer.h"
+
+namespace smezo {
+
+namespace {
+
+using nlohmann::json;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void copy_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  SMEZO_REQUIRE(in.good(), "cannot read %s", from.c_str());
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  out.close();
+  SMEZO_REQUIRE(out.good(), "cannot write %s", to.c_str());
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  SMEZO_REQUIRE(out.good(), "cannot write %s", path.c_str());
+}
+
+json token_name(const BpeVocab& v, int32_t id) { return id >= 0 ? json(v.tokens[id]) : json(); }
+
+}  // namespace
+
+std::string bpe_tokenizer_json(const BpeVocab& v) {
+  json model = {{"type", "BPE"}, {"dropout", nullptr}, {"continuing_subword_prefix", nullptr},
+                {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
+                {"ignore_merges", v.ignore_merges}, {"unk_token", token_name(v, v.missing_byte_id)}};
+  json vocab = json::object();
+  for (size_t i = 0; i < v.tokens.size(); i++) vocab[v.tokens[i]] = static_cast<int64_t>(i);
+  model["vocab"] = std::move(vocab);
+  json merges = json::array();
+  for (const auto& m : v.merges) merges.push_back({m.first, m.second});
+  model["merges"] = std::move(merges);
+
+  json added = json::array();
+  for (size_t i = 0; i < v.tokens.size(); i++) {
+    if (v.types[i] != BPE_TOKEN_CONTROL && v.types[i] != BPE_TOKEN_USER_DEFINED) continue;
+    const bool special = v.types[i] == BPE_TOKEN_CONTROL;
+    added.push_back({{"id", static_cast<int64_t>(i)}, {"content", v.tokens[i]}, {"single_word", false},
+                     {"lstrip", false}, {"rstrip", false}, {"normalized", !special}, {"special", special}});
+  }
+
+  json steps = json::array();
+  bool gpt2_last = false;
+  for (size_t i = 0; i < v.pre_patterns.size(); i++) {
+    const std::string& p = v.pre_patterns[i];
+    if (p == kBpeGpt2Pattern && i + 1 == v.pre_patterns.size()) {
+      gpt2_last = true;
+    } else if (p == kBpeDigitPattern) {
+      steps.push_back({{"type", "Digits"}, {"individual_digits", true}});
+    } else {
+      steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", p}}}, {"behavior", "Isolated"}, {"invert", false}});
+    }
+  }
+  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+                   {"use_regex", gpt2_last}});
+
+  json post = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  if (v.add_bos) {
+    const std::string bos = v.tokens[v.bos_id];
+    post = {{"type", "TemplateProcessing"},
+            {"single", json::array({{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}},
+                                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+            {"pair", json::array({{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}},
+                                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                                  {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}},
+                                  {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
+            {"special_tokens", {{bos, {{"id", bos}, {"ids", {v.bos_id}}, {"tokens", {bos}}}}}}};
+  }
+  json root = {{"version", "1.0"},
+               {"truncation", nullptr},
+               {"padding", nullptr},
+               {"added_tokens", std::move(added)},
+               {"normalizer", nullptr},
+               {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}}},
+               {"post_processor", std::move(post)},
+               {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
+                            {"use_regex", true}}},
+               {"model", std::move(model)}};
+  return root.dump(1) + "\n";
+}
+
+std::string bpe_tokenizer_config_json(const BpeVocab& v, int64_t model_max_length) {
+  json j = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+            {"bos_token", token_name(v, v.bos_id)},
+            {"eos_token", token_name(v, v.eos_id)},
+            {"unk_token", token_name(v, v.unk_id)},
+            {"pad_token", token_name(v, v.pad_id)},
+            {"add_bos_token", v.add_bos},
+            {"add_eos_token", false},
+            {"clean_up_tokenization_spaces", false},
+            {"model_max_length", model_max_length}};
+  return j.dump(2) + "\n";
+}
+
+const std::vector<std::string>& tokenizer_file_names() {
+  static const std::vector<std::string> names = {"tokenizer.model",         "tokenizer.json", "tokenizer_config.json",
+                                                 "special_tokens_map.json", "vocab.json",     "merges.txt"};
+  return names;
+}
+
+std::vector<std::string> save_tokenizer_files(const std::string& tokenizer_path, const std::string& dir,
+                                              int64_t model_max_length) {
+  std::vector<std::string> written;
+  if (tokenizer_path.empty()) return written;
+  if (ends_with(tokenizer_path, ".gguf")) {
+    const BpeVocab v = bpe_vocab_from_gguf(*GgufFile::open(tokenizer_path));
+    write_text(dir + "/tokenizer.json", bpe_tokenizer_json(v));
+    write_text(dir + "/tokenizer_config.json", bpe_tokenizer_config_json(v, model_max_length));
+    return {"tokenizer.json", "tokenizer_config.json"};
+  }
+  if (is_dir(tokenizer_path)) {
+    for (const std::string& name : tokenizer_file_names()) {
+      if (!is_file(tokenizer_path + "/" + name)) continue;
+      copy_file(tokenizer_path + "/" + name, dir + "/" + name);
+      written.push_back(name);
+    }
+    return written;
+  }
+  if (ends_with(tokenizer_path, ".json")) {
+    copy_file(tokenizer_path, dir + "/tokenizer.json");
+    written.push_back("tokenizer.json");
+    const size_t slash = tokenizer_path.find_last_of('/');
+    const std::string beside =
+        (slash == std::string::npos ? std::string() : tokenizer_path.substr(0, slash + 1)) + "tokenizer_config.json";
+    if (is_file(beside)) {
+      copy_file(beside, dir + "/tokenizer_config.json");
+      written.push_back("tokenizer_config.json");
+    }
+    return written;
+  }
+  copy_file(tokenizer_path, dir + "/tokenizer.model");
+  return {"tokenizer.model"};
+}
+
+}  // namespace smezo

@@ -1,0 +1,48 @@
+// Writing a model's tokenizer into a Hugging Face model directory (smezo convert, checkpoints).
+//
+// From a byte-level BPE vocabulary (bpe_vocab.h; e.g. read from GGUF metadata), two files that
+// transformers / tokenizers and smezo's own tokenizer.json reader load back to the same ids:
+//   tokenizer.json         {"version": "1.0", "model": {"type": "BPE", "vocab": {spelling: id,
+//                          every token}, "merges": [["a", "b"], ...], "ignore_merges",
+//                          "unk_token": the missing-byte token or null, dropout null,
+//                          byte_fallback false}, "added_tokens": [control tokens (special:
+//                          true) and user-defined ones (special: false), each {"id",
+//                          "content", "single_word", "lstrip", "rstrip", "normalized",
+//                          "special"}], "normalizer": null, "pre_tokenizer": Sequence[one step
+//                          per regex stage: Digits(individual_digits) for \p{N}, Split(Regex,
+//                          Isolated) for others, ByteLevel(add_prefix_space false, use_regex
+//                          true when GPT-2's regex is the last stage, else false)],
+//                          "post_processor": TemplateProcessing [BOS, $A] when the model adds
+//                          BOS, else ByteLevel, "decoder": ByteLevel}
+//   tokenizer_config.json  {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token",
+//                          "eos_token", "unk_token", "pad_token" (names, or null),
+//                          "add_bos_token", "add_eos_token": false, "clean_up_tokenization_spaces":
+//                          false, "model_max_length"}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/bpe_vocab.h"
+
+namespace smezo {
+
+std::string bpe_tokenizer_json(const BpeVocab& vocab);
+std::string bpe_tokenizer_config_json(const BpeVocab& vocab, int64_t model_max_length);
+
+// Puts the tokenizer that came from tokenizer_path (OpenedTokenizer::path, model_setup.h)
+// into dir, and returns the names of the files written:
+//   *.gguf          tokenizer.json + tokenizer_config.json rebuilt from its metadata;
+//   a directory     its tokenizer files copied (tokenizer.model, tokenizer.json,
+//                   tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt);
+//   *.json          copied as tokenizer.json, with the tokenizer_config.json beside it if any;
+//   anything else   copied as tokenizer.model (sentencepiece).
+// "" writes nothing. Errors name the file that could not be read or written.
+std::vector<std::string> save_tokenizer_files(const std::string& tokenizer_path, const std::string& dir,
+                                              int64_t model_max_length);
+
+// Every name save_tokenizer_files may write (a checkpoint folder may hold them).
+const std::vector<std::string>& tokenizer_file_names();
+
+}  // namespace smezo
