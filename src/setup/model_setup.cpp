@@ -110,6 +110,7 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto t_open = Clock::now();
+  SMEZO_REQUIRE(backend != nullptr, "open_model_on: no backend given");
   LoadedModel lm;
   const DType storage = storage_dtype(o.device, o.dtype);
   lm.model_path = resolve_model_path(o.model_path);

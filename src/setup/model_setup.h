@@ -45,7 +45,8 @@ std::string resolve_model_path(const std::string& model_path);
 // Before any weight is allocated, compares estimate_model_memory() with the backend's free
 // memory and refuses in one line when it cannot fit (memory_estimate.h).
 LoadedModel open_model(const ModelOpenOptions& options);
-// The same on a backend the caller made (options.device is then only used in messages):
+// The same on a backend the caller made (options.device must name its kind: it picks the
+// default dtype):
 // embedding programs, and tests that fake the free memory.
 LoadedModel open_model_on(const ModelOpenOptions& options, std::unique_ptr<Backend> backend);
 // The same with the fields spelled out (dtype may be empty).
