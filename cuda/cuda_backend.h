@@ -4,6 +4,7 @@
 // (src/common/noise_spec.h), so the same (seed, tensor, index) gives the same z on both.
 // One op family per file:
 //   cuda_backend.cu    memory (alloc/upload/download), stream, cuBLAS handle, scratch
+//   upload_stored.cu   streaming weight upload (file dtype -> storage dtype on the GPU)
 //   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
 //   elementwise.cu     rope, swiglu, relu, add, gather_rows, copy_rows
 //   linear.cu          linear: cuBLAS GEMM; a perturbed probe materialises W' for one layer
@@ -34,6 +35,9 @@ class CudaBackend : public Backend {
   void upload(const Tensor& dst, const float* src) override;
   void download(const Tensor& src, float* dst) override;
   int64_t bytes_allocated() const override { return bytes_; }
+  // upload_stored.cu: raw file bytes to the device in chunks, converted and checked there.
+  int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype) override;
+  int64_t free_memory_bytes() const override;  // cudaMemGetInfo
 
   void embedding(const Tensor& out, const Param& table, const std::vector<int32_t>& tokens,
                  const Probe& probe) override;

@@ -21,11 +21,14 @@
 // (src/model/linear_dispatch.h).
 // Checked against the CPU reference by tests/test_backend_ops.cu (Linear* cases).
 //
-// Memory contract. Scratch holds at most one layer's W' (N·K elements of the storage dtype;
-// two copies, W+ and W-, for a probe pair) plus x in 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is
-// shared, so two requests could move the first region). Its high-water mark is therefore the
-// largest single layer (for LLaMA-7B the LM head, 32000 x 4096 x 2 B = 262 MB) plus one
-// activation, never proportional to the parameter count. Nothing is allocated per call.
+// Memory contract. Scratch holds one row block of W' (at most kCudaWeightChunkBytes, 64 MiB,
+// of the storage dtype; for a probe pair the block's W+ and W- together stay within it; step
+// 1 and 3 alternate block by block, each block's GEMM writing its columns of out) plus x in
+// 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is shared, so two
+// requests could move the first region). Its high-water mark is therefore 64 MiB plus one
+// activation (LLaMA-7B at 4096 tokens: 64 MiB + 90 MB), never a whole LM head (262 MB) and
+// never proportional to the parameter count. Nothing is allocated per call.
+// model/memory_estimate.cpp counts exactly this.
 // cuBLAS uses the default workspace pool of its handle (a few MiB, 32 MiB on Hopper,
 // allocated by cuBLAS with the handle); we do not call cublasSetWorkspace, so the handle's
 // workspace is one of the "small constants" of the memory contract. The handle must be bound
@@ -40,6 +43,7 @@
 #include "common/check.h"
 #include "common/noise_spec.h"
 #include "cuda_backend.h"
+#include "model/memory_estimate.h"  // kCudaWeightChunkBytes
 #include "cuda_check.h"
 #include "device_utils.cuh"
 #include "fused_linear.h"
@@ -93,9 +97,11 @@ struct alignas(4 * sizeof(T)) Vec4 {
 // dst[i] = round_T(perturbed_value(float(src[i]), z_i, scale, keep_i)), i in [0, n).
 // Grid-stride over groups of eight elements (one noise_z8 each); a full group is two vector
 // loads and two vector stores when both pointers are aligned to 4 elements.
+// src and dst point at element 8 * group_base of the tensor (a row block of W), so the
+// noise and mask are those of the tensor's own element indices.
 template <typename T>
-__global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_aligned,
-                                      ProbeArgs p) {
+__global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t group_base,
+                                      bool vec_aligned, ProbeArgs p) {
   const int64_t n_groups = (n + 7) / 8;
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -110,7 +116,7 @@ __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_
         w[l] = load_as_float(a.v, l);
         w[4 + l] = load_as_float(b.v, l);
       }
-      perturb_group8(p, g, w);
+      perturb_group8(p, group_base + g, w);
       Vec4<T> ra, rb;
 #pragma unroll
       for (int l = 0; l < 4; ++l) {
@@ -122,7 +128,7 @@ __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_
       out[2 * g + 1] = rb;
     } else {
       for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
-      perturb_group8(p, g, w);
+      perturb_group8(p, group_base + g, w);
       for (int l = 0; l < count; ++l) store_from_float(dst, i0 + l, w[l]);
     }
   }
@@ -131,8 +137,8 @@ __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, bool vec_
 // The probe pair: plus[i] and minus[i] as perturb_weight_kernel writes them under +scale and
 // -scale, from ONE noise_z8 and one mask evaluation per group of eight (p.scale is +scale).
 template <typename T>
-__global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int64_t n, bool vec_aligned,
-                                           ProbeArgs p) {
+__global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int64_t n,
+                                           int64_t group_base, bool vec_aligned, ProbeArgs p) {
   const int64_t n_groups = (n + 7) / 8;
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -152,10 +158,11 @@ __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int6
       for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
     }
     float z[8];
-    noise_z8(p.noise, p.seed, p.mask.tensor_id, g, z);
+    const int64_t group8 = group_base + g;  // the tensor's own group index (row blocks)
+    noise_z8(p.noise, p.seed, p.mask.tensor_id, group8, z);
     bool keep[8];
-    mask_keep4(p.mask, w, 2 * g, keep);
-    mask_keep4(p.mask, w + 4, 2 * g + 1, keep + 4);
+    mask_keep4(p.mask, w, 2 * group8, keep);
+    mask_keep4(p.mask, w + 4, 2 * group8 + 1, keep + 4);
     float wp[8], wm[8];
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
@@ -219,25 +226,26 @@ unsigned grid_for(int64_t work_items) {
 }
 
 template <typename T>
-void launch_perturb_weight(void* dst, const void* src, int64_t n, const ProbeArgs& p,
-                           cudaStream_t stream) {
+void launch_perturb_weight(void* dst, const void* src, int64_t n, int64_t group_base,
+                           const ProbeArgs& p, cudaStream_t stream) {
   const uintptr_t vec = 4 * sizeof(T);
   const bool vec_aligned =
       reinterpret_cast<uintptr_t>(dst) % vec == 0 && reinterpret_cast<uintptr_t>(src) % vec == 0;
   perturb_weight_kernel<T><<<grid_for((n + 7) / 8), kBlock, 0, stream>>>(
-      static_cast<T*>(dst), static_cast<const T*>(src), n, vec_aligned, p);
+      static_cast<T*>(dst), static_cast<const T*>(src), n, group_base, vec_aligned, p);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
-void launch_perturb_weight_pair(void* plus, void* minus, const void* src, int64_t n, const ProbeArgs& p,
-                                cudaStream_t stream) {
+void launch_perturb_weight_pair(void* plus, void* minus, const void* src, int64_t n,
+                                int64_t group_base, const ProbeArgs& p, cudaStream_t stream) {
   const uintptr_t vec = 4 * sizeof(T);
   const bool vec_aligned = reinterpret_cast<uintptr_t>(plus) % vec == 0 &&
                            reinterpret_cast<uintptr_t>(minus) % vec == 0 &&
                            reinterpret_cast<uintptr_t>(src) % vec == 0;
   perturb_weight_pair_kernel<T><<<grid_for((n + 7) / 8), kBlock, 0, stream>>>(
-      static_cast<T*>(plus), static_cast<T*>(minus), static_cast<const T*>(src), n, vec_aligned, p);
+      static_cast<T*>(plus), static_cast<T*>(minus), static_cast<const T*>(src), n, group_base,
+      vec_aligned, p);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -257,21 +265,30 @@ void launch_bias_epilogue(float* out, const void* bias, int64_t M, int64_t N, bo
   CUDA_CHECK_LAUNCH();
 }
 
-void perturb_weight(DType dtype, void* dst, const void* src, int64_t n, const ProbeArgs& p,
-                    cudaStream_t stream) {
+// Elements [first, first + n) of the tensor at src (first a multiple of 8) into dst[0, n).
+void perturb_weight(DType dtype, void* dst, const void* src, int64_t first, int64_t n,
+                    const ProbeArgs& p, cudaStream_t stream) {
+  const int64_t group_base = first / 8;
+  const char* from = static_cast<const char*>(src) + first * dtype_size(dtype);
   switch (dtype) {
-    case DTYPE_F32: return launch_perturb_weight<float>(dst, src, n, p, stream);
-    case DTYPE_F16: return launch_perturb_weight<__half>(dst, src, n, p, stream);
-    case DTYPE_BF16: return launch_perturb_weight<__nv_bfloat16>(dst, src, n, p, stream);
+    case DTYPE_F32: return launch_perturb_weight<float>(dst, from, n, group_base, p, stream);
+    case DTYPE_F16: return launch_perturb_weight<__half>(dst, from, n, group_base, p, stream);
+    case DTYPE_BF16:
+      return launch_perturb_weight<__nv_bfloat16>(dst, from, n, group_base, p, stream);
   }
 }
 
-void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t n,
-                         const ProbeArgs& p, cudaStream_t stream) {
+// The pair of elements [first, first + n) of the tensor at src (first a multiple of 8) into
+// plus[0, n) and minus[0, n).
+void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t first,
+                         int64_t n, const ProbeArgs& p, cudaStream_t stream) {
+  const int64_t group_base = first / 8;
+  const char* from = static_cast<const char*>(src) + first * dtype_size(dtype);
   switch (dtype) {
-    case DTYPE_F32: return launch_perturb_weight_pair<float>(plus, minus, src, n, p, stream);
-    case DTYPE_F16: return launch_perturb_weight_pair<__half>(plus, minus, src, n, p, stream);
-    case DTYPE_BF16: return launch_perturb_weight_pair<__nv_bfloat16>(plus, minus, src, n, p, stream);
+    case DTYPE_F32: return launch_perturb_weight_pair<float>(plus, minus, from, n, group_base, p, stream);
+    case DTYPE_F16: return launch_perturb_weight_pair<__half>(plus, minus, from, n, group_base, p, stream);
+    case DTYPE_BF16:
+      return launch_perturb_weight_pair<__nv_bfloat16>(plus, minus, from, n, group_base, p, stream);
   }
 }
 
@@ -366,24 +383,21 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   const bool perturb_w = path != LINEAR_GEMM;
   const bool pair_w = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
 
-  // One scratch request for everything this call needs: [W' (W+ | W-) | x in 16 bits].
-  const size_t w_bytes = perturb_w ? align_up(static_cast<size_t>(N * K * dtype_size(wt))) : 0;
+  // W' is formed in blocks of `block_rows` rows (a multiple of 8, so each block starts on a
+  // noise group), at most kCudaWeightChunkBytes each (W+ and W- together for a pair): the
+  // scratch never holds a whole LM head.
   const size_t w_copies = pair_w ? 2 : 1;
+  const int64_t row_bytes = K * dtype_size(wt);
+  const int64_t block_rows = std::min(
+      N, std::max<int64_t>(8, kCudaWeightChunkBytes / (row_bytes * static_cast<int64_t>(w_copies)) / 8 * 8));
+  // One scratch request for everything this call needs: [W' block (W+ | W-) | x in 16 bits].
+  const size_t w_bytes = perturb_w ? align_up(static_cast<size_t>(block_rows * row_bytes)) : 0;
   const size_t x_bytes =
       wt != DTYPE_F32 ? align_up(static_cast<size_t>(M * K * dtype_size(wt))) : 0;
   char* scratch_base = w_copies * w_bytes + x_bytes > 0
                            ? static_cast<char*>(scratch(w_copies * w_bytes + x_bytes))
                            : nullptr;
 
-  const void* w_gemm = W.data;
-  if (pair_w) {
-    w_gemm = scratch_base;
-    perturb_weight_pair(wt, scratch_base, scratch_base + w_bytes, W.data, N * K,
-                        probe_args(weight, half_probe(probe, +1)), stream_);
-  } else if (perturb_w) {
-    w_gemm = scratch_base;
-    perturb_weight(wt, scratch_base, W.data, N * K, probe_args(weight, probe), stream_);
-  }
   const void* x_gemm = in.data;
   if (wt != DTYPE_F32) {
     x_gemm = scratch_base + w_copies * w_bytes;
@@ -406,24 +420,43 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   // tensor cores, fp32 accumulation.
   const cublasComputeType_t compute =
       wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  if (pair_w) {
-    // The pair: batch 0 = W+ times the first row half, batch 1 = W- times the second. Strides
-    // in elements: the W copies sit w_bytes apart (a multiple of the element size), the row
-    // halves (M/2)·K and (M/2)·N apart.
+  // Output columns [n0, n0 + rows) come from weight rows [n0, n0 + rows): the C block starts
+  // at out + n0 with the same ldc = N. Unperturbed: one GEMM over all N rows of W.
+  auto gemm_rows = [&](const void* w_rows, int64_t n0, int64_t rows) {
+    CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
+                              static_cast<int>(M), static_cast<int>(K), &alpha, w_rows, ab_type,
+                              static_cast<int>(K), x_gemm, ab_type, static_cast<int>(K), &beta,
+                              out.f32() + n0, CUDA_R_32F, static_cast<int>(N), compute,
+                              CUBLAS_GEMM_DEFAULT));
+  };
+  // The pair: batch 0 = the W+ block times the first row half, batch 1 = the W- block times the
+  // second. Strides in elements: the W copies sit w_bytes apart (a multiple of the element
+  // size), the row halves (M/2)·K and (M/2)·N apart.
+  auto gemm_rows_pair = [&](const void* w_rows, int64_t n0, int64_t rows) {
     const int64_t Mh = M / 2;
     const long long stride_w = static_cast<long long>(w_bytes / dtype_size(wt));
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(Mh), static_cast<int>(K),
-        &alpha, w_gemm, ab_type, static_cast<int>(K), stride_w, x_gemm, ab_type, static_cast<int>(K),
-        static_cast<long long>(Mh * K), &beta, out.data, CUDA_R_32F, static_cast<int>(N),
-        static_cast<long long>(Mh * N), 2, compute, CUBLAS_GEMM_DEFAULT));
+        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(Mh),
+        static_cast<int>(K), &alpha, w_rows, ab_type, static_cast<int>(K), stride_w, x_gemm,
+        ab_type, static_cast<int>(K), static_cast<long long>(Mh * K), &beta, out.f32() + n0,
+        CUDA_R_32F, static_cast<int>(N), static_cast<long long>(Mh * N), 2, compute,
+        CUBLAS_GEMM_DEFAULT));
+  };
+  if (!perturb_w) {
+    gemm_rows(W.data, 0, N);  // one W for every row (also a pair on an unperturbed weight)
   } else {
-    // One W for every row (a single probe, or a pair on an unperturbed weight).
-    CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N),
-                              static_cast<int>(M), static_cast<int>(K), &alpha, w_gemm, ab_type,
-                              static_cast<int>(K), x_gemm, ab_type, static_cast<int>(K), &beta,
-                              out.data, CUDA_R_32F, static_cast<int>(N), compute,
-                              CUBLAS_GEMM_DEFAULT));
+    for (int64_t n0 = 0; n0 < N; n0 += block_rows) {
+      const int64_t rows = std::min(block_rows, N - n0);
+      // stream order makes the next block's perturbation wait for this GEMM's reads
+      if (pair_w) {
+        perturb_weight_pair(wt, scratch_base, scratch_base + w_bytes, W.data, n0 * K, rows * K,
+                            probe_args(weight, half_probe(probe, +1)), stream_);
+        gemm_rows_pair(scratch_base, n0, rows);
+      } else {
+        perturb_weight(wt, scratch_base, W.data, n0 * K, rows * K, probe_args(weight, probe), stream_);
+        gemm_rows(scratch_base, n0, rows);
+      }
+    }
   }
 
   if (bias) {

@@ -601,6 +601,12 @@ TEST_F(BackendOps, LinearPerturbed) {
                    ci++);
   // An untrainable weight and bias are read as stored even under a probe.
   check_linear(cpu_, *gpu_, {9, 70, 33, DTYPE_BF16, true, 0.25f, MASK_DENSE, false, false}, ci++);
+  // W' bigger than one 64 MiB block (kCudaWeightChunkBytes): bf16 8192 + 13 rows and fp32
+  // 4096 + 5 rows of 4096, so the last block is short and the noise groups continue across
+  // blocks.
+  check_linear(cpu_, *gpu_, {3, 8205, 4096, DTYPE_BF16, true, 1e-3f, MASK_MAGNITUDE, true, false}, ci++);
+  check_linear(cpu_, *gpu_, {2, 4101, 4096, DTYPE_F32, false, -0.25f, MASK_RANDOM, true, false,
+                             NOISE_RADEMACHER}, ci++);
 }
 
 // The probe pair (Probe::pair, issue #11): one call on 2·Mh rows, the first half at +scale and

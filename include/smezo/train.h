@@ -49,7 +49,8 @@ struct TrainOptions {
   int64_t eval_examples = 0;     // dev examples per periodic evaluation; 0: all
   int64_t checkpoint_every = 0;  // 0: only at the end
   int64_t flush_every = 10;      // seed-log durability interval (steps)
-  int64_t max_tokens = 8192;     // workspace tokens per forward (larger batches are chunked)
+  int64_t max_tokens = 8192;     // cap on the workspace tokens per forward: the workspace holds
+                                 // batch * max_len tokens up to this (larger batches are chunked)
   bool fixed_batch = false;      // reuse the first minibatch every step (overfitting checks)
   bool probe_pair = true;        // both probes of a step in one forward pass, side by side (one
                                  // noise generation per weight for both); false: two passes.

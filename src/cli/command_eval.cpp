@@ -102,8 +102,9 @@ int run_eval(EvalState& s) {
                 "--shots %lld: icl needs k > 0 demonstrations, zero-shot none", (long long)s.shots);
   TaskSplits splits = load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test,
                                 s.data_dir.empty() ? asset_path("data") : s.data_dir);
-  s.model.max_tokens = std::max<int64_t>(8192, s.max_len);
-  s.model.max_logit_rows = std::max<int64_t>(1024, s.max_len);
+  const WorkspaceRows ws = workspace_for_batch(s.batch, s.max_len, 8192);  // sized from --batch
+  s.model.max_tokens = ws.tokens;
+  s.model.max_logit_rows = ws.logit_rows;
   LoadedModel lm = open_model(s.model);
   SMEZO_REQUIRE(s.shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
                 (long long)s.shots, splits.train.size());

@@ -1,4 +1,6 @@
-// smezo info MODEL: architecture, every tensor's shape and dtype, and the parameter count.
+// smezo info MODEL: architecture, every tensor's shape and dtype, the parameter count, and
+// the backend memory a training run would need (memory_estimate.h) for --batch/--max-len.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -7,7 +9,9 @@
 #include "cli/commands.h"
 #include "common/check.h"
 #include "formats/model_loader.h"
+#include "model/memory_estimate.h"
 #include "model/model.h"
+#include "setup/model_setup.h"
 
 namespace smezo {
 
@@ -15,6 +19,8 @@ namespace {
 
 struct InfoState {
   std::string positional, model;
+  int64_t batch = 16, max_len = 256;
+  std::string dtype = "bf16";  // the CUDA storage dtype the estimate assumes
 };
 
 int run_info(const InfoState& s) {
@@ -52,6 +58,15 @@ int run_info(const InfoState& s) {
   std::printf("\nparameters   %lld (%.3f M)", (long long)total, total / 1e6);
   for (const auto& kv : per_dtype) std::printf(", %s %lld", kv.first.c_str(), (long long)kv.second);
   std::printf("\n");
+  const int64_t len = std::min(s.max_len, c.max_seq_len);
+  const WorkspaceRows ws = workspace_for_batch(s.batch, len, 8192);
+  std::printf("\nmemory for training at batch %lld, max-len %lld (%lld token rows, %lld logit rows):\n",
+              (long long)s.batch, (long long)len, (long long)ws.tokens, (long long)ws.logit_rows);
+  const DType cuda_dtype = storage_dtype("cuda", s.dtype);
+  std::printf("  cuda %-4s %s\n", dtype_name(cuda_dtype),
+              describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, BACKEND_CUDA)).c_str());
+  std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
+              describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU)).c_str());
   return 0;
 }
 
@@ -64,6 +79,11 @@ Command register_info(CLI::App& smezo) {
       ->type_name("PATH")
       ->default_str("the bundled stories260K");
   cmd->add_option("--model", s->model, "the model (or MODEL)")->type_name("PATH")->default_str("the bundled stories260K");
+  cmd->add_option("--batch", s->batch, "examples per step, for the memory estimate")->check(integer_at_least(1));
+  cmd->add_option("--max-len", s->max_len, "tokens per example, for the memory estimate")
+      ->check(integer_at_least(2));
+  cmd->add_option("--dtype", s->dtype, "the CUDA weight storage the estimate assumes")
+      ->check(one_of({"f32", "f16", "bf16"}));
   return {cmd, [s] { return run_info(*s); }};
 }
 

@@ -85,7 +85,8 @@ Command register_train(CLI::App& smezo) {
   cmd->add_option("--max-len", o.max_len, "tokens per candidate: BOS + prompt + option, the prompt cut "
                                           "from the left")
       ->check(integer_at_least(2));
-  cmd->add_option("--max-tokens", o.max_tokens, "workspace tokens per forward (bigger batches are chunked)")
+  cmd->add_option("--max-tokens", o.max_tokens, "cap on the workspace tokens per forward, which is --batch x "
+                                                  "--max-len (bigger batches are chunked)")
       ->check(integer_at_least(1));
   cmd->add_option("--eval-every", o.eval_every, "dev evaluation interval in steps (0: only at the end)")
       ->check(integer_at_least(0));

@@ -65,6 +65,20 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 MappedFile::~MappedFile() { unmap(); }
 
+void MappedFile::release_pages(const void* p, int64_t bytes) const {
+  if (data_ == nullptr || bytes <= 0) return;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t end_map = base + static_cast<uintptr_t>(size_);
+  uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  uintptr_t end = begin + static_cast<uintptr_t>(bytes);
+  if (begin < base) begin = base;
+  if (end > end_map) end = end_map;
+  if (begin >= end) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  begin -= (begin - base) % page;  // the mapping starts on a page boundary
+  madvise(reinterpret_cast<void*>(begin), static_cast<size_t>(end - begin), MADV_DONTNEED);
+}
+
 void MappedFile::unmap() {
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), static_cast<size_t>(size_));
   data_ = nullptr;

@@ -25,6 +25,13 @@ class MappedFile {
   int64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops the process's pages of [p, p + bytes) (a range inside the mapping, widened to whole
+  // pages) with madvise(MADV_DONTNEED), so data already consumed (uploaded to a backend) stops
+  // counting in the process's resident memory. The mapping stays valid: it is read-only and
+  // private, so a later read faults the page back in from the file (or the page cache).
+  // Ranges outside the mapping are clipped; best effort (a failing madvise changes nothing).
+  void release_pages(const void* p, int64_t bytes) const;
+
  private:
   MappedFile() = default;
   void unmap();

@@ -24,6 +24,9 @@ class CpuBackend : public Backend {
   void upload(const Tensor& dst, const float* src) override;
   void download(const Tensor& src, float* dst) override;
   int64_t bytes_allocated() const override { return bytes_; }
+  // Converts straight from src into the tensor (no host copy); free memory is MemAvailable.
+  int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype) override;
+  int64_t free_memory_bytes() const override;
 
   void embedding(const Tensor& out, const Param& table, const std::vector<int32_t>& tokens,
                  const Probe& probe) override;

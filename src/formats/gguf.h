@@ -149,6 +149,7 @@ class GgufFile {
   int64_t alignment() const { return alignment_; }
   int64_t data_offset() const { return data_offset_; }  // start of the data section
   int64_t file_size() const;
+  const MappedFile* mapping() const { return file_.get(); }  // what tensor data points into
 
   // ---- metadata
   const std::vector<GgufKeyValue>& metadata() const { return metadata_; }

@@ -159,11 +159,14 @@ ModelConfig read_config(const GgufFile& f) {
   return c;
 }
 
-HostTensorView view_of(const GgufTensorInfo& t, const std::string& hf_name, const std::string& path) {
+HostTensorView view_of(const GgufTensorInfo& t, const std::string& hf_name, const std::string& path,
+                       const MappedFile* mapping) {
   HostTensorView v;
   v.name = hf_name;
   v.shape = t.row_major_shape();
   v.data = t.data;
+  v.mapping = mapping;
+  v.nbytes = t.nbytes;
   v.file = path;
   switch (t.type) {
     case GGUF_TYPE_F32: v.dtype = DTYPE_F32; break;
@@ -202,7 +205,7 @@ WeightSource load_gguf(const std::string& path) {
                   "(smezo maps token_embd, output_norm, output and blk.N.{attn_norm, attn_q, attn_k, "
                   "attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}.weight)", p,
                   t.name.c_str(), (long long)c.n_layers);
-    src.tensors[hf] = view_of(t, hf, path);
+    src.tensors[hf] = view_of(t, hf, path, f.mapping());
   }
   // Every tensor the config needs, with the shape the metadata implies.
   for (const ExpectedTensor& e : expected_tensors(c)) {

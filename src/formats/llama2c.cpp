@@ -119,6 +119,8 @@ WeightSource load_llama2c(const std::string& path) {
       v.dtype = DTYPE_F32;
       v.shape = a.shape;
       v.data = file->data() + starts[k] + i * numel * 4;
+      v.mapping = file.get();
+      v.nbytes = numel * 4;
       v.file = path;
       src.tensors[v.name] = v;
     }

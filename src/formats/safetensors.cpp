@@ -252,6 +252,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   check_tiling(path, order, data_size, header_len);
   for (Entry& e : entries) {
     e.view.data = data_region + e.begin;
+    e.view.mapping = mapping_.get();
+    e.view.nbytes = e.end - e.begin;
     tensors_.emplace(e.view.name, std::move(e.view));
   }
 }

@@ -1,7 +1,11 @@
 // Loading and the forward pass of the decoder-only transformer over Backend ops.
 #include "model/model.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <new>
 #include <string>
 #include <vector>
@@ -49,7 +53,6 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
     const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
     ws_.x = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
     ws_.xn = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
-    ws_.tmp = backend_.alloc(max_tokens, c.dim, DTYPE_F32);
     ws_.q = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
     ws_.att = backend_.alloc(max_tokens, q_dim, DTYPE_F32);
     ws_.k = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
@@ -69,36 +72,93 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
   }
 }
 
+namespace {
+
+// "loading weights: 120/291 tensors, 6.10/13.5 GB, 2.3 GB/s" on stderr once loading has
+// taken more than a second (small models print nothing): rewritten in place on a terminal,
+// a line every 5 s otherwise, and a closing line when anything was shown.
+class LoadProgress {
+ public:
+  LoadProgress(int64_t tensors, int64_t bytes)
+      : tensors_(tensors), bytes_(bytes), start_(Clock::now()), tty_(isatty(2) != 0) {}
+  void tensor_done(int64_t bytes) {
+    done_tensors_++;
+    done_bytes_ += bytes;
+    const double t = seconds();
+    if (t < 1.0 || t - last_print_ < (tty_ ? 0.25 : 5.0)) return;
+    last_print_ = t;
+    print(tty_ ? "\r" : "", tty_ ? "" : "\n");
+  }
+  void finish() {
+    if (last_print_ < 0) return;
+    print(tty_ ? "\r" : "", "\n");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  void print(const char* pre, const char* post) {
+    const double t = seconds();
+    std::fprintf(stderr, "%sloading weights: %lld/%lld tensors, %s/%s, %.2f GB/s in %.1f s%s", pre,
+                 static_cast<long long>(done_tensors_), static_cast<long long>(tensors_),
+                 format_bytes(done_bytes_).c_str(), format_bytes(bytes_).c_str(),
+                 t > 0 ? done_bytes_ / t / 1e9 : 0.0, t, post);
+    std::fflush(stderr);
+  }
+  int64_t tensors_, bytes_, done_tensors_ = 0, done_bytes_ = 0;
+  Clock::time_point start_;
+  bool tty_;
+  double last_print_ = -1.0;
+};
+
+}  // namespace
+
+// Streaming load: one tensor at a time, from the mapped file straight to the backend in the
+// file's dtype (the backend converts and checks for NaN/Inf), then the tensor's file pages are
+// dropped from the process. Host memory stays at one tensor's pages, whatever the model size;
+// only block-quantised tensors (GGUF) are decoded on the host, into one reused fp32 buffer.
 void Model::load(const WeightSource& source, DType storage) {
   std::vector<ParamSlot> slots = list_param_slots(config_, weights_);
-  std::vector<float> host;
+  int64_t total_bytes = 0;
+  auto stored_bytes = [](const HostTensorView& v) {
+    return v.nbytes > 0 || v.decode ? v.nbytes : v.numel() * dtype_size(v.dtype);
+  };
+  for (const ParamSlot& slot : slots) total_bytes += stored_bytes(*source.find(slot.name));
+  LoadProgress progress(static_cast<int64_t>(slots.size()), total_bytes);
+  std::vector<float> decoded;  // quantised tensors only
   uint32_t tensor_id = 0;
   for (ParamSlot& slot : slots) {
     const HostTensorView* view = source.find(slot.name);  // present and shaped: checked
     const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
     const int64_t cols = slot.shape.back();
-    host.resize(static_cast<size_t>(rows * cols));
-    // one tensor at a time, checked for NaN/Inf in the same pass (block-quantised tensors are
-    // dequantised first, then checked in place)
-    int64_t bad;
-    if (view->decode) {
-      view->read_f32(host.data());
-      bad = convert_to_f32_checked(host.data(), DTYPE_F32, rows * cols, host.data());
-    } else {
-      bad = convert_to_f32_checked(view->data, view->dtype, rows * cols, host.data());
-    }
-    SMEZO_REQUIRE(bad < 0, "tensor %s in %s holds %s at index %lld (row %lld, column %lld); the "
-                  "checkpoint is corrupt (or was saved from a diverged run)", slot.name.c_str(),
-                  view->file.c_str(), non_finite_name(host[bad]), static_cast<long long>(bad),
-                  static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
     Param& p = *slot.param;
     p.w = backend_.alloc(rows, cols, storage);
-    backend_.upload(p.w, host.data());
+    const void* stored = view->data;
+    DType stored_dtype = view->dtype;
+    if (view->decode) {
+      decoded.resize(static_cast<size_t>(rows * cols));
+      view->read_f32(decoded.data());
+      stored = decoded.data();
+      stored_dtype = DTYPE_F32;
+    }
+    const int64_t bad = backend_.upload_stored(p.w, stored, stored_dtype);
+    if (bad >= 0) {
+      float value;
+      convert_to_f32(static_cast<const char*>(stored) + bad * dtype_size(stored_dtype), stored_dtype, 1,
+                     &value);
+      throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is "
+                  "corrupt (or was saved from a diverged run)", slot.name.c_str(), view->file.c_str(),
+                  non_finite_name(value), static_cast<long long>(bad),
+                  static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
+    }
+    view->release_pages();
+    progress.tensor_done(stored_bytes(*view));
     p.info.name = slot.name;
     p.info.tensor_id = tensor_id++;
     p.info.is_linear = slot.is_linear;
     param_list_.push_back(&p);
   }
+  progress.finish();
 }
 
 int64_t Model::parameter_count() const {
@@ -121,7 +181,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     t.rows = M;
     return t;
   };
-  Tensor x = rows(ws_.x), xn = rows(ws_.xn), tmp = rows(ws_.tmp), q = rows(ws_.q),
+  Tensor x = rows(ws_.x), xn = rows(ws_.xn), q = rows(ws_.q),
          att = rows(ws_.att), k = rows(ws_.k), v = rows(ws_.v), h_gate = rows(ws_.h_gate),
          h_up = rows(ws_.h_up);
   auto bias = [](const Param& p) { return p.w.data ? &p : nullptr; };
@@ -172,8 +232,8 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       ap.seqs = seqs;
     }
     backend_.attention(ap);
-    backend_.linear(tmp, att, L.wo, bias(L.bo), probe);
-    backend_.add(x, tmp);
+    backend_.linear(xn, att, L.wo, bias(L.bo), probe);  // xn is free again: it holds the output
+    backend_.add(x, xn);
     // MLP block
     norm(L.ffn_norm, bias(L.ffn_norm_bias));
     if (c.mlp_kind == MLP_SWIGLU) {
@@ -184,8 +244,8 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);
       backend_.relu(h_up);
     }
-    backend_.linear(tmp, h_up, L.w_down, bias(L.b_down), probe);
-    backend_.add(x, tmp);
+    backend_.linear(xn, h_up, L.w_down, bias(L.b_down), probe);
+    backend_.add(x, xn);
   }
 }
 

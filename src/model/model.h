@@ -83,7 +83,9 @@ class Model {
 
  private:
   struct Workspace {
-    Tensor x, xn, q, k, v, att, tmp;  // (max_tokens, ...) activations
+    // (max_tokens, ...) activations; xn also takes the o_proj and down_proj outputs.
+    // memory_estimate.cpp counts exactly these: change both together.
+    Tensor x, xn, q, k, v, att;
     Tensor h_gate, h_up;              // (max_tokens, hidden)
     Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
   };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/half.h"
+#include "common/mapped_file.h"
 
 namespace smezo {
 
@@ -22,6 +23,10 @@ void HostTensorView::read_f32(float* dst) const {
 }
 
 const char* HostTensorView::storage_name() const { return decode ? quant_name : dtype_name(dtype); }
+
+void HostTensorView::release_pages() const {
+  if (mapping != nullptr) mapping->release_pages(data, nbytes);
+}
 
 void convert_to_f32(const void* src, DType dtype, int64_t n, float* dst) {
   switch (dtype) {

@@ -15,6 +15,8 @@
 
 namespace smezo {
 
+class MappedFile;
+
 // Turns n stored elements at src into fp32 (a block-quantised format's decoder).
 using DecodeFn = void (*)(const void* src, int64_t n, float* dst);
 
@@ -31,12 +33,20 @@ struct HostTensorView {
   // model is ever made on the host.
   DecodeFn decode = nullptr;
   const char* quant_name = nullptr;  // static storage
+  // The file mapping data points into (kept alive by WeightSource::keep_alive), or null when
+  // data is an owned buffer; nbytes is the stored size. Model calls release_pages() once a
+  // tensor is on the backend, so a loaded model never keeps its file's pages resident.
+  const MappedFile* mapping = nullptr;
+  int64_t nbytes = 0;
 
   int64_t numel() const;
   // All numel() values as fp32 into dst (decode, or a dtype conversion).
   void read_f32(float* dst) const;
   // quant_name when quantised, else dtype_name(dtype): what `smezo info` prints.
   const char* storage_name() const;
+  // Drops this tensor's pages of the mapping from the process (MappedFile::release_pages);
+  // nothing when the view is not backed by a mapping.
+  void release_pages() const;
 };
 
 // Convert n elements of src (stored as dtype) to fp32.

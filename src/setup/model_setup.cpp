@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+
 #include "common/assets.h"
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
@@ -152,16 +154,37 @@ std::string resolve_model_path(const std::string& model_path) {
 }
 
 LoadedModel open_model(const ModelOpenOptions& o) {
+  storage_dtype(o.device, o.dtype);  // before anything heavy: fail fast
+  resolve_model_path(o.model_path);
+  return open_model_on(o, make_backend(o.device));
+}
+
+LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> backend) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto t_open = Clock::now();
+  SMEZO_REQUIRE(backend != nullptr, "open_model_on: no backend given");
   LoadedModel lm;
-  const DType storage = storage_dtype(o.device, o.dtype);  // before anything heavy: fail fast
+  const DType storage = storage_dtype(o.device, o.dtype);
   lm.model_path = resolve_model_path(o.model_path);
-  lm.backend = make_backend(o.device);
+  lm.backend = std::move(backend);
   WeightSource source = load_weights(lm.model_path);
   OpenedTokenizer tok = open_model_tokenizer(lm.model_path, o.tokenizer_path);
   lm.tokenizer = std::move(tok.tokenizer);
   lm.tokenizer_path = tok.path;
   check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
+  WorkspaceRows rows;
+  rows.tokens = o.max_tokens;
+  rows.logit_rows = o.max_logit_rows;
+  lm.estimate = estimate_model_memory(source.config, storage, rows,
+                                      std::string(lm.backend->name()) == "cuda" ? BACKEND_CUDA : BACKEND_CPU);
+  require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
+  lm.open_s = seconds_since(t_open);
+  const auto t_load = Clock::now();
   lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows);
+  lm.load_s = seconds_since(t_load);
   return lm;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "model/memory_estimate.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +29,11 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::string model_path;
   std::string tokenizer_path;  // where the tokenizer came from (OpenedTokenizer::path)
+  MemoryEstimate estimate;      // what the model was expected to need on the backend
+  // Start-up phases, wall seconds: open = the model's headers/config, the tokenizer and the
+  // backend; load = the weights streamed onto the backend.
+  double open_s = 0.0;
+  double load_s = 0.0;
 };
 
 // The bundled stories260K: asset_path("models/stories260K.bin").
@@ -36,7 +42,13 @@ std::string default_model_path();
 // default is missing.
 std::string resolve_model_path(const std::string& model_path);
 
+// Before any weight is allocated, compares estimate_model_memory() with the backend's free
+// memory and refuses in one line when it cannot fit (memory_estimate.h).
 LoadedModel open_model(const ModelOpenOptions& options);
+// The same on a backend the caller made (options.device must name its kind: it picks the
+// default dtype):
+// embedding programs, and tests that fake the free memory.
+LoadedModel open_model_on(const ModelOpenOptions& options, std::unique_ptr<Backend> backend);
 // The same with the fields spelled out (dtype may be empty).
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
                              const std::string& device, int64_t max_tokens, int64_t max_logit_rows,

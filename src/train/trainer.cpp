@@ -93,6 +93,20 @@ bool file_exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// "open 0.01 s, load 0.20 s, ..." in the order the phases ran.
+std::string describe_phases(const nlohmann::ordered_json& phases) {
+  std::string out;
+  for (const auto& kv : phases.items()) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.2f s", out.empty() ? "" : ", ", kv.key().c_str(), kv.value().get<double>());
+    out += buf;
+  }
+  return out;
+}
+
 double host_peak_rss_mb() {
   nlohmann::json j = nlohmann::json::object();
   summary_add_standard_fields(&j);
@@ -123,6 +137,10 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   if (o.data_seed == 0) o.data_seed = o.spsa.seed;
   spsa_validate(o.spsa);
   const auto t_start = std::chrono::steady_clock::now();
+  // Start-up and end phases, wall seconds, in the order they run (summary.json "startup_s",
+  // "finish_s", and one line on screen).
+  nlohmann::ordered_json startup, finish;
+  auto t_phase = Clock::now();
 
   TaskSplits splits = load_task(o.task, o.data_seed, o.n_train, o.n_dev, o.n_test,
                                 o.data_dir.empty() ? asset_path("data") : o.data_dir);
@@ -132,15 +150,22 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   mo.tokenizer_path = o.tokenizer_path;
   mo.device = o.device;
   mo.dtype = o.dtype;
-  // A probe pair runs two copies of a chunk side by side: room for two longest candidates.
-  // (Data-parallel runs, world.size() > 1, keep the two passes: batch_loss_ranks exchanges
-  // the scores of one probe at a time.)
+  // The workspace is sized from the run's batch and length (memory_estimate.h), not a fixed
+  // token count: device memory = weights + what this batch needs. A probe pair runs two copies
+  // of a chunk side by side: room for two longest candidates. (Data-parallel runs,
+  // world.size() > 1, keep the two passes: batch_loss_ranks exchanges the scores of one probe
+  // at a time.)
   const bool probe_pair = o.probe_pair && world.size() == 1;
   const int64_t copies = probe_pair ? 2 : 1;
-  mo.max_tokens = std::max(o.max_tokens, copies * o.max_len);
-  mo.max_logit_rows = std::max<int64_t>(1024, copies * o.max_len);
+  const WorkspaceRows ws = workspace_for_batch(o.batch, o.max_len, o.max_tokens);
+  mo.max_tokens = std::max(ws.tokens, copies * o.max_len);
+  mo.max_logit_rows = std::max(ws.logit_rows, copies * o.max_len);
   dist_select_device(world, o.device);
+  startup["data"] = seconds_since(t_phase);
   LoadedModel lm = open_model(mo);
+  startup["open"] = lm.open_s;
+  startup["load"] = lm.load_s;
+  t_phase = Clock::now();
   o.model_path = lm.model_path;
   Model& model = *lm.model;
   const int64_t max_len = std::min(o.max_len, model.config().max_seq_len);
@@ -148,13 +173,16 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   data.train = encode_all(*lm.tokenizer, splits.train, max_len);
   data.dev = encode_all(*lm.tokenizer, splits.dev, max_len);
   if (!o.skip_test) data.test = encode_all(*lm.tokenizer, splits.test, max_len);
+  startup["tokenize"] = seconds_since(t_phase);
 
   const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
   // A resumed run continues with its own noise unless the options name one (then it must match).
   if (o.resume && o.spsa.noise == NOISE_AUTO && file_exists(seed_log_path))
     o.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path).header.value("spsa", nlohmann::json::object()),
                                      seed_log_path);
-  SpsaOptimizer optimizer(model, o.spsa);
+  t_phase = Clock::now();
+  SpsaOptimizer optimizer(model, o.spsa);  // S-MeZO: the per-tensor thresholds
+  startup["thresholds"] = seconds_since(t_phase);
   const nlohmann::json header = run_header(o, optimizer, model);
   require_same_on_all_ranks(world, header.dump(), "run options (model, data, method)");
   std::error_code mkdir_error;
@@ -166,6 +194,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   int64_t first_step = 1;
   std::unique_ptr<SeedLogWriter> seed_log;
   if (o.resume) {
+    t_phase = Clock::now();
     SMEZO_REQUIRE(file_exists(seed_log_path), "--resume: %s does not exist; nothing to resume", seed_log_path.c_str());
     SeedLog log = seed_log_read(seed_log_path);
     check_resume_header(log.header, header, optimizer, seed_log_path);
@@ -176,6 +205,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
       optimizer.apply_update(r.seed, r.g, r.lr);
     }
     first_step = log.records.empty() ? 1 : log.records.back().step + 1;
+    startup["replay"] = seconds_since(t_phase);
     // every rank has read the log (and replayed the same updates) before rank 0 touches it
     require_same_on_all_ranks(world, log.records.empty() ? "" : seed_log_format_record(log.records.back()),
                               "last step in " + seed_log_path);
@@ -245,6 +275,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   const auto t_loop = std::chrono::steady_clock::now();
   try {
     for (; step <= o.steps; step++) {
+      if (step == first_step) t_phase = Clock::now();
       const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
       SpsaStep s = probe_pair ? optimizer.step_pair(step, [&](const Probe& pair) {
         return batch_loss_pair(model, batch, pair, splits.train_as_classification);
@@ -252,6 +283,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
         return batch_loss_ranks(world, model, batch, probe, splits.train_as_classification);
       });
       const double loss = 0.5 * (s.loss_plus + s.loss_minus);
+      if (step == first_step) startup["first_step"] = seconds_since(t_phase);
       if (step == 1) result.first_loss = loss;
       result.last_loss = loss;
       loss_series.push_back({static_cast<double>(step), loss});
@@ -280,7 +312,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
     bar->finish();
     status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
     nlohmann::json summary = {{"status", status}, {"task", splits.name}, {"steps_done", step - 1},
-                              {"hyperparameters", header}};
+                              {"hyperparameters", header}, {"startup_s", startup}};
     summary_add_standard_fields(&summary);
     summary_write(o.out_dir + "/summary.json", summary);
     throw;
@@ -292,6 +324,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   const int64_t steps_run = o.steps - first_step + 1;
 
   const bool test = !o.skip_test && !data.test.empty();
+  t_phase = Clock::now();
   if ((evaluate || test) && root)
     std::fprintf(stderr, "evaluating on %s%s%s examples...\n", evaluate ? (std::to_string(data.dev.size()) + " dev").c_str() : "",
                  evaluate && test ? " and " : "", test ? (std::to_string(data.test.size()) + " test").c_str() : "");
@@ -303,9 +336,12 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
     result.final_dev_acc = evaluate_dev(o.steps, data.dev);
   }
   if (test) result.test_acc = accuracy_ranks(world, model, data.test, o.batch);
+  finish["evaluation"] = seconds_since(t_phase);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (!root) return result;
+  t_phase = Clock::now();
   save_checkpoint(o.steps);
+  finish["checkpoint"] = seconds_since(t_phase);
   write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
 
   nlohmann::json summary;
@@ -335,6 +371,9 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   summary["wall_time_s"] = result.wall_s;
   summary["steps_per_s"] = steps_run > 0 ? nlohmann::json(steps_run / train_wall) : nlohmann::json(nullptr);
   summary["peak_backend_memory_MB"] = lm.backend->bytes_allocated() / 1e6;
+  summary["estimated_backend_memory_MB"] = lm.estimate.total / 1e6;
+  summary["startup_s"] = startup;
+  summary["finish_s"] = finish;
   summary["peak_host_memory_MB"] = host_peak_rss_mb();
   summary_add_standard_fields(&summary);
   summary_write(o.out_dir + "/summary.json", summary);
@@ -342,6 +381,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
                                      format_accuracy(result.best_dev_acc) + ")"
                                : std::string("no dev evaluation");
   if (test) done += ", test acc " + format_accuracy(result.test_acc);
+  std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup).c_str(), describe_phases(finish).c_str());
   std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o.out_dir + "/summary.json").c_str());
   return result;
 }

@@ -1,0 +1,119 @@
+// Backend memory a model needs, before allocating it (see memory_estimate.h).
+#include "model/memory_estimate.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "model/model.h"
+#include "model/model_params.h"
+#include "model/model_size.h"
+
+namespace smezo {
+
+namespace {
+
+// Sums of products in int64 that remember an overflow instead of wrapping.
+struct Bytes {
+  int64_t value = 0;
+  bool overflow = false;
+  void add(int64_t a, int64_t b, int64_t c = 1) {
+    int64_t ab = 0, abc = 0;
+    if (!checked_mul(a, b, &ab) || !checked_mul(ab, c, &abc) || !checked_add(value, abc, &value))
+      overflow = true;
+  }
+};
+
+int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The largest scratch one linear call asks for (N x K weight, M input rows).
+int64_t linear_scratch(int64_t N, int64_t K, int64_t M, DType storage, BackendKind backend) {
+  const int64_t sz = dtype_size(storage);
+  if (backend == BACKEND_CPU) {
+    // cpu_linear.cpp: the packed input panel (M rows plus guard rows) and one group of 768
+    // perturbed weight rows.
+    return ((M + 64) * K + std::min<int64_t>(768, N) * K) * 4;
+  }
+  // cuda/linear.cu: W' in row blocks of at most kCudaWeightChunkBytes, then x in 16 bits.
+  const int64_t rows = std::min(N, std::max<int64_t>(8, kCudaWeightChunkBytes / (K * sz) / 8 * 8));
+  const int64_t w = align256(rows * K * sz);
+  const int64_t x = storage != DTYPE_F32 ? align256(M * K * sz) : 0;
+  return w + x;
+}
+
+}  // namespace
+
+WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens) {
+  SMEZO_REQUIRE(batch > 0 && max_len > 0 && max_tokens > 0,
+                "workspace: batch %lld, max_len %lld and max_tokens %lld must be positive",
+                (long long)batch, (long long)max_len, (long long)max_tokens);
+  WorkspaceRows w;
+  int64_t tokens = 0;
+  if (!checked_mul(batch, max_len, &tokens)) tokens = max_tokens;
+  w.tokens = std::max(max_len, std::min(tokens, max_tokens));
+  w.logit_rows = std::max(max_len, std::min<int64_t>(1024, 4 * std::min<int64_t>(batch, 1024)));
+  return w;
+}
+
+MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
+                                     BackendKind backend) {
+  MemoryEstimate e;
+  ModelSize size;
+  if (!model_size_of(cfg, &size)) {
+    e.weights = e.activations = e.scratch = e.library = e.total = -1;
+    return e;
+  }
+  e.weights = model_weight_bytes(size, storage);
+  const int64_t M = ws.tokens, R = ws.logit_rows;
+  const int64_t q_dim = cfg.n_heads * cfg.head_dim, kv_dim = cfg.n_kv_heads * cfg.head_dim;
+  // Model's workspace (model.cpp), all fp32: x, xn; q, att; k, v; h_gate (SwiGLU), h_up;
+  // last, logits.
+  Bytes act;
+  act.add(2 * M, cfg.dim, 4);
+  act.add(2 * M, q_dim, 4);
+  act.add(2 * M, kv_dim, 4);
+  act.add(cfg.mlp_kind == MLP_SWIGLU ? 2 * M : M, cfg.hidden_dim, 4);
+  act.add(R, cfg.dim, 4);
+  act.add(R, cfg.vocab_size, 4);
+  // Scratch: the largest demand of one (perturbed) linear; layer linears see M rows, the LM
+  // head (the embedding when tied) R rows.
+  ModelConfig one = cfg;
+  one.n_layers = 1;
+  ModelParams scratch_params;
+  int64_t scratch = 0;
+  for (const ParamSlot& s : list_param_slots(one, scratch_params))
+    if (s.is_linear) {
+      const bool head = s.name == "lm_head.weight";
+      scratch = std::max(scratch, linear_scratch(s.shape[0], s.shape[1], head ? R : M, storage, backend));
+    }
+  if (cfg.tied_lm_head)
+    scratch = std::max(scratch, linear_scratch(cfg.vocab_size, cfg.dim, R, storage, backend));
+  if (e.weights < 0 || act.overflow) {
+    e.weights = e.activations = e.scratch = e.library = e.total = -1;
+    return e;
+  }
+  e.activations = act.value;
+  e.scratch = scratch;
+  e.library = kSmallBuffersBytes + (backend == BACKEND_CUDA ? kCublasWorkspaceBytes : 0);
+  e.total = e.weights + e.activations + e.scratch + e.library;
+  return e;
+}
+
+std::string describe_memory_estimate(const MemoryEstimate& e) {
+  if (e.total < 0) return "too large to estimate (a size overflows)";
+  return format_bytes(e.weights) + " weights + " + format_bytes(e.activations) + " activations + " +
+         format_bytes(e.scratch) + " scratch + " + format_bytes(e.library) + " library/small = " +
+         format_bytes(e.total);
+}
+
+void require_memory_fits(const MemoryEstimate& e, int64_t free_bytes, const std::string& device,
+                         const std::string& model_path) {
+  if (free_bytes < 0) return;  // the backend cannot tell
+  SMEZO_REQUIRE(e.total >= 0 && e.total <= free_bytes,
+                "model %s needs %s on the %s device, %s free (%s) ---> HINT: free memory (other "
+                "processes), use a smaller --batch/--max-len, a 16-bit --dtype on cuda, or a "
+                "smaller model", model_path.c_str(),
+                e.total < 0 ? "more than int64 bytes" : format_bytes(e.total).c_str(), device.c_str(),
+                format_bytes(free_bytes).c_str(), describe_memory_estimate(e).c_str());
+}
+
+}  // namespace smezo

@@ -1,0 +1,67 @@
+// What a model needs on its backend before anything is allocated, from the ModelConfig, the
+// storage dtype and the workspace rows alone: the weights in the storage dtype, the Model's
+// one activation workspace (model.h: sized from the run's batch and length, see
+// workspace_for_batch), the backend's scratch (bounded by one layer) and the library's own
+// buffers (cuBLAS's workspace). open_model compares it with what the backend has free and
+// refuses in one line ("model needs X GB on the cuda device, Y GB free") instead of failing in
+// the middle of the load, and `smezo info` prints it.
+//
+// The terms mirror the allocations (Model's workspace exactly: a test compares it with the
+// CPU backend's bytes_allocated()); scratch is the high-water mark of a perturbed probe, the
+// largest per-call demand of the training step. Not counted: the CUDA context itself (about
+// 0.5 GB on an H100, outside cudaMalloc and already gone from cudaMemGetInfo's free when the
+// backend exists), the key/value cache of `smezo generate`, and host memory of other kinds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/tensor.h"
+#include "smezo/model_config.h"
+
+namespace smezo {
+
+// The CUDA linear materialises a perturbed weight W' in row blocks of at most this many bytes
+// (cuda/linear.cu), so its scratch never holds a whole LM head.
+constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
+// cuBLAS's default workspace pool per handle (4 MiB before Hopper, 32 MiB on Hopper): the
+// larger one is assumed.
+constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
+// Index buffers, norm vectors, the quantile histogram: one allowance for the small buffers.
+constexpr int64_t kSmallBuffersBytes = int64_t(4) << 20;
+
+enum BackendKind { BACKEND_CPU, BACKEND_CUDA };
+
+// The Model's workspace: token rows per forward and logit rows per forward.
+struct WorkspaceRows {
+  int64_t tokens = 0;
+  int64_t logit_rows = 0;
+};
+
+// The workspace a run of `batch` examples of up to `max_len` tokens needs: batch * max_len
+// token rows (capped at max_tokens, at least max_len; a bigger batch is run in chunks, which
+// gives the same results) and max(max_len, min(1024, 4 * batch)) logit rows (one row per
+// example for shared-prefix classification, a few per example otherwise; more are chunked).
+WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens);
+
+struct MemoryEstimate {
+  int64_t weights = 0;      // every parameter in the storage dtype
+  int64_t activations = 0;  // the Model's workspace (fp32)
+  int64_t scratch = 0;      // backend scratch: one layer's perturbed W' (bounded) + x in 16 bits
+  int64_t library = 0;      // cuBLAS workspace and small buffers
+  int64_t total = 0;        // the sum; -1 everywhere when a size overflows
+};
+
+MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
+                                     BackendKind backend);
+
+// "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"
+std::string describe_memory_estimate(const MemoryEstimate& e);
+
+// Throws the one-line refusal when free_bytes (>= 0; -1 means unknown and passes) cannot hold
+// the estimate: "model <path> needs 14.5 GB on the cuda device, 12.0 GB free (...) ---> HINT".
+// The seam the tests fake the free memory through.
+void require_memory_fits(const MemoryEstimate& e, int64_t free_bytes, const std::string& device,
+                         const std::string& model_path);
+
+}  // namespace smezo
