@@ -68,11 +68,17 @@ DType storage_dtype(const std::string& device, const std::string& dtype) {
   return d;
 }
 
-std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
+std::string find_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
   std::string beside = directory_of(model_path) + "/tokenizer.model";
   if (file_exists(beside)) return beside;
   if (model_path == default_model_path()) return asset_path("tokenizers/tinystories-512.model");
+  return "";
+}
+
+std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
+  std::string found = find_tokenizer_path(model_path, explicit_path);
+  if (!found.empty()) return found;
   throw_error("no tokenizer for %s (no tokenizer.model beside it) ---> HINT: pass --tokenizer PATH "
               "(a sentencepiece .model)", model_path.c_str());
 }
@@ -102,9 +108,12 @@ LoadedModel open_model(const ModelOpenOptions& o) {
   lm.model_path = resolve_model_path(o.model_path);
   lm.backend = make_backend(o.device);
   WeightSource source = load_weights(lm.model_path);
-  lm.tokenizer_path = resolve_tokenizer_path(lm.model_path, o.tokenizer_path);
-  lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
-  check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
+  lm.tokenizer_path = o.tokenizer_optional ? find_tokenizer_path(lm.model_path, o.tokenizer_path)
+                                           : resolve_tokenizer_path(lm.model_path, o.tokenizer_path);
+  if (!lm.tokenizer_path.empty()) {
+    lm.tokenizer = load_sentencepiece_tokenizer(lm.tokenizer_path);
+    check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
+  }
   lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows);
   return lm;
 }

@@ -20,6 +20,8 @@ struct ModelOpenOptions {
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
+  bool tokenizer_optional = false;  // true: no tokenizer found is no error (LoadedModel::tokenizer
+                                    // null, tokenizer_path ""), for work that needs none (replay)
 };
 
 struct LoadedModel {
@@ -52,6 +54,9 @@ DType storage_dtype(const std::string& device, const std::string& dtype);
 // The tokenizer for a model: an explicit path, else tokenizer.model next to the model, else
 // the bundled TinyStories tokenizer for the bundled stories260K.
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
+
+// The same, but "" instead of an error when there is none to be found.
+std::string find_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
 
 // Errors unless the tokenizer's vocabulary matches the model's.
 void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
