@@ -67,11 +67,11 @@ RunDirLock run_dir_lock(const std::string& dir) {
 }
 
 bool run_dir_is_temporary(const std::string& name) {
-  if (temp_pid(name) > 0) return true;
-  const std::string suffix = ".tmp";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return true;
-  return name == "checkpoint.old";
+  if (name == "checkpoint.tmp" || name == "checkpoint.old") return true;
+  if (temp_pid(name) == 0) return false;
+  // only the run's own files: a folder may hold other things (tools/zo_grid.py's run.log)
+  const std::string base = name.substr(0, name.rfind(".tmp."));
+  return base == "seed_log.txt" || base == "metrics.jsonl" || base == "summary.json" || base == "plot.svg";
 }
 
 RunDirKind run_dir_kind(const std::string& dir, std::string* example) {

@@ -6,11 +6,12 @@
 //   temporary file found while holding it cannot belong to a live writer.
 // - run_dir_kind(): what a folder holds, for --resume: nothing (missing, empty, or temporary
 //   files only: a run killed before its seed log existed), a run (seed_log.txt), or something
-//   else (refused: it is not a run's folder).
-// - run_dir_clean(): removes the temporary files of interrupted atomic writes
-//   ("<name>.tmp.<pid>" from run_write_file_atomic, "<name>.tmp" from the safetensors writer,
-//   the folder "checkpoint.tmp/"), and puts "checkpoint.old/" back as "checkpoint/" when a kill
-//   fell between the two renames that swap a new checkpoint in (train/checkpoint.h).
+//   else (--resume refuses it: it is not a run's folder; a new run may still write there).
+// - run_dir_clean(): removes the temporary files of interrupted atomic writes of the run's own
+//   files ("seed_log.txt|metrics.jsonl|summary.json|plot.svg" + ".tmp.<pid>" from
+//   run_write_file_atomic, the folder "checkpoint.tmp/"), and puts "checkpoint.old/" back as
+//   "checkpoint/" when a kill fell between the two renames that swap a new checkpoint in
+//   (train/checkpoint.h). Nothing else in the folder is touched.
 #pragma once
 
 #include <string>
