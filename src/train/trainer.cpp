@@ -182,8 +182,10 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   // rank 0 writes anything).
   std::string foreign;
   const RunDirKind kind = run_dir_kind(o.out_dir, &foreign);
-  require_same_on_all_ranks(world, header.dump(), "run options (model, data, method)");
-  require_same_on_all_ranks(world, std::to_string(kind), "what " + o.out_dir + " holds");
+  // one exchange for both (tests/test_mpi.cpp counts the exchanges): a rank that saw the folder
+  // differently is reported with the run options
+  require_same_on_all_ranks(world, header.dump() + "\nrun folder kind " + std::to_string(kind),
+                            "run options (model, data, method)");
   SMEZO_REQUIRE(!o.resume || kind != RUN_DIR_OTHER, "--resume: %s is not a smezo run folder: it holds %s and no "
                 "seed_log.txt ---> HINT: check --out, or start the run without --resume", o.out_dir.c_str(),
                 foreign.c_str());
