@@ -48,6 +48,7 @@ struct TrainOptions {
   int64_t eval_every = 500;      // 0: only at the end
   int64_t eval_examples = 0;     // dev examples per periodic evaluation; 0: all
   int64_t checkpoint_every = 0;  // 0: only at the end
+  std::string checkpoint_dtype;  // "f32" | "f16" | "bf16"; "": the weights' storage dtype
   int64_t flush_every = 10;      // seed-log durability interval (steps)
   int64_t max_tokens = 8192;     // cap on the workspace tokens per forward: the workspace holds
                                  // batch * max_len tokens up to this (larger batches are chunked)
@@ -73,6 +74,10 @@ struct TrainResult {
   double first_loss = 0, last_loss = 0;
   double final_dev_acc = -1, best_dev_acc = -1, test_acc = -1;  // -1: not measured
   double wall_s = 0;
+  // Why the final checkpoint was not written ("" when it was). The run itself is complete:
+  // summary.json and the seed log hold it, and `smezo replay` (or --resume) rebuilds the
+  // checkpoint; the CLI exits with 3 in this case.
+  std::string checkpoint_error;
 };
 
 // Under mpirun or srun with several ranks (a build with MPI), the ranks train data-parallel:

@@ -11,6 +11,7 @@
 #include "common/assets.h"
 #include "common/check.h"
 #include "run/number_format.h"
+#include "run/run_dir.h"
 #include "run/summary.h"
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
@@ -95,6 +96,10 @@ double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>
 }
 
 int run_eval(EvalState& s) {
+  if (!s.out.empty()) {  // before the evaluation, not after it
+    remove_stale_temp_files_of(s.out);
+    run_check_writable(s.out, "--out");
+  }
   const nlohmann::json run = checkpoint_read_run_settings(s.model.model_path);
   if (run.is_object()) apply_run_settings(s, run);
   if (s.mode == "zero-shot" && !s.shots_opt->count()) s.shots = 0;

@@ -15,7 +15,7 @@ namespace smezo {
 namespace {
 
 struct ReplayState {
-  std::string base, log_path, out, tokenizer, device, dtype;
+  std::string base, log_path, out, tokenizer, device, dtype, checkpoint_dtype;
 };
 
 int run_replay(const ReplayState& s) {
@@ -29,7 +29,16 @@ int run_replay(const ReplayState& s) {
   const std::string device = s.device.empty() ? log.header.value("device", std::string("cpu")) : s.device;
   const std::string dtype = !s.dtype.empty() ? s.dtype : device == "cpu" ? "" : logged_dtype_arg;
   SpsaOptions opts = spsa_options_from_json(log.header["spsa"], s.log_path);
-  LoadedModel lm = open_model_paths(s.base, s.tokenizer, device, 1, 1, dtype);
+  ModelOpenOptions mo;
+  mo.model_path = s.base;
+  mo.tokenizer_path = s.tokenizer;
+  mo.device = device;
+  mo.dtype = dtype;
+  mo.max_tokens = 1;
+  mo.max_logit_rows = 1;
+  mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
+  LoadedModel lm = open_model(mo);
+  checkpoint_dtype(*lm.model, s.checkpoint_dtype);  // a bad name fails before the updates
   const std::string replay_dtype = dtype_name(lm.model->params().front()->w.dtype);
   SMEZO_REQUIRE(replay_dtype == logged_dtype,
                 "%s: the run stored weights as %s, this replay as %s: the updates would round differently "
@@ -39,9 +48,14 @@ int run_replay(const ReplayState& s) {
   SpsaOptimizer optimizer(*lm.model, opts);
   optimizer.check_matches(log.header["spsa"], s.log_path);
   for (const SeedRecord& r : log.records) optimizer.apply_update(r.seed, r.g, r.lr);
-  save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path);
+  save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
               s.out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");
+  if (lm.tokenizer_path.empty())
+    std::printf("no tokenizer beside %s and no --tokenizer: %s holds none (copy the model's tokenizer there to use "
+                "it for text)\n", s.base.c_str(), s.out.c_str());
+  else
+    std::printf("tokenizer %s copied into %s\n", lm.tokenizer_path.c_str(), s.out.c_str());
   return 0;
 }
 
@@ -54,9 +68,12 @@ Command register_replay(CLI::App& smezo) {
   cmd->add_option("BASE", s->base, "the base model the run started from")->type_name("PATH")->required();
   cmd->add_option("SEEDLOG", s->log_path, "the run's seed_log.txt")->type_name("PATH")->required();
   cmd->add_option("--out", s->out, "the checkpoint folder to write")->type_name("DIR")->required();
-  cmd->add_option("--tokenizer", s->tokenizer, "copied into the checkpoint")
+  cmd->add_option("--tokenizer", s->tokenizer, "copied into the checkpoint (replay itself needs none)")
       ->type_name("PATH")
-      ->default_str("tokenizer.model beside the base model; the bundled one for stories260K");
+      ->default_str("tokenizer.model beside the base model, the bundled one for stories260K, else none");
+  cmd->add_option("--checkpoint-dtype", s->checkpoint_dtype, "dtype of the checkpoint's tensors")
+      ->check(one_of({"f32", "f16", "bf16"}))
+      ->default_str("the run's storage dtype");
   cmd->add_option("--device", s->device, "where the updates run")
       ->check(one_of({"cpu", "cuda"}))
       ->default_str("the run's, from the seed log");

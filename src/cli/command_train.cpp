@@ -32,8 +32,8 @@ int run_train(TrainState& s) {
   if (s.sparsity->count() == 0) o.spsa.sparsity = o.spsa.method == METHOD_MEZO ? 0.0 : 0.75;
   if (s.lr->count() == 0) o.spsa.lr = o.spsa.method == METHOD_MEZO ? 1e-6f : 2e-6f;
   if (s.out->count() == 0) o.out_dir = "runs/" + o.task + "-" + method_name(o.spsa.method);
-  train(o);
-  return 0;
+  // 3: the run finished (summary.json, seed log) but its final checkpoint could not be written
+  return train(o).checkpoint_error.empty() ? 0 : 3;
 }
 
 }  // namespace
@@ -94,6 +94,9 @@ Command register_train(CLI::App& smezo) {
       ->check(integer_at_least(0));
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint interval in steps (0: only at the end)")
       ->check(integer_at_least(0));
+  cmd->add_option("--checkpoint-dtype", o.checkpoint_dtype, "dtype of the checkpoint's tensors")
+      ->check(one_of({"f32", "f16", "bf16"}))
+      ->default_str("the weights' storage dtype (--dtype)");
   cmd->add_option("--flush-every", o.flush_every, "seed-log durability interval in steps")
       ->check(integer_at_least(1));
   cmd->add_option("--progress-every", o.progress_every, "plain progress line interval (0: about 20 lines)")

@@ -269,11 +269,20 @@ std::shared_ptr<void> SafetensorsFile::keep_alive() const { return mapping_; }
 
 // --- write_safetensors
 
-void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The checked write plan: every tensor's place in the file, and the padded header text.
+struct WritePlan {
+  std::vector<size_t> order;  // indices into the specs, in file order
+  std::string header;         // JSON, space-padded so the data region starts at a multiple of 8
+  int64_t data_bytes = 0;
+};
+
+WritePlan plan_write(const std::string& path, const std::vector<SafetensorsSpec>& tensors,
+                     const std::map<std::string, std::string>& metadata) {
   const char* p = path.c_str();
   std::set<std::string> names;
-  for (const SafetensorsEntry& t : tensors) {
+  for (const SafetensorsSpec& t : tensors) {
     SMEZO_REQUIRE(!t.name.empty(), "write_safetensors %s: a tensor has an empty name", p);
     SMEZO_REQUIRE(t.name != "__metadata__", "write_safetensors %s: '__metadata__' is reserved "
                   "and cannot name a tensor", p);
@@ -282,59 +291,92 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsEnt
     for (int64_t d : t.shape)
       SMEZO_REQUIRE(d >= 0, "write_safetensors %s: tensor '%s' has negative dimension %lld", p,
                     t.name.c_str(), static_cast<long long>(d));
-    SMEZO_REQUIRE(t.data != nullptr || shape_numel(t.shape) == 0,
-                  "write_safetensors %s: tensor '%s' has no data", p, t.name.c_str());
   }
-
   // Largest element size first, then by name: every tensor starts aligned to its element.
-  std::vector<const SafetensorsEntry*> order;
-  for (const SafetensorsEntry& t : tensors) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
-    if (dtype_size(a->dtype) != dtype_size(b->dtype))
-      return dtype_size(a->dtype) > dtype_size(b->dtype);
-    return a->name < b->name;
+  WritePlan plan;
+  for (size_t i = 0; i < tensors.size(); i++) plan.order.push_back(i);
+  std::sort(plan.order.begin(), plan.order.end(), [&](size_t ia, size_t ib) {
+    const SafetensorsSpec &a = tensors[ia], &b = tensors[ib];
+    if (dtype_size(a.dtype) != dtype_size(b.dtype)) return dtype_size(a.dtype) > dtype_size(b.dtype);
+    return a.name < b.name;
   });
-
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  int64_t offset = 0;
-  for (const SafetensorsEntry* t : order) {
-    int64_t nbytes = shape_numel(t->shape) * dtype_size(t->dtype);
-    header[t->name] = {{"dtype", dtype_name(t->dtype)},
-                       {"shape", t->shape},
-                       {"data_offsets", {offset, offset + nbytes}}};
-    offset += nbytes;
+  for (size_t i : plan.order) {
+    const SafetensorsSpec& t = tensors[i];
+    const int64_t nbytes = shape_numel(t.shape) * dtype_size(t.dtype);
+    header[t.name] = {{"dtype", dtype_name(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {plan.data_bytes, plan.data_bytes + nbytes}}};
+    plan.data_bytes += nbytes;
   }
-  std::string text;
   try {
-    text = header.dump();
+    plan.header = header.dump();
   } catch (const json::exception& e) {
     throw_error("write_safetensors %s: a tensor name or metadata string is not valid UTF-8 (%s)",
                 p, e.what());
   }
-  while ((8 + text.size()) % 8 != 0) text.push_back(' ');
-  char len_bytes[8];
-  put_u64_le(text.size(), len_bytes);
+  while ((8 + plan.header.size()) % 8 != 0) plan.header.push_back(' ');
+  return plan;
+}
 
+}  // namespace
+
+int64_t safetensors_file_bytes(const std::vector<SafetensorsSpec>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  const WritePlan plan = plan_write("(size estimate)", tensors, metadata);
+  return 8 + static_cast<int64_t>(plan.header.size()) + plan.data_bytes;
+}
+
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsSpec>& tensors,
+                                const std::map<std::string, std::string>& metadata,
+                                const SafetensorsFill& fill) {
+  const WritePlan plan = plan_write(path, tensors, metadata);
+  char len_bytes[8];
+  put_u64_le(plan.header.size(), len_bytes);
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) fail_write(nullptr, tmp, "cannot create it", errno);
-  if (std::fwrite(len_bytes, 1, 8, f) != 8 || std::fwrite(text.data(), 1, text.size(), f) !=
-      text.size())
+  if (std::fwrite(len_bytes, 1, 8, f) != 8 ||
+      std::fwrite(plan.header.data(), 1, plan.header.size(), f) != plan.header.size())
     fail_write(f, tmp, "writing the header", errno);
-  for (const SafetensorsEntry* t : order) {
-    size_t nbytes = static_cast<size_t>(shape_numel(t->shape) * dtype_size(t->dtype));
-    if (nbytes > 0 && std::fwrite(t->data, 1, nbytes, f) != nbytes)
-      fail_write(f, tmp, "writing tensor '" + t->name + "'", errno);
+  std::vector<char> bytes;
+  for (size_t i : plan.order) {
+    const SafetensorsSpec& t = tensors[i];
+    const size_t nbytes = static_cast<size_t>(shape_numel(t.shape) * dtype_size(t.dtype));
+    bytes.resize(nbytes);
+    try {
+      fill(i, bytes.data());
+    } catch (...) {  // the producer refused (a non-finite weight, ...): no half file stays
+      std::fclose(f);
+      std::remove(tmp.c_str());
+      throw;
+    }
+    if (nbytes > 0 && std::fwrite(bytes.data(), 1, nbytes, f) != nbytes)
+      fail_write(f, tmp, "writing tensor '" + t.name + "'", errno);
   }
   if (std::fflush(f) != 0) fail_write(f, tmp, "flushing", errno);
   if (fsync(fileno(f)) != 0) fail_write(f, tmp, "fsync", errno);
   if (std::fclose(f) != 0) fail_write(nullptr, tmp, "closing", errno);
-  if (std::rename(tmp.c_str(), p) != 0) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     std::remove(tmp.c_str());
-    throw_error("cannot rename %s to %s: %s", tmp.c_str(), p, std::strerror(err));
+    throw_error("cannot rename %s to %s: %s", tmp.c_str(), path.c_str(), std::strerror(err));
   }
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsSpec> specs;
+  for (const SafetensorsEntry& t : tensors) {
+    SMEZO_REQUIRE(t.data != nullptr || shape_numel(t.shape) == 0,
+                  "write_safetensors %s: tensor '%s' has no data", path.c_str(), t.name.c_str());
+    specs.push_back({t.name, t.dtype, t.shape});
+  }
+  write_safetensors_streamed(path, specs, metadata, [&](size_t i, char* out) {
+    const size_t nbytes = static_cast<size_t>(shape_numel(specs[i].shape) * dtype_size(specs[i].dtype));
+    if (nbytes > 0) std::memcpy(out, tensors[i].data, nbytes);
+  });
 }
 
 }  // namespace smezo

@@ -30,11 +30,13 @@
 // The writer pads the header with spaces so the data region starts at a multiple of 8 bytes,
 // and lays tensors out by dtype size (largest first) then name, so each tensor starts at a
 // multiple of its element size. It writes <path>.tmp and renames it, so a crash never leaves
-// a half-written file at <path>. Its output loads with the Python
+// a half-written file at <path>. write_safetensors_streamed() asks for one tensor's bytes at a
+// time, so a writer never holds more than the largest tensor in memory. Its output loads with the Python
 // safetensors library and transformers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,5 +84,26 @@ struct SafetensorsEntry {
 // (via path + ".tmp" and rename). Throws smezo::Error naming the path on any failure.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
                        const std::map<std::string, std::string>& metadata);
+
+// One tensor to write by write_safetensors_streamed(): its bytes come from the fill callback.
+struct SafetensorsSpec {
+  std::string name;
+  DType dtype = DTYPE_F32;
+  std::vector<int64_t> shape;
+};
+
+// fill(i, out) writes the numel(shape) * dtype_size bytes of tensors[i] to out. It may throw
+// smezo::Error to abandon the file: the temporary file is removed and nothing is renamed.
+using SafetensorsFill = std::function<void(size_t index, char* out)>;
+
+// The same file as write_safetensors(), written one tensor at a time (in file order; the
+// buffer handed to fill is reused, sized for the tensor at hand).
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsSpec>& tensors,
+                                const std::map<std::string, std::string>& metadata,
+                                const SafetensorsFill& fill);
+
+// The size in bytes of the file write_safetensors_streamed() would write.
+int64_t safetensors_file_bytes(const std::vector<SafetensorsSpec>& tensors,
+                               const std::map<std::string, std::string>& metadata);
 
 }  // namespace smezo

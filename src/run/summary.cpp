@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +32,7 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
+      ::unlink(path.c_str());  // a full disk must not leave the temporary file behind
       throw_error("cannot write %s: %s (disk full?)", path.c_str(), std::strerror(err));
     }
     done += static_cast<size_t>(n);
@@ -63,6 +65,19 @@ void run_write_file_atomic(const std::string& path, const std::string& bytes) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void run_check_writable(const std::string& path, const char* what) {
+  struct stat st {};
+  SMEZO_REQUIRE(::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode), "%s %s is not a regular file", what,
+                path.c_str());
+  // The same temporary file run_write_file_atomic() will create, made and removed now.
+  const std::string probe = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SMEZO_REQUIRE(fd >= 0, "cannot write %s %s: %s ---> HINT: check that its folder exists and is writable",
+                what, path.c_str(), std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void summary_add_standard_fields(nlohmann::json* summary) {

@@ -80,11 +80,17 @@ DType storage_dtype(const std::string& device, const std::string& dtype) {
   return d;
 }
 
-std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
+std::string find_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
   std::string beside = directory_of(model_path) + "/tokenizer.model";
   if (file_exists(beside)) return beside;
   if (model_path == default_model_path()) return asset_path("tokenizers/tinystories-512.model");
+  return "";
+}
+
+std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
+  std::string found = find_tokenizer_path(model_path, explicit_path);
+  if (!found.empty()) return found;
   throw_error("no tokenizer for %s (no tokenizer.model beside it) ---> HINT: pass --tokenizer PATH "
               "(a sentencepiece .model)", model_path.c_str());
 }
@@ -134,6 +140,17 @@ OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::s
   return {load_sentencepiece_tokenizer(path), path};
 }
 
+bool model_tokenizer_available(const std::string& model_path, const std::string& explicit_path) {
+  if (!explicit_path.empty()) return true;
+  if (ends_with(model_path, ".gguf")) return tokenizer_kind_of_gguf(model_path) == TOKENIZER_BPE;
+  if (is_directory(model_path) || ends_with(model_path, ".safetensors")) {
+    const std::string dir = directory_of(model_path);
+    return file_exists(dir + "/tokenizer.model") || file_exists(dir + "/tokenizer.json") ||
+           file_exists(dir + "/vocab.json");
+  }
+  return !find_tokenizer_path(model_path, "").empty();
+}
+
 void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,
                              const ModelConfig& config, const std::string& model_path) {
   SMEZO_REQUIRE(tokenizer.vocab_size() == config.vocab_size,
@@ -171,10 +188,13 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   lm.model_path = resolve_model_path(o.model_path);
   lm.backend = std::move(backend);
   WeightSource source = load_weights(lm.model_path);
-  OpenedTokenizer tok = open_model_tokenizer(lm.model_path, o.tokenizer_path);
-  lm.tokenizer = std::move(tok.tokenizer);
-  lm.tokenizer_path = tok.path;
-  check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
+  // replay needs no tokenizer (tokenizer_optional): one found is opened, checked and copied
+  if (!o.tokenizer_optional || model_tokenizer_available(lm.model_path, o.tokenizer_path)) {
+    OpenedTokenizer tok = open_model_tokenizer(lm.model_path, o.tokenizer_path);
+    lm.tokenizer = std::move(tok.tokenizer);
+    lm.tokenizer_path = tok.path;
+    check_tokenizer_matches(*lm.tokenizer, lm.tokenizer_path, source.config, lm.model_path);
+  }
   WorkspaceRows rows;
   rows.tokens = o.max_tokens;
   rows.logit_rows = o.max_logit_rows;

@@ -21,6 +21,8 @@ struct ModelOpenOptions {
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
+  bool tokenizer_optional = false;  // true: no tokenizer found is no error (LoadedModel::tokenizer
+                                    // null, tokenizer_path ""), for work that needs none (replay)
 };
 
 struct LoadedModel {
@@ -84,6 +86,14 @@ struct OpenedTokenizer {
 // explicit_path (--tokenizer) overrides, read by what it is: a directory as above, *.gguf
 // from its metadata, *.json as a tokenizer.json, anything else as a sentencepiece .model.
 OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::string& explicit_path);
+
+// Whether open_model_tokenizer would find a tokenizer for the model (explicit_path given, a
+// GGUF with a byte-level BPE vocabulary, an HF directory with tokenizer files, a llama2.c
+// file with tokenizer.model beside it or the bundled one).
+bool model_tokenizer_available(const std::string& model_path, const std::string& explicit_path);
+
+// resolve_tokenizer_path, but "" instead of an error when there is none to be found.
+std::string find_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
 
 // Errors unless the tokenizer's vocabulary matches the model's.
 void check_tokenizer_matches(const Tokenizer& tokenizer, const std::string& tokenizer_path,

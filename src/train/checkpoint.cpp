@@ -1,15 +1,20 @@
 // Hugging Face checkpoint export (see checkpoint.h).
 #include "train/checkpoint.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <vector>
 
 #include "common/check.h"
+#include "common/half.h"
 #include "formats/hf_dir.h"
 #include "formats/safetensors.h"
 #include "run/summary.h"
@@ -36,60 +41,176 @@ std::vector<float> permute_to_rotate_half(const std::vector<float>& w, int64_t r
   return out;
 }
 
+DType parse_checkpoint_dtype(const std::string& name, DType storage) {
+  if (name.empty()) return storage;
+  if (name == "f32") return DTYPE_F32;
+  if (name == "f16") return DTYPE_F16;
+  if (name == "bf16") return DTYPE_BF16;
+  throw_error("--checkpoint-dtype '%s' is not f32, f16 or bf16", name.c_str());
+}
+
+const char* torch_dtype_name(DType d) { return d == DTYPE_BF16 ? "bfloat16" : d == DTYPE_F16 ? "float16" : "float32"; }
+
+FreeSpaceQuery& free_space_query() {
+  static FreeSpaceQuery query;
+  return query;
+}
+
+// What a checkpoint of `model` consists of: its config and the tensors' names, dtype, shapes.
+struct CheckpointPlan {
+  ModelConfig config;  // as written: rotate-half RoPE
+  bool permute_qk = false;
+  DType dtype = DTYPE_F32;
+  std::vector<SafetensorsSpec> specs;  // one per model.params(), same order
+  std::string config_json;
+};
+
+CheckpointPlan plan_checkpoint(Model& model, const std::string& dtype) {
+  CheckpointPlan plan;
+  plan.config = model.config();
+  plan.permute_qk = plan.config.arch != ARCH_OPT && plan.config.rope_style == ROPE_INTERLEAVED;
+  plan.config.rope_style = ROPE_ROTATE_HALF;
+  plan.dtype = parse_checkpoint_dtype(dtype, model.params().front()->w.dtype);
+  std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
+  for (const ExpectedTensor& e : expected_tensors(plan.config)) shapes[e.name] = e.shape;
+  for (const Param* p : model.params()) plan.specs.push_back({p->info.name, plan.dtype, shapes.at(p->info.name)});
+  plan.config_json = hf_config_json(plan.config, torch_dtype_name(plan.dtype));
+  return plan;
+}
+
+const std::map<std::string, std::string> kMetadata = {{"format", "pt"}};
+
+int64_t file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+// What save_tokenizer_files will write for tokenizer_path: the files it copies, or for a GGUF
+// (a tokenizer.json rebuilt from its metadata) a generous allowance.
+int64_t tokenizer_files_bytes(const std::string& tokenizer_path) {
+  if (tokenizer_path.empty()) return 0;
+  if (tokenizer_path.size() >= 5 && tokenizer_path.compare(tokenizer_path.size() - 5, 5, ".gguf") == 0)
+    return int64_t(64) << 20;
+  if (!std::filesystem::is_directory(tokenizer_path)) return file_bytes(tokenizer_path);
+  int64_t n = 0;
+  for (const std::string& name : tokenizer_file_names()) n += file_bytes(tokenizer_path + "/" + name);
+  return n;
+}
+
+int64_t plan_bytes(const CheckpointPlan& plan, const std::string& tokenizer_path, const nlohmann::json& run_settings) {
+  int64_t n = safetensors_file_bytes(plan.specs, kMetadata) + static_cast<int64_t>(plan.config_json.size());
+  n += tokenizer_files_bytes(tokenizer_path);
+  if (run_settings.is_object()) n += static_cast<int64_t>(run_settings.dump(2).size()) + 1;
+  return n;
+}
+
+// One tensor as written: downloaded as fp32, checked, q/k rows permuted, converted to dtype.
+void fill_tensor(Model& model, const CheckpointPlan& plan, size_t index, const std::string& dir,
+                 std::vector<float>* host, char* out) {
+  const Param* p = model.params()[index];
+  host->resize(static_cast<size_t>(p->w.numel()));
+  model.backend().download(p->w, host->data());
+  for (size_t i = 0; i < host->size(); i++)
+    SMEZO_REQUIRE(std::isfinite((*host)[i]), "not writing checkpoint %s: tensor %s holds a non-finite value (%g at "
+                  "index %zu); the previous checkpoint is kept", dir.c_str(), p->info.name.c_str(), (*host)[i], i);
+  if (plan.permute_qk && is_qk(p->info.name))
+    *host = permute_to_rotate_half(*host, p->w.rows, p->w.cols, plan.config.head_dim);
+  const std::vector<float>& w = *host;
+  if (plan.dtype == DTYPE_F32) {
+    std::memcpy(out, w.data(), w.size() * sizeof(float));
+    return;
+  }
+  uint16_t* o = reinterpret_cast<uint16_t*>(out);
+  for (size_t i = 0; i < w.size(); i++) {
+    const uint16_t h = plan.dtype == DTYPE_BF16 ? float_to_bf16(w[i]) : float_to_f16(w[i]);
+    const float back = plan.dtype == DTYPE_BF16 ? bf16_to_float(h) : f16_to_float(h);
+    SMEZO_REQUIRE(std::isfinite(back), "not writing checkpoint %s: tensor %s value %g at index %zu does not fit %s "
+                  "(it would become infinite); the previous checkpoint is kept ---> HINT: --checkpoint-dtype f32 "
+                  "or bf16", dir.c_str(), p->info.name.c_str(), w[i], i, dtype_name(plan.dtype));
+    std::memcpy(o + i, &h, sizeof h);
+  }
+}
+
+// The nearest folder of `path` that exists (the checkpoint folder may not exist yet).
+std::string existing_folder(const std::string& path) {
+  std::filesystem::path p = std::filesystem::absolute(path);
+  std::error_code ec;
+  while (!std::filesystem::is_directory(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  return p.string();
+}
+
 }  // namespace
 
-void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
-                        const nlohmann::json& run_settings) {
-  ModelConfig config = model.config();
-  const bool permute = config.arch != ARCH_OPT && config.rope_style == ROPE_INTERLEAVED;
-  config.rope_style = ROPE_ROTATE_HALF;
+int64_t checkpoint_free_bytes(const std::string& path) {
+  const std::string folder = existing_folder(path);
+  struct statvfs st {};
+  SMEZO_REQUIRE(::statvfs(folder.c_str(), &st) == 0, "cannot query the free space of %s: %s", folder.c_str(),
+                std::strerror(errno));
+  return static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_frsize);
+}
 
-  std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
-  for (const ExpectedTensor& e : expected_tensors(config)) shapes[e.name] = e.shape;
-  std::vector<std::vector<float>> data;
-  std::vector<SafetensorsEntry> entries;
-  data.reserve(model.params().size());
-  for (const Param* p : model.params()) {
-    std::vector<float> host(static_cast<size_t>(p->w.numel()));
-    model.backend().download(p->w, host.data());
-    for (size_t i = 0; i < host.size(); i++)
-      SMEZO_REQUIRE(std::isfinite(host[i]), "not writing checkpoint %s: tensor %s holds a non-finite value (%g at "
-                    "index %zu); the previous checkpoint is kept", dir.c_str(), p->info.name.c_str(), host[i], i);
-    if (permute && is_qk(p->info.name)) host = permute_to_rotate_half(host, p->w.rows, p->w.cols, config.head_dim);
-    data.push_back(std::move(host));
-    SafetensorsEntry e;
-    e.name = p->info.name;
-    e.dtype = DTYPE_F32;
-    e.shape = shapes.at(p->info.name);
-    e.data = data.back().data();
-    entries.push_back(e);
-  }
+FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query) {
+  FreeSpaceQuery previous = free_space_query();
+  free_space_query() = std::move(query);
+  return previous;
+}
+
+DType checkpoint_dtype(Model& model, const std::string& dtype) {
+  return parse_checkpoint_dtype(dtype, model.params().front()->w.dtype);
+}
+
+int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,
+                         const std::string& dtype) {
+  return plan_bytes(plan_checkpoint(model, dtype), tokenizer_path, run_settings);
+}
+
+void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
+                        const nlohmann::json& run_settings, const std::string& dtype) {
+  const CheckpointPlan plan = plan_checkpoint(model, dtype);
   namespace fs = std::filesystem;
   const std::string tmp = dir + ".tmp", old = dir + ".old";
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  SMEZO_REQUIRE(!ec, "cannot create checkpoint directory %s: %s", tmp.c_str(), ec.message().c_str());
-  write_safetensors(tmp + "/model.safetensors", entries, {{"format", "pt"}});
-  run_write_file_atomic(tmp + "/config.json", hf_config_json(config, "float32"));
-  save_tokenizer_files(tokenizer_path, tmp, config.max_seq_len);  // sentencepiece, tokenizer.json, ...
-  if (run_settings.is_object())
-    run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
-  // swap in: dir -> dir.old, tmp -> dir, drop dir.old
-  fs::remove_all(old, ec);
   if (fs::exists(dir)) {
     // only ever replace a previous checkpoint, never a directory holding anything else
+    SMEZO_REQUIRE(fs::is_directory(dir), "refusing to replace %s with a checkpoint: it is not a folder ---> HINT: "
+                  "move it away", dir.c_str());
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
       const std::vector<std::string>& tok_files = tokenizer_file_names();
-      if (name != "config.json" && name != "model.safetensors" && name != kRunSettingsFile &&
-          std::find(tok_files.begin(), tok_files.end(), name) == tok_files.end()) {
-        fs::remove_all(tmp, ec);
-        throw_error("refusing to replace %s with a checkpoint: it holds %s, which is not part of one "
-                    "---> HINT: choose a new or empty folder", dir.c_str(), name.c_str());
-      }
+      SMEZO_REQUIRE(name == "config.json" || name == "model.safetensors" || name == kRunSettingsFile ||
+                        std::find(tok_files.begin(), tok_files.end(), name) != tok_files.end(),
+                    "refusing to replace %s with a checkpoint: it holds %s, which is not part of one ---> HINT: "
+                    "choose a new or empty folder", dir.c_str(), name.c_str());
     }
+  }
+  fs::remove_all(tmp, ec);  // a leftover of an earlier failure: its space counts as free
+  const int64_t need = plan_bytes(plan, tokenizer_path, run_settings);
+  const int64_t avail = free_space_query() ? free_space_query()(tmp) : checkpoint_free_bytes(tmp);
+  SMEZO_REQUIRE(avail >= need, "not writing checkpoint %s: it needs %lld bytes (%.2f GB), the disk has %lld bytes "
+                "(%.2f GB) free; the previous checkpoint is kept ---> HINT: free disk space, or choose another "
+                "--checkpoint-dtype; smezo replay rebuilds these weights from the seed log at any time",
+                dir.c_str(), (long long)need, need / 1e9, (long long)avail, avail / 1e9);
+  fs::create_directories(tmp, ec);
+  SMEZO_REQUIRE(!ec, "cannot create checkpoint directory %s: %s", tmp.c_str(), ec.message().c_str());
+  try {
+    std::vector<float> host;  // one tensor at a time
+    write_safetensors_streamed(tmp + "/model.safetensors", plan.specs, kMetadata,
+                               [&](size_t i, char* out) { fill_tensor(model, plan, i, dir, &host, out); });
+    run_write_file_atomic(tmp + "/config.json", plan.config_json);
+    save_tokenizer_files(tokenizer_path, tmp, plan.config.max_seq_len);  // sentencepiece, tokenizer.json, ...
+    if (run_settings.is_object())
+      run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  // swap in: dir -> dir.old, tmp -> dir, drop dir.old (run/run_dir.h restores dir.old after a
+  // kill between the two renames)
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) {
     fs::rename(dir, old, ec);
+    if (ec) fs::remove_all(tmp);
     SMEZO_REQUIRE(!ec, "cannot replace %s: %s", dir.c_str(), ec.message().c_str());
   }
   fs::rename(tmp, dir, ec);

@@ -6,6 +6,13 @@
 // The directory is written next to its final place and renamed over it, so a crash never
 // leaves a half-written checkpoint where a good one was.
 //
+// Tensors are written in the model's storage dtype (bf16 in, bf16 out) unless another is
+// asked for, one at a time from the backend: nothing the size of the model is held on the
+// host, only the largest tensor as fp32 and once more in the dtype written. Before writing,
+// the free space of the file system that will hold the checkpoint is compared with the
+// checkpoint's size: when it is short, nothing is written and the error names both numbers.
+// Any failure removes the half-written DIR.tmp/ and keeps the previous checkpoint.
+//
 // A checkpoint written by `smezo train` also holds smezo_run.json, the data settings the run
 // used, so `smezo eval --model RUN/checkpoint` measures what the run measured:
 //   {"written_by": "smezo train", "task": "sst2", "max_len": 64, "data_seed": 42,
@@ -13,6 +20,8 @@
 // (data_dir "" = the default; step = the training step the weights are from.)
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -23,9 +32,26 @@ namespace smezo {
 
 inline constexpr const char* kRunSettingsFile = "smezo_run.json";
 
-// run_settings: written as smezo_run.json when it is a JSON object.
+// run_settings: written as smezo_run.json when it is a JSON object. tokenizer_path "": none
+// copied. dtype: "f32", "f16" or "bf16"; "": the model's storage dtype.
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
-                        const nlohmann::json& run_settings = nullptr);
+                        const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
+
+// The dtype a checkpoint of `model` is written in for a dtype name ("" = the storage dtype);
+// throws naming the value when it is not f32, f16 or bf16.
+DType checkpoint_dtype(Model& model, const std::string& dtype);
+
+// The bytes save_hf_checkpoint() would write into dir (all files, before file-system rounding).
+int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,
+                         const std::string& dtype = "");
+
+// The free-space query: bytes available to this process on the file system holding `path`
+// (statvfs f_bavail * f_frsize of its nearest existing folder).
+using FreeSpaceQuery = std::function<int64_t(const std::string& path)>;
+int64_t checkpoint_free_bytes(const std::string& path);
+// The seam tests use to fake a full disk: replaces the query save_hf_checkpoint() asks, and
+// returns the previous one; an empty function restores checkpoint_free_bytes.
+FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query);
 
 // The smezo_run.json of a checkpoint folder; null when model_path is not a folder or holds none.
 nlohmann::json checkpoint_read_run_settings(const std::string& model_path);

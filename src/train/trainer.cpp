@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 
@@ -18,6 +19,7 @@
 #include "run/metrics_log.h"
 #include "run/number_format.h"
 #include "run/progress_bar.h"
+#include "run/run_dir.h"
 #include "run/seed_log.h"
 #include "run/summary.h"
 #include "run/svg_plot.h"
@@ -107,6 +109,29 @@ std::string describe_phases(const nlohmann::ordered_json& phases) {
   return out;
 }
 
+// The summary.json of a run that completed o.steps steps, or null.
+nlohmann::json completed_summary(const std::string& out_dir, int64_t steps) {
+  std::ifstream in(out_dir + "/summary.json", std::ios::binary);
+  if (!in.good()) return nullptr;
+  const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
+  if (s.is_discarded() || !s.is_object() || s.value("status", std::string()) != "completed" ||
+      !s.contains("steps") || s["steps"] != steps)
+    return nullptr;
+  return s;
+}
+
+// The training step the weights in out_dir/checkpoint are from; -1 when there is none.
+int64_t checkpoint_step(const std::string& out_dir) {
+  const std::string dir = out_dir + "/checkpoint";
+  if (!file_exists(dir + "/model.safetensors")) return -1;
+  const nlohmann::json run = checkpoint_read_run_settings(dir);
+  return run.is_object() && run.contains("step") && run["step"].is_number_integer() ? run["step"].get<int64_t>() : -1;
+}
+
+double json_number(const nlohmann::json& j, const char* key, double none) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : none;
+}
+
 double host_peak_rss_mb() {
   nlohmann::json j = nlohmann::json::object();
   summary_add_standard_fields(&j);
@@ -168,6 +193,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   t_phase = Clock::now();
   o.model_path = lm.model_path;
   Model& model = *lm.model;
+  checkpoint_dtype(model, o.checkpoint_dtype);  // a bad name fails now, not after training
   const int64_t max_len = std::min(o.max_len, model.config().max_seq_len);
   EncodedSplits data;
   data.train = encode_all(*lm.tokenizer, splits.train, max_len);
@@ -184,26 +210,102 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   SpsaOptimizer optimizer(model, o.spsa);  // S-MeZO: the per-tensor thresholds
   startup["thresholds"] = seconds_since(t_phase);
   const nlohmann::json header = run_header(o, optimizer, model);
-  require_same_on_all_ranks(world, header.dump(), "run options (model, data, method)");
+  // The run folder: what it holds decides between a fresh start and a resume, before any write
+  // (every rank reads it: ranks share the file system; the agreement below orders it before
+  // rank 0 writes anything).
+  std::string foreign;
+  const RunDirKind kind = run_dir_kind(o.out_dir, &foreign);
+  // one exchange for both (tests/test_mpi.cpp counts the exchanges): a rank that saw the folder
+  // differently is reported with the run options
+  require_same_on_all_ranks(world, header.dump() + "\nrun folder kind " + std::to_string(kind),
+                            "run options (model, data, method)");
+  SMEZO_REQUIRE(!o.resume || kind != RUN_DIR_OTHER, "--resume: %s is not a smezo run folder: it holds %s and no "
+                "seed_log.txt ---> HINT: check --out, or start the run without --resume", o.out_dir.c_str(),
+                foreign.c_str());
+  SMEZO_REQUIRE(o.resume || kind != RUN_DIR_RUN, "%s already holds a run ---> HINT: pass --resume to continue it, "
+                "or choose another --out", o.out_dir.c_str());
+  if (o.resume && kind == RUN_DIR_NOTHING) {
+    if (root)
+      std::fprintf(stderr, "resume: nothing is logged in %s yet (the run stopped before its seed log was written): "
+                   "starting it at step 1\n", o.out_dir.c_str());
+    o.resume = false;
+  }
   std::error_code mkdir_error;
   if (root) std::filesystem::create_directories(o.out_dir, mkdir_error);
   SMEZO_REQUIRE(!mkdir_error, "cannot create the output directory %s: %s", o.out_dir.c_str(),
                 mkdir_error.message().c_str());
+  std::optional<RunDirLock> lock;
+  if (root) {
+    lock.emplace(run_dir_lock(o.out_dir));
+    std::string cleaned;
+    for (const std::string& name : run_dir_clean(o.out_dir)) cleaned += (cleaned.empty() ? "" : ", ") + name;
+    if (!cleaned.empty())
+      std::fprintf(stderr, "removed what an interrupted write left in %s: %s\n", o.out_dir.c_str(), cleaned.c_str());
+  }
 
   // Start fresh, or rebuild the weights of a killed run from its seed log.
   int64_t first_step = 1;
   std::unique_ptr<SeedLogWriter> seed_log;
+  TrainResult result;
+  // What `smezo eval` needs to measure this run's checkpoint as the run did (checkpoint.h).
+  const nlohmann::json run_settings = {{"written_by", "smezo train"}, {"task", splits.name}, {"max_len", o.max_len},
+                                       {"data_seed", o.data_seed}, {"n_train", o.n_train}, {"n_dev", o.n_dev},
+                                       {"n_test", o.n_test}, {"data_dir", o.data_dir}};
+  // A failed checkpoint is a warning: the seed log holds the run, and smezo replay rebuilds it.
+  auto save_checkpoint = [&](int64_t step) -> std::string {
+    if (!root) return "";
+    nlohmann::json settings = run_settings;
+    settings["step"] = step;
+    try {
+      save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings, o.checkpoint_dtype);
+      return "";
+    } catch (const Error& e) {
+      std::fprintf(stderr, "smezo: warning: the checkpoint of step %lld was not written: %s\n", (long long)step,
+                   e.what());
+      return e.message();
+    }
+  };
   if (o.resume) {
     t_phase = Clock::now();
-    SMEZO_REQUIRE(file_exists(seed_log_path), "--resume: %s does not exist; nothing to resume", seed_log_path.c_str());
     SeedLog log = seed_log_read(seed_log_path);
     check_resume_header(log.header, header, optimizer, seed_log_path);
-    for (const SeedRecord& r : log.records) {
-      SMEZO_REQUIRE(r.seed == optimizer.step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
-                    seed_log_path.c_str(), (long long)r.step, (unsigned long long)r.seed,
-                    (unsigned long long)optimizer.step_seed(r.step));
-      optimizer.apply_update(r.seed, r.g, r.lr);
+    auto replay_log = [&] {
+      for (const SeedRecord& r : log.records) {
+        SMEZO_REQUIRE(r.seed == optimizer.step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
+                      seed_log_path.c_str(), (long long)r.step, (unsigned long long)r.seed,
+                      (unsigned long long)optimizer.step_seed(r.step));
+        optimizer.apply_update(r.seed, r.g, r.lr);
+      }
+    };
+    const int64_t last = log.records.empty() ? 0 : log.records.back().step;
+    // every rank sees the same summary: rank 0 has written nothing since the agreement above
+    const nlohmann::json done = last == o.steps ? completed_summary(o.out_dir, o.steps) : nlohmann::json(nullptr);
+    if (done.is_object()) {
+      // A finished run: its files stay as they are, unless its final checkpoint is missing.
+      result.steps_done = o.steps;
+      result.first_loss = json_number(done, "first_loss", 0);
+      result.last_loss = json_number(done, "final_loss", 0);
+      result.final_dev_acc = json_number(done, "final_dev_acc", -1);
+      result.best_dev_acc = json_number(done, "best_dev_acc", -1);
+      result.test_acc = json_number(done, "test_acc", -1);
+      result.wall_s = json_number(done, "wall_time_s", 0);
+      if (!root) return result;
+      if (checkpoint_step(o.out_dir) == o.steps) {
+        std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
+                     (long long)o.steps, o.out_dir.c_str());
+        return result;
+      }
+      std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is missing: rebuilding it "
+                   "from the seed log\n", (long long)o.steps);
+      replay_log();
+      nlohmann::json summary = done;
+      result.checkpoint_error = save_checkpoint(o.steps);
+      summary["checkpoint"]["status"] = result.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
+                                                                        : "failed: " + result.checkpoint_error;
+      summary_write(o.out_dir + "/summary.json", summary);
+      return result;
     }
+    replay_log();
     first_step = log.records.empty() ? 1 : log.records.back().step + 1;
     startup["replay"] = seconds_since(t_phase);
     // every rank has read the log (and replayed the same updates) before rank 0 touches it
@@ -216,8 +318,6 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
                    (long long)first_step, log.records.size());
     }
   } else if (root) {
-    SMEZO_REQUIRE(!file_exists(seed_log_path), "%s already holds a run ---> HINT: pass --resume to continue it, "
-                  "or choose another --out", o.out_dir.c_str());
     seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path, header, o.flush_every));
   }
   std::unique_ptr<MetricsLog> metrics;
@@ -225,7 +325,6 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
 
   // Loss and accuracy history for the plot (from the metrics file when resuming).
   PlotSeries loss_series, dev_series;
-  TrainResult result;
   bool final_dev_logged = false;  // a resumed, already finished run: its final evaluation too
   for (const nlohmann::json& rec : root ? metrics_log_read(metrics_path) : std::vector<nlohmann::json>()) {
     if (rec.contains("loss") && rec["loss"].is_number()) {
@@ -239,20 +338,11 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
       result.best_dev_acc = std::max(result.best_dev_acc, rec["dev_acc"].get<double>());
     }
   }
+  if (!loss_series.empty()) result.last_loss = loss_series.back().second;  // a resume with no step left to run
   const std::vector<EncodedExample> dev_subset =
       o.eval_examples > 0 && o.eval_examples < (int64_t)data.dev.size()
           ? std::vector<EncodedExample>(data.dev.begin(), data.dev.begin() + o.eval_examples)
           : data.dev;
-  // What `smezo eval` needs to measure this run's checkpoint as the run did (checkpoint.h).
-  const nlohmann::json run_settings = {{"written_by", "smezo train"}, {"task", splits.name}, {"max_len", o.max_len},
-                                       {"data_seed", o.data_seed}, {"n_train", o.n_train}, {"n_dev", o.n_dev},
-                                       {"n_test", o.n_test}, {"data_dir", o.data_dir}};
-  auto save_checkpoint = [&](int64_t step) {
-    if (!root) return;
-    nlohmann::json settings = run_settings;
-    settings["step"] = step;
-    save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings);
-  };
   const bool evaluate = !data.dev.empty();  // --dev-examples 0: no dev evaluation at all
   auto evaluate_dev = [&](int64_t step, const std::vector<EncodedExample>& set) {
     double acc = accuracy_ranks(world, model, set, o.batch);
@@ -302,7 +392,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
       if (root) seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
       if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps && root) {
         seed_log->flush();
-        save_checkpoint(step);
+        save_checkpoint(step);  // a failure warns; training goes on
       }
     }
   } catch (const Error& e) {
@@ -339,9 +429,6 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   finish["evaluation"] = seconds_since(t_phase);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (!root) return result;
-  t_phase = Clock::now();
-  save_checkpoint(o.steps);
-  finish["checkpoint"] = seconds_since(t_phase);
   write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
 
   nlohmann::json summary;
@@ -375,12 +462,23 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   summary["startup_s"] = startup;
   summary["finish_s"] = finish;
   summary["peak_host_memory_MB"] = host_peak_rss_mb();
+  // The summary (the run's result) is durable before the final checkpoint is tried, and
+  // says how the checkpoint went once it has been.
+  summary["checkpoint"] = {{"dir", "checkpoint"}, {"step", o.steps},
+                           {"dtype", dtype_name(checkpoint_dtype(model, o.checkpoint_dtype))}, {"status", "writing"}};
   summary_add_standard_fields(&summary);
+  summary_write(o.out_dir + "/summary.json", summary);
+  t_phase = Clock::now();
+  result.checkpoint_error = save_checkpoint(o.steps);
+  finish["checkpoint"] = seconds_since(t_phase);
+  summary["finish_s"] = finish;
+  summary["checkpoint"]["status"] = result.checkpoint_error.empty() ? "written" : "failed: " + result.checkpoint_error;
   summary_write(o.out_dir + "/summary.json", summary);
   std::string done = evaluate ? "dev acc " + format_accuracy(result.final_dev_acc) + " (best " +
                                      format_accuracy(result.best_dev_acc) + ")"
                                : std::string("no dev evaluation");
   if (test) done += ", test acc " + format_accuracy(result.test_acc);
+  if (!result.checkpoint_error.empty()) done += "; no final checkpoint (see the warning)";
   std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup).c_str(), describe_phases(finish).c_str());
   std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o.out_dir + "/summary.json").c_str());
   return result;

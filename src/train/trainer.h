@@ -7,7 +7,11 @@
 //   plot.svg         training loss and dev accuracy vs step
 //   checkpoint/      Hugging Face model directory (every --checkpoint-every steps and at the end)
 // Resume (--resume) rebuilds the weights from the base model and the seed log (the same
-// updates, bit for bit), so a killed run loses at most the steps since the last flush.
+// updates, bit for bit), so a killed run loses at most the steps since the last flush. It
+// leaves a finished run as it is (or only writes its missing final checkpoint), starts a
+// folder that holds nothing yet at step 1, and refuses a folder that is not a run's
+// (run/run_dir.h). summary.json is written before the final checkpoint; a checkpoint that
+// fails is a warning (TrainResult::checkpoint_error for the final one).
 #pragma once
 
 // The options, result and train() itself are the public API in include/smezo/train.h.
