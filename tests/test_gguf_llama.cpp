@@ -259,6 +259,10 @@ TEST(GgufLlama, RefusesMetadataThatDisagrees) {
               HasSubstr("mixture-of-experts"));
   EXPECT_THAT(error_with({"tokenizer.ggml.eos_token_id"}, [](GgufBuilder& b) { b.add_u32("tokenizer.ggml.eos_token_id", 40); }),
               HasSubstr("tokenizer.ggml.eos_token_id = 40 is outside the vocabulary (40 tokens)"));
+  // Found by fuzz_gguf: a block_count of millions was sized into a layer table before any check.
+  EXPECT_THAT(error_with({"llama.block_count"}, [](GgufBuilder& b) { b.add_u32("llama.block_count", 4194305u); }),
+              HasSubstr("config n_layers = 4194305 is outside 1..4096"));
+  EXPECT_THAT(load_error("tests/fixtures/fuzz/gguf_huge_block_count.gguf"), HasSubstr("is outside 1.."));
 }
 
 TEST(GgufLlama, RefusesTensorsThatDisagree) {

@@ -7,6 +7,7 @@
 #include "formats/gguf.h"
 #include "formats/gguf_dequant.h"
 #include "model/model.h"  // expected_tensors
+#include "model/model_check.h"
 
 namespace smezo {
 
@@ -196,6 +197,9 @@ WeightSource load_gguf(const std::string& path) {
   src.config = read_config(f);
   ModelConfig& c = src.config;
   c.tied_lm_head = f.find_tensor("output.weight") == nullptr;
+  // The common floor before anything is sized from the metadata (a block_count of billions
+  // must be an error naming the field, not an allocation: found by fuzz_gguf).
+  check_model_config(c, path);
 
   for (const GgufTensorInfo& t : f.tensors()) {
     SMEZO_REQUIRE(t.name != "rope_freqs.weight", "%s: tensor 'rope_freqs.weight' (RoPE frequency "
