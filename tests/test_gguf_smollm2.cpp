@@ -22,19 +22,10 @@
 
 using nlohmann::json;
 
+using smezo_test::smollm2_path;
+
 namespace {
 
-std::string smollm2_path() {
-  const char* env = std::getenv("SMEZO_SMOLLM2");
-  std::string path = env && *env ? env : "weights/SmolLM2-135M-Instruct.Q4_1.gguf";
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? path : "";
-}
-
-#define SKIP_WITHOUT_SMOLLM2(path)                                                          \
-  if (path.empty())                                                                         \
-  GTEST_SKIP() << "SmolLM2 GGUF not found at weights/SmolLM2-135M-Instruct.Q4_1.gguf "     \
-                  "(or $SMEZO_SMOLLM2); run weights/fetch_smollm2.sh to fetch it"
 
 }  // namespace
 

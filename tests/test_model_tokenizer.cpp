@@ -27,22 +27,13 @@
 using namespace smezo;
 using smezo_test::run_command;
 
+using smezo_test::smollm2_path;
+
 namespace {
 
 const std::string kSmezo = smezo_test::smezo_binary();
 const std::string kBpeFixtures = "tests/fixtures/bpe/";
 
-std::string smollm2_path() {
-  const char* env = std::getenv("SMEZO_SMOLLM2");
-  std::string path = env && *env ? env : "weights/SmolLM2-135M-Instruct.Q4_1.gguf";
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? path : "";
-}
-
-#define SKIP_WITHOUT_SMOLLM2(path)                                                      \
-  if (path.empty())                                                                     \
-  GTEST_SKIP() << "SmolLM2 GGUF not found at weights/SmolLM2-135M-Instruct.Q4_1.gguf " \
-                  "(or $SMEZO_SMOLLM2); run weights/fetch_smollm2.sh to fetch it"
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +23,13 @@ namespace smezo_test {
 #endif
 
 std::string build_dir() { return SMEZO_BUILD_DIR; }
+std::string smollm2_path() {
+  const char* env = std::getenv("SMEZO_SMOLLM2");
+  std::string path = env && *env ? env : "weights/SmolLM2-135M-Instruct.Q4_1.gguf";
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? path : "";
+}
+
 std::string smezo_binary() { return build_dir() + "/smezo"; }
 
 std::string make_temp_dir(const std::string& tag) {

@@ -20,7 +20,17 @@ std::string error_of(const std::function<void()>& fn);
 // The build folder the tests were built in (make BUILD=...), and the smezo binary in it.
 std::string build_dir();
 std::string smezo_binary();
+
+// The SmolLM2-135M-Instruct GGUF ($SMEZO_SMOLLM2, else weights/SmolLM2-135M-Instruct.Q4_1.gguf
+// fetched by weights/fetch_smollm2.sh), or "" when it is not there.
+std::string smollm2_path();
 // Runs a shell command, returns its exit code and (stdout + stderr) in *output.
 int run_command(const std::string& cmd, std::string* output);
 
 }  // namespace smezo_test
+
+// Skips the test, saying how to fetch the model, when smollm2_path() found none.
+#define SKIP_WITHOUT_SMOLLM2(path)                                                      \
+  if (path.empty())                                                                     \
+  GTEST_SKIP() << "SmolLM2 GGUF not found at weights/SmolLM2-135M-Instruct.Q4_1.gguf " \
+                  "(or $SMEZO_SMOLLM2); run weights/fetch_smollm2.sh to fetch it"
