@@ -201,3 +201,88 @@ TEST(MpiTrain, BuildWithoutMpiRefusesSeveralProcesses) {
   }
 #endif
 }
+
+// ---- pipeline parallel (--pipeline-stages K): stories260K has 5 layers, so 2 stages hold 3 + 2
+// layers, 4 stages 2 + 1 + 1 + 1; its head is tied, so the first and the last stage both hold
+// the token embedding and must keep it identical.
+
+// 2 and 4 stages, and 2 stages × 2 data-parallel replicas, equal one process bit for bit: seed
+// log, metrics, dev/test accuracies, and the one model.safetensors rank 0 assembles from the
+// stages (the evaluations and the checkpoint of step 2 run mid-training).
+TEST(MpiPipeline, TwoAndFourStagesAndReplicasEqualOneProcess) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_pipeline");
+  std::string out;
+  ASSERT_EQ(run_command(kSmezo + kRun + " --out " + dir + "/one", &out), 0) << out;
+  ASSERT_EQ(run_command(mpirun(2) + kSmezo + kRun + " --pipeline-stages 2 --out " + dir + "/s2", &out), 0) << out;
+  EXPECT_THAT(out, testing::Not(HasSubstr("rank 1"))) << "only rank 0 speaks: " << out;
+  ASSERT_EQ(run_command(mpirun(4) + kSmezo + kRun + " --pipeline-stages 4 --micro-batches 3 --out " + dir + "/s4", &out), 0)
+      << out;
+  ASSERT_EQ(run_command(mpirun(4) + kSmezo + kRun + " --pipeline-stages 2 --out " + dir + "/s2r2", &out), 0) << out;
+  for (const char* run : {"/s2", "/s4", "/s2r2"}) {
+    SCOPED_TRACE(run);
+    expect_same_run(dir + "/one", dir + run);
+    EXPECT_EQ(read_json(dir + run + "/summary.json")["parameters"], read_json(dir + "/one/summary.json")["parameters"]);
+    EXPECT_EQ(read_json(dir + run + "/summary.json")["parameters_in_tuned_tensors"],
+              read_json(dir + "/one/summary.json")["parameters_in_tuned_tensors"]);
+  }
+  const nlohmann::json s4 = read_json(dir + "/s4/summary.json");
+  EXPECT_EQ(s4["pipeline_stages"], 4);
+  EXPECT_EQ(s4["micro_batches"], 3);
+  EXPECT_EQ(s4["ranks"], 4);
+  // rank 0, the first of 4 stages, holds a fraction of the model
+  EXPECT_LT(s4["peak_backend_memory_MB"].get<double>(),
+            read_json(dir + "/one/summary.json")["peak_backend_memory_MB"].get<double>());
+}
+
+// S-MeZO (per-tensor thresholds held by the stages, merged into the seed log header) with the
+// gold-token loss (COPA) over 3 stages.
+TEST(MpiPipeline, SparseMezoGoldTokenLossThreeStages) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_pipeline_smezo");
+  const std::string run = " train --task copa --method smezo --sparsity 0.6 --batch 6 --max-len 48 --lr 2e-3 --steps 3 "
+                          "--eval-every 2 --dev-examples 7 --test-examples 5 --progress-every 1";
+  std::string out;
+  ASSERT_EQ(run_command(kSmezo + run + " --out " + dir + "/one", &out), 0) << out;
+  ASSERT_EQ(run_command(mpirun(3) + kSmezo + run + " --pipeline-stages 3 --out " + dir + "/s3", &out), 0) << out;
+  expect_same_run(dir + "/one", dir + "/s3");
+  EXPECT_THAT(read_file(dir + "/s3/seed_log.txt"), HasSubstr("model.layers.4.mlp.down_proj.weight"));
+}
+
+// A stage that stops answering: its neighbour names it within --mpi-timeout, the job ends, and
+// --resume (here on one process) finishes the run exactly as an uninterrupted one.
+TEST(MpiPipeline, HungStageIsNamedAndTheRunResumes) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_pipeline_hang");
+  std::string out;
+  const auto t0 = std::chrono::steady_clock::now();
+  // exchange 1 checks the options, 2 merges the thresholds, 3 and 4 are the scores of steps 1
+  // and 2: rank 1 (the last stage) hangs before step 2's
+  const int rc = run_command("SMEZO_DIST_FAULT=hang:1:4 " + mpirun(2, 120) + kSmezo + kRun +
+                                 " --pipeline-stages 2 --mpi-timeout 5 --out " + dir + "/run",
+                             &out);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(rc, 124) << "the job hung until the test's own timeout: " << out;
+  EXPECT_LT(took, 90.0) << out;
+  EXPECT_THAT(out, HasSubstr("smezo: error: rank 0 of 2: no answer from rank 1 within 5 s"));
+  ASSERT_EQ(run_command(kSmezo + kRun + " --resume --out " + dir + "/run", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("resuming"));
+  ASSERT_EQ(run_command(kSmezo + kRun + " --out " + dir + "/one", &out), 0) << out;
+  EXPECT_EQ(read_file(dir + "/one/seed_log.txt"), read_file(dir + "/run/seed_log.txt"));
+  EXPECT_EQ(read_file(dir + "/one/checkpoint/model.safetensors"), read_file(dir + "/run/checkpoint/model.safetensors"));
+}
+
+// Layouts that cannot work are refused in one line, before anything is written.
+TEST(MpiPipeline, ImpossibleLayoutsAreRefused) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_pipeline_refuse");
+  std::string out;
+  EXPECT_EQ(run_command(kSmezo + kRun + " --pipeline-stages 2 --out " + dir + "/a", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("--pipeline-stages 2 splits the model over 2 MPI ranks, but this is one process"));
+  EXPECT_NE(run_command(mpirun(3) + kSmezo + kRun + " --pipeline-stages 2 --out " + dir + "/b", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--pipeline-stages 2 needs a multiple of 2 ranks, this job has 3"));
+  EXPECT_NE(run_command(mpirun(6) + kSmezo + kRun + " --pipeline-stages 6 --out " + dir + "/c", &out), 0);
+  EXPECT_THAT(out, HasSubstr("6 pipeline stages for a model of 5 layers"));
+  EXPECT_NE(run_command("test -e " + dir + "/b -o -e " + dir + "/c", &out), 0) << "nothing written";
+}

@@ -62,6 +62,9 @@ struct TrainOptions {
   std::string out_dir;           // required
   double mpi_timeout_s = 1800;   // under mpirun/srun: seconds a rank waits for the others in one
                                  // exchange before the job ends naming the silent rank
+  int pipeline_stages = 1;       // under mpirun: split the layers over this many ranks (pipeline
+                                 // parallel); ranks / stages data-parallel replicas of the pipeline
+  int64_t micro_batches = 0;     // pipeline micro-batches per probe; 0: 2 × pipeline_stages
   SpsaOptions spsa;              // total_steps is set from steps
 };
 
@@ -80,6 +83,8 @@ struct TrainResult {
   std::string checkpoint_error;
 };
 
+// With pipeline_stages K > 1 the ranks form K-stage pipelines (each rank loads only its
+// layers), K × replicas = ranks; same results bit for bit (src/train/pipeline.h).
 // Under mpirun or srun with several ranks (a build with MPI), the ranks train data-parallel:
 // each scores its share of every batch, rank 0 alone writes the run folder, and the result is
 // bit-identical to one process. There an error on any rank ends the whole job (MPI_Abort after

@@ -105,6 +105,11 @@ Command register_train(CLI::App& smezo) {
   cmd->add_option("--mpi-timeout", o.mpi_timeout_s, "under mpirun/srun: seconds to wait for the other ranks "
                                                    "in one exchange before ending the job")
       ->check(number_above(0));
+  cmd->add_option("--pipeline-stages", o.pipeline_stages, "under mpirun: split the model's layers over this many "
+                  "ranks (pipeline parallel); the ranks form ranks/stages data-parallel pipelines")
+      ->check(integer_at_least(1));
+  cmd->add_option("--micro-batches", o.micro_batches, "pipeline micro-batches per probe (0: twice the stages)")
+      ->check(integer_at_least(0));
   cmd->add_flag("--resume", o.resume, "continue the run in --out from its seed log");
   cmd->add_flag("--fixed-batch", o.fixed_batch, "reuse the first minibatch every step (overfitting checks)");
   cmd->add_flag("--skip-test", o.skip_test, "no test-set evaluation at the end");

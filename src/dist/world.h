@@ -51,6 +51,24 @@ class World {
   // ranks that did not answer) or an MPI error. One process: returns {mine}.
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const std::string& what);
 
+  // Point-to-point transfers between two ranks (pipeline stages, src/train/pipeline.h), on a
+  // communicator of their own so they never meet an allgather's messages. Non-blocking: start
+  // one, keep its buffer alive, then wait() for it against the deadline. Between two ranks,
+  // transfers with the same tag arrive in the order they were started. `what` names the
+  // transfer in errors. Only for size() > 1.
+  struct Transfer {
+    int64_t id = -1;  // the pending request (world_mpi.cpp); -1: none
+    int peer = -1;
+    size_t bytes = 0;
+    bool receive = false;
+    std::string what;
+  };
+  Transfer send_start(int peer, int tag, const void* data, size_t bytes, const std::string& what);
+  Transfer recv_start(int peer, int tag, void* data, size_t bytes, const std::string& what);
+  // Completes a transfer: throws smezo::Error naming the peer when it does not complete within
+  // the timeout, or when a receive got another number of bytes than it expected.
+  void wait(Transfer* transfer);
+
   // Ends a multi-rank job after an error on this rank: prints "smezo: error: rank R of N:
   // <text>" on stderr and calls MPI_Abort, which stops every rank. Ranks other than 0 wait a
   // moment first, so an error every rank hits (a bad option) is printed once, by rank 0.

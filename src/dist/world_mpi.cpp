@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "common/check.h"
@@ -25,12 +26,23 @@ namespace smezo {
 namespace {
 
 MPI_Comm g_comm = MPI_COMM_NULL;  // smezo's own communicator (a dup of MPI_COMM_WORLD)
+MPI_Comm g_p2p = MPI_COMM_NULL;   // another dup, for point-to-point transfers (pipeline stages)
+std::map<int64_t, MPI_Request>& pending_transfers() {  // World::Transfer::id -> its request
+  static std::map<int64_t, MPI_Request> requests;
+  return requests;
+}
+int64_t g_next_transfer = 0;
+
+const char* kSilentRankHint =
+    "that rank died or hangs (its own output may say why); a slow but healthy rank needs a larger "
+    "--mpi-timeout; the seed log keeps every finished step: rerun with --resume";
 
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (g_comm != MPI_COMM_NULL) MPI_Comm_free(&g_comm);
+  if (g_p2p != MPI_COMM_NULL) MPI_Comm_free(&g_p2p);
   MPI_Finalize();
 }
 
@@ -91,6 +103,8 @@ World& dist_world() {
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_p2p);
+  MPI_Comm_set_errhandler(g_p2p, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g_comm, &world.rank_);
   MPI_Comm_size(g_comm, &world.size_);
   MPI_Comm node;  // the ranks sharing this node's memory: the local rank picks the GPU
@@ -168,14 +182,67 @@ std::vector<std::vector<uint8_t>> World::allgather(const std::vector<uint8_t>& m
         if (!sent[i]) silent += (silent.empty() ? "" : ", ") + std::to_string(send_peer[i]);
       throw Error(format_string("no answer from rank %s within %g s in the exchange of %s (exchange %lld)",
                                 silent.c_str(), timeout_s_, what.c_str(), (long long)exchanges_),
-                  "that rank died or hangs (its own output may say why); a slow but healthy rank needs a larger "
-                  "--mpi-timeout; the seed log keeps every finished step: rerun with --resume");
+                  kSilentRankHint);
     }
     // back off from spinning to 1 ms sleeps: ranks may share cores with OpenMP threads
     pause = progress ? std::chrono::microseconds(0) : std::min(std::chrono::microseconds(1000), pause * 2 + std::chrono::microseconds(20));
     if (pause.count() > 0) std::this_thread::sleep_for(pause);
   }
   return all;
+}
+
+World::Transfer World::send_start(int peer, int tag, const void* data, size_t bytes, const std::string& what) {
+  SMEZO_REQUIRE(size_ > 1 && peer >= 0 && peer < size_ && peer != rank_, "%s: no rank %d to send to", what.c_str(), peer);
+  SMEZO_REQUIRE(bytes <= static_cast<size_t>(INT_MAX), "%s is %zu bytes, above MPI's int count", what.c_str(), bytes);
+  Transfer t{g_next_transfer++, peer, bytes, false, what};
+  MPI_Request request;
+  mpi_check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, g_p2p, &request), "MPI_Isend", what);
+  pending_transfers()[t.id] = request;
+  return t;
+}
+
+World::Transfer World::recv_start(int peer, int tag, void* data, size_t bytes, const std::string& what) {
+  SMEZO_REQUIRE(size_ > 1 && peer >= 0 && peer < size_ && peer != rank_, "%s: no rank %d to receive from",
+                what.c_str(), peer);
+  SMEZO_REQUIRE(bytes <= static_cast<size_t>(INT_MAX), "%s is %zu bytes, above MPI's int count", what.c_str(), bytes);
+  Transfer t{g_next_transfer++, peer, bytes, true, what};
+  MPI_Request request;
+  mpi_check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, g_p2p, &request), "MPI_Irecv", what);
+  pending_transfers()[t.id] = request;
+  return t;
+}
+
+void World::wait(Transfer* t) {
+  if (t->id < 0) return;
+  auto it = pending_transfers().find(t->id);
+  SMEZO_REQUIRE(it != pending_transfers().end(), "%s: waited for twice", t->what.c_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  std::chrono::microseconds pause(0);
+  MPI_Status st;
+  for (;;) {
+    int flag = 0;
+    const int rc = MPI_Test(&it->second, &flag, &st);
+    if (rc != MPI_SUCCESS) {
+      pending_transfers().erase(it);
+      t->id = -1;
+      mpi_check(rc, "MPI_Test", t->what);
+    }
+    if (flag) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(format_string("no answer from rank %d within %g s in the %s of %s", t->peer, timeout_s_,
+                                t->receive ? "receive" : "send", t->what.c_str()),
+                  kSilentRankHint);
+    pause = std::min(std::chrono::microseconds(1000), pause * 2 + std::chrono::microseconds(20));
+    std::this_thread::sleep_for(pause);
+  }
+  pending_transfers().erase(it);
+  t->id = -1;
+  if (t->receive) {
+    int count = 0;
+    mpi_check(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", t->what);
+    SMEZO_REQUIRE(static_cast<size_t>(count) == t->bytes, "rank %d sent %d bytes of %s, %zu were expected ---> HINT: "
+                  "every rank must run the same smezo on the same data", t->peer, count, t->what.c_str(), t->bytes);
+  }
 }
 
 void World::abort_job(const std::string& text, int exit_code) {

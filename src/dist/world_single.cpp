@@ -29,6 +29,16 @@ std::vector<std::vector<uint8_t>> World::allgather(const std::vector<uint8_t>& m
   return {mine};
 }
 
+World::Transfer World::send_start(int, int, const void*, size_t, const std::string& what) {
+  throw_error("%s: point-to-point transfers need a build with MPI and several ranks", what.c_str());
+}
+
+World::Transfer World::recv_start(int, int, void*, size_t, const std::string& what) {
+  throw_error("%s: point-to-point transfers need a build with MPI and several ranks", what.c_str());
+}
+
+void World::wait(Transfer*) {}
+
 void World::abort_job(const std::string& text, int exit_code) {
   std::fflush(stdout);
   std::fprintf(stderr, "smezo: error: %s\n", text.c_str());

@@ -55,7 +55,7 @@ WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_to
 }
 
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
-                                     BackendKind backend) {
+                                     BackendKind backend, const ModelStage& stage) {
   MemoryEstimate e;
   ModelSize size;
   if (!model_size_of(cfg, &size)) {
@@ -63,7 +63,19 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
     return e;
   }
   e.weights = model_weight_bytes(size, storage);
-  const int64_t M = ws.tokens, R = ws.logit_rows;
+  if (!stage.whole()) {  // the stage's own tensors (the whole-model sizes fit int64: checked above)
+    ModelStage held = stage;
+    if (held.end_layer < 0) held.end_layer = cfg.n_layers;
+    ModelParams slots_of;
+    e.weights = 0;
+    for (const ParamSlot& s : list_param_slots(cfg, slots_of))
+      if (stage_holds(held, cfg, s)) {
+        int64_t n = dtype_size(storage);
+        for (int64_t d : s.shape) n *= d;
+        e.weights += n;
+      }
+  }
+  const int64_t M = ws.tokens, R = stage.last() ? ws.logit_rows : 0;
   const int64_t q_dim = cfg.n_heads * cfg.head_dim, kv_dim = cfg.n_kv_heads * cfg.head_dim;
   // Model's workspace (model.cpp), all fp32: x, xn; q, att; k, v; h_gate (SwiGLU), h_up;
   // last, logits.

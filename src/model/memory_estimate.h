@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/model.h"
 #include "model/tensor.h"
 #include "smezo/model_config.h"
 
@@ -52,8 +53,10 @@ struct MemoryEstimate {
   int64_t total = 0;        // the sum; -1 everywhere when a size overflows
 };
 
+// stage: a pipeline stage (model.h) counts only the weights it holds, and logits only on the
+// last stage; the default is the whole model.
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
-                                     BackendKind backend);
+                                     BackendKind backend, const ModelStage& stage = ModelStage{});
 
 // "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"
 std::string describe_memory_estimate(const MemoryEstimate& e);

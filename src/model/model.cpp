@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,15 +38,36 @@ void per_half(const Probe& probe, int64_t M, Fn fn) {
 
 }  // namespace
 
+ModelStage model_stage(const ModelConfig& config, int index, int count) {
+  SMEZO_REQUIRE(count >= 1 && index >= 0 && index < count, "pipeline stage %d of %d", index, count);
+  SMEZO_REQUIRE(count <= config.n_layers, "%d pipeline stages for a model of %lld layers: every stage needs at "
+                "least one layer ---> HINT: use at most %lld stages", count, (long long)config.n_layers,
+                (long long)config.n_layers);
+  const int64_t base = config.n_layers / count, extra = config.n_layers % count;
+  ModelStage s;
+  s.index = index;
+  s.count = count;
+  s.first_layer = index * base + std::min<int64_t>(index, extra);
+  s.end_layer = s.first_layer + base + (index < extra ? 1 : 0);
+  return s;
+}
+
 Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
-             int64_t max_logit_rows)
+             int64_t max_logit_rows, const ModelStage& stage)
     : config_(source.config),
+      stage_(stage),
       backend_(backend),
       max_tokens_(max_tokens),
       max_logit_rows_(max_logit_rows) {
   SMEZO_REQUIRE(max_tokens > 0 && max_logit_rows > 0, "model workspace needs positive sizes");
   check_weight_source(source);  // config ranges, every tensor's presence/shape: nothing allocated yet
   const ModelConfig& c = config_;
+  if (stage_.end_layer < 0) stage_.end_layer = c.n_layers;
+  SMEZO_REQUIRE(stage_.count >= 1 && stage_.index >= 0 && stage_.index < stage_.count && stage_.first_layer >= 0 &&
+                    stage_.first_layer < stage_.end_layer && stage_.end_layer <= c.n_layers &&
+                    (!stage_.first() || stage_.first_layer == 0) && (!stage_.last() || stage_.end_layer == c.n_layers),
+                "pipeline stage %d of %d with layers [%lld, %lld) does not fit a model of %lld layers", stage_.index,
+                stage_.count, (long long)stage_.first_layer, (long long)stage_.end_layer, (long long)c.n_layers);
   ModelSize size;
   model_size_of(c, &size);
   try {
@@ -59,8 +81,9 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
     ws_.v = backend_.alloc(max_tokens, kv_dim, DTYPE_F32);
     ws_.h_gate = backend_.alloc(max_tokens, c.mlp_kind == MLP_SWIGLU ? c.hidden_dim : 0, DTYPE_F32);
     ws_.h_up = backend_.alloc(max_tokens, c.hidden_dim, DTYPE_F32);
-    ws_.last = backend_.alloc(max_logit_rows, c.dim, DTYPE_F32);
-    ws_.logits = backend_.alloc(max_logit_rows, c.vocab_size, DTYPE_F32);
+    const int64_t logit_rows = stage_.last() ? max_logit_rows : 0;  // only the last stage has logits
+    ws_.last = backend_.alloc(logit_rows, c.dim, DTYPE_F32);
+    ws_.logits = backend_.alloc(logit_rows, c.vocab_size, DTYPE_F32);
   } catch (const std::bad_alloc&) {
     throw_error("model %s: out of memory on the %s backend: the model needs %s for its %s "
                 "parameters as %s, plus its workspace for %lld tokens (%s allocated when it ran "
@@ -118,7 +141,16 @@ class LoadProgress {
 // dropped from the process. Host memory stays at one tensor's pages, whatever the model size;
 // only block-quantised tensors (GGUF) are decoded on the host, into one reused fp32 buffer.
 void Model::load(const WeightSource& source, DType storage) {
-  std::vector<ParamSlot> slots = list_param_slots(config_, weights_);
+  std::vector<ParamSlot> slots;
+  std::vector<uint32_t> tensor_ids;  // canonical: the noise of a stage's tensor is the whole model's
+  uint32_t canonical_id = 0;
+  for (ParamSlot& slot : list_param_slots(config_, weights_)) {
+    if (stage_holds(stage_, config_, slot)) {
+      slots.push_back(slot);
+      tensor_ids.push_back(canonical_id);
+    }
+    canonical_id++;
+  }
   int64_t total_bytes = 0;
   auto stored_bytes = [](const HostTensorView& v) {
     return v.nbytes > 0 || v.decode ? v.nbytes : v.numel() * dtype_size(v.dtype);
@@ -126,8 +158,8 @@ void Model::load(const WeightSource& source, DType storage) {
   for (const ParamSlot& slot : slots) total_bytes += stored_bytes(*source.find(slot.name));
   LoadProgress progress(static_cast<int64_t>(slots.size()), total_bytes);
   std::vector<float> decoded;  // quantised tensors only
-  uint32_t tensor_id = 0;
-  for (ParamSlot& slot : slots) {
+  for (size_t i = 0; i < slots.size(); i++) {
+    ParamSlot& slot = slots[i];
     const HostTensorView* view = source.find(slot.name);  // present and shaped: checked
     const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
     const int64_t cols = slot.shape.back();
@@ -154,7 +186,7 @@ void Model::load(const WeightSource& source, DType storage) {
     view->release_pages();
     progress.tensor_done(stored_bytes(*view));
     p.info.name = slot.name;
-    p.info.tensor_id = tensor_id++;
+    p.info.tensor_id = tensor_ids[i];
     p.info.is_linear = slot.is_linear;
     param_list_.push_back(&p);
   }
@@ -167,11 +199,13 @@ int64_t Model::parameter_count() const {
   return n;
 }
 
-// Runs the embedding and every layer on tokens, leaving the final hidden states in ws_.x.
+// Runs the embedding (or takes the previous stage's hidden states) and this stage's layers on
+// tokens, leaving the hidden states in ws_.x.
 // cache_pos < 0: packed batch without cache (seqs say where each sequence is); otherwise one
 // sequence whose new keys/values are written to the cache at cache_pos.
 void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
-                const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe) {
+                const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe,
+                const float* hidden_in) {
   const ModelConfig& c = config_;
   const int64_t M = static_cast<int64_t>(tokens.size());
   SMEZO_REQUIRE(M > 0 && M <= max_tokens_, "batch of %lld tokens does not fit the workspace (%lld)",
@@ -188,21 +222,27 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
 
   // Embeddings and norms read their parameters per half of a pair (they are small); the
   // linears take the pair whole, so a weight's noise is generated once for both halves.
-  per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
-    const std::vector<int32_t> tok(tokens.begin() + r0, tokens.begin() + r0 + n);
-    const std::vector<int32_t> pos(positions.begin() + r0, positions.begin() + r0 + n);
-    backend_.embedding(tensor_rows(x, r0, n), weights_.tok_embedding, probe.pair ? tok : tokens, p);
-    if (weights_.pos_embedding.w.data)
-      backend_.add_position_embedding(tensor_rows(x, r0, n), weights_.pos_embedding,
-                                      probe.pair ? pos : positions, c.learned_pos_offset, p);
-  });
+  SMEZO_REQUIRE((hidden_in == nullptr) == stage_.first(), "pipeline stage %d of %d: %s", stage_.index, stage_.count,
+                stage_.first() ? "the first stage embeds the tokens itself" : "needs the previous stage's hidden states");
+  if (hidden_in != nullptr) {
+    backend_.upload(x, hidden_in);
+  } else {
+    per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
+      const std::vector<int32_t> tok(tokens.begin() + r0, tokens.begin() + r0 + n);
+      const std::vector<int32_t> pos(positions.begin() + r0, positions.begin() + r0 + n);
+      backend_.embedding(tensor_rows(x, r0, n), weights_.tok_embedding, probe.pair ? tok : tokens, p);
+      if (weights_.pos_embedding.w.data)
+        backend_.add_position_embedding(tensor_rows(x, r0, n), weights_.pos_embedding,
+                                        probe.pair ? pos : positions, c.learned_pos_offset, p);
+    });
+  }
   auto norm = [&](const Param& w, const Param* b) {
     per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
       backend_.norm(tensor_rows(xn, r0, n), tensor_rows(x, r0, n), w, b, c.norm_kind, c.norm_eps, p);
     });
   };
 
-  for (int64_t l = 0; l < c.n_layers; l++) {
+  for (int64_t l = stage_.first_layer; l < stage_.end_layer; l++) {
     LayerParams& L = weights_.layers[l];
     // attention block
     norm(L.attn_norm, bias(L.attn_norm_bias));
@@ -253,6 +293,8 @@ void Model::compute_logits(const std::vector<int64_t>& rows, const Probe& probe,
                            std::vector<float>* out) {
   const ModelConfig& c = config_;
   const int64_t R = static_cast<int64_t>(rows.size());
+  SMEZO_REQUIRE(stage_.last(), "pipeline stage %d of %d has no LM head: logits come from the last stage",
+                stage_.index, stage_.count);
   SMEZO_REQUIRE(R > 0 && R <= max_logit_rows_, "%lld logit rows asked, workspace holds %lld",
                 (long long)R, (long long)max_logit_rows_);
   SMEZO_REQUIRE(!probe.pair || R % 2 == 0, "a probe pair needs two equal sets of logit rows");
@@ -272,20 +314,50 @@ void Model::compute_logits(const std::vector<int64_t>& rows, const Probe& probe,
   backend_.download(logits, out->data());
 }
 
-void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits) {
-  std::vector<int32_t> positions;
-  std::vector<AttentionSeq> seqs;
+void Model::pack_positions(const ForwardBatch& batch, std::vector<int32_t>* positions,
+                           std::vector<AttentionSeq>* seqs) const {
   int64_t row = 0;
   for (int64_t len : batch.seq_lens) {
     SMEZO_REQUIRE(len > 0 && len <= config_.max_seq_len,
                   "sequence of %lld tokens: the model supports 1..%lld", (long long)len,
                   (long long)config_.max_seq_len);
-    seqs.push_back(AttentionSeq{row, len, row, len});
-    for (int64_t i = 0; i < len; i++) positions.push_back(static_cast<int32_t>(i));
+    seqs->push_back(AttentionSeq{row, len, row, len});
+    for (int64_t i = 0; i < len; i++) positions->push_back(static_cast<int32_t>(i));
     row += len;
   }
   SMEZO_REQUIRE(row == (int64_t)batch.tokens.size(), "batch: sequence lengths sum to %lld, %zu tokens",
                 (long long)row, batch.tokens.size());
+}
+
+void Model::forward_stage(const ForwardBatch& batch, const Probe& probe, const std::vector<float>& hidden_in,
+                          std::vector<float>* out) {
+  SMEZO_REQUIRE(!probe.pair, "a pipeline stage takes single probes (the + and - probes travel as micro-batches)");
+  std::vector<int32_t> positions;
+  std::vector<AttentionSeq> seqs;
+  pack_positions(batch, &positions, &seqs);
+  const int64_t M = static_cast<int64_t>(batch.tokens.size());
+  if (!stage_.first())
+    SMEZO_REQUIRE(static_cast<int64_t>(hidden_in.size()) == M * config_.dim,
+                  "pipeline stage %d of %d: %zu hidden values in for %lld tokens of width %lld", stage_.index,
+                  stage_.count, hidden_in.size(), (long long)M, (long long)config_.dim);
+  run(batch.tokens, positions, seqs, -1, probe, stage_.first() ? nullptr : hidden_in.data());
+  if (stage_.last()) {
+    compute_logits(batch.logit_rows, probe, out);
+    return;
+  }
+  Tensor x = ws_.x;
+  x.rows = M;
+  out->resize(static_cast<size_t>(M * config_.dim));
+  backend_.download(x, out->data());
+}
+
+void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits) {
+  SMEZO_REQUIRE(stage_.whole(), "forward() runs the whole model; pipeline stage %d of %d runs forward_stage()",
+                stage_.index, stage_.count);
+  std::vector<int32_t> positions;
+  std::vector<AttentionSeq> seqs;
+  pack_positions(batch, &positions, &seqs);
+  const int64_t row = static_cast<int64_t>(batch.tokens.size());
   if (!probe.pair) {
     run(batch.tokens, positions, seqs, -1, probe);
     compute_logits(batch.logit_rows, probe, logits);
@@ -326,6 +398,7 @@ void Model::enable_kv_cache(int64_t max_len) {
 
 void Model::forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
+  SMEZO_REQUIRE(stage_.whole(), "generation runs the whole model, not a pipeline stage");
   SMEZO_REQUIRE(cache_len_ > 0, "forward_cached: call enable_kv_cache first");
   SMEZO_REQUIRE(pos >= 0 && pos + n <= cache_len_, "position %lld past the cache (%lld)",
                 (long long)(pos + n), (long long)cache_len_);

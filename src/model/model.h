@@ -41,6 +41,21 @@ struct ModelParams {
   Param lm_head;           // (vocab, dim); absent when tied to tok_embedding
 };
 
+// The part of the model one pipeline stage holds (issue #13, src/train/pipeline.h): layers
+// [first_layer, end_layer), plus the embeddings on the first stage and the final norm and LM
+// head on the last (a tied head: the token embedding on both). The default is the whole model.
+// Parameters keep their canonical tensor ids, so a stage draws the noise the whole model would.
+struct ModelStage {
+  int index = 0, count = 1;
+  int64_t first_layer = 0, end_layer = -1;  // -1: up to the last layer
+  bool first() const { return index == 0; }
+  bool last() const { return index == count - 1; }
+  bool whole() const { return count == 1; }
+};
+// Stage `index` of `count`: the layers split into contiguous, balanced ranges (the first
+// n_layers % count stages get one more). Throws when there are fewer layers than stages.
+ModelStage model_stage(const ModelConfig& config, int index, int count);
+
 struct ForwardBatch {
   std::vector<int32_t> tokens;      // packed tokens of all sequences
   std::vector<int64_t> seq_lens;    // length of each sequence; they sum to tokens.size()
@@ -51,8 +66,9 @@ class Model {
  public:
   // Loads and checks every tensor of source against its config, converting to the backend's
   // storage dtype. max_tokens and max_logit_rows size the one activation workspace.
+  // stage: the part of the model to hold (whole by default); only its tensors are read.
   Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
-        int64_t max_logit_rows);
+        int64_t max_logit_rows, const ModelStage& stage = ModelStage{});
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
@@ -62,6 +78,14 @@ class Model {
   // one pass: logits (2 * logit_rows, vocab), the + rows first; the doubled batch must fit
   // the workspace (batch_tokens_capacity, batch_logit_rows_capacity).
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
+  // One pipeline stage's share of forward() under a single probe. The first stage embeds
+  // batch.tokens; the others start from `hidden_in`, the previous stage's hidden states
+  // (batch tokens, dim) in fp32. A stage that is not the last writes its hidden states to *out
+  // (tokens, dim); the last writes the logits of batch.logit_rows, as forward() does. Chaining
+  // the stages gives forward()'s logits bit for bit.
+  void forward_stage(const ForwardBatch& batch, const Probe& probe, const std::vector<float>& hidden_in,
+                     std::vector<float>* out);
+  const ModelStage& stage() const { return stage_; }
   // The tokens and logit rows of one batch that forward() takes under `probe` (half the
   // workspace for a pair).
   int64_t batch_tokens_capacity(const Probe& probe) const { return probe.pair ? max_tokens_ / 2 : max_tokens_; }
@@ -90,11 +114,16 @@ class Model {
     Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
   };
   void load(const WeightSource& source, DType storage);
+  // hidden_in: null = embed the tokens (first stage), else the previous stage's hidden states
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
-           const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe);
+           const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe,
+           const float* hidden_in = nullptr);
+  // positions and attention spans of a packed batch (checked)
+  void pack_positions(const ForwardBatch& batch, std::vector<int32_t>* positions, std::vector<AttentionSeq>* seqs) const;
   void compute_logits(const std::vector<int64_t>& rows, const Probe& probe, std::vector<float>* out);
 
   ModelConfig config_;
+  ModelStage stage_;
   Backend& backend_;
   ModelParams weights_;
   std::vector<Param*> param_list_;

@@ -11,8 +11,9 @@ namespace {
 
 struct Lister {
   std::vector<ParamSlot>* out;
+  int64_t layer = -1;  // set by the listers as they walk the model
   void operator()(const std::string& name, std::vector<int64_t> shape, bool is_linear, Param* p) {
-    out->push_back(ParamSlot{name, std::move(shape), is_linear, p});
+    out->push_back(ParamSlot{name, std::move(shape), is_linear, p, layer});
   }
 };
 
@@ -20,6 +21,7 @@ void list_llama(const ModelConfig& c, ModelParams& w, Lister& add) {
   const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   add("model.embed_tokens.weight", {c.vocab_size, c.dim}, false, &w.tok_embedding);
   for (int64_t i = 0; i < c.n_layers; i++) {
+    add.layer = i;
     LayerParams& l = w.layers[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
     add(p + "input_layernorm.weight", {c.dim}, false, &l.attn_norm);
@@ -43,6 +45,7 @@ void list_llama(const ModelConfig& c, ModelParams& w, Lister& add) {
       add(p + "mlp.down_proj.bias", {c.dim}, false, &l.b_down);
     }
   }
+  add.layer = c.n_layers;
   add("model.norm.weight", {c.dim}, false, &w.final_norm);
   if (!c.tied_lm_head) add("lm_head.weight", {c.vocab_size, c.dim}, true, &w.lm_head);
 }
@@ -53,6 +56,7 @@ void list_opt(const ModelConfig& c, ModelParams& w, Lister& add) {
   add(d + "embed_positions.weight", {c.max_seq_len + c.learned_pos_offset, c.dim}, false,
       &w.pos_embedding);
   for (int64_t i = 0; i < c.n_layers; i++) {
+    add.layer = i;
     LayerParams& l = w.layers[i];
     const std::string p = d + "layers." + std::to_string(i) + ".";
     add(p + "self_attn_layer_norm.weight", {c.dim}, false, &l.attn_norm);
@@ -72,6 +76,7 @@ void list_opt(const ModelConfig& c, ModelParams& w, Lister& add) {
     add(p + "fc2.weight", {c.dim, c.hidden_dim}, true, &l.w_down);
     add(p + "fc2.bias", {c.dim}, false, &l.b_down);
   }
+  add.layer = c.n_layers;
   add(d + "final_layer_norm.weight", {c.dim}, false, &w.final_norm);
   add(d + "final_layer_norm.bias", {c.dim}, false, &w.final_norm_bias);
   if (!c.tied_lm_head) add("lm_head.weight", {c.vocab_size, c.dim}, true, &w.lm_head);
@@ -89,6 +94,20 @@ std::vector<ParamSlot> list_param_slots(const ModelConfig& config, ModelParams& 
     list_llama(config, weights, add);
   }
   return slots;
+}
+
+bool stage_holds(const ModelStage& stage, const ModelConfig& config, const ParamSlot& slot) {
+  if (slot.layer < 0)
+    return stage.first() || (stage.last() && config.tied_lm_head && slot.param != nullptr &&
+                             slot.name.find("embed_tokens") != std::string::npos);
+  if (slot.layer >= config.n_layers) return stage.last();
+  return slot.layer >= stage.first_layer && slot.layer < stage.end_layer;
+}
+
+bool stage_owns(const ModelStage& stage, const ParamSlot& slot) {
+  if (slot.layer < 0) return stage.first();
+  if (slot.layer >= stage.end_layer && stage.last()) return true;
+  return slot.layer >= stage.first_layer && slot.layer < stage.end_layer;
 }
 
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {

@@ -198,12 +198,13 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   WorkspaceRows rows;
   rows.tokens = o.max_tokens;
   rows.logit_rows = o.max_logit_rows;
+  const ModelStage stage = o.stage_count > 1 ? model_stage(source.config, o.stage_index, o.stage_count) : ModelStage{};
   lm.estimate = estimate_model_memory(source.config, storage, rows,
-                                      std::string(lm.backend->name()) == "cuda" ? BACKEND_CUDA : BACKEND_CPU);
+                                      std::string(lm.backend->name()) == "cuda" ? BACKEND_CUDA : BACKEND_CPU, stage);
   require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
   lm.open_s = seconds_since(t_open);
   const auto t_load = Clock::now();
-  lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows);
+  lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows, stage);
   lm.load_s = seconds_since(t_load);
   return lm;
 }

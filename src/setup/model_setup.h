@@ -21,6 +21,7 @@ struct ModelOpenOptions {
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
+  int stage_index = 0, stage_count = 1;  // a pipeline stage (model_stage): load only its layers
   bool tokenizer_optional = false;  // true: no tokenizer found is no error (LoadedModel::tokenizer
                                     // null, tokenizer_path ""), for work that needs none (replay)
 };

@@ -65,15 +65,15 @@ struct CheckpointPlan {
   std::string config_json;
 };
 
-CheckpointPlan plan_checkpoint(Model& model, const std::string& dtype) {
+CheckpointPlan plan_checkpoint(const CheckpointSource& source, const std::string& dtype) {
   CheckpointPlan plan;
-  plan.config = model.config();
+  plan.config = source.config;
   plan.permute_qk = plan.config.arch != ARCH_OPT && plan.config.rope_style == ROPE_INTERLEAVED;
   plan.config.rope_style = ROPE_ROTATE_HALF;
-  plan.dtype = parse_checkpoint_dtype(dtype, model.params().front()->w.dtype);
+  plan.dtype = parse_checkpoint_dtype(dtype, source.storage);
   std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
   for (const ExpectedTensor& e : expected_tensors(plan.config)) shapes[e.name] = e.shape;
-  for (const Param* p : model.params()) plan.specs.push_back({p->info.name, plan.dtype, shapes.at(p->info.name)});
+  for (const CheckpointTensor& t : source.tensors) plan.specs.push_back({t.name, plan.dtype, shapes.at(t.name)});
   plan.config_json = hf_config_json(plan.config, torch_dtype_name(plan.dtype));
   return plan;
 }
@@ -105,17 +105,19 @@ int64_t plan_bytes(const CheckpointPlan& plan, const std::string& tokenizer_path
   return n;
 }
 
-// One tensor as written: downloaded as fp32, checked, q/k rows permuted, converted to dtype.
-void fill_tensor(Model& model, const CheckpointPlan& plan, size_t index, const std::string& dir,
+// One tensor as written: fetched as fp32, checked, q/k rows permuted, converted to dtype.
+void fill_tensor(const CheckpointSource& source, const CheckpointPlan& plan, size_t index, const std::string& dir,
                  std::vector<float>* host, char* out) {
-  const Param* p = model.params()[index];
-  host->resize(static_cast<size_t>(p->w.numel()));
-  model.backend().download(p->w, host->data());
+  const CheckpointTensor& t = source.tensors[index];
+  host->resize(static_cast<size_t>(t.rows * t.cols));
+  source.fetch(index, host);
+  SMEZO_REQUIRE(host->size() == static_cast<size_t>(t.rows * t.cols), "checkpoint tensor %s: %zu values fetched, "
+                "%lld expected", t.name.c_str(), host->size(), (long long)(t.rows * t.cols));
   for (size_t i = 0; i < host->size(); i++)
     SMEZO_REQUIRE(std::isfinite((*host)[i]), "not writing checkpoint %s: tensor %s holds a non-finite value (%g at "
-                  "index %zu); the previous checkpoint is kept", dir.c_str(), p->info.name.c_str(), (*host)[i], i);
-  if (plan.permute_qk && is_qk(p->info.name))
-    *host = permute_to_rotate_half(*host, p->w.rows, p->w.cols, plan.config.head_dim);
+                  "index %zu); the previous checkpoint is kept", dir.c_str(), t.name.c_str(), (*host)[i], i);
+  if (plan.permute_qk && is_qk(t.name))
+    *host = permute_to_rotate_half(*host, t.rows, t.cols, plan.config.head_dim);
   const std::vector<float>& w = *host;
   if (plan.dtype == DTYPE_F32) {
     std::memcpy(out, w.data(), w.size() * sizeof(float));
@@ -127,7 +129,7 @@ void fill_tensor(Model& model, const CheckpointPlan& plan, size_t index, const s
     const float back = plan.dtype == DTYPE_BF16 ? bf16_to_float(h) : f16_to_float(h);
     SMEZO_REQUIRE(std::isfinite(back), "not writing checkpoint %s: tensor %s value %g at index %zu does not fit %s "
                   "(it would become infinite); the previous checkpoint is kept ---> HINT: --checkpoint-dtype f32 "
-                  "or bf16", dir.c_str(), p->info.name.c_str(), w[i], i, dtype_name(plan.dtype));
+                  "or bf16", dir.c_str(), t.name.c_str(), w[i], i, dtype_name(plan.dtype));
     std::memcpy(o + i, &h, sizeof h);
   }
 }
@@ -156,18 +158,38 @@ FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query) {
   return previous;
 }
 
+CheckpointSource checkpoint_source(Model& model) {
+  CheckpointSource source;
+  source.config = model.config();
+  source.storage = model.params().front()->w.dtype;
+  for (const Param* p : model.params()) source.tensors.push_back({p->info.name, p->w.rows, p->w.cols});
+  source.fetch = [&model](size_t i, std::vector<float>* values) {
+    const Param* p = model.params()[i];
+    values->resize(static_cast<size_t>(p->w.numel()));
+    model.backend().download(p->w, values->data());
+  };
+  return source;
+}
+
 DType checkpoint_dtype(Model& model, const std::string& dtype) {
   return parse_checkpoint_dtype(dtype, model.params().front()->w.dtype);
 }
 
 int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,
                          const std::string& dtype) {
-  return plan_bytes(plan_checkpoint(model, dtype), tokenizer_path, run_settings);
+  return plan_bytes(plan_checkpoint(checkpoint_source(model), dtype), tokenizer_path, run_settings);
 }
 
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
                         const nlohmann::json& run_settings, const std::string& dtype) {
-  const CheckpointPlan plan = plan_checkpoint(model, dtype);
+  save_hf_checkpoint(checkpoint_source(model), dir, tokenizer_path, run_settings, dtype);
+}
+
+namespace {
+
+void write_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
+                      const nlohmann::json& run_settings, const std::string& dtype, size_t* fetched) {
+  const CheckpointPlan plan = plan_checkpoint(source, dtype);
   namespace fs = std::filesystem;
   const std::string tmp = dir + ".tmp", old = dir + ".old";
   std::error_code ec;
@@ -196,7 +218,10 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   try {
     std::vector<float> host;  // one tensor at a time
     write_safetensors_streamed(tmp + "/model.safetensors", plan.specs, kMetadata,
-                               [&](size_t i, char* out) { fill_tensor(model, plan, i, dir, &host, out); });
+                               [&](size_t i, char* out) {
+                                 fill_tensor(source, plan, i, dir, &host, out);
+                                 *fetched = i + 1;
+                               });
     run_write_file_atomic(tmp + "/config.json", plan.config_json);
     save_tokenizer_files(tokenizer_path, tmp, plan.config.max_seq_len);  // sentencepiece, tokenizer.json, ...
     if (run_settings.is_object())
@@ -216,6 +241,19 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
   fs::rename(tmp, dir, ec);
   SMEZO_REQUIRE(!ec, "cannot move checkpoint into %s: %s", dir.c_str(), ec.message().c_str());
   fs::remove_all(old, ec);
+}
+
+}  // namespace
+
+void save_hf_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
+                        const nlohmann::json& run_settings, const std::string& dtype) {
+  size_t fetched = 0;
+  try {
+    write_checkpoint(source, dir, tokenizer_path, run_settings, dtype, &fetched);
+  } catch (...) {
+    if (fetched < source.tensors.size() && source.abandon) source.abandon();
+    throw;
+  }
 }
 
 nlohmann::json checkpoint_read_run_settings(const std::string& model_path) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,26 @@ inline constexpr const char* kRunSettingsFile = "smezo_run.json";
 // run_settings: written as smezo_run.json when it is a JSON object. tokenizer_path "": none
 // copied. dtype: "f32", "f16" or "bf16"; "": the model's storage dtype.
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
+                        const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
+
+// The tensors of a checkpoint and where their values come from: a whole model has them all; a
+// pipeline's rank 0 fetches the other stages' (train/pipeline.h).
+struct CheckpointTensor {
+  std::string name;  // Hugging Face name
+  int64_t rows = 1, cols = 1;
+};
+struct CheckpointSource {
+  ModelConfig config;
+  DType storage = DTYPE_F32;               // written when no dtype is asked for
+  std::vector<CheckpointTensor> tensors;   // canonical order
+  // The fp32 values of tensors[i] (rows * cols); each asked for once, in the order of the file
+  // (safetensors lays the data out by name), not necessarily 0, 1, 2, ...
+  std::function<void(size_t i, std::vector<float>* values)> fetch;
+  // Called when a write fails before every tensor was fetched (may be empty).
+  std::function<void()> abandon;
+};
+CheckpointSource checkpoint_source(Model& model);
+void save_hf_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
                         const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
 
 // The dtype a checkpoint of `model` is written in for a dtype name ("" = the storage dtype);

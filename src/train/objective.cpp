@@ -48,33 +48,12 @@ double token_logprob(const float* logits, int64_t vocab, int32_t target) {
 // out[0]: the scores under the probe (or the + half of a pair), out[1]: the - half of a pair.
 using Scores = std::vector<std::vector<CandidateScore>>;
 
-void run_chunk(Model& model, const std::vector<PendingSequence>& chunk, const Probe& probe, Scores* out) {
-  ForwardBatch batch;
-  std::vector<std::vector<int64_t>> target_logit_row(chunk.size());  // per target: row in logits
-  for (size_t i = 0; i < chunk.size(); i++) {
-    const PendingSequence& ps = chunk[i];
-    const int64_t base = static_cast<int64_t>(batch.tokens.size());
-    batch.tokens.insert(batch.tokens.end(), ps.tokens, ps.tokens + ps.len);
-    batch.seq_lens.push_back(ps.len);
-    for (size_t t = 0; t < ps.targets.size(); t++) {
-      if (t == 0 || ps.targets[t].row != ps.targets[t - 1].row) batch.logit_rows.push_back(base + ps.targets[t].row);
-      target_logit_row[i].push_back(static_cast<int64_t>(batch.logit_rows.size()) - 1);
-    }
-  }
+void run_chunk(Model& model, const ScoringChunk& chunk, const Probe& probe, Scores* out) {
   std::vector<float> logits;
-  model.forward(batch, probe, &logits);
+  model.forward(chunk.batch, probe, &logits);
   const int64_t vocab = model.config().vocab_size;
-  const int64_t half_rows = static_cast<int64_t>(batch.logit_rows.size());  // a pair's - rows follow
-  for (int h = 0; h < (probe.pair ? 2 : 1); h++) {
-    for (size_t i = 0; i < chunk.size(); i++) {
-      for (size_t t = 0; t < chunk[i].targets.size(); t++) {
-        const Target& tg = chunk[i].targets[t];
-        CandidateScore& s = out[h][chunk[i].example][tg.candidate];
-        s.sum_logprob += token_logprob(&logits[(h * half_rows + target_logit_row[i][t]) * vocab], vocab, tg.token);
-        s.n_tokens++;
-      }
-    }
-  }
+  const size_t half = chunk.batch.logit_rows.size() * static_cast<size_t>(vocab);  // a pair's - rows follow
+  for (int h = 0; h < (probe.pair ? 2 : 1); h++) add_chunk_scores(chunk, logits.data() + h * half, vocab, &out[h]);
 }
 
 // The sequences that score an example's candidates (all, or just the gold one).
@@ -110,32 +89,11 @@ std::vector<PendingSequence> plan_example(size_t e, const EncodedExample& ex, bo
 // never changes a score, since every row depends only on its own sequence.
 void score_all(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                bool gold_only, Scores* out) {
-  const int64_t max_tokens = model.batch_tokens_capacity(probe);
-  const int64_t max_rows = model.batch_logit_rows_capacity(probe);
-  for (int h = 0; h < (probe.pair ? 2 : 1); h++) {
-    out[h].assign(examples.size(), {});
-    for (size_t e = 0; e < examples.size(); e++) out[h][e].resize(examples[e]->candidates.size());
-  }
-  std::vector<PendingSequence> chunk;
-  int64_t chunk_tokens = 0, chunk_rows = 0;
-  for (size_t e = 0; e < examples.size(); e++) {
-    for (PendingSequence& ps : plan_example(e, *examples[e], gold_only)) {
-      const int64_t rows = ps.logit_rows();
-      SMEZO_REQUIRE(ps.len <= max_tokens && rows <= max_rows,
-                    "a %lld-token candidate with %lld option tokens does not fit the workspace "
-                    "(%lld tokens, %lld logit rows%s)", (long long)ps.len, (long long)rows,
-                    (long long)max_tokens, (long long)max_rows, probe.pair ? " per half of a probe pair" : "");
-      if (chunk_tokens + ps.len > max_tokens || chunk_rows + rows > max_rows) {
-        run_chunk(model, chunk, probe, out);
-        chunk.clear();
-        chunk_tokens = chunk_rows = 0;
-      }
-      chunk_tokens += ps.len;
-      chunk_rows += rows;
-      chunk.push_back(std::move(ps));
-    }
-  }
-  if (!chunk.empty()) run_chunk(model, chunk, probe, out);
+  const std::vector<ScoringChunk> chunks =
+      plan_scoring(examples, gold_only, model.batch_tokens_capacity(probe), model.batch_logit_rows_capacity(probe),
+                   probe.pair ? " per half of a probe pair" : "");
+  for (int h = 0; h < (probe.pair ? 2 : 1); h++) out[h] = empty_scores(examples);
+  for (const ScoringChunk& chunk : chunks) run_chunk(model, chunk, probe, out);
 }
 
 double loss_of(const Scores& scores, const std::vector<const EncodedExample*>& examples, bool as_classification) {
@@ -143,6 +101,53 @@ double loss_of(const Scores& scores, const std::vector<const EncodedExample*>& e
 }
 
 }  // namespace
+
+std::vector<ScoringChunk> plan_scoring(const std::vector<const EncodedExample*>& examples, bool gold_only,
+                                       int64_t max_tokens, int64_t max_rows, const std::string& capacity_note) {
+  std::vector<ScoringChunk> chunks;
+  ScoringChunk chunk;
+  auto close_chunk = [&] {
+    if (!chunk.batch.tokens.empty()) chunks.push_back(std::move(chunk));
+    chunk = ScoringChunk{};
+  };
+  for (size_t e = 0; e < examples.size(); e++) {
+    for (const PendingSequence& ps : plan_example(e, *examples[e], gold_only)) {
+      const int64_t rows = ps.logit_rows();
+      SMEZO_REQUIRE(ps.len <= max_tokens && rows <= max_rows,
+                    "a %lld-token candidate with %lld option tokens does not fit the workspace "
+                    "(%lld tokens, %lld logit rows%s)", (long long)ps.len, (long long)rows,
+                    (long long)max_tokens, (long long)max_rows, capacity_note.c_str());
+      if ((int64_t)chunk.batch.tokens.size() + ps.len > max_tokens ||
+          (int64_t)chunk.batch.logit_rows.size() + rows > max_rows)
+        close_chunk();
+      const int64_t base = static_cast<int64_t>(chunk.batch.tokens.size());
+      chunk.batch.tokens.insert(chunk.batch.tokens.end(), ps.tokens, ps.tokens + ps.len);
+      chunk.batch.seq_lens.push_back(ps.len);
+      for (size_t t = 0; t < ps.targets.size(); t++) {
+        if (t == 0 || ps.targets[t].row != ps.targets[t - 1].row) chunk.batch.logit_rows.push_back(base + ps.targets[t].row);
+        chunk.targets.push_back(ScoreTarget{ps.example, ps.targets[t].candidate,
+                                            static_cast<int64_t>(chunk.batch.logit_rows.size()) - 1, ps.targets[t].token});
+      }
+    }
+  }
+  close_chunk();
+  return chunks;
+}
+
+std::vector<std::vector<CandidateScore>> empty_scores(const std::vector<const EncodedExample*>& examples) {
+  std::vector<std::vector<CandidateScore>> out(examples.size());
+  for (size_t e = 0; e < examples.size(); e++) out[e].resize(examples[e]->candidates.size());
+  return out;
+}
+
+void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab,
+                      std::vector<std::vector<CandidateScore>>* scores) {
+  for (const ScoreTarget& t : chunk.targets) {
+    CandidateScore& s = (*scores)[t.example][t.candidate];
+    s.sum_logprob += token_logprob(logits + t.logit_row * vocab, vocab, t.token);
+    s.n_tokens++;
+  }
+}
 
 std::vector<std::vector<CandidateScore>> score_examples(Model& model,
                                                         const std::vector<const EncodedExample*>& examples,
@@ -196,13 +201,19 @@ int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& ex
   for (size_t start = 0; start < examples.size(); start += batch_examples) {
     const std::vector<const EncodedExample*> batch(examples.begin() + start,
                                                    examples.begin() + std::min(examples.size(), start + batch_examples));
-    auto scores = score_examples(model, batch, Probe{}, false);
-    for (size_t e = 0; e < batch.size(); e++) {
-      int best = 0;
-      for (size_t c = 1; c < scores[e].size(); c++)
-        if (scores[e][c].mean_logprob() > scores[e][best].mean_logprob()) best = static_cast<int>(c);
-      correct += best == batch[e]->gold;
-    }
+    correct += count_best_is_gold(score_examples(model, batch, Probe{}, false), batch);
+  }
+  return correct;
+}
+
+int64_t count_best_is_gold(const std::vector<std::vector<CandidateScore>>& scores,
+                           const std::vector<const EncodedExample*>& examples) {
+  int64_t correct = 0;
+  for (size_t e = 0; e < examples.size(); e++) {
+    int best = 0;  // the first of equal scores
+    for (size_t c = 1; c < scores[e].size(); c++)
+      if (scores[e][c].mean_logprob() > scores[e][best].mean_logprob()) best = static_cast<int>(c);
+    correct += best == examples[e]->gold;
   }
   return correct;
 }

@@ -7,6 +7,7 @@
 //   accuracy = fraction of examples whose highest score is the gold candidate
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,29 @@ struct CandidateScore {
   int64_t n_tokens = 0;
   double mean_logprob() const { return n_tokens ? sum_logprob / n_tokens : 0.0; }
 };
+
+// The forwards that score a set of examples: every candidate's sequence (or one shared-prefix
+// sequence for single-token options) packed into batches of at most max_tokens tokens and
+// max_rows logit rows, and which logit row scores which candidate's token. capacity_note ends
+// the error for a candidate that fits no batch. A row depends only on its own sequence, so any
+// packing gives the same scores.
+struct ScoreTarget {
+  size_t example = 0, candidate = 0;
+  int64_t logit_row = 0;  // index into batch.logit_rows
+  int32_t token = 0;
+};
+struct ScoringChunk {
+  ForwardBatch batch;
+  std::vector<ScoreTarget> targets;  // in the order their log-probs are added
+};
+std::vector<ScoringChunk> plan_scoring(const std::vector<const EncodedExample*>& examples, bool gold_only,
+                                       int64_t max_tokens, int64_t max_rows, const std::string& capacity_note = "");
+// Zeroed scores, [example][candidate].
+std::vector<std::vector<CandidateScore>> empty_scores(const std::vector<const EncodedExample*>& examples);
+// Adds the log-probs of the chunk's targets, from its logits (batch.logit_rows.size(), vocab),
+// to scores[example][candidate].
+void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab,
+                      std::vector<std::vector<CandidateScore>>* scores);
 
 // Scores of each example's candidates (gold_only: just the gold one; the rest stay empty).
 std::vector<std::vector<CandidateScore>> score_examples(Model& model,
@@ -43,5 +67,8 @@ std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const 
 // count_correct: the number of examples whose highest-scoring candidate is the gold one.
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples);
 double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples);
+// The examples whose highest-scoring candidate (the first of equal ones) is the gold one.
+int64_t count_best_is_gold(const std::vector<std::vector<CandidateScore>>& scores,
+                           const std::vector<const EncodedExample*>& examples);
 
 }  // namespace smezo

@@ -28,6 +28,7 @@
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
 #include "train/objective.h"
+#include "train/pipeline.h"
 
 namespace smezo {
 
@@ -158,6 +159,17 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
     std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
                  "weights up (MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway\n",
                  o.spsa.lr, kLrWarnAbove);
+  SMEZO_REQUIRE(o.pipeline_stages >= 1 && o.micro_batches >= 0, "train: --pipeline-stages %d must be at least 1 "
+                "and --micro-batches %lld at least 0", o.pipeline_stages, (long long)o.micro_batches);
+  const bool pipelined = o.pipeline_stages > 1;
+  SMEZO_REQUIRE(!pipelined || world.size() > 1, "--pipeline-stages %d splits the model over %d MPI ranks, but this is "
+                "one process ---> HINT: mpirun -np %d smezo train ... (a build with MPI: make info shows ✓ MPI)",
+                o.pipeline_stages, o.pipeline_stages, o.pipeline_stages);
+  const PipelineLayout layout = pipelined ? pipeline_layout(world, o.pipeline_stages) : PipelineLayout{};
+  // micro-batches per probe; both probes' are in flight: a bubble of (K-1)/(2m+K-1) of a step
+  const int64_t micro_batches = o.micro_batches > 0 ? o.micro_batches : 2 * int64_t{o.pipeline_stages};
+  // the later stages of the first pipeline hand their tensors to rank 0 for checkpoints
+  const bool serves_checkpoint = pipelined && layout.replica == 0 && !layout.first_stage();
   o.spsa.total_steps = o.steps;
   if (o.data_seed == 0) o.data_seed = o.spsa.seed;
   spsa_validate(o.spsa);
@@ -179,12 +191,16 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   // token count: device memory = weights + what this batch needs. A probe pair runs two copies
   // of a chunk side by side: room for two longest candidates. (Data-parallel runs,
   // world.size() > 1, keep the two passes: batch_loss_ranks exchanges the scores of one probe
-  // at a time.)
+  // at a time; pipelines send the + and - probes through as separate micro-batches.)
   const bool probe_pair = o.probe_pair && world.size() == 1;
   const int64_t copies = probe_pair ? 2 : 1;
   const WorkspaceRows ws = workspace_for_batch(o.batch, o.max_len, o.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o.max_len);
   mo.max_logit_rows = std::max(ws.logit_rows, copies * o.max_len);
+  if (pipelined) {  // this rank's stage: only its layers are loaded
+    mo.stage_index = layout.stage;
+    mo.stage_count = layout.stages;
+  }
   dist_select_device(world, o.device);
   startup["data"] = seconds_since(t_phase);
   LoadedModel lm = open_model(mo);
@@ -209,7 +225,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   t_phase = Clock::now();
   SpsaOptimizer optimizer(model, o.spsa);  // S-MeZO: the per-tensor thresholds
   startup["thresholds"] = seconds_since(t_phase);
-  const nlohmann::json header = run_header(o, optimizer, model);
+  nlohmann::json header = run_header(o, optimizer, model);
   // The run folder: what it holds decides between a fresh start and a resume, before any write
   // (every rank reads it: ranks share the file system; the agreement below orders it before
   // rank 0 writes anything).
@@ -217,8 +233,15 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   const RunDirKind kind = run_dir_kind(o.out_dir, &foreign);
   // one exchange for both (tests/test_mpi.cpp counts the exchanges): a rank that saw the folder
   // differently is reported with the run options
-  require_same_on_all_ranks(world, header.dump() + "\nrun folder kind " + std::to_string(kind),
+  // (pipeline stages hold the thresholds of their own tensors: compared once merged)
+  nlohmann::json compared = header;
+  if (pipelined) compared["spsa"].erase("thresholds_f32_bits");
+  require_same_on_all_ranks(world, compared.dump() + "\nrun folder kind " + std::to_string(kind) +
+                                       (pipelined ? "\npipeline stages " + std::to_string(o.pipeline_stages) : ""),
                             "run options (model, data, method)");
+  if (pipelined)  // the seed log header names every tensor's threshold, as one process's does
+    header["spsa"]["thresholds_f32_bits"] =
+        pipeline_merge_objects(world, header["spsa"]["thresholds_f32_bits"], "the S-MeZO thresholds");
   SMEZO_REQUIRE(!o.resume || kind != RUN_DIR_OTHER, "--resume: %s is not a smezo run folder: it holds %s and no "
                 "seed_log.txt ---> HINT: check --out, or start the run without --resume", o.out_dir.c_str(),
                 foreign.c_str());
@@ -253,11 +276,19 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
                                        {"n_test", o.n_test}, {"data_dir", o.data_dir}};
   // A failed checkpoint is a warning: the seed log holds the run, and smezo replay rebuilds it.
   auto save_checkpoint = [&](int64_t step) -> std::string {
+    if (serves_checkpoint) {
+      pipeline_serve_checkpoint(world, layout, model);
+      return "";
+    }
     if (!root) return "";
     nlohmann::json settings = run_settings;
     settings["step"] = step;
     try {
-      save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings, o.checkpoint_dtype);
+      if (pipelined)
+        save_hf_checkpoint(pipeline_checkpoint_source(world, layout, model), o.out_dir + "/checkpoint",
+                           lm.tokenizer_path, settings, o.checkpoint_dtype);
+      else
+        save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings, o.checkpoint_dtype);
       return "";
     } catch (const Error& e) {
       std::fprintf(stderr, "smezo: warning: the checkpoint of step %lld was not written: %s\n", (long long)step,
@@ -289,15 +320,21 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
       result.best_dev_acc = json_number(done, "best_dev_acc", -1);
       result.test_acc = json_number(done, "test_acc", -1);
       result.wall_s = json_number(done, "wall_time_s", 0);
-      if (!root) return result;
+      if (!root && !serves_checkpoint) return result;
       if (checkpoint_step(o.out_dir) == o.steps) {
-        std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
-                     (long long)o.steps, o.out_dir.c_str());
+        if (root)
+          std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
+                       (long long)o.steps, o.out_dir.c_str());
         return result;
       }
-      std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is missing: rebuilding it "
-                   "from the seed log\n", (long long)o.steps);
+      if (root)
+        std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is missing: rebuilding "
+                     "it from the seed log\n", (long long)o.steps);
       replay_log();
+      if (!root) {  // a later pipeline stage: its tensors go to rank 0
+        save_checkpoint(o.steps);
+        return result;
+      }
       nlohmann::json summary = done;
       result.checkpoint_error = save_checkpoint(o.steps);
       summary["checkpoint"]["status"] = result.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
@@ -344,8 +381,12 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
           ? std::vector<EncodedExample>(data.dev.begin(), data.dev.begin() + o.eval_examples)
           : data.dev;
   const bool evaluate = !data.dev.empty();  // --dev-examples 0: no dev evaluation at all
+  auto measure_accuracy = [&](const std::vector<EncodedExample>& set) {
+    return pipelined ? pipeline_accuracy(world, layout, model, set, micro_batches)
+                     : accuracy_ranks(world, model, set, o.batch);
+  };
   auto evaluate_dev = [&](int64_t step, const std::vector<EncodedExample>& set) {
-    double acc = accuracy_ranks(world, model, set, o.batch);
+    double acc = measure_accuracy(set);
     if (root) metrics->write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
     dev_series.push_back({static_cast<double>(step), acc});
     result.best_dev_acc = std::max(result.best_dev_acc, acc);
@@ -367,7 +408,9 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
     for (; step <= o.steps; step++) {
       if (step == first_step) t_phase = Clock::now();
       const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
-      SpsaStep s = probe_pair ? optimizer.step_pair(step, [&](const Probe& pair) {
+      SpsaStep s = pipelined ? optimizer.step_pair(step, [&](const Probe& pair) {
+        return pipeline_loss_pair(world, layout, model, batch, pair, splits.train_as_classification, micro_batches);
+      }) : probe_pair ? optimizer.step_pair(step, [&](const Probe& pair) {
         return batch_loss_pair(model, batch, pair, splits.train_as_classification);
       }) : optimizer.step(step, [&](const Probe& probe) {
         return batch_loss_ranks(world, model, batch, probe, splits.train_as_classification);
@@ -390,8 +433,8 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
         if (root) write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
       }
       if (root) seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
-      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps && root) {
-        seed_log->flush();
+      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps && (root || serves_checkpoint)) {
+        if (root) seed_log->flush();
         save_checkpoint(step);  // a failure warns; training goes on
       }
     }
@@ -421,14 +464,24 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   if (!evaluate) {
     result.final_dev_acc = -1;
   } else if (final_dev_logged) {  // resumed after the end: measure again, do not log it twice
-    result.final_dev_acc = accuracy_ranks(world, model, data.dev, o.batch);
+    result.final_dev_acc = measure_accuracy(data.dev);
   } else {
     result.final_dev_acc = evaluate_dev(o.steps, data.dev);
   }
-  if (test) result.test_acc = accuracy_ranks(world, model, data.test, o.batch);
+  if (test) result.test_acc = measure_accuracy(data.test);
   finish["evaluation"] = seconds_since(t_phase);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  if (!root) return result;
+  // a pipeline stage holds part of the model: the counts are added over the stages
+  const int64_t parameters = pipelined ? pipeline_sum_owned(world, layout, model, [](const Param& p) {
+    return p.w.numel();
+  }) : model.parameter_count();
+  const int64_t tuned = pipelined ? pipeline_sum_owned(world, layout, model, [](const Param& p) {
+    return p.info.trainable ? p.w.numel() : int64_t{0};
+  }) : optimizer.tuned_parameter_count();
+  if (!root) {
+    if (serves_checkpoint) save_checkpoint(o.steps);
+    return result;
+  }
   write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
 
   nlohmann::json summary;
@@ -439,14 +492,16 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   summary["method"] = method_name(o.spsa.method);
   summary["noise"] = noise_name(optimizer.options().noise);  // the kind the run used (never "auto")
   summary["probes"] = probe_pair ? "pair" : "separate";
+  summary["pipeline_stages"] = o.pipeline_stages;  // 1: every rank holds the whole model
+  summary["micro_batches"] = pipelined ? nlohmann::json(micro_batches) : nlohmann::json(nullptr);
   summary["model"] = o.model_path;
   summary["device"] = lm.backend->name();
-  summary["ranks"] = world.size();  // data-parallel MPI ranks (1: one process)
+  summary["ranks"] = world.size();  // MPI ranks: pipeline stages × data-parallel replicas (1: one process)
   summary["hyperparameters"] = header;
   summary["hyperparameters"]["spsa"].erase("thresholds_f32_bits");  // in the seed log
-  summary["parameters"] = model.parameter_count();
+  summary["parameters"] = parameters;
   // entries of the tensors that are tuned; S-MeZO/R-MeZO masks then pick a subset of the linear ones
-  summary["parameters_in_tuned_tensors"] = optimizer.tuned_parameter_count();
+  summary["parameters_in_tuned_tensors"] = tuned;
   summary["steps"] = o.steps;
   summary["resumed_at_step"] = o.resume ? nlohmann::json(first_step) : nlohmann::json(nullptr);
   summary["first_loss"] = result.first_loss;

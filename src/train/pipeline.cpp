@@ -1,0 +1,309 @@
+// Pipeline-parallel scoring, losses, accuracies and checkpoints (see pipeline.h).
+#include "train/pipeline.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "common/check.h"
+#include "model/model_params.h"
+
+namespace smezo {
+
+namespace {
+
+// Point-to-point tags (World's own communicator): one per kind of message, so messages of a
+// kind between two ranks arrive in the order they were sent.
+constexpr int kHiddenTag = 1;             // a micro-batch's hidden states, stage s -> s + 1
+constexpr int kTensorRequestTag = 2;      // rank 0 -> a stage: the canonical index wanted, or -1
+constexpr int kTensorValuesTag = 3;       // a stage -> rank 0: that tensor's fp32 values
+constexpr size_t kBytesPerCandidate = 16;  // float64 sum_logprob + int64 n_tokens
+
+void put_bytes(std::vector<uint8_t>* out, const void* p, size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  out->insert(out->end(), b, b + n);
+}
+
+std::vector<const EncodedExample*> shard_of_batch(const std::vector<const EncodedExample*>& batch,
+                                                  const PipelineLayout& layout) {
+  const Shard s = shard_of(static_cast<int64_t>(batch.size()), layout.replica, layout.replicas);
+  return std::vector<const EncodedExample*>(batch.begin() + s.begin, batch.begin() + s.end);
+}
+
+// The scores of every example of `batch` per probe, the same on every rank: the last stage of
+// each replica contributes its shard's scores (all probes), the other ranks nothing.
+std::vector<ExampleScores> gather_last_stage_scores(World& world, const PipelineLayout& layout,
+                                                    const std::vector<ExampleScores>& local,
+                                                    const std::vector<const EncodedExample*>& batch, size_t probes,
+                                                    const std::string& what) {
+  std::vector<uint8_t> bytes;
+  for (const ExampleScores& scores : local)
+    for (const std::vector<CandidateScore>& example : scores)
+      for (const CandidateScore& s : example) {  // the bit patterns: the loss must see the very same doubles
+        put_bytes(&bytes, &s.sum_logprob, sizeof s.sum_logprob);
+        put_bytes(&bytes, &s.n_tokens, sizeof s.n_tokens);
+      }
+  const std::vector<std::vector<uint8_t>> all = world.allgather(bytes, what);
+  const int64_t n = static_cast<int64_t>(batch.size());
+  std::vector<ExampleScores> out(probes, ExampleScores(batch.size()));
+  for (int r = 0; r < layout.replicas; r++) {
+    const int from = layout.rank_of(r, layout.stages - 1);
+    const Shard theirs = shard_of(n, r, layout.replicas);
+    size_t per_probe = 0;
+    for (int64_t e = theirs.begin; e < theirs.end; e++) per_probe += batch[e]->candidates.size() * kBytesPerCandidate;
+    const std::vector<uint8_t>& b = all[static_cast<size_t>(from)];
+    SMEZO_REQUIRE(b.size() == per_probe * probes,
+                  "%srank %d sent %zu bytes of %s, its %lld examples under %zu probes need %zu ---> HINT: every rank "
+                  "must run the same smezo on the same data", world.rank_prefix().c_str(), from, b.size(),
+                  what.c_str(), (long long)theirs.size(), probes, per_probe * probes);
+    size_t at = 0;
+    for (size_t p = 0; p < probes; p++)
+      for (int64_t e = theirs.begin; e < theirs.end; e++) {
+        out[p][e].resize(batch[e]->candidates.size());
+        for (CandidateScore& s : out[p][e]) {
+          std::memcpy(&s.sum_logprob, b.data() + at, sizeof s.sum_logprob);
+          std::memcpy(&s.n_tokens, b.data() + at + 8, sizeof s.n_tokens);
+          at += kBytesPerCandidate;
+        }
+      }
+  }
+  return out;
+}
+
+std::vector<uint8_t> int64_bytes(int64_t v) {
+  std::vector<uint8_t> b;
+  put_bytes(&b, &v, sizeof v);
+  return b;
+}
+
+int64_t sum_of_int64s(World& world, int64_t mine, const std::string& what) {
+  int64_t total = 0;
+  for (const std::vector<uint8_t>& b : world.allgather(int64_bytes(mine), what)) {
+    SMEZO_REQUIRE(b.size() == sizeof(int64_t), "%sa rank sent %zu bytes of %s, not 8", world.rank_prefix().c_str(),
+                  b.size(), what.c_str());
+    int64_t v;
+    std::memcpy(&v, b.data(), sizeof v);
+    total += v;
+  }
+  return total;
+}
+
+// The canonical parameter slots of the model's config (index = tensor id); they point into
+// `scratch`, and only their names, shapes and places are used.
+std::vector<ParamSlot> canonical_slots(const ModelConfig& config, ModelParams* scratch) {
+  return list_param_slots(config, *scratch);
+}
+
+}  // namespace
+
+PipelineLayout pipeline_layout(const World& world, int stages) {
+  SMEZO_REQUIRE(stages >= 1, "--pipeline-stages %d must be at least 1", stages);
+  SMEZO_REQUIRE(world.size() % stages == 0,
+                "--pipeline-stages %d needs a multiple of %d ranks, this job has %d ---> HINT: start it with "
+                "mpirun -np %d (or a multiple: the stages then form data-parallel replicas)", stages, stages,
+                world.size(), stages);
+  PipelineLayout l;
+  l.stages = stages;
+  l.replicas = world.size() / stages;
+  l.stage = world.rank() % stages;
+  l.replica = world.rank() / stages;
+  return l;
+}
+
+std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
+                                                 bool gold_only, int64_t micro_batches) {
+  const int64_t capacity = model.max_tokens(), rows = model.max_logit_rows();
+  std::vector<ScoringChunk> chunks = plan_scoring(examples, gold_only, capacity, rows);
+  if (static_cast<int64_t>(chunks.size()) >= micro_batches) return chunks;
+  int64_t total = 0, longest = 0;
+  for (const ScoringChunk& c : chunks)
+    for (int64_t len : c.batch.seq_lens) total += len, longest = std::max(longest, len);
+  const int64_t cap = std::max(longest, (total + micro_batches - 1) / std::max<int64_t>(1, micro_batches));
+  return plan_scoring(examples, gold_only, std::min(cap, capacity), rows);
+}
+
+std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layout, Model& model,
+                                        const std::vector<const EncodedExample*>& examples,
+                                        const std::vector<ScoringChunk>& chunks, const std::vector<Probe>& probes,
+                                        const std::string& what) {
+  const int64_t dim = model.config().dim, vocab = model.config().vocab_size;
+  std::vector<ExampleScores> scores;
+  if (layout.last_stage()) scores.assign(probes.size(), empty_scores(examples));
+  const size_t n_items = probes.size() * chunks.size();  // probe-major: the + micro-batches first
+  if (n_items == 0) return scores;
+  const int prev = layout.first_stage() ? -1 : layout.rank_of(layout.replica, layout.stage - 1);
+  const int next = layout.last_stage() ? -1 : layout.rank_of(layout.replica, layout.stage + 1);
+  auto chunk_of = [&](size_t item) -> const ScoringChunk& { return chunks[item % chunks.size()]; };
+  auto item_name = [&](size_t item) {
+    return format_string("the hidden states of micro-batch %zu/%zu (%s probe) in %s", item % chunks.size() + 1,
+                         chunks.size(), probes[item / chunks.size()].scale >= 0 ? "+" : "-", what.c_str());
+  };
+  auto hidden_bytes = [&](size_t item) {
+    return static_cast<size_t>(chunk_of(item).batch.tokens.size()) * static_cast<size_t>(dim) * sizeof(float);
+  };
+  // Two buffers each way: one in use, one in flight.
+  std::vector<float> in[2], out[2];
+  World::Transfer receiving[2], sending[2];
+  auto start_receive = [&](size_t item) {
+    std::vector<float>& buf = in[item % 2];
+    buf.resize(hidden_bytes(item) / sizeof(float));
+    receiving[item % 2] = world.recv_start(prev, kHiddenTag, buf.data(), hidden_bytes(item), item_name(item));
+  };
+  if (prev >= 0) start_receive(0);
+  std::vector<float> result;
+  for (size_t item = 0; item < n_items; item++) {
+    const ScoringChunk& chunk = chunk_of(item);
+    const Probe& probe = probes[item / chunks.size()];
+    if (prev >= 0) {
+      world.wait(&receiving[item % 2]);
+      if (item + 1 < n_items) start_receive(item + 1);  // its buffer held item - 1, used by now
+    }
+    if (next >= 0) {
+      std::vector<float>& buf = out[item % 2];
+      world.wait(&sending[item % 2]);  // item - 2 has left that buffer
+      model.forward_stage(chunk.batch, probe, in[item % 2], &buf);
+      sending[item % 2] = world.send_start(next, kHiddenTag, buf.data(), buf.size() * sizeof(float), item_name(item));
+    } else {
+      model.forward_stage(chunk.batch, probe, in[item % 2], &result);
+      add_chunk_scores(chunk, result.data(), vocab, &scores[item / chunks.size()]);
+    }
+  }
+  for (World::Transfer& t : sending) world.wait(&t);
+  return scores;
+}
+
+std::pair<double, double> pipeline_loss_pair(World& world, const PipelineLayout& layout, Model& model,
+                                             const std::vector<const EncodedExample*>& batch, const Probe& pair,
+                                             bool as_classification, int64_t micro_batches) {
+  SMEZO_REQUIRE(pair.pair, "pipeline_loss_pair takes a probe pair");
+  const std::vector<const EncodedExample*> shard = shard_of_batch(batch, layout);
+  const bool gold_only = !as_classification;
+  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, gold_only, micro_batches);
+  const std::vector<Probe> probes = {half_probe(pair, +1), half_probe(pair, -1)};
+  const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, probes, "a training step");
+  const std::vector<ExampleScores> scores =
+      gather_last_stage_scores(world, layout, local, batch, probes.size(), "the probes' scores");
+  auto loss = [&](const ExampleScores& s) {
+    return as_classification ? classification_loss(s, batch) : gold_token_loss(s, batch);
+  };
+  return {loss(scores[0]), loss(scores[1])};
+}
+
+double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& model,
+                         const std::vector<EncodedExample>& examples, int64_t micro_batches) {
+  SMEZO_REQUIRE(!examples.empty(), "accuracy of an empty example set");
+  std::vector<const EncodedExample*> all;
+  for (const EncodedExample& x : examples) all.push_back(&x);
+  const std::vector<const EncodedExample*> shard = shard_of_batch(all, layout);
+  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, false, micro_batches);
+  const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, {Probe{}}, "an evaluation");
+  const int64_t correct = layout.last_stage() ? count_best_is_gold(local[0], shard) : 0;
+  return static_cast<double>(sum_of_int64s(world, correct, "evaluation counts")) / static_cast<double>(examples.size());
+}
+
+nlohmann::json pipeline_merge_objects(World& world, const nlohmann::json& mine, const std::string& what) {
+  const std::string text = mine.dump();
+  nlohmann::json merged = nlohmann::json::object();
+  for (const std::vector<uint8_t>& b : world.allgather(std::vector<uint8_t>(text.begin(), text.end()), what)) {
+    const nlohmann::json theirs = nlohmann::json::parse(b.begin(), b.end(), nullptr, false);
+    SMEZO_REQUIRE(theirs.is_object(), "%sa rank sent %zu bytes of %s that are not a JSON object",
+                  world.rank_prefix().c_str(), b.size(), what.c_str());
+    for (auto& kv : theirs.items()) merged[kv.key()] = kv.value();
+  }
+  return merged;
+}
+
+int64_t pipeline_sum_owned(World& world, const PipelineLayout& layout, Model& model,
+                           const std::function<int64_t(const Param&)>& count) {
+  int64_t mine = 0;
+  if (layout.replica == 0) {
+    ModelParams scratch;
+  const std::vector<ParamSlot> slots = canonical_slots(model.config(), &scratch);
+    for (const Param* p : model.params())
+      if (stage_owns(model.stage(), slots[p->info.tensor_id])) mine += count(*p);
+  }
+  return sum_of_int64s(world, mine, "parameter counts");
+}
+
+CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& layout, Model& model) {
+  SMEZO_REQUIRE(world.is_root(), "the pipeline checkpoint is written by rank 0");
+  CheckpointSource source;
+  source.config = model.config();
+  source.storage = model.params().front()->w.dtype;
+  ModelParams scratch;
+  const std::vector<ParamSlot> slots = canonical_slots(model.config(), &scratch);
+  std::vector<int> owner(slots.size(), 0);                  // stage that owns each canonical tensor
+  auto requested = std::make_shared<std::vector<int64_t>>(layout.stages, 0);  // per stage, asked so far
+  auto owned = std::make_shared<std::vector<int64_t>>(layout.stages, 0);
+  for (size_t i = 0; i < slots.size(); i++) {
+    for (int s = 0; s < layout.stages; s++)
+      if (stage_owns(model_stage(model.config(), s, layout.stages), slots[i])) owner[i] = s;
+    (*owned)[owner[i]]++;
+    const int64_t rows = slots[i].shape.size() == 2 ? slots[i].shape[0] : 1;
+    source.tensors.push_back({slots[i].name, rows, slots[i].shape.back()});
+  }
+  std::vector<Param*> local(slots.size(), nullptr);
+  for (Param* p : model.params()) local[p->info.tensor_id] = p;
+  source.fetch = [&world, &model, layout, owner, local, requested, names = source.tensors](size_t i,
+                                                                                          std::vector<float>* values) {
+    const int s = owner[i];
+    (*requested)[s]++;
+    if (s == 0) {
+      SMEZO_REQUIRE(local[i] != nullptr, "the first stage does not hold %s", names[i].name.c_str());
+      values->resize(static_cast<size_t>(local[i]->w.numel()));
+      model.backend().download(local[i]->w, values->data());
+      return;
+    }
+    const int from = layout.rank_of(0, s);
+    const int64_t index = static_cast<int64_t>(i);
+    const std::string what = "checkpoint tensor " + names[i].name;
+    values->resize(static_cast<size_t>(names[i].rows * names[i].cols));
+    World::Transfer ask = world.send_start(from, kTensorRequestTag, &index, sizeof index, "the request for " + what);
+    World::Transfer get = world.recv_start(from, kTensorValuesTag, values->data(), values->size() * sizeof(float), what);
+    world.wait(&ask);
+    world.wait(&get);
+  };
+  source.abandon = [&world, layout, requested, owned] {
+    const int64_t stop = -1;
+    for (int s = 1; s < layout.stages; s++) {
+      if ((*requested)[s] >= (*owned)[s]) continue;  // that stage has sent all it had
+      World::Transfer t = world.send_start(layout.rank_of(0, s), kTensorRequestTag, &stop, sizeof stop,
+                                           "the end of a failed checkpoint");
+      try {
+        world.wait(&t);
+      } catch (const Error&) {  // the stage is gone: nothing to tell it
+      }
+    }
+  };
+  return source;
+}
+
+void pipeline_serve_checkpoint(World& world, const PipelineLayout& layout, Model& model) {
+  SMEZO_REQUIRE(layout.replica == 0 && !layout.first_stage(), "only the later stages of replica 0 serve checkpoints");
+  ModelParams scratch;
+  const std::vector<ParamSlot> slots = canonical_slots(model.config(), &scratch);
+  std::map<int64_t, const Param*> owned;  // tensor id -> this stage's tensor
+  for (const Param* p : model.params())
+    if (stage_owns(model.stage(), slots[p->info.tensor_id])) owned[p->info.tensor_id] = p;
+  std::vector<float> values;
+  // rank 0 asks in the order the file is laid out, each tensor once
+  for (size_t served = 0; served < owned.size(); served++) {
+    int64_t index = -2;
+    World::Transfer ask = world.recv_start(0, kTensorRequestTag, &index, sizeof index,
+                                           "rank 0's request for a checkpoint tensor");
+    world.wait(&ask);
+    if (index == -1) return;  // rank 0's write failed: it says why
+    const auto it = owned.find(index);
+    SMEZO_REQUIRE(it != owned.end(), "rank 0 asked for checkpoint tensor %lld, which pipeline stage %d does not own",
+                  (long long)index, layout.stage);
+    const Param* p = it->second;
+    values.resize(static_cast<size_t>(p->w.numel()));
+    model.backend().download(p->w, values.data());
+    World::Transfer send = world.send_start(0, kTensorValuesTag, values.data(), values.size() * sizeof(float),
+                                            "checkpoint tensor " + p->info.name);
+    world.wait(&send);
+  }
+}
+
+}  // namespace smezo
