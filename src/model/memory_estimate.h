@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/model.h"
+#include "model/model_stage.h"
 #include "model/tensor.h"
 #include "smezo/model_config.h"
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/backend.h"
+#include "model/model_stage.h"
 #include "model/weight_source.h"
 
 namespace smezo {
@@ -40,21 +41,6 @@ struct ModelParams {
   Param final_norm_bias;   // (1, dim), LayerNorm only
   Param lm_head;           // (vocab, dim); absent when tied to tok_embedding
 };
-
-// The part of the model one pipeline stage holds (issue #13, src/train/pipeline.h): layers
-// [first_layer, end_layer), plus the embeddings on the first stage and the final norm and LM
-// head on the last (a tied head: the token embedding on both). The default is the whole model.
-// Parameters keep their canonical tensor ids, so a stage draws the noise the whole model would.
-struct ModelStage {
-  int index = 0, count = 1;
-  int64_t first_layer = 0, end_layer = -1;  // -1: up to the last layer
-  bool first() const { return index == 0; }
-  bool last() const { return index == count - 1; }
-  bool whole() const { return count == 1; }
-};
-// Stage `index` of `count`: the layers split into contiguous, balanced ranges (the first
-// n_layers % count stages get one more). Throws when there are fewer layers than stages.
-ModelStage model_stage(const ModelConfig& config, int index, int count);
 
 struct ForwardBatch {
   std::vector<int32_t> tokens;      // packed tokens of all sequences
