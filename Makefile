@@ -70,7 +70,7 @@ else
 CUDA_STATUS := ✗ CUDA: nvcc not found (or NO_CUDA=1), building the CPU-only program
 endif
 
-# ---- MPI detection (optional: data-parallel training under mpirun/srun; printed, never silent).
+# ---- MPI detection (optional: data- and pipeline-parallel training under mpirun/srun; printed, never silent).
 # The C API only (OMPI_SKIP_MPICXX): the flags of Open MPI's wrapper compiler (or pkg-config), without the
 # deprecated C++ bindings. src/dist/world_mpi.cpp is built with -DSMEZO_MPI, world_single.cpp
 # without it (a one-process world that refuses to run as one of several).
@@ -81,7 +81,7 @@ endif
 ifneq ($(findstring -lmpi,$(MPI_LIBS)),)
 CXXFLAGS   += -DSMEZO_MPI -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX $(MPI_CFLAGS)
 LDLIBS     += $(MPI_LIBS)
-MPI_STATUS := ✓ MPI: $(shell mpirun --version 2>/dev/null | head -n1) (mpirun -np N smezo train ...: data parallel)
+MPI_STATUS := ✓ MPI: $(shell mpirun --version 2>/dev/null | head -n1) (mpirun -np N smezo train ...: data and pipeline parallel)
 else
 MPI_STATUS := ✗ MPI: no mpicxx/ompi-cxx (or NO_MPI=1): one process only (apt-get install libopenmpi-dev openmpi-bin, or tools/deps.sh install)
 endif
