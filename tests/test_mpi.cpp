@@ -286,3 +286,21 @@ TEST(MpiPipeline, ImpossibleLayoutsAreRefused) {
   EXPECT_THAT(out, HasSubstr("6 pipeline stages for a model of 5 layers"));
   EXPECT_NE(run_command("test -e " + dir + "/b -o -e " + dir + "/c", &out), 0) << "nothing written";
 }
+
+// A checkpoint rank 0 cannot write (here: `checkpoint` is a file in the run folder) is a
+// warning, as on one process: rank 0 tells the waiting stages to stop, training goes on, the
+// seed log is the one-process run's, and the job exits with 3 (no final checkpoint).
+TEST(MpiPipeline, FailedCheckpointIsAWarningAndTheStagesGoOn) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_pipeline_ckpt");
+  std::string out;
+  ASSERT_EQ(run_command(kSmezo + kRun + " --out " + dir + "/one", &out), 0) << out;
+  ASSERT_EQ(run_command("mkdir -p " + dir + "/run", &out), 0);
+  smezo_test::write_file(dir + "/run/checkpoint", "not a folder");
+  const int rc = run_command(mpirun(2) + kSmezo + kRun + " --pipeline-stages 2 --mpi-timeout 20 --out " + dir + "/run",
+                             &out);
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_THAT(out, HasSubstr("warning: the checkpoint of step 2 was not written: refusing to replace"));
+  EXPECT_THAT(out, testing::Not(HasSubstr("no answer from rank"))) << out;
+  EXPECT_EQ(read_file(dir + "/one/seed_log.txt"), read_file(dir + "/run/seed_log.txt"));
+}

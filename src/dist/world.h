@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/check.h"
+
 namespace smezo {
 
 // The contiguous share [begin, end) of n items that rank `rank` of `size` owns: the first
@@ -29,6 +31,14 @@ struct Shard {
   int64_t size() const { return end - begin; }
 };
 Shard shard_of(int64_t n, int rank, int size);
+
+// What World::allgather and World::wait throw when a peer does not answer within the timeout:
+// that rank is dead or hung, so the job cannot go on (a checkpoint that fails this way is not
+// a warning, unlike a full disk).
+class PeerTimeout : public Error {
+ public:
+  using Error::Error;
+};
 
 class World {
  public:
@@ -65,8 +75,9 @@ class World {
   };
   Transfer send_start(int peer, int tag, const void* data, size_t bytes, const std::string& what);
   Transfer recv_start(int peer, int tag, void* data, size_t bytes, const std::string& what);
-  // Completes a transfer: throws smezo::Error naming the peer when it does not complete within
-  // the timeout, or when a receive got another number of bytes than it expected.
+  // Completes a transfer: throws PeerTimeout naming the peer when it does not complete within
+  // the timeout (the request is cancelled first, so no late message lands in a freed buffer),
+  // smezo::Error when a receive got another number of bytes than it expected.
   void wait(Transfer* transfer);
 
   // Ends a multi-rank job after an error on this rank: prints "smezo: error: rank R of N:

@@ -180,7 +180,7 @@ std::vector<std::vector<uint8_t>> World::allgather(const std::vector<uint8_t>& m
         if (!received[static_cast<size_t>(peer)]) silent += (silent.empty() ? "" : ", ") + std::to_string(peer);
       for (size_t i = 0; i < sends.size() && silent.empty(); i++)
         if (!sent[i]) silent += (silent.empty() ? "" : ", ") + std::to_string(send_peer[i]);
-      throw Error(format_string("no answer from rank %s within %g s in the exchange of %s (exchange %lld)",
+      throw PeerTimeout(format_string("no answer from rank %s within %g s in the exchange of %s (exchange %lld)",
                                 silent.c_str(), timeout_s_, what.c_str(), (long long)exchanges_),
                   kSilentRankHint);
     }
@@ -228,10 +228,16 @@ void World::wait(Transfer* t) {
       mpi_check(rc, "MPI_Test", t->what);
     }
     if (flag) break;
-    if (std::chrono::steady_clock::now() > deadline)
-      throw Error(format_string("no answer from rank %d within %g s in the %s of %s", t->peer, timeout_s_,
-                                t->receive ? "receive" : "send", t->what.c_str()),
-                  kSilentRankHint);
+    if (std::chrono::steady_clock::now() > deadline) {
+      // cancel it (best effort), so the buffer may go; the job ends on this error anyway
+      MPI_Cancel(&it->second);
+      MPI_Request_free(&it->second);
+      pending_transfers().erase(it);
+      t->id = -1;
+      throw PeerTimeout(format_string("no answer from rank %d within %g s in the %s of %s", t->peer, timeout_s_,
+                                      t->receive ? "receive" : "send", t->what.c_str()),
+                        kSilentRankHint);
+    }
     pause = std::min(std::chrono::microseconds(1000), pause * 2 + std::chrono::microseconds(20));
     std::this_thread::sleep_for(pause);
   }

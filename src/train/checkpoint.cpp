@@ -188,7 +188,7 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
 namespace {
 
 void write_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
-                      const nlohmann::json& run_settings, const std::string& dtype, size_t* fetched) {
+                      const nlohmann::json& run_settings, const std::string& dtype) {
   const CheckpointPlan plan = plan_checkpoint(source, dtype);
   namespace fs = std::filesystem;
   const std::string tmp = dir + ".tmp", old = dir + ".old";
@@ -218,10 +218,7 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
   try {
     std::vector<float> host;  // one tensor at a time
     write_safetensors_streamed(tmp + "/model.safetensors", plan.specs, kMetadata,
-                               [&](size_t i, char* out) {
-                                 fill_tensor(source, plan, i, dir, &host, out);
-                                 *fetched = i + 1;
-                               });
+                               [&](size_t i, char* out) { fill_tensor(source, plan, i, dir, &host, out); });
     run_write_file_atomic(tmp + "/config.json", plan.config_json);
     save_tokenizer_files(tokenizer_path, tmp, plan.config.max_seq_len);  // sentencepiece, tokenizer.json, ...
     if (run_settings.is_object())
@@ -247,11 +244,10 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
 
 void save_hf_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
                         const nlohmann::json& run_settings, const std::string& dtype) {
-  size_t fetched = 0;
   try {
-    write_checkpoint(source, dir, tokenizer_path, run_settings, dtype, &fetched);
+    write_checkpoint(source, dir, tokenizer_path, run_settings, dtype);
   } catch (...) {
-    if (fetched < source.tensors.size() && source.abandon) source.abandon();
+    if (source.abandon) source.abandon();  // it knows which tensors are still awaited
     throw;
   }
 }

@@ -51,7 +51,7 @@ struct CheckpointSource {
   // The fp32 values of tensors[i] (rows * cols); each asked for once, in the order of the file
   // (safetensors lays the data out by name), not necessarily 0, 1, 2, ...
   std::function<void(size_t i, std::vector<float>* values)> fetch;
-  // Called when a write fails before every tensor was fetched (may be empty).
+  // Called when a write fails, whenever that is (may be empty).
   std::function<void()> abandon;
 };
 CheckpointSource checkpoint_source(Model& model);

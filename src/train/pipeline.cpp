@@ -89,11 +89,6 @@ int64_t sum_of_int64s(World& world, int64_t mine, const std::string& what) {
   return total;
 }
 
-// The canonical parameter slots of the model's config (index = tensor id); they point into
-// `scratch`, and only their names, shapes and places are used.
-std::vector<ParamSlot> canonical_slots(const ModelConfig& config, ModelParams* scratch) {
-  return list_param_slots(config, *scratch);
-}
 
 }  // namespace
 
@@ -118,7 +113,10 @@ std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::
   if (static_cast<int64_t>(chunks.size()) >= micro_batches) return chunks;
   int64_t total = 0, longest = 0;
   for (const ScoringChunk& c : chunks)
-    for (int64_t len : c.batch.seq_lens) total += len, longest = std::max(longest, len);
+    for (int64_t len : c.batch.seq_lens) {
+      total += len;
+      longest = std::max(longest, len);
+    }
   const int64_t cap = std::max(longest, (total + micro_batches - 1) / std::max<int64_t>(1, micro_batches));
   return plan_scoring(examples, gold_only, std::min(cap, capacity), rows);
 }
@@ -209,7 +207,14 @@ nlohmann::json pipeline_merge_objects(World& world, const nlohmann::json& mine, 
     const nlohmann::json theirs = nlohmann::json::parse(b.begin(), b.end(), nullptr, false);
     SMEZO_REQUIRE(theirs.is_object(), "%sa rank sent %zu bytes of %s that are not a JSON object",
                   world.rank_prefix().c_str(), b.size(), what.c_str());
-    for (auto& kv : theirs.items()) merged[kv.key()] = kv.value();
+    for (auto& kv : theirs.items()) {
+      // replicas of a stage hold the same tensors: their values must agree
+      SMEZO_REQUIRE(!merged.contains(kv.key()) || merged[kv.key()] == kv.value(),
+                    "%sranks disagree on %s of %s (%s and %s) ---> HINT: every rank must load the same model",
+                    world.rank_prefix().c_str(), what.c_str(), kv.key().c_str(), merged[kv.key()].dump().c_str(),
+                    kv.value().dump().c_str());
+      merged[kv.key()] = kv.value();
+    }
   }
   return merged;
 }
@@ -219,7 +224,7 @@ int64_t pipeline_sum_owned(World& world, const PipelineLayout& layout, Model& mo
   int64_t mine = 0;
   if (layout.replica == 0) {
     ModelParams scratch;
-  const std::vector<ParamSlot> slots = canonical_slots(model.config(), &scratch);
+    const std::vector<ParamSlot> slots = list_param_slots(model.config(), scratch);  // names and places only
     for (const Param* p : model.params())
       if (stage_owns(model.stage(), slots[p->info.tensor_id])) mine += count(*p);
   }
@@ -232,7 +237,7 @@ CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& 
   source.config = model.config();
   source.storage = model.params().front()->w.dtype;
   ModelParams scratch;
-  const std::vector<ParamSlot> slots = canonical_slots(model.config(), &scratch);
+  const std::vector<ParamSlot> slots = list_param_slots(model.config(), scratch);  // names and places only
   std::vector<int> owner(slots.size(), 0);                  // stage that owns each canonical tensor
   auto requested = std::make_shared<std::vector<int64_t>>(layout.stages, 0);  // per stage, asked so far
   auto owned = std::make_shared<std::vector<int64_t>>(layout.stages, 0);
@@ -270,10 +275,7 @@ CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& 
       if ((*requested)[s] >= (*owned)[s]) continue;  // that stage has sent all it had
       World::Transfer t = world.send_start(layout.rank_of(0, s), kTensorRequestTag, &stop, sizeof stop,
                                            "the end of a failed checkpoint");
-      try {
-        world.wait(&t);
-      } catch (const Error&) {  // the stage is gone: nothing to tell it
-      }
+      world.wait(&t);  // a stage that does not take it is gone: PeerTimeout ends the job
     }
   };
   return source;
@@ -282,7 +284,7 @@ CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& 
 void pipeline_serve_checkpoint(World& world, const PipelineLayout& layout, Model& model) {
   SMEZO_REQUIRE(layout.replica == 0 && !layout.first_stage(), "only the later stages of replica 0 serve checkpoints");
   ModelParams scratch;
-  const std::vector<ParamSlot> slots = canonical_slots(model.config(), &scratch);
+  const std::vector<ParamSlot> slots = list_param_slots(model.config(), scratch);  // names and places only
   std::map<int64_t, const Param*> owned;  // tensor id -> this stage's tensor
   for (const Param* p : model.params())
     if (stage_owns(model.stage(), slots[p->info.tensor_id])) owned[p->info.tensor_id] = p;

@@ -237,7 +237,9 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   nlohmann::json compared = header;
   if (pipelined) compared["spsa"].erase("thresholds_f32_bits");
   require_same_on_all_ranks(world, compared.dump() + "\nrun folder kind " + std::to_string(kind) +
-                                       (pipelined ? "\npipeline stages " + std::to_string(o.pipeline_stages) : ""),
+                                       (pipelined ? "\npipeline stages " + std::to_string(o.pipeline_stages) +
+                                                        ", micro-batches " + std::to_string(micro_batches)
+                                                  : ""),
                             "run options (model, data, method)");
   if (pipelined)  // the seed log header names every tensor's threshold, as one process's does
     header["spsa"]["thresholds_f32_bits"] =
@@ -290,6 +292,8 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
       else
         save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings, o.checkpoint_dtype);
       return "";
+    } catch (const PeerTimeout&) {
+      throw;  // a pipeline stage is gone: the job cannot go on
     } catch (const Error& e) {
       std::fprintf(stderr, "smezo: warning: the checkpoint of step %lld was not written: %s\n", (long long)step,
                    e.what());
