@@ -104,3 +104,15 @@ TEST(ZoGrid, DeadlineStopsRunningJobs) {
   EXPECT_THAT(out, HasSubstr("deadline: stopped sst2/mezo-lr0.001-seed1 (resumes next time)"));
   EXPECT_THAT(out, HasSubstr("unfinished 4"));  // three search runs and the eval
 }
+
+// A job that fails (here every command: --smezo is `false`) is tried once per invocation, not
+// restarted forever; the runner ends, counts it, and exits 1.
+TEST(ZoGrid, FailingJobsAreNotRestartedForever) {
+  const std::string runs = make_temp_dir("zo_grid_failing");
+  std::string out;
+  EXPECT_EQ(run_command("timeout 60 python3 tools/zo_grid.py run --grid ci-tiny --smezo false --runs " + runs +
+                            " --jobs 2 --poll-s 0.05",
+                        &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("sst2/mezo-lr0.001-seed1 exited with 1"));
+  EXPECT_THAT(out, HasSubstr("started 4, failed 4, unfinished 4"));
+}

@@ -247,6 +247,7 @@ def cmd_run(args):
     grid = GRIDS[args.grid]
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     running = {}  # name -> (kind, job, process, log)
+    gave_up = set()  # jobs that exited with an error: not restarted by this invocation (the next retries them)
     started = failed = 0
     stopped_by = None
 
@@ -273,6 +274,7 @@ def cmd_run(args):
                     del running[name]
                     if proc.returncode != 0:
                         failed += 1
+                        gave_up.add(name)
                         print("[zo_grid] %s exited with %d (see its log)" % (name, proc.returncode), flush=True)
                     else:
                         print("[zo_grid] %s finished" % name, flush=True)
@@ -280,7 +282,7 @@ def cmd_run(args):
                 stop_all("deadline")
                 break
             todo = [(k, j) for k, j in all_jobs(grid, args.runs)
-                    if j[0] not in running and not job_finished(k, j, args.runs)]
+                    if j[0] not in running and j[0] not in gave_up and not job_finished(k, j, args.runs)]
             if not todo and not running:
                 break
             while todo and len(running) < args.jobs:
