@@ -89,12 +89,17 @@ TEST(MpiTrain, TwoAndThreeRanksEqualOneProcessAndReplay) {
   ASSERT_EQ(run_command(mpirun(2) + kSmezo + kRun + " --out " + dir + "/two", &out), 0) << out;
   EXPECT_THAT(out, testing::Not(HasSubstr("rank 1"))) << "only rank 0 speaks: " << out;
   ASSERT_EQ(run_command(mpirun(3) + kSmezo + kRun + " --out " + dir + "/three", &out), 0) << out;
+  // and with the probes in two passes (one exchange each)
+  ASSERT_EQ(run_command(mpirun(2) + kSmezo + kRun + " --probes separate --out " + dir + "/separate", &out), 0) << out;
   // one progress line per step, from rank 0 alone
   size_t lines = 0;
   for (size_t at = out.find("step 1/4"); at != std::string::npos; at = out.find("step 1/4", at + 1)) lines++;
   EXPECT_EQ(lines, 1u) << out;
   expect_same_run(dir + "/one", dir + "/two");
   expect_same_run(dir + "/one", dir + "/three");
+  expect_same_run(dir + "/one", dir + "/separate");
+  EXPECT_EQ(read_json(dir + "/two/summary.json")["probes"], "pair");
+  EXPECT_EQ(read_json(dir + "/separate/summary.json")["probes"], "separate");
   EXPECT_EQ(read_json(dir + "/three/summary.json")["ranks"], 3);
   EXPECT_EQ(read_json(dir + "/one/summary.json")["ranks"], 1);
   // the files of the run folder are rank 0's alone: the same set as one process writes
@@ -124,17 +129,17 @@ TEST(MpiTrain, HungRankIsNamedAndTheRunResumes) {
   const std::string dir = make_temp_dir("mpi_hang");
   std::string out;
   const auto t0 = std::chrono::steady_clock::now();
-  // exchange 1 checks the options, steps 1 and 2 use 2-5, the dev evaluation after step 2 is
-  // 6: exchange 8 is step 3's - probe
-  const int rc = run_command("SMEZO_DIST_FAULT=hang:1:8 " + mpirun(3, 120) + kSmezo + kRun + " --mpi-timeout 5 --out " +
+  // exchange 1 checks the options, steps 1 and 2 use 2 and 3 (both probes' scores in one), the
+  // dev evaluation after step 2 is 4: exchange 5 is step 3's
+  const int rc = run_command("SMEZO_DIST_FAULT=hang:1:5 " + mpirun(3, 120) + kSmezo + kRun + " --mpi-timeout 5 --out " +
                                  dir + "/run",
                              &out);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(rc, 124) << "the job hung until the test's own timeout: " << out;
   EXPECT_LT(took, 90.0) << out;
-  EXPECT_THAT(out, HasSubstr("smezo: error: rank 0 of 3: no answer from rank 1 within 5 s in the exchange of the - "
-                             "probe's scores (exchange 8)"));
+  EXPECT_THAT(out, HasSubstr("smezo: error: rank 0 of 3: no answer from rank 1 within 5 s in the exchange of the "
+                             "probes' scores (exchange 5)"));
   EXPECT_THAT(read_json(dir + "/run/summary.json")["status"].get<std::string>(), HasSubstr("no answer from rank 1"));
 
   ASSERT_EQ(run_command(mpirun(2) + kSmezo + kRun + " --resume --out " + dir + "/run", &out), 0) << out;

@@ -24,42 +24,52 @@ std::vector<uint8_t> int64_bytes(int64_t v) {
 
 }  // namespace
 
+std::vector<ExampleScores> gather_shard_scores(World& world, int shards, const std::function<int(int)>& scorer,
+                                               const std::vector<ExampleScores>& local,
+                                               const std::vector<const EncodedExample*>& batch, size_t probes,
+                                               const std::string& what) {
+  if (world.size() == 1) return local;
+  std::vector<uint8_t> bytes;
+  for (const ExampleScores& scores : local)
+    for (const std::vector<CandidateScore>& example : scores)
+      for (const CandidateScore& s : example) {  // the bit patterns: the loss must see the very same doubles
+        put_bytes(&bytes, &s.sum_logprob, sizeof s.sum_logprob);
+        put_bytes(&bytes, &s.n_tokens, sizeof s.n_tokens);
+      }
+  const std::vector<std::vector<uint8_t>> all = world.allgather(bytes, what);
+  const int64_t n = static_cast<int64_t>(batch.size());
+  std::vector<ExampleScores> out(probes, ExampleScores(batch.size()));
+  for (int shard = 0; shard < shards; shard++) {
+    const int from = scorer(shard);
+    const Shard theirs = shard_of(n, shard, shards);
+    size_t per_probe = 0;
+    for (int64_t e = theirs.begin; e < theirs.end; e++) per_probe += batch[e]->candidates.size() * kBytesPerCandidate;
+    const std::vector<uint8_t>& b = all[static_cast<size_t>(from)];
+    SMEZO_REQUIRE(b.size() == per_probe * probes,
+                  "%srank %d sent %zu bytes of %s, its %lld examples need %zu ---> HINT: every rank must run the "
+                  "same smezo on the same data", world.rank_prefix().c_str(), from, b.size(), what.c_str(),
+                  (long long)theirs.size(), per_probe * probes);
+    size_t at = 0;
+    for (size_t p = 0; p < probes; p++)
+      for (int64_t e = theirs.begin; e < theirs.end; e++) {
+        out[p][e].resize(batch[e]->candidates.size());
+        for (CandidateScore& s : out[p][e]) {
+          std::memcpy(&s.sum_logprob, b.data() + at, sizeof s.sum_logprob);
+          std::memcpy(&s.n_tokens, b.data() + at + 8, sizeof s.n_tokens);
+          at += kBytesPerCandidate;
+        }
+      }
+  }
+  return out;
+}
+
 ExampleScores gather_example_scores(World& world, const ExampleScores& local,
                                     const std::vector<const EncodedExample*>& batch, const std::string& what) {
   if (world.size() == 1) return local;
-  const int64_t n = static_cast<int64_t>(batch.size());
-  const Shard mine = shard_of(n, world.rank(), world.size());
+  const Shard mine = shard_of(static_cast<int64_t>(batch.size()), world.rank(), world.size());
   SMEZO_REQUIRE(static_cast<int64_t>(local.size()) == mine.size(), "%shas scores of %zu examples, its shard has %lld",
                 world.rank_prefix().c_str(), local.size(), (long long)mine.size());
-  std::vector<uint8_t> bytes;
-  for (const std::vector<CandidateScore>& example : local) {
-    for (const CandidateScore& s : example) {  // the bit patterns: the loss must see the very same doubles
-      put_bytes(&bytes, &s.sum_logprob, sizeof s.sum_logprob);
-      put_bytes(&bytes, &s.n_tokens, sizeof s.n_tokens);
-    }
-  }
-  const std::vector<std::vector<uint8_t>> all = world.allgather(bytes, what);
-  ExampleScores out(batch.size());
-  for (int r = 0; r < world.size(); r++) {
-    const Shard theirs = shard_of(n, r, world.size());
-    size_t expected = 0;
-    for (int64_t e = theirs.begin; e < theirs.end; e++) expected += batch[e]->candidates.size() * kBytesPerCandidate;
-    const std::vector<uint8_t>& b = all[static_cast<size_t>(r)];
-    SMEZO_REQUIRE(b.size() == expected,
-                  "%srank %d sent %zu bytes of %s, its %lld examples need %zu ---> HINT: every rank must run the "
-                  "same smezo on the same data", world.rank_prefix().c_str(), r, b.size(), what.c_str(),
-                  (long long)theirs.size(), expected);
-    size_t at = 0;
-    for (int64_t e = theirs.begin; e < theirs.end; e++) {
-      out[e].resize(batch[e]->candidates.size());
-      for (CandidateScore& s : out[e]) {
-        std::memcpy(&s.sum_logprob, b.data() + at, sizeof s.sum_logprob);
-        std::memcpy(&s.n_tokens, b.data() + at + 8, sizeof s.n_tokens);
-        at += kBytesPerCandidate;
-      }
-    }
-  }
-  return out;
+  return gather_shard_scores(world, world.size(), [](int r) { return r; }, {local}, batch, 1, what)[0];
 }
 
 double batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
@@ -71,6 +81,22 @@ double batch_loss_ranks(World& world, Model& model, const std::vector<const Enco
   const ExampleScores scores = gather_example_scores(
       world, local, batch, probe.scale >= 0 ? "the + probe's scores" : "the - probe's scores");
   return as_classification ? classification_loss(scores, batch) : gold_token_loss(scores, batch);
+}
+
+std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
+                                                const std::vector<const EncodedExample*>& batch, const Probe& pair,
+                                                bool as_classification) {
+  if (world.size() == 1) return batch_loss_pair(model, batch, pair, as_classification);
+  const Shard mine = shard_of(static_cast<int64_t>(batch.size()), world.rank(), world.size());
+  const std::vector<const EncodedExample*> shard(batch.begin() + mine.begin, batch.begin() + mine.end);
+  std::pair<ExampleScores, ExampleScores> local = score_examples_pair(model, shard, pair, !as_classification);
+  const std::vector<ExampleScores> scores = gather_shard_scores(
+      world, world.size(), [](int r) { return r; }, {std::move(local.first), std::move(local.second)}, batch, 2,
+      "the probes' scores");
+  auto loss = [&](const ExampleScores& s) {
+    return as_classification ? classification_loss(s, batch) : gold_token_loss(s, batch);
+  };
+  return {loss(scores[0]), loss(scores[1])};
 }
 
 double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,

@@ -188,12 +188,18 @@ double batch_loss(Model& model, const std::vector<const EncodedExample*>& exampl
   return loss_of(score_examples(model, examples, probe, !as_classification), examples, as_classification);
 }
 
+std::pair<Scores, Scores> score_examples_pair(Model& model, const std::vector<const EncodedExample*>& examples,
+                                              const Probe& pair, bool gold_only) {
+  SMEZO_REQUIRE(pair.pair, "score_examples_pair takes a probe pair");
+  Scores out[2];
+  score_all(model, examples, pair, gold_only, out);
+  return {std::move(out[0]), std::move(out[1])};
+}
+
 std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
                                           const Probe& pair, bool as_classification) {
-  SMEZO_REQUIRE(pair.pair, "batch_loss_pair takes a probe pair");
-  Scores out[2];
-  score_all(model, examples, pair, !as_classification, out);
-  return {loss_of(out[0], examples, as_classification), loss_of(out[1], examples, as_classification)};
+  const std::pair<Scores, Scores> s = score_examples_pair(model, examples, pair, !as_classification);
+  return {loss_of(s.first, examples, as_classification), loss_of(s.second, examples, as_classification)};
 }
 
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples) {

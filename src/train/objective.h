@@ -55,6 +55,10 @@ double classification_loss(const std::vector<std::vector<CandidateScore>>& score
 double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
                        const std::vector<const EncodedExample*>& examples);
 
+// The scores under the + and - halves of a probe pair, from one forward pass per chunk.
+std::pair<std::vector<std::vector<CandidateScore>>, std::vector<std::vector<CandidateScore>>> score_examples_pair(
+    Model& model, const std::vector<const EncodedExample*>& examples, const Probe& pair, bool gold_only);
+
 // The training loss of a minibatch under a (single) probe.
 double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                   bool as_classification);

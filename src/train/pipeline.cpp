@@ -18,12 +18,6 @@ namespace {
 constexpr int kHiddenTag = 1;             // a micro-batch's hidden states, stage s -> s + 1
 constexpr int kTensorRequestTag = 2;      // rank 0 -> a stage: the canonical index wanted, or -1
 constexpr int kTensorValuesTag = 3;       // a stage -> rank 0: that tensor's fp32 values
-constexpr size_t kBytesPerCandidate = 16;  // float64 sum_logprob + int64 n_tokens
-
-void put_bytes(std::vector<uint8_t>* out, const void* p, size_t n) {
-  const uint8_t* b = static_cast<const uint8_t*>(p);
-  out->insert(out->end(), b, b + n);
-}
 
 std::vector<const EncodedExample*> shard_of_batch(const std::vector<const EncodedExample*>& batch,
                                                   const PipelineLayout& layout) {
@@ -32,48 +26,18 @@ std::vector<const EncodedExample*> shard_of_batch(const std::vector<const Encode
 }
 
 // The scores of every example of `batch` per probe, the same on every rank: the last stage of
-// each replica contributes its shard's scores (all probes), the other ranks nothing.
+// each replica scored its shard (all probes), the other ranks contribute nothing.
 std::vector<ExampleScores> gather_last_stage_scores(World& world, const PipelineLayout& layout,
                                                     const std::vector<ExampleScores>& local,
                                                     const std::vector<const EncodedExample*>& batch, size_t probes,
                                                     const std::string& what) {
-  std::vector<uint8_t> bytes;
-  for (const ExampleScores& scores : local)
-    for (const std::vector<CandidateScore>& example : scores)
-      for (const CandidateScore& s : example) {  // the bit patterns: the loss must see the very same doubles
-        put_bytes(&bytes, &s.sum_logprob, sizeof s.sum_logprob);
-        put_bytes(&bytes, &s.n_tokens, sizeof s.n_tokens);
-      }
-  const std::vector<std::vector<uint8_t>> all = world.allgather(bytes, what);
-  const int64_t n = static_cast<int64_t>(batch.size());
-  std::vector<ExampleScores> out(probes, ExampleScores(batch.size()));
-  for (int r = 0; r < layout.replicas; r++) {
-    const int from = layout.rank_of(r, layout.stages - 1);
-    const Shard theirs = shard_of(n, r, layout.replicas);
-    size_t per_probe = 0;
-    for (int64_t e = theirs.begin; e < theirs.end; e++) per_probe += batch[e]->candidates.size() * kBytesPerCandidate;
-    const std::vector<uint8_t>& b = all[static_cast<size_t>(from)];
-    SMEZO_REQUIRE(b.size() == per_probe * probes,
-                  "%srank %d sent %zu bytes of %s, its %lld examples under %zu probes need %zu ---> HINT: every rank "
-                  "must run the same smezo on the same data", world.rank_prefix().c_str(), from, b.size(),
-                  what.c_str(), (long long)theirs.size(), probes, per_probe * probes);
-    size_t at = 0;
-    for (size_t p = 0; p < probes; p++)
-      for (int64_t e = theirs.begin; e < theirs.end; e++) {
-        out[p][e].resize(batch[e]->candidates.size());
-        for (CandidateScore& s : out[p][e]) {
-          std::memcpy(&s.sum_logprob, b.data() + at, sizeof s.sum_logprob);
-          std::memcpy(&s.n_tokens, b.data() + at + 8, sizeof s.n_tokens);
-          at += kBytesPerCandidate;
-        }
-      }
-  }
-  return out;
+  return gather_shard_scores(world, layout.replicas, [&layout](int r) { return layout.rank_of(r, layout.stages - 1); },
+                             local, batch, probes, what);
 }
 
 std::vector<uint8_t> int64_bytes(int64_t v) {
-  std::vector<uint8_t> b;
-  put_bytes(&b, &v, sizeof v);
+  std::vector<uint8_t> b(sizeof v);
+  std::memcpy(b.data(), &v, sizeof v);
   return b;
 }
 

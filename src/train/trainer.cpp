@@ -189,10 +189,9 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   mo.dtype = o.dtype;
   // The workspace is sized from the run's batch and length (memory_estimate.h), not a fixed
   // token count: device memory = weights + what this batch needs. A probe pair runs two copies
-  // of a chunk side by side: room for two longest candidates. (Data-parallel runs,
-  // world.size() > 1, keep the two passes: batch_loss_ranks exchanges the scores of one probe
-  // at a time; pipelines send the + and - probes through as separate micro-batches.)
-  const bool probe_pair = o.probe_pair && world.size() == 1;
+  // of a chunk side by side: room for two longest candidates. (Pipelines send the + and -
+  // probes through as separate micro-batches instead.)
+  const bool probe_pair = o.probe_pair && !pipelined;
   const int64_t copies = probe_pair ? 2 : 1;
   const WorkspaceRows ws = workspace_for_batch(o.batch, o.max_len, o.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o.max_len);
@@ -404,6 +403,21 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   po.plain_every = o.progress_every > 0 ? o.progress_every : std::max<int64_t>(1, o.steps / 20);
   std::optional<ProgressBar> bar;
   if (root) bar.emplace(po);
+  // One SPSA step: the losses over a pipeline, a probe pair (on every rank's shard), or two passes.
+  const bool as_classification = splits.train_as_classification;
+  auto train_step = [&](int64_t step, const std::vector<const EncodedExample*>& batch) {
+    if (pipelined)
+      return optimizer.step_pair(step, [&](const Probe& pair) {
+        return pipeline_loss_pair(world, layout, model, batch, pair, as_classification, micro_batches);
+      });
+    if (probe_pair)
+      return optimizer.step_pair(step, [&](const Probe& pair) {
+        return batch_loss_pair_ranks(world, model, batch, pair, as_classification);
+      });
+    return optimizer.step(step, [&](const Probe& probe) {
+      return batch_loss_ranks(world, model, batch, probe, as_classification);
+    });
+  };
   const std::vector<const EncodedExample*> fixed = minibatch(data.train, o.batch, o.data_seed, 1);
   std::string status = "completed";
   int64_t step = first_step;
@@ -412,13 +426,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
     for (; step <= o.steps; step++) {
       if (step == first_step) t_phase = Clock::now();
       const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
-      SpsaStep s = pipelined ? optimizer.step_pair(step, [&](const Probe& pair) {
-        return pipeline_loss_pair(world, layout, model, batch, pair, splits.train_as_classification, micro_batches);
-      }) : probe_pair ? optimizer.step_pair(step, [&](const Probe& pair) {
-        return batch_loss_pair(model, batch, pair, splits.train_as_classification);
-      }) : optimizer.step(step, [&](const Probe& probe) {
-        return batch_loss_ranks(world, model, batch, probe, splits.train_as_classification);
-      });
+      const SpsaStep s = train_step(step, batch);
       const double loss = 0.5 * (s.loss_plus + s.loss_minus);
       if (step == first_step) startup["first_step"] = seconds_since(t_phase);
       if (step == 1) result.first_loss = loss;
