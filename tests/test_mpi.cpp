@@ -211,7 +211,8 @@ TEST(MpiTrain, BuildWithoutMpiRefusesSeveralProcesses) {
 // layers, 4 stages 2 + 1 + 1 + 1; its head is tied, so the first and the last stage both hold
 // the token embedding and must keep it identical.
 
-// 2 and 4 stages, and 2 stages × 2 data-parallel replicas, equal one process bit for bit: seed
+// 2 and 4 stages (probe pairs in 1 and 3 micro-batches), and 2 stages × 2 data-parallel
+// replicas (separate probes, 2 micro-batches each), equal one process bit for bit: seed
 // log, metrics, dev/test accuracies, and the one model.safetensors rank 0 assembles from the
 // stages (the evaluations and the checkpoint of step 2 run mid-training).
 TEST(MpiPipeline, TwoAndFourStagesAndReplicasEqualOneProcess) {
@@ -223,7 +224,12 @@ TEST(MpiPipeline, TwoAndFourStagesAndReplicasEqualOneProcess) {
   EXPECT_THAT(out, testing::Not(HasSubstr("rank 1"))) << "only rank 0 speaks: " << out;
   ASSERT_EQ(run_command(mpirun(4) + kSmezo + kRun + " --pipeline-stages 4 --micro-batches 3 --out " + dir + "/s4", &out), 0)
       << out;
-  ASSERT_EQ(run_command(mpirun(4) + kSmezo + kRun + " --pipeline-stages 2 --out " + dir + "/s2r2", &out), 0) << out;
+  // the probes as separate micro-batches (+ then -), 2 per probe in flight
+  ASSERT_EQ(run_command(mpirun(4) + kSmezo + kRun + " --pipeline-stages 2 --probes separate --micro-batches 2 --out " +
+                            dir + "/s2r2",
+                        &out),
+            0)
+      << out;
   for (const char* run : {"/s2", "/s4", "/s2r2"}) {
     SCOPED_TRACE(run);
     expect_same_run(dir + "/one", dir + run);
@@ -234,6 +240,9 @@ TEST(MpiPipeline, TwoAndFourStagesAndReplicasEqualOneProcess) {
   const nlohmann::json s4 = read_json(dir + "/s4/summary.json");
   EXPECT_EQ(s4["pipeline_stages"], 4);
   EXPECT_EQ(s4["micro_batches"], 3);
+  EXPECT_EQ(s4["probes"], "pair");
+  EXPECT_EQ(read_json(dir + "/s2r2/summary.json")["probes"], "separate");
+  EXPECT_EQ(read_json(dir + "/s2/summary.json")["micro_batches"], 1) << "the cpu default";
   EXPECT_EQ(s4["ranks"], 4);
   // rank 0, the first of 4 stages, holds a fraction of the model
   EXPECT_LT(s4["peak_backend_memory_MB"].get<double>(),

@@ -87,7 +87,8 @@ TEST(PipelineStage, LayersSplitContiguousAndBalanced) {
 }
 
 // The stages chained: the first embeds, each passes fp32 hidden states on, the last gives the
-// logits. Under a probe that perturbs everything (embeddings, norms, biases, linears).
+// logits. Under a probe that perturbs everything (embeddings, norms, biases, linears), single
+// or a pair (the batch twice side by side through every stage).
 TEST(PipelineStage, ChainedStagesEqualTheWholeForward) {
   int checked = 0;
   for (const ModelConfig& c : {llama4(false), llama4(true), opt3()}) {
@@ -100,41 +101,46 @@ TEST(PipelineStage, ChainedStagesEqualTheWholeForward) {
       p->info.noise = NOISE_GAUSSIAN;
       whole_ids[p->info.name] = p->info.tensor_id;
     }
-    const Probe probe{2e-2f, 77};
-    std::vector<float> expected, plain;
-    whole.forward(batch, probe, &expected);
-    whole.forward(batch, Probe{}, &plain);
-    ASSERT_FALSE(same_bits(expected, plain)) << "the probe must change the logits";
-    for (int k = 2; k <= c.n_layers; k++) {
-      std::vector<float> hidden;
-      int64_t held = 0;
-      for (int s = 0; s < k; s++) {
-        CpuBackend be;
-        Model stage(src, be, DTYPE_F32, 64, 32, model_stage(c, s, k));
-        for (Param* p : stage.params()) {
-          p->info.noise = NOISE_GAUSSIAN;
-          EXPECT_EQ(p->info.tensor_id, whole_ids.at(p->info.name)) << p->info.name;
-          held += p->w.numel();
+    for (const Probe& probe : {Probe{2e-2f, 77}, Probe{2e-2f, 77, true}}) {
+      std::vector<float> expected, plain;
+      whole.forward(batch, probe, &expected);
+      whole.forward(batch, Probe{}, &plain);
+      const size_t copies = probe.pair ? 2 : 1;
+      ASSERT_EQ(expected.size(), copies * batch.logit_rows.size() * c.vocab_size);
+      ASSERT_FALSE(same_bits(std::vector<float>(expected.begin(), expected.begin() + plain.size()), plain))
+          << "the probe must change the logits";
+      for (int k = 2; k <= c.n_layers; k++) {
+        std::vector<float> hidden;
+        int64_t held = 0;
+        for (int s = 0; s < k; s++) {
+          CpuBackend be;
+          Model stage(src, be, DTYPE_F32, 64, 32, model_stage(c, s, k));
+          for (Param* p : stage.params()) {
+            p->info.noise = NOISE_GAUSSIAN;
+            EXPECT_EQ(p->info.tensor_id, whole_ids.at(p->info.name)) << p->info.name;
+            held += p->w.numel();
+          }
+          std::vector<float> out(s == k - 1 ? expected.size() : copies * batch.tokens.size() * c.dim, kPoison);
+          stage.forward_stage(batch, probe, hidden, &out);
+          hidden = out;
+          if (s + 1 < k) {
+            EXPECT_THAT(smezo_test::error_of([&] {
+                          std::vector<float> logits;
+                          stage.forward(batch, probe, &logits);
+                        }),
+                        HasSubstr("forward() runs the whole model"));
+          }
         }
-        std::vector<float> out(s == k - 1 ? expected.size() : batch.tokens.size() * c.dim, kPoison);
-        stage.forward_stage(batch, probe, hidden, &out);
-        hidden = out;
-        if (s + 1 < k) {
-          EXPECT_THAT(smezo_test::error_of([&] {
-                        std::vector<float> logits;
-                        stage.forward(batch, probe, &logits);
-                      }),
-                      HasSubstr("forward() runs the whole model"));
-        }
+        EXPECT_TRUE(same_bits(hidden, expected))
+            << "arch " << c.arch << " tied " << c.tied_lm_head << " stages " << k << " pair " << probe.pair;
+        // every tensor on exactly one stage, a tied embedding on the first and the last
+        const int64_t tied_extra = c.tied_lm_head ? c.vocab_size * c.dim : 0;
+        EXPECT_EQ(held, whole.parameter_count() + tied_extra);
+        checked++;
       }
-      EXPECT_TRUE(same_bits(hidden, expected)) << "arch " << c.arch << " tied " << c.tied_lm_head << " stages " << k;
-      // every tensor on exactly one stage, a tied embedding on the first and the last
-      const int64_t tied_extra = c.tied_lm_head ? c.vocab_size * c.dim : 0;
-      EXPECT_EQ(held, whole.parameter_count() + tied_extra);
-      checked++;
     }
   }
-  EXPECT_EQ(checked, 3 + 3 + 2);
+  EXPECT_EQ(checked, 2 * (3 + 3 + 2));
 }
 
 TEST(PipelineStage, MemoryEstimateOfAStageIsWhatItAllocates) {

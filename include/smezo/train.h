@@ -64,7 +64,7 @@ struct TrainOptions {
                                  // exchange before the job ends naming the silent rank
   int pipeline_stages = 1;       // under mpirun: split the layers over this many ranks (pipeline
                                  // parallel); ranks / stages data-parallel replicas of the pipeline
-  int64_t micro_batches = 0;     // pipeline micro-batches per probe; 0: 2 × pipeline_stages
+  int64_t micro_batches = 0;     // pipeline micro-batches in flight; 0: pipeline_stages on cuda, 1 on cpu
   SpsaOptions spsa;              // total_steps is set from steps
 };
 

@@ -108,7 +108,8 @@ Command register_train(CLI::App& smezo) {
   cmd->add_option("--pipeline-stages", o.pipeline_stages, "under mpirun: split the model's layers over this many "
                   "ranks (pipeline parallel); the ranks form ranks/stages data-parallel pipelines")
       ->check(integer_at_least(1));
-  cmd->add_option("--micro-batches", o.micro_batches, "pipeline micro-batches per probe (0: twice the stages)")
+  cmd->add_option("--micro-batches", o.micro_batches, "pipeline micro-batches in flight; each regenerates the "
+                  "noise of the weights it passes (0: the stage count on cuda, 1 on cpu)")
       ->check(integer_at_least(0));
   cmd->add_flag("--resume", o.resume, "continue the run in --out from its seed log");
   cmd->add_flag("--fixed-batch", o.fixed_batch, "reuse the first minibatch every step (overfitting checks)");

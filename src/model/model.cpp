@@ -315,20 +315,39 @@ void Model::pack_positions(const ForwardBatch& batch, std::vector<int32_t>* posi
                 (long long)row, batch.tokens.size());
 }
 
+Model::PackedRun Model::pack(const ForwardBatch& batch, const Probe& probe) const {
+  PackedRun r;
+  pack_positions(batch, &r.positions, &r.seqs);
+  r.tokens = batch.tokens;
+  r.logit_rows = batch.logit_rows;
+  if (!probe.pair) return r;
+  // The pair: the batch twice, side by side; the second copy's sequences start `row` later.
+  const int64_t row = static_cast<int64_t>(batch.tokens.size());
+  r.tokens.insert(r.tokens.end(), batch.tokens.begin(), batch.tokens.end());
+  const std::vector<int32_t> positions1 = r.positions;
+  r.positions.insert(r.positions.end(), positions1.begin(), positions1.end());
+  const size_t n_seqs = r.seqs.size();
+  for (size_t i = 0; i < n_seqs; i++) {
+    AttentionSeq s = r.seqs[i];
+    s.q_row += row;
+    s.kv_row += row;
+    r.seqs.push_back(s);
+  }
+  for (int64_t lr : batch.logit_rows) r.logit_rows.push_back(lr + row);
+  return r;
+}
+
 void Model::forward_stage(const ForwardBatch& batch, const Probe& probe, const std::vector<float>& hidden_in,
                           std::vector<float>* out) {
-  SMEZO_REQUIRE(!probe.pair, "a pipeline stage takes single probes (the + and - probes travel as micro-batches)");
-  std::vector<int32_t> positions;
-  std::vector<AttentionSeq> seqs;
-  pack_positions(batch, &positions, &seqs);
-  const int64_t M = static_cast<int64_t>(batch.tokens.size());
+  const PackedRun r = pack(batch, probe);
+  const int64_t M = static_cast<int64_t>(r.tokens.size());
   if (!stage_.first())
     SMEZO_REQUIRE(static_cast<int64_t>(hidden_in.size()) == M * config_.dim,
                   "pipeline stage %d of %d: %zu hidden values in for %lld tokens of width %lld", stage_.index,
                   stage_.count, hidden_in.size(), (long long)M, (long long)config_.dim);
-  run(batch.tokens, positions, seqs, -1, probe, stage_.first() ? nullptr : hidden_in.data());
+  run(r.tokens, r.positions, r.seqs, -1, probe, stage_.first() ? nullptr : hidden_in.data());
   if (stage_.last()) {
-    compute_logits(batch.logit_rows, probe, out);
+    compute_logits(r.logit_rows, probe, out);
     return;
   }
   Tensor x = ws_.x;
@@ -340,31 +359,9 @@ void Model::forward_stage(const ForwardBatch& batch, const Probe& probe, const s
 void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits) {
   SMEZO_REQUIRE(stage_.whole(), "forward() runs the whole model; pipeline stage %d of %d runs forward_stage()",
                 stage_.index, stage_.count);
-  std::vector<int32_t> positions;
-  std::vector<AttentionSeq> seqs;
-  pack_positions(batch, &positions, &seqs);
-  const int64_t row = static_cast<int64_t>(batch.tokens.size());
-  if (!probe.pair) {
-    run(batch.tokens, positions, seqs, -1, probe);
-    compute_logits(batch.logit_rows, probe, logits);
-    return;
-  }
-  // The pair: the batch twice, side by side; the second copy's sequences start `row` later.
-  std::vector<int32_t> tokens2 = batch.tokens;
-  tokens2.insert(tokens2.end(), batch.tokens.begin(), batch.tokens.end());
-  const std::vector<int32_t> positions1 = positions;
-  positions.insert(positions.end(), positions1.begin(), positions1.end());
-  const size_t n_seqs = seqs.size();
-  for (size_t i = 0; i < n_seqs; i++) {
-    AttentionSeq s = seqs[i];
-    s.q_row += row;
-    s.kv_row += row;
-    seqs.push_back(s);
-  }
-  std::vector<int64_t> rows2 = batch.logit_rows;
-  for (int64_t r : batch.logit_rows) rows2.push_back(r + row);
-  run(tokens2, positions, seqs, -1, probe);
-  compute_logits(rows2, probe, logits);
+  const PackedRun r = pack(batch, probe);
+  run(r.tokens, r.positions, r.seqs, -1, probe);
+  compute_logits(r.logit_rows, probe, logits);
 }
 
 void Model::enable_kv_cache(int64_t max_len) {

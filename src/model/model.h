@@ -64,11 +64,11 @@ class Model {
   // one pass: logits (2 * logit_rows, vocab), the + rows first; the doubled batch must fit
   // the workspace (batch_tokens_capacity, batch_logit_rows_capacity).
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
-  // One pipeline stage's share of forward() under a single probe. The first stage embeds
-  // batch.tokens; the others start from `hidden_in`, the previous stage's hidden states
-  // (batch tokens, dim) in fp32. A stage that is not the last writes its hidden states to *out
-  // (tokens, dim); the last writes the logits of batch.logit_rows, as forward() does. Chaining
-  // the stages gives forward()'s logits bit for bit.
+  // One pipeline stage's share of forward(). The first stage embeds batch.tokens; the others
+  // start from `hidden_in`, the previous stage's hidden states (tokens, dim) in fp32, where a
+  // probe pair has twice the batch's tokens (the + copy, then the - copy). A stage that is not
+  // the last writes its hidden states to *out; the last writes the logits, as forward() does.
+  // Chaining the stages gives forward()'s logits bit for bit.
   void forward_stage(const ForwardBatch& batch, const Probe& probe, const std::vector<float>& hidden_in,
                      std::vector<float>* out);
   const ModelStage& stage() const { return stage_; }
@@ -106,6 +106,14 @@ class Model {
            const float* hidden_in = nullptr);
   // positions and attention spans of a packed batch (checked)
   void pack_positions(const ForwardBatch& batch, std::vector<int32_t>* positions, std::vector<AttentionSeq>* seqs) const;
+  // What run() and compute_logits() take for a batch: under a probe pair the batch twice, side
+  // by side.
+  struct PackedRun {
+    std::vector<int32_t> tokens, positions;
+    std::vector<AttentionSeq> seqs;
+    std::vector<int64_t> logit_rows;
+  };
+  PackedRun pack(const ForwardBatch& batch, const Probe& probe) const;
   void compute_logits(const std::vector<int64_t>& rows, const Probe& probe, std::vector<float>* out);
 
   ModelConfig config_;

@@ -71,9 +71,10 @@ PipelineLayout pipeline_layout(const World& world, int stages) {
 }
 
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
-                                                 bool gold_only, int64_t micro_batches) {
-  const int64_t capacity = model.max_tokens(), rows = model.max_logit_rows();
-  std::vector<ScoringChunk> chunks = plan_scoring(examples, gold_only, capacity, rows);
+                                                 bool gold_only, int64_t micro_batches, const Probe& probe) {
+  const int64_t capacity = model.batch_tokens_capacity(probe), rows = model.batch_logit_rows_capacity(probe);
+  const std::string note = probe.pair ? " per half of a probe pair" : "";
+  std::vector<ScoringChunk> chunks = plan_scoring(examples, gold_only, capacity, rows, note);
   if (static_cast<int64_t>(chunks.size()) >= micro_batches) return chunks;
   int64_t total = 0, longest = 0;
   for (const ScoringChunk& c : chunks)
@@ -82,7 +83,7 @@ std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::
       longest = std::max(longest, len);
     }
   const int64_t cap = std::max(longest, (total + micro_batches - 1) / std::max<int64_t>(1, micro_batches));
-  return plan_scoring(examples, gold_only, std::min(cap, capacity), rows);
+  return plan_scoring(examples, gold_only, std::min(cap, capacity), rows, note);
 }
 
 std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layout, Model& model,
@@ -90,19 +91,29 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
                                         const std::vector<ScoringChunk>& chunks, const std::vector<Probe>& probes,
                                         const std::string& what) {
   const int64_t dim = model.config().dim, vocab = model.config().vocab_size;
+  // the scores of every half: a pair's + and - halves, or a single probe
+  std::vector<size_t> first_half;
+  size_t halves = 0;
+  for (const Probe& p : probes) {
+    first_half.push_back(halves);
+    halves += p.pair ? 2 : 1;
+  }
   std::vector<ExampleScores> scores;
-  if (layout.last_stage()) scores.assign(probes.size(), empty_scores(examples));
-  const size_t n_items = probes.size() * chunks.size();  // probe-major: the + micro-batches first
+  if (layout.last_stage()) scores.assign(halves, empty_scores(examples));
+  const size_t n_items = probes.size() * chunks.size();  // probe-major: a separate + probe's micro-batches first
   if (n_items == 0) return scores;
   const int prev = layout.first_stage() ? -1 : layout.rank_of(layout.replica, layout.stage - 1);
   const int next = layout.last_stage() ? -1 : layout.rank_of(layout.replica, layout.stage + 1);
   auto chunk_of = [&](size_t item) -> const ScoringChunk& { return chunks[item % chunks.size()]; };
+  auto probe_of = [&](size_t item) -> const Probe& { return probes[item / chunks.size()]; };
   auto item_name = [&](size_t item) {
-    return format_string("the hidden states of micro-batch %zu/%zu (%s probe) in %s", item % chunks.size() + 1,
-                         chunks.size(), probes[item / chunks.size()].scale >= 0 ? "+" : "-", what.c_str());
+    const Probe& p = probe_of(item);
+    return format_string("the hidden states of micro-batch %zu/%zu (%s) in %s", item % chunks.size() + 1,
+                         chunks.size(), p.pair ? "probe pair" : p.scale >= 0 ? "+ probe" : "- probe", what.c_str());
   };
-  auto hidden_bytes = [&](size_t item) {
-    return static_cast<size_t>(chunk_of(item).batch.tokens.size()) * static_cast<size_t>(dim) * sizeof(float);
+  auto hidden_bytes = [&](size_t item) {  // a pair runs the micro-batch twice
+    return static_cast<size_t>(chunk_of(item).batch.tokens.size()) * (probe_of(item).pair ? 2 : 1) *
+           static_cast<size_t>(dim) * sizeof(float);
   };
   // Two buffers each way: one in use, one in flight.
   std::vector<float> in[2], out[2];
@@ -113,10 +124,10 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
     receiving[item % 2] = world.recv_start(prev, kHiddenTag, buf.data(), hidden_bytes(item), item_name(item));
   };
   if (prev >= 0) start_receive(0);
-  std::vector<float> result;
+  std::vector<float> logits;
   for (size_t item = 0; item < n_items; item++) {
     const ScoringChunk& chunk = chunk_of(item);
-    const Probe& probe = probes[item / chunks.size()];
+    const Probe& probe = probe_of(item);
     if (prev >= 0) {
       world.wait(&receiving[item % 2]);
       if (item + 1 < n_items) start_receive(item + 1);  // its buffer held item - 1, used by now
@@ -127,8 +138,10 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
       model.forward_stage(chunk.batch, probe, in[item % 2], &buf);
       sending[item % 2] = world.send_start(next, kHiddenTag, buf.data(), buf.size() * sizeof(float), item_name(item));
     } else {
-      model.forward_stage(chunk.batch, probe, in[item % 2], &result);
-      add_chunk_scores(chunk, result.data(), vocab, &scores[item / chunks.size()]);
+      model.forward_stage(chunk.batch, probe, in[item % 2], &logits);
+      const size_t half = chunk.batch.logit_rows.size() * static_cast<size_t>(vocab);  // a pair's - rows follow
+      for (int h = 0; h < (probe.pair ? 2 : 1); h++)
+        add_chunk_scores(chunk, logits.data() + h * half, vocab, &scores[first_half[item / chunks.size()] + h]);
     }
   }
   for (World::Transfer& t : sending) world.wait(&t);
@@ -137,15 +150,16 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
 
 std::pair<double, double> pipeline_loss_pair(World& world, const PipelineLayout& layout, Model& model,
                                              const std::vector<const EncodedExample*>& batch, const Probe& pair,
-                                             bool as_classification, int64_t micro_batches) {
+                                             bool as_classification, int64_t micro_batches, bool in_one_pass) {
   SMEZO_REQUIRE(pair.pair, "pipeline_loss_pair takes a probe pair");
   const std::vector<const EncodedExample*> shard = shard_of_batch(batch, layout);
   const bool gold_only = !as_classification;
-  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, gold_only, micro_batches);
-  const std::vector<Probe> probes = {half_probe(pair, +1), half_probe(pair, -1)};
+  const std::vector<Probe> probes =
+      in_one_pass ? std::vector<Probe>{pair} : std::vector<Probe>{half_probe(pair, +1), half_probe(pair, -1)};
+  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, gold_only, micro_batches, probes[0]);
   const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, probes, "a training step");
   const std::vector<ExampleScores> scores =
-      gather_last_stage_scores(world, layout, local, batch, probes.size(), "the probes' scores");
+      gather_last_stage_scores(world, layout, local, batch, 2, "the probes' scores");
   auto loss = [&](const ExampleScores& s) {
     return as_classification ? classification_loss(s, batch) : gold_token_loss(s, batch);
   };
@@ -158,7 +172,7 @@ double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& mode
   std::vector<const EncodedExample*> all;
   for (const EncodedExample& x : examples) all.push_back(&x);
   const std::vector<const EncodedExample*> shard = shard_of_batch(all, layout);
-  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, false, micro_batches);
+  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, false, micro_batches, Probe{});
   const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, {Probe{}}, "an evaluation");
   const int64_t correct = layout.last_stage() ? count_best_is_gold(local[0], shard) : 0;
   return static_cast<double>(sum_of_int64s(world, correct, "evaluation counts")) / static_cast<double>(examples.size());

@@ -50,24 +50,28 @@ struct PipelineLayout {
 // rank count is a multiple of the stage count.
 PipelineLayout pipeline_layout(const World& world, int stages);
 
-// The micro-batches `examples` are scored in: the plan_scoring chunks of the model's workspace,
-// cut smaller when that gives fewer than `micro_batches`, so that many can be in flight.
+// The micro-batches `examples` are scored in under `probe`: the plan_scoring chunks of the
+// model's workspace (half of it for a probe pair), cut smaller when that gives fewer than
+// `micro_batches`, so that many can be in flight.
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
-                                                 bool gold_only, int64_t micro_batches);
+                                                 bool gold_only, int64_t micro_batches, const Probe& probe);
 
-// Runs `chunks` under every probe of `probes` (single probes, in that order) through this
-// replica's stages. On the last stage: the scores of `examples` per probe; elsewhere: empty.
+// Runs `chunks` under every probe of `probes` (in that order; a probe pair runs each chunk with
+// both halves side by side) through this replica's stages. On the last stage: the scores of
+// `examples` per half (a pair's + and - halves, a single probe's one); elsewhere: empty.
 // `what` names the run in timeout messages.
 std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layout, Model& model,
                                         const std::vector<const EncodedExample*>& examples,
                                         const std::vector<ScoringChunk>& chunks, const std::vector<Probe>& probes,
                                         const std::string& what);
 
-// (l+, l-) of a probe pair's halves over all pipelines: each replica scores its shard of batch,
-// the last stages' scores are gathered, every rank reduces the losses as one process does.
+// (l+, l-) of a probe pair's halves over all pipelines: each replica scores its shard of batch
+// (in_one_pass: both halves side by side in each micro-batch, each weight's noise generated once
+// for both; else the + micro-batches, then the - ones), the last stages' scores are gathered,
+// every rank reduces the losses as one process does.
 std::pair<double, double> pipeline_loss_pair(World& world, const PipelineLayout& layout, Model& model,
                                              const std::vector<const EncodedExample*>& batch, const Probe& pair,
-                                             bool as_classification, int64_t micro_batches);
+                                             bool as_classification, int64_t micro_batches, bool in_one_pass);
 
 // accuracy (objective.h) over all pipelines: the correct counts of the replicas' last stages, added.
 double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& model,

@@ -166,8 +166,11 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
                 "one process ---> HINT: mpirun -np %d smezo train ... (a build with MPI: make info shows ✓ MPI)",
                 o.pipeline_stages, o.pipeline_stages, o.pipeline_stages);
   const PipelineLayout layout = pipelined ? pipeline_layout(world, o.pipeline_stages) : PipelineLayout{};
-  // micro-batches per probe; both probes' are in flight: a bubble of (K-1)/(2m+K-1) of a step
-  const int64_t micro_batches = o.micro_batches > 0 ? o.micro_batches : 2 * int64_t{o.pipeline_stages};
+  // Micro-batches in flight (per probe with --probes separate): a bubble of (K-1)/(m+K-1) of the
+  // step, but each one regenerates the noise of every weight it passes. Default: K on cuda
+  // (compute-bound GEMMs: the overlap wins), 1 on cpu (noise-bound: measured in RESULTS.md).
+  const int64_t micro_batches =
+      o.micro_batches > 0 ? o.micro_batches : o.device == "cuda" ? int64_t{o.pipeline_stages} : 1;
   // the later stages of the first pipeline hand their tensors to rank 0 for checkpoints
   const bool serves_checkpoint = pipelined && layout.replica == 0 && !layout.first_stage();
   o.spsa.total_steps = o.steps;
@@ -189,9 +192,9 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   mo.dtype = o.dtype;
   // The workspace is sized from the run's batch and length (memory_estimate.h), not a fixed
   // token count: device memory = weights + what this batch needs. A probe pair runs two copies
-  // of a chunk side by side: room for two longest candidates. (Pipelines send the + and -
-  // probes through as separate micro-batches instead.)
-  const bool probe_pair = o.probe_pair && !pipelined;
+  // of a chunk side by side: room for two longest candidates (on every rank: data-parallel
+  // shards and pipeline micro-batches run the pair too).
+  const bool probe_pair = o.probe_pair;
   const int64_t copies = probe_pair ? 2 : 1;
   const WorkspaceRows ws = workspace_for_batch(o.batch, o.max_len, o.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o.max_len);
@@ -408,7 +411,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   auto train_step = [&](int64_t step, const std::vector<const EncodedExample*>& batch) {
     if (pipelined)
       return optimizer.step_pair(step, [&](const Probe& pair) {
-        return pipeline_loss_pair(world, layout, model, batch, pair, as_classification, micro_batches);
+        return pipeline_loss_pair(world, layout, model, batch, pair, as_classification, micro_batches, probe_pair);
       });
     if (probe_pair)
       return optimizer.step_pair(step, [&](const Probe& pair) {
