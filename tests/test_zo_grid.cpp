@@ -94,12 +94,14 @@ TEST(ZoGrid, InterruptedGridResumes) {
   EXPECT_THAT(out, HasSubstr("| sst2 | S-MeZO | 0.75, "));
 }
 
-// The deadline stops running jobs the same way (resumably) and says so.
+// The deadline stops running jobs the same way (resumably) and says so. (A job runs about a
+// second here; the runner looks every 0.05 s, so the 0.3 s deadline meets both jobs running.
+// With the default 1 s poll it raced them: on an idle machine they could finish first.)
 TEST(ZoGrid, DeadlineStopsRunningJobs) {
   const std::string runs = make_temp_dir("zo_grid_deadline");
   std::string out;
   ASSERT_EQ(run_command("python3 tools/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
-                            " --runs " + runs + " --jobs 2 --deadline-s 0.01",
+                            " --runs " + runs + " --jobs 2 --deadline-s 0.3 --poll-s 0.05",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("deadline: stopped sst2/mezo-lr0.001-seed1 (resumes next time)"));
   EXPECT_THAT(out, HasSubstr("unfinished 4"));  // three search runs and the eval
