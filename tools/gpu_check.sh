@@ -31,6 +31,7 @@ done
 
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 tools/deps.sh unpack > "$OUT/deps.log" 2>&1 && status deps ok || status deps FAILED
+. tools/mpi_env.sh  # the unpacked Open MPI wheel, if any: the build gets MPI, the MPI tests run
 if make -j"$(nproc)" DEPS=deps/root all build/smezo_tests > "$OUT/build.log" 2>&1; then
   status build ok
 else

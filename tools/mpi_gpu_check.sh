@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Multi-rank training on the GPU machine (issue #13), with the ranks sharing its one GPU: this
 # shows the protocol works on CUDA, not a speed-up. Needs a build with MPI (`make info` shows
-# ✓ MPI) and mpirun. Usage: tools/mpi_gpu_check.sh [RANKS=2]; BUILD=build, DEVICE=cuda by
-# default (DEVICE=cpu runs the same checks on the CPU backend, where 2 must also pass).
+# ✓ MPI) and mpirun: on the GPU machine the Open MPI wheel of `tools/deps.sh download`, which
+# `tools/deps.sh unpack` extracts (gpu_check.sh unpacks it and builds with it).
+# Usage: tools/mpi_gpu_check.sh [RANKS=2]; BUILD=build, DEVICE=cuda by default (DEVICE=cpu runs
+# the same checks on the CPU backend, where 2 must also pass).
 #   1. a one-process run, an N-rank data-parallel run and an N-stage pipeline run
 #      (--pipeline-stages N: each rank holds its layers; N <= 5 for stories260K) of one command;
 #   2. each multi-rank seed log replayed on one process gives that run's weights bit for bit
 #      (required: updates are element-wise, so this holds on every backend);
-#   3. the seed logs compared with the one-process run's: identical on the CPU backend (required there); on
-#      CUDA cuBLAS may tile a shard's rows differently from the whole batch's, so the losses may
-#      differ in the last bits (reported, not required), while every rank still applies the same
-#      update.
+#   3. the seed logs compared with the one-process run's: identical on the CPU backend (required
+#      there); on CUDA cuBLAS may tile a shard's rows differently from the whole batch's, so the
+#      losses may differ in the last bits (reported, not required), while every rank still
+#      applies the same update.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 DEVICE=${DEVICE:-cuda}
 N=${1:-2}
+. tools/mpi_env.sh  # deps/openmpi from tools/deps.sh unpack, where there is one
 command -v mpirun > /dev/null || { echo "mpi_gpu_check: ✗ mpirun not found (apt-get install openmpi-bin)"; exit 1; }
 "$BUILD/smezo" --version | grep -q "with MPI" \
   || { echo "mpi_gpu_check: ✗ $BUILD/smezo was built without MPI (make info shows ✗ MPI)"; exit 1; }
