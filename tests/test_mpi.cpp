@@ -320,3 +320,20 @@ TEST(MpiPipeline, FailedCheckpointIsAWarningAndTheStagesGoOn) {
   EXPECT_THAT(out, testing::Not(HasSubstr("no answer from rank"))) << out;
   EXPECT_EQ(read_file(dir + "/one/seed_log.txt"), read_file(dir + "/run/seed_log.txt"));
 }
+
+// A finished pipeline run whose final checkpoint is gone: --resume rebuilds it from the seed log,
+// every stage replaying its layers and rank 0 assembling them: the one-process checkpoint.
+TEST(MpiPipeline, FinishedRunRebuildsItsMissingCheckpoint) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_pipeline_rebuild");
+  std::string out;
+  ASSERT_EQ(run_command(kSmezo + kRun + " --out " + dir + "/one", &out), 0) << out;
+  const std::string run = mpirun(2) + kSmezo + kRun + " --pipeline-stages 2 --mpi-timeout 30 --out " + dir + "/run";
+  ASSERT_EQ(run_command(run, &out), 0) << out;
+  ASSERT_EQ(run_command("rm -r " + dir + "/run/checkpoint", &out), 0);
+  ASSERT_EQ(run_command(run + " --resume", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("its final checkpoint is missing: rebuilding it from the seed log"));
+  EXPECT_EQ(read_file(dir + "/one/checkpoint/model.safetensors"), read_file(dir + "/run/checkpoint/model.safetensors"));
+  ASSERT_EQ(run_command(run + " --resume", &out), 0) << out;  // and now there is nothing to do
+  EXPECT_THAT(out, HasSubstr("run already finished at step 4"));
+}

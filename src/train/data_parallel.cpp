@@ -118,6 +118,15 @@ double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExamp
   return static_cast<double>(total) / static_cast<double>(examples.size());
 }
 
+int64_t value_of_rank0(World& world, int64_t value, const std::string& what) {
+  if (world.size() == 1) return value;
+  const std::vector<std::vector<uint8_t>> all = world.allgather(int64_bytes(value), what);
+  SMEZO_REQUIRE(all[0].size() == sizeof(int64_t), "%srank 0 sent %zu bytes of %s, not 8", world.rank_prefix().c_str(),
+                all[0].size(), what.c_str());
+  std::memcpy(&value, all[0].data(), sizeof value);
+  return value;
+}
+
 void require_same_on_all_ranks(World& world, const std::string& text, const std::string& what) {
   if (world.size() == 1) return;
   const std::vector<std::vector<uint8_t>> all =

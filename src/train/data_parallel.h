@@ -57,6 +57,9 @@ std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
 double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,
                       int64_t batch_examples);
 
+// Rank 0's `value` on every rank (one exchange): a decision only rank 0 may take.
+int64_t value_of_rank0(World& world, int64_t value, const std::string& what);
+
 // A check that every rank runs the same thing: every rank contributes `text` (e.g. the run
 // header); a rank whose text differs from rank 0's is an error naming it and `what`.
 void require_same_on_all_ranks(World& world, const std::string& text, const std::string& what);

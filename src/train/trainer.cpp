@@ -326,8 +326,12 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
       result.best_dev_acc = json_number(done, "best_dev_acc", -1);
       result.test_acc = json_number(done, "test_acc", -1);
       result.wall_s = json_number(done, "wall_time_s", 0);
+      // Rank 0 decides whether the checkpoint is there (its clean-up may just have restored
+      // checkpoint.old); a pipeline's stages follow its answer, as they must serve it tensors.
+      int64_t have_checkpoint = checkpoint_step(o.out_dir);
+      if (pipelined) have_checkpoint = value_of_rank0(world, have_checkpoint, "the final checkpoint's step");
       if (!root && !serves_checkpoint) return result;
-      if (checkpoint_step(o.out_dir) == o.steps) {
+      if (have_checkpoint == o.steps) {
         if (root)
           std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
                        (long long)o.steps, o.out_dir.c_str());
