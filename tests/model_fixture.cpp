@@ -24,6 +24,25 @@ smezo::ModelConfig tiny_llama_config() {
   return c;
 }
 
+smezo::ModelConfig tiny_opt_config() {
+  smezo::ModelConfig c;
+  c.arch = smezo::ARCH_OPT;
+  c.dim = 16;
+  c.hidden_dim = 24;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 4;
+  c.head_dim = 4;
+  c.vocab_size = 30;
+  c.max_seq_len = 20;
+  c.norm_kind = smezo::NORM_LAYER;
+  c.mlp_kind = smezo::MLP_RELU;
+  c.linear_bias = true;
+  c.tied_lm_head = false;
+  c.learned_pos_offset = 2;
+  return c;
+}
+
 smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint32_t seed, float scale) {
   smezo::WeightSource src;
   src.config = config;

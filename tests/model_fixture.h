@@ -9,6 +9,9 @@ namespace smezo_test {
 
 // A small LLaMA-style config (GQA 4 heads / 2 kv heads, head_dim 8, vocab 40).
 smezo::ModelConfig tiny_llama_config();
+// A small OPT-style config (learned positions with offset 2, LayerNorm, ReLU MLP, biases,
+// untied head; 2 layers, dim 16, vocab 30).
+smezo::ModelConfig tiny_opt_config();
 // Every expected tensor filled with uniform values in [-scale, scale) (norm weights near 1).
 smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint32_t seed,
                                          float scale = 0.3f);

@@ -28,29 +28,11 @@ using namespace smezo;
 using smezo_test::error_of;
 using smezo_test::random_weight_source;
 using smezo_test::tiny_llama_config;
+using smezo_test::tiny_opt_config;
 using testing::HasSubstr;
 using testing::Not;
 
 namespace {
-
-ModelConfig tiny_opt_config() {
-  ModelConfig c;
-  c.arch = ARCH_OPT;
-  c.dim = 16;
-  c.hidden_dim = 24;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 4;
-  c.head_dim = 4;
-  c.vocab_size = 30;
-  c.max_seq_len = 20;
-  c.norm_kind = NORM_LAYER;
-  c.mlp_kind = MLP_RELU;
-  c.linear_bias = true;
-  c.tied_lm_head = false;
-  c.learned_pos_offset = 2;
-  return c;
-}
 
 int64_t sum_expected(const ModelConfig& c) {
   int64_t n = 0;

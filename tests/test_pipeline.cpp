@@ -36,22 +36,10 @@ ModelConfig llama4(bool tied) {
   return c;
 }
 
-ModelConfig opt3() {
-  ModelConfig c;
-  c.arch = ARCH_OPT;
-  c.dim = 16;
-  c.hidden_dim = 24;
+ModelConfig opt3() {  // learned positions, LayerNorm biases, tied head
+  ModelConfig c = smezo_test::tiny_opt_config();
   c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 4;
-  c.head_dim = 4;
-  c.vocab_size = 30;
-  c.max_seq_len = 20;
-  c.norm_kind = NORM_LAYER;
-  c.mlp_kind = MLP_RELU;
-  c.linear_bias = true;
   c.tied_lm_head = true;
-  c.learned_pos_offset = 2;
   return c;
 }
 

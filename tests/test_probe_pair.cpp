@@ -23,6 +23,7 @@
 
 using namespace smezo;
 using smezo_test::random_floats;
+using smezo_test::tiny_opt_config;
 
 namespace {
 
@@ -61,25 +62,6 @@ Param make_param(std::vector<float>* data, int64_t rows, int64_t cols, uint32_t 
   p.info.tensor_id = tensor_id;
   p.info.is_linear = true;
   return p;
-}
-
-ModelConfig tiny_opt_config() {
-  ModelConfig c;
-  c.arch = ARCH_OPT;
-  c.dim = 16;
-  c.hidden_dim = 24;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 4;
-  c.head_dim = 4;
-  c.vocab_size = 30;
-  c.max_seq_len = 20;
-  c.norm_kind = NORM_LAYER;
-  c.mlp_kind = MLP_RELU;
-  c.linear_bias = true;
-  c.tied_lm_head = false;
-  c.learned_pos_offset = 2;
-  return c;
 }
 
 }  // namespace
