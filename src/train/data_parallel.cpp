@@ -107,15 +107,20 @@ double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExamp
   std::vector<const EncodedExample*> shard;
   for (int64_t i = mine.begin; i < mine.end; i++) shard.push_back(&examples[i]);
   const int64_t correct = count_correct(model, shard, batch_examples);
+  return static_cast<double>(sum_over_ranks(world, correct, "evaluation counts")) /
+         static_cast<double>(examples.size());
+}
+
+int64_t sum_over_ranks(World& world, int64_t value, const std::string& what) {
   int64_t total = 0;
-  for (const std::vector<uint8_t>& b : world.allgather(int64_bytes(correct), "evaluation counts")) {
-    SMEZO_REQUIRE(b.size() == sizeof(int64_t), "%sa rank sent %zu bytes of evaluation counts, not 8",
-                  world.rank_prefix().c_str(), b.size());
-    int64_t c;
-    std::memcpy(&c, b.data(), sizeof c);
-    total += c;
+  for (const std::vector<uint8_t>& b : world.allgather(int64_bytes(value), what)) {
+    SMEZO_REQUIRE(b.size() == sizeof(int64_t), "%sa rank sent %zu bytes of %s, not 8", world.rank_prefix().c_str(),
+                  b.size(), what.c_str());
+    int64_t v;
+    std::memcpy(&v, b.data(), sizeof v);
+    total += v;
   }
-  return static_cast<double>(total) / static_cast<double>(examples.size());
+  return total;
 }
 
 int64_t value_of_rank0(World& world, int64_t value, const std::string& what) {

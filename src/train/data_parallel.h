@@ -57,6 +57,9 @@ std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
 double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,
                       int64_t batch_examples);
 
+// The sum of every rank's `value` (one exchange; integers: exact, in any order).
+int64_t sum_over_ranks(World& world, int64_t value, const std::string& what);
+
 // Rank 0's `value` on every rank (one exchange): a decision only rank 0 may take.
 int64_t value_of_rank0(World& world, int64_t value, const std::string& what);
 

@@ -2,7 +2,6 @@
 #include "train/pipeline.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <memory>
 
@@ -34,25 +33,6 @@ std::vector<ExampleScores> gather_last_stage_scores(World& world, const Pipeline
   return gather_shard_scores(world, layout.replicas, [&layout](int r) { return layout.rank_of(r, layout.stages - 1); },
                              local, batch, probes, what);
 }
-
-std::vector<uint8_t> int64_bytes(int64_t v) {
-  std::vector<uint8_t> b(sizeof v);
-  std::memcpy(b.data(), &v, sizeof v);
-  return b;
-}
-
-int64_t sum_of_int64s(World& world, int64_t mine, const std::string& what) {
-  int64_t total = 0;
-  for (const std::vector<uint8_t>& b : world.allgather(int64_bytes(mine), what)) {
-    SMEZO_REQUIRE(b.size() == sizeof(int64_t), "%sa rank sent %zu bytes of %s, not 8", world.rank_prefix().c_str(),
-                  b.size(), what.c_str());
-    int64_t v;
-    std::memcpy(&v, b.data(), sizeof v);
-    total += v;
-  }
-  return total;
-}
-
 
 }  // namespace
 
@@ -175,7 +155,7 @@ double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& mode
   const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, false, micro_batches, Probe{});
   const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, {Probe{}}, "an evaluation");
   const int64_t correct = layout.last_stage() ? count_best_is_gold(local[0], shard) : 0;
-  return static_cast<double>(sum_of_int64s(world, correct, "evaluation counts")) / static_cast<double>(examples.size());
+  return static_cast<double>(sum_over_ranks(world, correct, "evaluation counts")) / static_cast<double>(examples.size());
 }
 
 nlohmann::json pipeline_merge_objects(World& world, const nlohmann::json& mine, const std::string& what) {
@@ -206,7 +186,7 @@ int64_t pipeline_sum_owned(World& world, const PipelineLayout& layout, Model& mo
     for (const Param* p : model.params())
       if (stage_owns(model.stage(), slots[p->info.tensor_id])) mine += count(*p);
   }
-  return sum_of_int64s(world, mine, "parameter counts");
+  return sum_over_ranks(world, mine, "parameter counts");
 }
 
 CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& layout, Model& model) {
