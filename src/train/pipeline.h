@@ -6,15 +6,17 @@
 // the last, a tied head's token embedding on both) and nothing else. Replicas split every batch
 // as data parallel does (shard_of over the examples).
 //
-// A step: the + probe's micro-batches, then the - probe's, flow through the stages: a stage
+// A step: the batch's micro-batches flow through the stages, each with both probes side by
+// side (a probe pair; with --probes separate the + micro-batches, then the - ones): a stage
 // receives a micro-batch's hidden states (tokens, dim; fp32) from the previous stage, runs its
-// layers under that micro-batch's probe and sends the result on, while it already receives the
-// next one (non-blocking point-to-point, two buffers each way): with 2m micro-batches in flight
-// the stages overlap, leaving a bubble of (K - 1) / (2m + K - 1) of the step. The last stage
-// scores; the last stages of all replicas exchange the per-example scores (one allgather for
-// both probes); every rank reduces the losses in the one-process order, so g, the seed log and
-// the update are bit-identical to one process (a row's result does not depend on the other rows
-// of its forward, so splitting a batch into micro-batches changes no score). Each stage then
+// layers under the probe and sends the result on, while it already receives the next one
+// (non-blocking point-to-point, two buffers each way). With M micro-batches in flight the stages
+// overlap but for a bubble of (K - 1) / (M + K - 1) of the step; each micro-batch regenerates
+// the noise of every weight it passes, so M trades bubble against noise (RESULTS.md). The last
+// stage scores; the last stages of all replicas exchange the per-example scores (one allgather
+// for both probes); every rank reduces the losses in the one-process order, so g, the seed log
+// and the update are bit-identical to one process (a row's result does not depend on the other
+// rows of its forward, so splitting a batch into micro-batches changes no score). Each stage then
 // updates its own layers from the step seed (canonical tensor ids: the same noise as one
 // process); both holders of a tied embedding apply the same update and stay identical.
 //
