@@ -3,6 +3,10 @@
 // one-float download), so on CUDA a time is the op's kernels plus one synchronisation (~10 us):
 // a breakdown of where a step goes, not a replacement for Nsight. Linears are split by weight
 // (q_proj, gate_proj, lm_head, ...), as are updates (by parameter kind).
+// Every virtual of Backend is forwarded, the ones with a default too (upload_stored,
+// free_memory_bytes): a default here would run the base class's version instead of the inner
+// backend's (a host fp32 copy of each tensor, "free memory unknown").
+// tests/test_model_bench.cpp checks the forwarding.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +29,10 @@ class TimingBackend : public Backend {
   void upload(const Tensor& dst, const float* src) override { inner_.upload(dst, src); }
   void download(const Tensor& src, float* dst) override { timed("download", [&] { inner_.download(src, dst); }); }
   int64_t bytes_allocated() const override { return inner_.bytes_allocated(); }
+  int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype) override {
+    return inner_.upload_stored(dst, src, src_dtype);
+  }
+  int64_t free_memory_bytes() const override { return inner_.free_memory_bytes(); }
 
   void embedding(const Tensor& out, const Param& table, const std::vector<int32_t>& tokens,
                  const Probe& probe) override {

@@ -1,15 +1,20 @@
 // `smezo bench --shape` on the CPU backend at the tiny shape: one JSON line per (T, phase,
-// probes) with positive times and token rates, the profile on stderr, bad shapes refused.
+// probes) with positive times and token rates, the profile on stderr, bad shapes refused;
+// the profiling wrapper (bench/timing_backend.h) forwards the Backend virtuals that have a
+// default.
 // (The named large shapes are for the GPU machine: tools/step_bench.sh.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/model_bench.h"
+#include "bench/timing_backend.h"
+#include "cpu/cpu_backend.h"
 #include "common/check.h"
 #include "test_util.h"
 
@@ -64,4 +69,40 @@ TEST(ModelBench, ShapesAreKnownAndChecked) {
   std::string out;
   EXPECT_NE(smezo_test::run_command(smezo_test::smezo_binary() + " bench --shape tiny --seq 9999", &out), 0);
   EXPECT_THAT(out, HasSubstr("--seq 9999: shape tiny takes 1..512 tokens"));
+}
+
+namespace {
+
+// A CPU backend that counts the calls of the two Backend virtuals that have a default and
+// answers them recognisably.
+class RecordingCpuBackend : public CpuBackend {
+ public:
+  int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype) override {
+    upload_stored_calls++;
+    last_src = src;
+    const int64_t bad = CpuBackend::upload_stored(dst, src, src_dtype);
+    return bad >= 0 ? bad : 4242;  // a value the default (the base class's) never returns
+  }
+  int64_t free_memory_bytes() const override { return 123456789; }
+  int upload_stored_calls = 0;
+  const void* last_src = nullptr;
+};
+
+}  // namespace
+
+// TimingBackend forwards upload_stored (a streaming load through --profile reaches the inner
+// backend's converter, not the base class's fp32 host copy) and free_memory_bytes (the memory
+// check before loading sees the inner backend's free memory, not "unknown").
+TEST(ModelBench, TimingBackendForwardsEveryVirtualWithADefault) {
+  RecordingCpuBackend inner;
+  TimingBackend timed(inner);
+  EXPECT_EQ(timed.free_memory_bytes(), 123456789);
+  const Tensor t = timed.alloc(1, 3, DTYPE_F32);
+  const float values[3] = {1.5f, -2.0f, 0.25f};
+  EXPECT_EQ(timed.upload_stored(t, values, DTYPE_F32), 4242);
+  EXPECT_EQ(inner.upload_stored_calls, 1);
+  EXPECT_EQ(inner.last_src, static_cast<const void*>(values));
+  float back[3] = {0, 0, 0};
+  timed.download(t, back);
+  EXPECT_EQ(std::memcmp(back, values, sizeof values), 0);
 }
