@@ -7,11 +7,14 @@
 //     scans them for NaN/Inf;
 //   - otherwise: each chunk lands in the scratch buffer and convert_kernel turns it into the
 //     storage dtype (round to nearest even, as the host's float_to_bf16/float_to_f16 do),
-//     checking every element on its stored bits in the same pass.
-// The first non-finite index is kept with atomicMin in a u64 at the start of the scratch
-// buffer (all ones = none). Scratch high-water mark: 256 B + one chunk, never a tensor.
-// Host memory: none beyond the driver's pinned staging of pageable copies.
-// The same test as convert_to_f32_checked (src/model/weight_source.h): an all-ones exponent.
+//     checking every CONVERTED element in the same pass: a NaN/Inf of the file stays one, and
+//     a finite value out of the storage dtype's range (f32 >= 65520 into F16, bf16 above
+//     65504 into F16, f32 near FLT_MAX into BF16) becomes Inf and is reported the same way.
+// The first bad index is kept with atomicMin in a u64 at the start of the scratch buffer (all
+// ones = none). Scratch high-water mark: 256 B + one chunk (or the whole tensor when smaller),
+// never more. Host memory: none beyond the driver's pinned staging of pageable copies.
+// The test is first_non_finite_in's (src/model/weight_source.h) on the stored value: an
+// all-ones exponent. Tested by tests/test_upload_stored_cuda.cu.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -46,10 +49,11 @@ template <> struct StoredBits<__nv_bfloat16> {
   static constexpr U kExp = 0x7f80u;
 };
 
-template <typename Src>
-__device__ __forceinline__ bool non_finite(const Src* p, int64_t i) {
-  using B = StoredBits<Src>;
-  const typename B::U bits = reinterpret_cast<const typename B::U*>(p)[i];
+template <typename T>
+__device__ __forceinline__ bool non_finite(T v) {
+  using B = StoredBits<T>;
+  typename B::U bits;
+  memcpy(&bits, &v, sizeof bits);
   return (bits & B::kExp) == B::kExp;
 }
 
@@ -58,16 +62,19 @@ template <typename T>
 __global__ void check_kernel(const T* data, int64_t n, int64_t base, unsigned long long* first_bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    if (non_finite(data, i)) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
+    if (non_finite(data[i])) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
 }
 
+// dst[i] = round_Dst(src[i]); first_bad = min(first_bad, base + i) when the stored value is
+// not finite (NaN/Inf in src, or out of Dst's range).
 template <typename Src, typename Dst>
 __global__ void convert_kernel(const Src* src, Dst* dst, int64_t n, int64_t base,
                                unsigned long long* first_bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    if (non_finite(src, i)) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
-    dst[i] = from_float<Dst>(to_float(src[i]));
+    const Dst v = from_float<Dst>(to_float(src[i]));
+    if (non_finite(v)) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
+    dst[i] = v;
   }
 }
 
@@ -80,7 +87,7 @@ int64_t CudaBackend::upload_stored(const Tensor& dst, const void* src, DType src
   if (n == 0) return -1;
   const int64_t src_size = dtype_size(src_dtype), dst_size = dtype_size(dst.dtype);
   const bool same = src_dtype == dst.dtype;
-  const int64_t chunk = std::max<int64_t>(1, kUploadChunkBytes / src_size);
+  const int64_t chunk = std::min(n, std::max<int64_t>(1, kUploadChunkBytes / src_size));
   // [first_bad (256 B slot) | staging chunk (conversions only)]
   char* base = static_cast<char*>(scratch(static_cast<size_t>(256 + (same ? 0 : chunk * src_size))));
   auto* first_bad = reinterpret_cast<unsigned long long*>(base);

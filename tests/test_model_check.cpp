@@ -304,6 +304,36 @@ TEST(ModelCheck, ConvertCheckedEqualsConvertAndFindsTheFirstBadIndex) {
   EXPECT_EQ(std::memcmp(in_place.data(), values.data(), 4 * (n - 2)), 0);
 }
 
+// The rule of a load into 16-bit storage (Backend::upload_stored): a value is bad when it is
+// not finite AS STORED, so finite values beyond the dtype's range count, the largest values
+// that round to a finite one do not.
+TEST(ModelCheck, FirstNonFiniteInCountsValuesOutOfTheStorageRange) {
+  EXPECT_EQ(dtype_max_finite(DTYPE_F16), 65504.0f);
+  EXPECT_EQ(dtype_max_finite(DTYPE_BF16), 3.38953139e38f);
+  EXPECT_EQ(dtype_max_finite(DTYPE_F32), std::numeric_limits<float>::max());
+  const float fmax = std::numeric_limits<float>::max();
+  std::vector<float> v(100, 1.5f);
+  v[10] = 65519.0f;   // rounds to 65504 in F16
+  v[11] = -65519.0f;
+  v[12] = 3.39e38f;   // rounds to the largest bf16
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_F32), -1);
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_BF16), -1);
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_F16), 12);  // 3.39e38 is far out of F16
+  v[12] = 1.0f;
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_F16), -1);
+  v[70] = -65520.0f;  // the half-way point to 65536 rounds (to even) to -Inf
+  v[90] = 70000.0f;
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_F16), 70);
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_BF16), -1);
+  v[50] = fmax;  // beyond the largest bf16's rounding range
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_BF16), 50);
+  EXPECT_EQ(first_non_finite_in(v.data(), 100, DTYPE_F32), -1);
+  v[5] = NAN;  // NaN and Inf are bad in every dtype
+  v[6] = INFINITY;
+  for (DType dt : {DTYPE_F32, DTYPE_F16, DTYPE_BF16}) EXPECT_EQ(first_non_finite_in(v.data(), 100, dt), 5);
+  EXPECT_EQ(first_non_finite_in(v.data() + 6, 94, DTYPE_F32), 0);
+}
+
 // --- printable: bytes from a file in a message
 
 TEST(Printable, EscapesControlBytesAndInvalidUtf8) {

@@ -1,9 +1,14 @@
 // CudaBackend::upload_stored (cuda/upload_stored.cu): raw file bytes of every stored dtype
 // into every storage dtype, converted on the GPU exactly as the host rounds (nearest even),
-// with the first NaN/Inf found at its index; one case larger than the 64 MiB upload chunk.
+// with the first NaN/Inf found at its index; finite values out of the storage dtype's range
+// (f32 65520 into F16) reported the same way, by the GPU converter and by the Backend default
+// (the host path of wrappers), and refused by the model load naming the tensor; cases larger
+// than the 64 MiB upload chunk, converted (f32 -> bf16) and copied as is (bf16 -> bf16).
 // Skips with "no CUDA device: skipped" where no GPU is present.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -12,6 +17,8 @@
 #include "../cuda/cuda_backend.h"
 #include "../cuda/cuda_check.h"
 #include "common/half.h"
+#include "model/model.h"
+#include "model_fixture.h"
 #include "test_util.h"
 
 using namespace smezo;
@@ -86,4 +93,111 @@ TEST(UploadStoredCuda, FreeMemoryIsReported) {
   ASSERT_GT(before, 0);
   gpu.alloc(1, int64_t(256) << 20, DTYPE_F32);  // 1 GiB
   EXPECT_LE(gpu.free_memory_bytes(), before - (int64_t(1000) << 20));
+}
+
+// A finite value that the storage dtype cannot hold becomes Inf there; it is reported at its
+// index like a NaN/Inf of the file (the check looks at the converted value, not the source
+// bits), and values just inside the range load. Both the GPU converter and the Backend default
+// (convert on the host, then upload: what a wrapper without its own upload_stored runs).
+TEST(UploadStoredCuda, OutOfRangeValuesAreReportedLikeNonFinite) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  CudaBackend gpu;
+  const int64_t n = 70001;
+  struct Case {
+    DType src, dst;
+    float inside;  // the largest magnitude that still rounds to a finite dst value
+    float outside;  // finite in src, Inf once rounded to dst
+  } cases[] = {
+      {DTYPE_F32, DTYPE_F16, 65519.0f, 65520.0f},
+      {DTYPE_BF16, DTYPE_F16, 65280.0f, 65536.0f},  // bf16 neighbours of the F16 limit
+      {DTYPE_F32, DTYPE_BF16, bf16_to_float(0x7f7f), FLT_MAX},
+  };
+  uint32_t seed = 50;
+  for (const Case& k : cases)
+    for (bool host_default : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(k.src)) + " -> " + dtype_name(k.dst) +
+                   (host_default ? ", Backend::upload_stored" : ", CudaBackend::upload_stored"));
+      auto upload = [&](const Tensor& t, const std::vector<char>& b) {
+        return host_default ? gpu.Backend::upload_stored(t, b.data(), k.src) : gpu.upload_stored(t, b.data(), k.src);
+      };
+      std::vector<char> bytes;
+      std::vector<float> values;
+      stored_values(k.src, n, seed++, &bytes, &values);
+      set_stored(k.src, &bytes, 7, k.inside);
+      set_stored(k.src, &bytes, 8, -k.inside);
+      Tensor t = gpu.alloc(1, n, k.dst);
+      ASSERT_EQ(upload(t, bytes), -1);
+      std::vector<float> got(static_cast<size_t>(n));
+      gpu.download(t, got.data());
+      EXPECT_EQ(got[7], round_to(k.dst, k.inside));
+      EXPECT_TRUE(std::isfinite(got[7]) && std::isfinite(got[8]));
+      // two out-of-range values: the first is reported
+      set_stored(k.src, &bytes, n - 3, k.outside);
+      set_stored(k.src, &bytes, n / 2, -k.outside);
+      EXPECT_EQ(upload(t, bytes), n / 2);
+      // and a NaN before them is reported first
+      set_stored(k.src, &bytes, 1000, NAN);
+      EXPECT_EQ(upload(t, bytes), 1000);
+    }
+  // same dtype: the largest finite value is stored as is
+  for (DType dt : {DTYPE_F32, DTYPE_BF16, DTYPE_F16}) {
+    std::vector<char> bytes;
+    std::vector<float> values;
+    stored_values(dt, 1000, seed++, &bytes, &values);
+    set_stored(dt, &bytes, 500, dt == DTYPE_F32 ? FLT_MAX : dt == DTYPE_BF16 ? bf16_to_float(0x7f7f) : 65504.0f);
+    Tensor t = gpu.alloc(1, 1000, dt);
+    EXPECT_EQ(gpu.upload_stored(t, bytes.data(), dt), -1) << dtype_name(dt);
+  }
+}
+
+// bf16 file into bf16 storage (the common case): no conversion, the bytes go straight into the
+// tensor chunk by chunk (64 MiB = 32 Mi elements) and check_kernel scans each. 32 Mi + 4099
+// elements: a second, short chunk. Exact copy; NaN/Inf found in either chunk, the first
+// reported.
+TEST(UploadStoredCuda, Bf16UploadAcrossTheChunkBoundary) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  CudaBackend gpu;
+  const int64_t chunk = (int64_t(64) << 20) / 2, n = chunk + 4099;
+  std::vector<char> bytes;
+  std::vector<float> values;
+  stored_values(DTYPE_BF16, n, 60, &bytes, &values);
+  Tensor t = gpu.alloc(1, n, DTYPE_BF16);
+  ASSERT_EQ(gpu.upload_stored(t, bytes.data(), DTYPE_BF16), -1);
+  std::vector<float> got(static_cast<size_t>(n));
+  gpu.download(t, got.data());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; i++) wrong += smezo::float_bits(got[i]) != smezo::float_bits(values[i]);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(got[chunk - 1], values[chunk - 1]);  // the last element of the first chunk
+  EXPECT_EQ(got[chunk], values[chunk]);          // the first of the second
+  set_stored(DTYPE_BF16, &bytes, chunk + 17, NAN);  // in the second chunk only
+  EXPECT_EQ(gpu.upload_stored(t, bytes.data(), DTYPE_BF16), chunk + 17);
+  set_stored(DTYPE_BF16, &bytes, chunk, INFINITY);  // the second chunk's first element
+  EXPECT_EQ(gpu.upload_stored(t, bytes.data(), DTYPE_BF16), chunk);
+  set_stored(DTYPE_BF16, &bytes, chunk - 1, -INFINITY);  // the first chunk's last element
+  EXPECT_EQ(gpu.upload_stored(t, bytes.data(), DTYPE_BF16), chunk - 1);
+}
+
+// Loading a model into F16 storage refuses a weight that F16 cannot hold, naming the tensor,
+// the value, its place and the storage dtype, with a hint; into BF16 the same weights load.
+TEST(UploadStoredCuda, ModelLoadRefusesAWeightOutOfTheStorageRange) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  const ModelConfig c = smezo_test::tiny_llama_config();  // q_proj is (32, 32)
+  const std::string name = "model.layers.1.self_attn.q_proj.weight";
+  WeightSource src = smezo_test::random_weight_source(c, 9);
+  smezo_test::mutable_tensor(src, name)[2 * 32 + 7] = 70000.0f;  // row 2, column 7
+  smezo_test::mutable_tensor(src, name)[9 * 32 + 1] = 1e6f;       // a later one
+  {
+    CudaBackend gpu;
+    const std::string msg = smezo_test::error_of([&] { Model m(src, gpu, DTYPE_F16, 8, 8); });
+    EXPECT_THAT(msg, testing::HasSubstr("tensor " + name + " in random-test-model holds 70000 at index 71 "
+                                        "(row 2, column 7), out of range for the F16 storage dtype "
+                                        "(largest finite value 65504) ---> HINT: load it with --dtype bf16 or f32"));
+  }
+  CudaBackend gpu;
+  Model m(src, gpu, DTYPE_BF16, 8, 8);
+  std::vector<float> w(32 * 32);
+  for (const Param* p : m.params())
+    if (p->info.name == name) gpu.download(p->w, w.data());
+  EXPECT_EQ(w[2 * 32 + 7], 70144.0f);  // 70000 in bf16 (8 significand bits)
 }

@@ -9,7 +9,9 @@ namespace smezo {
 
 int64_t Backend::upload_stored(const Tensor& dst, const void* src, DType src_dtype) {
   std::vector<float> host(static_cast<size_t>(dst.numel()));
-  const int64_t bad = convert_to_f32_checked(src, src_dtype, dst.numel(), host.data());
+  convert_to_f32(src, src_dtype, dst.numel(), host.data());
+  // the values as dst stores them: a NaN/Inf of the file, or a finite value out of dst's range
+  const int64_t bad = first_non_finite_in(host.data(), dst.numel(), dst.dtype);
   if (bad < 0) upload(dst, host.data());
   return bad;
 }

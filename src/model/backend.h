@@ -46,10 +46,12 @@ class Backend {
   virtual int64_t bytes_allocated() const = 0;
   // Streaming load: dst.numel() elements stored as src_dtype at src (typically inside a
   // mapped model file, so any alignment) into dst, converted to dst.dtype on the backend,
-  // checking every value on its stored bits (convert_to_f32_checked's rule). Returns the
-  // index of the first NaN/Inf, or -1; dst holds garbage when it is >= 0. No host copy of the
-  // tensor is made by the CPU and CUDA backends (CUDA converts on the GPU). This default goes
-  // through one fp32 host buffer of the tensor's size (for wrappers such as cpu_bench's).
+  // checking every value as dst stores it (first_non_finite_in's rule, weight_source.h).
+  // Returns the index of the first value that is NaN/Inf in the file or becomes Inf in
+  // dst.dtype (a finite value out of its range: f32 70000 into F16), or -1; dst holds
+  // garbage when it is >= 0. No host copy of the tensor is made by the CPU and CUDA backends
+  // (CUDA converts on the GPU). This default goes through one fp32 host buffer of the
+  // tensor's size (for wrappers such as cpu_bench's).
   virtual int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype);
   // Memory the backend could still allocate, in bytes (CPU: MemAvailable of /proc/meminfo;
   // CUDA: cudaMemGetInfo's free), or -1 when unknown. Model loading compares it with

@@ -164,6 +164,12 @@ void Model::load(const WeightSource& source, DType storage) {
       float value;
       convert_to_f32(static_cast<const char*>(stored) + bad * dtype_size(stored_dtype), stored_dtype, 1,
                      &value);
+      if (std::isfinite(value))  // finite in the file, Inf in the storage dtype
+        throw_error("tensor %s in %s holds %g at index %lld (row %lld, column %lld), out of range for "
+                    "the %s storage dtype (largest finite value %g) ---> HINT: load it with --dtype %s",
+                    slot.name.c_str(), view->file.c_str(), value, static_cast<long long>(bad),
+                    static_cast<long long>(bad / cols), static_cast<long long>(bad % cols), dtype_name(storage),
+                    dtype_max_finite(storage), storage == DTYPE_F16 ? "bf16 or f32" : "f32");
       throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is "
                   "corrupt (or was saved from a diverged run)", slot.name.c_str(), view->file.c_str(),
                   non_finite_name(value), static_cast<long long>(bad),

@@ -1,6 +1,7 @@
 // HostTensorView helpers and dtype conversion to fp32.
 #include "model/weight_source.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "common/half.h"
@@ -89,6 +90,25 @@ int64_t convert_to_f32_checked(const void* src, DType dtype, int64_t n, float* d
     case DTYPE_BF16:
       return convert_block_checked<uint16_t>(src, n, dst, 0x7f80,
                                              [](uint16_t h) { return bf16_to_float(h); });
+  }
+  return -1;
+}
+
+float dtype_max_finite(DType dtype) {
+  switch (dtype) {
+    case DTYPE_F16: return f16_to_float(0x7bff);
+    case DTYPE_BF16: return bf16_to_float(0x7f7f);
+    case DTYPE_F32: break;
+  }
+  return bits_float(0x7f7fffffu);
+}
+
+int64_t first_non_finite_in(const float* values, int64_t n, DType storage) {
+  for (int64_t i = 0; i < n; i++) {
+    float stored = values[i];
+    if (storage == DTYPE_F16) stored = f16_to_float(float_to_f16(stored));
+    if (storage == DTYPE_BF16) stored = bf16_to_float(float_to_bf16(stored));
+    if (!std::isfinite(stored)) return i;
   }
   return -1;
 }
