@@ -67,8 +67,12 @@ class CudaBackend : public Backend {
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
   // A device scratch buffer of at least `bytes`, grown on demand (used by linear for the
-  // materialised W' and the low-precision copy of x, and by abs_quantile).
+  // materialised W' and the low-precision copy of x, by upload_stored for its staging chunk,
+  // by norm and by abs_quantile). It never shrinks; bytes_allocated() does not count it.
   void* scratch(size_t bytes);
+  // The scratch buffer's size now: its high-water mark (at least 64 KiB once used, else 0).
+  // model/memory_estimate.h's `scratch` term predicts it.
+  int64_t scratch_capacity() const { return static_cast<int64_t>(scratch_cap_); }
 
  private:
   cudaStream_t stream_ = nullptr;

@@ -27,8 +27,11 @@
 // 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is shared, so two
 // requests could move the first region). Its high-water mark is therefore 64 MiB plus one
 // activation (LLaMA-7B at 4096 tokens: 64 MiB + 90 MB), never a whole LM head (262 MB) and
-// never proportional to the parameter count. Nothing is allocated per call.
-// model/memory_estimate.cpp counts exactly this.
+// never proportional to the parameter count. Nothing is allocated per call. A weight of at
+// most 32 MiB fits one block in both copies, so a pair takes twice its size.
+// The request is linear_scratch_plan (src/model/linear_dispatch.h), which
+// model/memory_estimate.cpp counts too (tests/test_memory_estimate_cuda.cu checks the two
+// agree on SmolLM2-135M's shapes).
 // cuBLAS uses the default workspace pool of its handle (a few MiB, 32 MiB on Hopper,
 // allocated by cuBLAS with the handle); we do not call cublasSetWorkspace, so the handle's
 // workspace is one of the "small constants" of the memory contract. The handle must be bound
@@ -43,7 +46,6 @@
 #include "common/check.h"
 #include "common/noise_spec.h"
 #include "cuda_backend.h"
-#include "model/memory_estimate.h"  // kCudaWeightChunkBytes
 #include "cuda_check.h"
 #include "device_utils.cuh"
 #include "fused_linear.h"
@@ -320,12 +322,6 @@ cudaDataType cuda_data_type(DType dtype) {
   return CUDA_R_32F;
 }
 
-constexpr size_t kScratchAlign = 256;
-
-size_t align_up(size_t bytes) {
-  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
-}
-
 }  // namespace
 
 void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weight,
@@ -385,18 +381,14 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
 
   // W' is formed in blocks of `block_rows` rows (a multiple of 8, so each block starts on a
   // noise group), at most kCudaWeightChunkBytes each (W+ and W- together for a pair): the
-  // scratch never holds a whole LM head.
-  const size_t w_copies = pair_w ? 2 : 1;
-  const int64_t row_bytes = K * dtype_size(wt);
-  const int64_t block_rows = std::min(
-      N, std::max<int64_t>(8, kCudaWeightChunkBytes / (row_bytes * static_cast<int64_t>(w_copies)) / 8 * 8));
-  // One scratch request for everything this call needs: [W' block (W+ | W-) | x in 16 bits].
-  const size_t w_bytes = perturb_w ? align_up(static_cast<size_t>(block_rows * row_bytes)) : 0;
-  const size_t x_bytes =
-      wt != DTYPE_F32 ? align_up(static_cast<size_t>(M * K * dtype_size(wt))) : 0;
-  char* scratch_base = w_copies * w_bytes + x_bytes > 0
-                           ? static_cast<char*>(scratch(w_copies * w_bytes + x_bytes))
-                           : nullptr;
+  // scratch never holds a whole LM head. One scratch request for everything this call needs:
+  // [W' block (W+ | W-) | x in 16 bits] (linear_scratch_plan, which the memory estimate uses).
+  const LinearScratch plan = linear_scratch_plan(call, path);
+  const int64_t block_rows = plan.block_rows;
+  const size_t w_copies = static_cast<size_t>(plan.copies);
+  const size_t w_bytes = static_cast<size_t>(plan.w_bytes);
+  char* scratch_base =
+      plan.total() > 0 ? static_cast<char*>(scratch(static_cast<size_t>(plan.total()))) : nullptr;
 
   const void* x_gemm = in.data;
   if (wt != DTYPE_F32) {

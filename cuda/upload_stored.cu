@@ -2,7 +2,7 @@
 //
 // A tensor arrives as raw bytes in the model file's dtype (usually straight from the mapped
 // file, so no host copy is made). It is copied to the device in chunks of at most
-// kUploadChunkBytes and converted there:
+// kCudaUploadChunkBytes (64 MiB, model/memory_estimate.h) and converted there:
 //   - file dtype == storage dtype: the bytes go straight into the tensor, then check_kernel
 //     scans them for NaN/Inf;
 //   - otherwise: each chunk lands in the scratch buffer and convert_kernel turns it into the
@@ -12,7 +12,8 @@
 //     65504 into F16, f32 near FLT_MAX into BF16) becomes Inf and is reported the same way.
 // The first bad index is kept with atomicMin in a u64 at the start of the scratch buffer (all
 // ones = none). Scratch high-water mark: 256 B + one chunk (or the whole tensor when smaller),
-// never more. Host memory: none beyond the driver's pinned staging of pageable copies.
+// never more (model/memory_estimate.cpp counts it). Host memory: none beyond the driver's
+// pinned staging of pageable copies.
 // The test is first_non_finite_in's (src/model/weight_source.h) on the stored value: an
 // all-ones exponent. Tested by tests/test_upload_stored_cuda.cu.
 #include <cuda_bf16.h>
@@ -26,12 +27,11 @@
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "device_utils.cuh"
+#include "model/memory_estimate.h"  // kCudaUploadChunkBytes
 
 namespace smezo {
 
 namespace {
-
-constexpr int64_t kUploadChunkBytes = int64_t(64) << 20;
 
 // --- kernels
 
@@ -87,7 +87,7 @@ int64_t CudaBackend::upload_stored(const Tensor& dst, const void* src, DType src
   if (n == 0) return -1;
   const int64_t src_size = dtype_size(src_dtype), dst_size = dtype_size(dst.dtype);
   const bool same = src_dtype == dst.dtype;
-  const int64_t chunk = std::min(n, std::max<int64_t>(1, kUploadChunkBytes / src_size));
+  const int64_t chunk = std::min(n, std::max<int64_t>(1, kCudaUploadChunkBytes / src_size));
   // [first_bad (256 B slot) | staging chunk (conversions only)]
   char* base = static_cast<char*>(scratch(static_cast<size_t>(256 + (same ? 0 : chunk * src_size))));
   auto* first_bad = reinterpret_cast<unsigned long long*>(base);

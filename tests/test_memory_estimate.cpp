@@ -1,10 +1,13 @@
 // The backend-memory estimate (model/memory_estimate.h): the formula at LLaMA-7B's shape
-// (worked out by hand below), its agreement with what Model really allocates on the CPU
-// backend, the one-line refusal when the backend has too little free memory (faked through
-// require_memory_fits and through a backend whose free_memory_bytes() lies), and `smezo info`.
+// (worked out by hand below), the probe pair's scratch (SmolLM2-135M's shapes), its agreement
+// with what Model really allocates on the CPU backend (on the CUDA backend:
+// tests/test_memory_estimate_cuda.cu), the one-line refusal when the backend has too little
+// free memory (faked through require_memory_fits and through a backend whose
+// free_memory_bytes() lies), and `smezo info`.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bench/model_bench.h"
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
 #include "model/memory_estimate.h"
@@ -71,11 +74,41 @@ TEST(MemoryEstimate, Llama7bBf16Batch16Len256FitsWeightsPlusOneGB) {
   EXPECT_LE(e.total - e.weights, 1000000000LL) << describe_memory_estimate(e);
   std::printf("LLaMA-7B bf16, batch 16, T 256: %s\n", describe_memory_estimate(e).c_str());
 
-  // fp32 storage needs no 16-bit copy of x; W' blocks are half as many rows
+  // fp32 storage needs no 16-bit copy of x; W' blocks are half as many rows: gate/up_proj and
+  // the LM head take 64 MiB blocks (4096 rows single, 2 x 2048 rows for a pair), and loading a
+  // 16-bit checkpoint stages 64 MiB chunks after a 256-byte slot (cuda/upload_stored.cu),
+  // which is the larger by those 256 bytes.
   const MemoryEstimate f =
       estimate_model_memory(llama7b_config(), DTYPE_F32, workspace_for_batch(16, 256, 8192), BACKEND_CUDA);
   EXPECT_EQ(f.weights, 6738415616LL * 4);
-  EXPECT_EQ(f.scratch, 4096LL * 4096 * 4);  // gate/up_proj and the LM head: 64 MiB blocks
+  EXPECT_EQ(f.scratch, 256 + 4096LL * 4096 * 4);
+}
+
+// A probe pair holds W+ and W- in scratch together (cuda/linear.cu): a weight of at most
+// 32 MiB takes twice its size, a larger one shares the 64 MiB blocks between its two copies.
+TEST(MemoryEstimate, ProbePairScratchHoldsTwoCopiesOfTheWeight) {
+  // SmolLM2-135M, bf16, batch 4 x 16 tokens: 64 token rows, 16 logit rows. The tied LM head
+  // (49152 x 576, 54 MiB) is the largest demand: as a pair, blocks of 29120 rows (the most
+  // 8-row groups whose two copies fit 64 MiB) in two copies, plus x (16 x 576) in bf16. A
+  // single probe would take its 49152 rows in one block: 56623104 + 18432 bytes.
+  const ModelConfig smol = model_bench_shape("smollm2-135m");
+  const WorkspaceRows ws = workspace_for_batch(4, 16, 8192);
+  ASSERT_EQ(ws.tokens, 64);
+  ASSERT_EQ(ws.logit_rows, 16);
+  const MemoryEstimate e = estimate_model_memory(smol, DTYPE_BF16, ws, BACKEND_CUDA);
+  EXPECT_EQ(e.scratch, 2 * 29120LL * 576 * 2 + 16 * 576 * 2);
+
+  // A model whose largest demand is a small weight: down_proj (1024 x 4096, 8 MiB in bf16)
+  // in two copies plus x (8 x 4096) in bf16. Before the pair was counted this said 8 MiB +
+  // 64 KiB, half what CudaBackend::linear asks for.
+  ModelConfig c = llama7b_config();
+  c.dim = 1024;
+  c.hidden_dim = 4096;
+  c.n_layers = 2;
+  c.n_heads = c.n_kv_heads = 8;
+  c.vocab_size = 1000;
+  const MemoryEstimate small = estimate_model_memory(c, DTYPE_BF16, WorkspaceRows{8, 8}, BACKEND_CUDA);
+  EXPECT_EQ(small.scratch, 2 * 1024LL * 4096 * 2 + 8 * 4096 * 2);
 }
 
 // The formula counts exactly what Model allocates (weights + workspace) on the CPU backend.

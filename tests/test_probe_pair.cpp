@@ -4,7 +4,9 @@
 // (poisoned, guarded outputs), a model forward (LLaMA and OPT layouts: biases, LayerNorm,
 // learned positions), and training runs (losses, seed logs and final weights) for MeZO,
 // S-MeZO and R-MeZO with the dense embeddings/norms tuned too. Also: the GPU linear's path
-// dispatcher (src/model/linear_dispatch.h), a pure function tested here.
+// dispatcher and scratch plan (src/model/linear_dispatch.h), pure functions tested here. (On
+// CUDA the halves equal separate probes within the GEMM tolerance, not bit for bit:
+// tests/test_backend_ops.cu, LinearProbePairMatchesSeparateProbes.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -263,4 +265,58 @@ TEST(LinearDispatch, ChoosesByShapeAndThresholds) {
   c.pair = true;
   EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE_PAIR);  // fused v0 takes single probes
   EXPECT_STREQ(linear_path_name(LINEAR_MATERIALISE_PAIR), "materialise-pair");
+}
+
+// The scratch CudaBackend::linear requests (and model/memory_estimate.cpp counts): the row
+// blocks of W' within kCudaWeightChunkBytes, two copies for a pair, x in 16 bits.
+TEST(LinearDispatch, ScratchPlanBlocksTheWeightAndCountsBothCopiesOfAPair) {
+  LinearCall c;
+  c.n = 4101;
+  c.k = 4096;
+  c.rows_per_probe = 3;
+  c.perturbed = true;
+  c.storage = DTYPE_BF16;
+  // single probe: 8192 rows of 8 KiB fit 64 MiB, so all 4101 in one block
+  LinearScratch s = linear_scratch_plan(c, LINEAR_MATERIALISE);
+  EXPECT_EQ(s.block_rows, 4101);
+  EXPECT_EQ(s.copies, 1);
+  EXPECT_EQ(s.w_bytes, 4101LL * 8192);  // multiples of 256 already
+  EXPECT_EQ(s.x_bytes, 3 * 4096 * 2);
+  EXPECT_EQ(s.total(), s.w_bytes + s.x_bytes);
+  // the pair: two copies of 4096-row blocks (2 blocks: 4096 + 5 rows), x of both halves
+  c.pair = true;
+  s = linear_scratch_plan(c, LINEAR_MATERIALISE_PAIR);
+  EXPECT_EQ(s.block_rows, 4096);
+  EXPECT_EQ(s.copies, 2);
+  EXPECT_EQ(s.w_bytes, 4096LL * 8192);
+  EXPECT_EQ(s.x_bytes, 6 * 4096 * 2);
+  EXPECT_EQ(s.total(), (int64_t(64) << 20) + 6 * 4096 * 2);
+  // f32: no copy of x; a pair's blocks are 2048 rows (3 blocks: 2048 + 2048 + 5)
+  c.storage = DTYPE_F32;
+  s = linear_scratch_plan(c, LINEAR_MATERIALISE_PAIR);
+  EXPECT_EQ(s.block_rows, 2048);
+  EXPECT_EQ(s.x_bytes, 0);
+  EXPECT_EQ(s.total(), int64_t(64) << 20);
+  // a small weight (1536 x 576 bf16, 1.7 MB) fits whole, twice for a pair
+  c.storage = DTYPE_BF16;
+  c.n = 1536;
+  c.k = 576;
+  c.rows_per_probe = 32;
+  s = linear_scratch_plan(c, LINEAR_MATERIALISE_PAIR);
+  EXPECT_EQ(s.block_rows, 1536);
+  EXPECT_EQ(s.total(), 2 * 1536 * 576 * 2 + 64 * 576 * 2);
+  // a pair too large for two copies runs each half alone: one copy, x of one half
+  s = linear_scratch_plan(c, LINEAR_MATERIALISE);
+  EXPECT_EQ(s.copies, 1);
+  EXPECT_EQ(s.x_bytes, 32 * 576 * 2);
+  // unperturbed: x only (both halves of a pair); fused: nothing
+  s = linear_scratch_plan(c, LINEAR_GEMM);
+  EXPECT_EQ(s.block_rows, 0);
+  EXPECT_EQ(s.total(), 64 * 576 * 2);
+  EXPECT_EQ(linear_scratch_plan(c, LINEAR_FUSED).total(), 0);
+  // a row wider than an eighth of the chunk: blocks of 8 rows, never fewer
+  c.k = int64_t(8) << 20;
+  c.n = 100;
+  s = linear_scratch_plan(c, LINEAR_MATERIALISE_PAIR);
+  EXPECT_EQ(s.block_rows, 8);
 }

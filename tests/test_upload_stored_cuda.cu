@@ -17,6 +17,7 @@
 #include "../cuda/cuda_backend.h"
 #include "../cuda/cuda_check.h"
 #include "common/half.h"
+#include "model/memory_estimate.h"  // kCudaUploadChunkBytes
 #include "model/model.h"
 #include "model_fixture.h"
 #include "test_util.h"
@@ -157,7 +158,7 @@ TEST(UploadStoredCuda, OutOfRangeValuesAreReportedLikeNonFinite) {
 TEST(UploadStoredCuda, Bf16UploadAcrossTheChunkBoundary) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   CudaBackend gpu;
-  const int64_t chunk = (int64_t(64) << 20) / 2, n = chunk + 4099;
+  const int64_t chunk = kCudaUploadChunkBytes / 2, n = chunk + 4099;
   std::vector<char> bytes;
   std::vector<float> values;
   stored_values(DTYPE_BF16, n, 60, &bytes, &values);

@@ -45,4 +45,28 @@ constexpr LinearThresholds kLinearThresholds{};
 LinearPath linear_path_choose(const LinearCall& call, const LinearThresholds& t = kLinearThresholds);
 const char* linear_path_name(LinearPath path);
 
+// The CUDA linear materialises a perturbed weight W' in row blocks of at most this many bytes
+// (W+ and W- of a probe pair together), so its scratch never holds a whole LM head.
+constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
+
+// What CudaBackend::linear asks of the backend's scratch buffer for one call, in ONE request
+// (the buffer is shared: a second request could move the first region):
+//   [ W' block, `copies` times (W+ | W- for a pair) | x in W's 16-bit dtype ]
+// W' is formed block_rows rows at a time: all N rows when they fit kCudaWeightChunkBytes,
+// else the most that fit, rounded down to a multiple of 8 (a block starts on a noise group),
+// at least 8. Each region is 256-byte aligned. model/memory_estimate.cpp sizes the scratch
+// from this same plan, so the estimate and the allocation cannot drift apart.
+struct LinearScratch {
+  int64_t block_rows = 0;  // rows of W' per block; 0 when W is read as stored
+  int64_t copies = 0;      // W' copies per block: 1, or 2 for LINEAR_MATERIALISE_PAIR
+  int64_t w_bytes = 0;     // one copy's block, aligned
+  int64_t x_bytes = 0;     // all the call's rows of x in W's dtype, aligned; 0 for fp32 W
+  int64_t total() const { return copies * w_bytes + x_bytes; }
+};
+
+// The scratch of one call on `path` (linear_path_choose(call)). LINEAR_FUSED needs none. A
+// pair on LINEAR_MATERIALISE runs each half as a single-probe call: the plan is one half's.
+LinearScratch linear_scratch_plan(const LinearCall& call, LinearPath path,
+                                  int64_t chunk_bytes = kCudaWeightChunkBytes);
+
 }  // namespace smezo

@@ -23,21 +23,37 @@ struct Bytes {
   }
 };
 
-int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// The largest scratch one linear call asks for (N x K weight, M input rows).
+// The largest scratch one linear call asks for (N x K weight, M input rows), single probe or
+// probe pair (M/2 rows per probe).
 int64_t linear_scratch(int64_t N, int64_t K, int64_t M, DType storage, BackendKind backend) {
-  const int64_t sz = dtype_size(storage);
   if (backend == BACKEND_CPU) {
-    // cpu_linear.cpp: the packed input panel (M rows plus guard rows) and one group of 768
-    // perturbed weight rows.
-    return ((M + 64) * K + std::min<int64_t>(768, N) * K) * 4;
+    // cpu_linear.cpp: the packed input panels (M rows plus guard rows) and one group of 768
+    // perturbed weight rows per probe (two for a pair).
+    return ((M + 64) * K + 2 * std::min<int64_t>(768, N) * K) * 4;
   }
-  // cuda/linear.cu: W' in row blocks of at most kCudaWeightChunkBytes, then x in 16 bits.
-  const int64_t rows = std::min(N, std::max<int64_t>(8, kCudaWeightChunkBytes / (K * sz) / 8 * 8));
-  const int64_t w = align256(rows * K * sz);
-  const int64_t x = storage != DTYPE_F32 ? align256(M * K * sz) : 0;
-  return w + x;
+  // cuda/linear.cu: what it asks for on the path it takes (linear_dispatch.h)
+  int64_t most = 0;
+  for (bool pair : {false, true}) {
+    LinearCall c;
+    c.rows_per_probe = pair ? M / 2 : M;
+    c.n = N;
+    c.k = K;
+    c.perturbed = true;
+    c.pair = pair;
+    c.storage = storage;
+    most = std::max(most, linear_scratch_plan(c, linear_path_choose(c)).total());
+  }
+  return most;
+}
+
+// cuda/upload_stored.cu: 256 B, plus a staging chunk for a tensor stored in another dtype
+// than `storage`: the tensor's elements (at most the chunk) in the file's dtype, taken as the
+// widest one that needs a conversion (f32 files and decoded GGUF into 16-bit storage; 16-bit
+// files into f32).
+int64_t upload_scratch(int64_t largest_numel, DType storage) {
+  const int64_t src_size = storage == DTYPE_F32 ? 2 : 4;
+  const int64_t chunk = std::min(largest_numel, std::max<int64_t>(1, kCudaUploadChunkBytes / src_size));
+  return 256 + chunk * src_size;
 }
 
 }  // namespace
@@ -63,18 +79,20 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
     return e;
   }
   e.weights = model_weight_bytes(size, storage);
-  if (!stage.whole()) {  // the stage's own tensors (the whole-model sizes fit int64: checked above)
-    ModelStage held = stage;
-    if (held.end_layer < 0) held.end_layer = cfg.n_layers;
-    ModelParams slots_of;
-    e.weights = 0;
-    for (const ParamSlot& s : list_param_slots(cfg, slots_of))
-      if (stage_holds(held, cfg, s)) {
-        int64_t n = dtype_size(storage);
-        for (int64_t d : s.shape) n *= d;
-        e.weights += n;
-      }
-  }
+  // The tensors this backend holds (the stage's own; the whole-model sizes fit int64: checked
+  // above) and the largest of them, in elements.
+  ModelStage held = stage;
+  if (held.end_layer < 0) held.end_layer = cfg.n_layers;
+  ModelParams slots_of;
+  int64_t held_bytes = 0, largest_numel = 0;
+  for (const ParamSlot& s : list_param_slots(cfg, slots_of))
+    if (stage.whole() || stage_holds(held, cfg, s)) {
+      int64_t n = 1;
+      for (int64_t d : s.shape) n *= d;
+      held_bytes += n * dtype_size(storage);
+      largest_numel = std::max(largest_numel, n);
+    }
+  if (!stage.whole()) e.weights = held_bytes;
   const int64_t M = ws.tokens, R = stage.last() ? ws.logit_rows : 0;
   const int64_t q_dim = cfg.n_heads * cfg.head_dim, kv_dim = cfg.n_kv_heads * cfg.head_dim;
   // Model's workspace (model.cpp), all fp32: x, xn; q, att; k, v; h_gate (SwiGLU), h_up;
@@ -99,6 +117,7 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
     }
   if (cfg.tied_lm_head)
     scratch = std::max(scratch, linear_scratch(cfg.vocab_size, cfg.dim, R, storage, backend));
+  if (backend == BACKEND_CUDA) scratch = std::max(scratch, upload_scratch(largest_numel, storage));
   if (e.weights < 0 || act.overflow) {
     e.weights = e.activations = e.scratch = e.library = e.total = -1;
     return e;

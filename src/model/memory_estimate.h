@@ -7,24 +7,29 @@
 // the middle of the load, and `smezo info` prints it.
 //
 // The terms mirror the allocations (Model's workspace exactly: a test compares it with the
-// CPU backend's bytes_allocated()); scratch is the high-water mark of a perturbed probe, the
-// largest per-call demand of the training step. Not counted: the CUDA context itself (about
-// 0.5 GB on an H100, outside cudaMalloc and already gone from cudaMemGetInfo's free when the
-// backend exists), the key/value cache of `smezo generate`, and host memory of other kinds.
+// CPU backend's bytes_allocated()); scratch is the high-water mark of the backend's scratch
+// buffer: the largest per-call demand of a training step, single probe or probe pair
+// (linear_scratch_plan: a pair holds two copies of W', so a weight of at most 32 MiB needs
+// twice its size), and on CUDA the load's staging chunk. tests/test_memory_estimate_cuda.cu
+// checks it against the CUDA backend's bytes_allocated() and scratch_capacity() (SmolLM2-135M,
+// a pair step). Not counted: the CUDA context itself (about 0.5 GB on an H100, outside
+// cudaMalloc and already gone from cudaMemGetInfo's free when the backend exists), the
+// key/value cache of `smezo generate`, and host memory of other kinds.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "model/linear_dispatch.h"  // kCudaWeightChunkBytes, linear_scratch_plan
 #include "model/model_stage.h"
 #include "model/tensor.h"
 #include "smezo/model_config.h"
 
 namespace smezo {
 
-// The CUDA linear materialises a perturbed weight W' in row blocks of at most this many bytes
-// (cuda/linear.cu), so its scratch never holds a whole LM head.
-constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
+// The CUDA streaming load (cuda/upload_stored.cu) converts a tensor whose file dtype is not
+// the storage dtype through a staging chunk of at most this many bytes in the scratch buffer.
+constexpr int64_t kCudaUploadChunkBytes = int64_t(64) << 20;
 // cuBLAS's default workspace pool per handle (4 MiB before Hopper, 32 MiB on Hopper): the
 // larger one is assumed.
 constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
@@ -48,7 +53,8 @@ WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_to
 struct MemoryEstimate {
   int64_t weights = 0;      // every parameter in the storage dtype
   int64_t activations = 0;  // the Model's workspace (fp32)
-  int64_t scratch = 0;      // backend scratch: one layer's perturbed W' (bounded) + x in 16 bits
+  int64_t scratch = 0;      // backend scratch: one layer's perturbed W' (bounded; two copies for
+                            // a probe pair) + x in 16 bits, or the load's staging chunk
   int64_t library = 0;      // cuBLAS workspace and small buffers
   int64_t total = 0;        // the sum; -1 everywhere when a size overflows
 };
