@@ -72,7 +72,8 @@ Command register_train(CLI::App& smezo) {
       ->check(one_of({"gaussian", "gaussian-v1", "rademacher"}))
       ->default_str("gaussian; --resume: the run's own");
   cmd->add_option("--probes", s->probes, "pair: both probes of a step in one forward pass, side by side; "
-                                         "separate: two passes (same results bit for bit, slower)")
+                                         "separate: two passes (slower; the same results bit for bit on cpu, within "
+                                         "GEMM rounding on cuda)")
       ->check(one_of({"pair", "separate"}));
   cmd->add_option("--lr-schedule", s->schedule, "constant, or linear decay to 0 over the run")
       ->check(one_of({"constant", "linear"}));

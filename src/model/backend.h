@@ -71,7 +71,9 @@ class Backend {
                     NormKind kind, float eps, const Probe& probe) = 0;
   // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N)). The one op that takes a probe pair
   // (Probe::pair, M even): rows [0, M/2) read W at +scale, rows [M/2, M) at -scale, from one
-  // noise generation; each half equals the single-probe call on it bit for bit.
+  // noise generation; each half equals the single-probe call on it bit for bit on the CPU,
+  // and on CUDA within the GEMM tolerance (the same W', summed by another cuBLAS GEMM shape:
+  // tests/test_backend_ops.cu, LinearProbePairMatchesSeparateProbes).
   virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                       const Probe& probe) = 0;
   // rotary embedding in place on x(M, n_heads*head_dim)

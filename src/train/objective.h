@@ -63,7 +63,8 @@ std::pair<std::vector<std::vector<CandidateScore>>, std::vector<std::vector<Cand
 double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                   bool as_classification);
 // The losses under the + and - halves of a probe pair (Probe::pair), from one forward pass per
-// chunk with both halves side by side; bit-identical to batch_loss under each half's probe.
+// chunk with both halves side by side; bit-identical to batch_loss under each half's probe on
+// the CPU backend (on CUDA within the GEMM rounding: Backend::linear).
 std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
                                           const Probe& pair, bool as_classification);
 
