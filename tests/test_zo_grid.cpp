@@ -118,3 +118,49 @@ TEST(ZoGrid, FailingJobsAreNotRestartedForever) {
   EXPECT_THAT(out, HasSubstr("sst2/mezo-lr0.001-seed1 exited with 1"));
   EXPECT_THAT(out, HasSubstr("started 4, failed 4, unfinished 4"));
 }
+
+// The lease-sized grid's plan: its size and the GPU minutes at a stated step time (issue #21:
+// SST-2 is 15 runs of 1,500 steps; at 40 ms/step and 2x from concurrent runs, with the dev and
+// test evaluations counted as steps, 8.8 minutes). The paper grid says it is for a long GPU.
+TEST(ZoGrid, PlanStatesStepsAndMinutes) {
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py plan --grid smollm2-lease --tasks sst2 --step-ms 40 --speedup 2",
+                        &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("9 search runs + 6 seed runs (after the search) = 15 training runs x 1500 steps = "
+                             "22500 steps"));
+  EXPECT_THAT(out, HasSubstr("at 40 ms/step and 2.0x from concurrent runs (stated): 8.8 min (528 s"));
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py plan --grid smollm2-paper", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("long GPU only"));
+  EXPECT_THAT(out, HasSubstr("= 315000 steps"));
+  EXPECT_THAT(out, HasSubstr("estimate, not measured"));  // no --step-ms: the planning figure, labelled
+  EXPECT_NE(run_command("python3 tools/zo_grid.py plan --grid smollm2-lease --tasks cola", &out), 0);
+  EXPECT_THAT(out, HasSubstr("has no task cola"));
+}
+
+// The lease grid's own commands on smoke-test settings (--tiny, what the backlog's CPU dry run
+// runs): calibrate times 1 and 2 runs at once and picks a count, `run --jobs auto` uses it and
+// drops the checkpoints, and the table has all three methods over two seeds and both baselines.
+TEST(ZoGrid, TinyLeaseGridCalibratesRunsAndTables) {
+  const std::string runs = make_temp_dir("zo_grid_tiny");
+  const std::string grid = " --grid smollm2-lease --tiny --device cpu --smezo " + smezo_test::smezo_binary() +
+                           " --runs " + runs;
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py calibrate" + grid + " --jobs-list 1,2 --steps 2", &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("| 2 | "));
+  const auto cal = nlohmann::json::parse(read_file(runs + "/calibration.json"));
+  EXPECT_TRUE(cal["best_jobs"] == 1 || cal["best_jobs"] == 2) << cal.dump();
+  EXPECT_GT(cal["ms_per_step_alone"].get<double>(), 0.0);
+  EXPECT_FALSE(exists(runs + "/calibrate/j1-0"));  // timing runs removed
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py run" + grid + " --jobs auto --poll-s 0.05 --drop-checkpoints",
+                        &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--jobs auto: "));
+  EXPECT_THAT(out, HasSubstr("started 8, failed 0, unfinished 0 — grid complete"));
+  EXPECT_TRUE(exists(runs + "/sst2/smezo-s0.75-lr1e-5-seed43/summary.json"));
+  EXPECT_FALSE(exists(runs + "/sst2/smezo-s0.75-lr1e-5-seed43/checkpoint"));
+  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs " + runs, &out), 0) << out;
+  for (const char* row : {"| sst2 | MeZO | 0, 1e-5 | 2 | ", "| sst2 | R-MeZO | 0.75, 1e-5 | 2 | ",
+                          "| sst2 | S-MeZO | 0.75, 1e-5 | 2 | ", "| sst2 | zero-shot |", "| sst2 | icl-k2 |"})
+    EXPECT_THAT(out, HasSubstr(row));
+  EXPECT_TRUE(exists(runs + "/dev_acc_sst2.svg"));
+}

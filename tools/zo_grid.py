@@ -3,9 +3,19 @@
 
 The paper's comparison (MeZO vs R-MeZO vs S-MeZO, issue #12) as a resumable batch job:
 
-  tools/zo_grid.py plan  --grid smollm2-paper [--step-ms 40]     what would run, and how long
-  tools/zo_grid.py run   --grid smollm2-paper --model M --runs DIR [--jobs 6] [--deadline-s 540]
+  tools/zo_grid.py plan  --grid smollm2-lease [--tasks sst2] [--step-ms 40 --speedup 2]
+                                                                  runs, total steps, GPU minutes
+  tools/zo_grid.py calibrate --grid smollm2-lease --model M --runs DIR [--jobs-list 1,2,4,8]
+                                                                  ms/step, and the best --jobs
+  tools/zo_grid.py run   --grid smollm2-lease --model M --runs DIR [--jobs auto] [--deadline-s 540]
   tools/zo_grid.py table --runs DIR [--report DIR]                RESULTS-ready table + SVG plots
+
+Grids: `smollm2-lease` fits a short GPU lease (tools/gpu_backlog.sh runs it: SST-2 first,
+RTE and BoolQ when the budget allows); `smollm2-paper` is the long-GPU grid (the paper's
+whole search at 5,000 steps: hours of GPU, not for a 30-minute lease); `smollm2-quick` sizes a
+budget; `ci-tiny` is the runner's own test on the CPU. `--tasks` runs a subset of a grid's
+tasks; `--tiny` shrinks a grid to a smoke test of its own commands (first task, each method's
+first learning rate, two seeds, 2 steps; the CPU dry run of tools/gpu_backlog.sh uses it).
 
 `run` is safe to call again and again (one GPU call at a time, say): finished jobs (a
 summary.json with status "completed", or an eval .json) are skipped, a job killed earlier is
@@ -14,6 +24,8 @@ deadline the running jobs are killed and left to resume next time. The grid has 
 per task and method: a search over the method's learning rates (and S-MeZO's sparsities) with
 the first seed, then the setting with the best final dev accuracy again with the other seeds
 (the first seed's run is reused). Zero-shot and in-context baselines run as `smezo eval`.
+`calibrate` runs 1, 2, 4, ... copies of one training run at once and writes the steps per
+second of each count to DIR/calibration.json; `run --jobs auto` then uses the best count.
 
 Only the Python standard library is used (the GPU machine and CI have no extra packages).
 """
@@ -22,6 +34,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -30,12 +43,56 @@ import time
 
 # ---- grids ------------------------------------------------------------------------------
 
-# MeZO's protocol: 1000 train / 500 dev / 1000 test examples, batch 16, eps 1e-3, classification
-# loss with candidate scoring (smezo train's defaults). Learning rates follow the paper's
-# appendix grids (S-MeZO and R-MeZO are allowed larger ones), scaled to a 135M model.
-# Storage is f32: a 135M model fits easily, and updates of ~1e-7 would vanish in bf16.
+# MeZO's protocol: 1000 train / 500 dev examples sampled from the task's training split, its
+# validation set as the test set (1000 test examples at most), batch 16, eps 1e-3,
+# classification loss with candidate scoring (smezo train's defaults). Storage is f32: a 135M
+# model fits easily, and updates of ~1e-7 would vanish in bf16.
+#
+# The time a grid takes is steps x ms/step. ms/step of SmolLM2-135M on an H100 is not measured
+# yet; the planning figure below is an ESTIMATE from RESULTS.md, to be replaced by the first
+# `calibrate` on a GPU (tools/gpu_backlog.sh runs it before the grid and records the number):
+#   our S-MeZO step on LLaMA-7B (H100) was 4.5x faster than the PyTorch peer's at T = 64
+#   (108 vs 491 ms) and 2.5x at BoolQ lengths (234 vs 584 ms); the peer's S-MeZO step on
+#   smollm2-135m is 145 ms at T = 64 and 112 ms at T = 256 (anchors/torch_mezo_h100.jsonl);
+#   the same ratios give 32 to 45 ms; planned with 40 ms. Several runs at once on the one GPU
+#   (a 135M model leaves it mostly idle between small kernels) are assumed to give 2x the
+#   steps per second of one run (unmeasured; `calibrate` measures it).
+SMOLLM2_H100_STEP_MS = 40.0
+SMOLLM2_H100_SPEEDUP = 2.0
+SMOLLM2_ESTIMATE_NOTE = ("estimate, not measured: 40 ms/step alone (from RESULTS.md's 7B step ratios "
+                         "applied to the peer's smollm2-135m step) and 2x from concurrent runs; "
+                         "`zo_grid.py calibrate` measures both")
+
+_SMOLLM2_DATA = ["--train-examples", "1000", "--dev-examples", "500", "--test-examples", "1000"]
+
 GRIDS = {
+    # The grid for a short GPU lease (issue #21): three learning rates per method inside
+    # 1e-5..5e-5 (useful on a 135M model at batch 16 and eps 1e-3; 1e-4 diverges for MeZO),
+    # S-MeZO and R-MeZO at sparsity 0.75, 3 seeds, 1,500 steps, dev accuracy every 250 steps.
+    # SST-2 alone is 15 runs (9 search + 6 seed runs) = 22,500 steps; run it first
+    # (--tasks sst2), RTE and BoolQ when the budget allows.
+    "smollm2-lease": {
+        "label": "lease-sized: SST-2 (22,500 steps) fits a 30-minute GPU lease beside the other "
+                 "items of tools/gpu_backlog.sh; RTE and BoolQ when the budget allows",
+        "tasks": ["sst2", "rte", "boolq"],
+        "methods": {
+            "mezo": {"lr": [1e-5, 2e-5, 5e-5], "sparsity": [0.0]},
+            "rmezo": {"lr": [1e-5, 2e-5, 5e-5], "sparsity": [0.75]},
+            "smezo": {"lr": [1e-5, 2e-5, 5e-5], "sparsity": [0.75]},
+        },
+        "seeds": [42, 43, 44],
+        "steps": 1500, "eval_every": 250, "batch": 16, "max_len": 256,
+        "dev_examples": 500, "test_examples": 1000,
+        "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"] + _SMOLLM2_DATA,
+        "evals": [("zero-shot", 0, 256), ("icl", 16, 2048)],
+        "eval_args": ["--device", "cuda", "--dtype", "f32"],
+        "step_ms": SMOLLM2_H100_STEP_MS, "speedup": SMOLLM2_H100_SPEEDUP, "estimate_note": SMOLLM2_ESTIMATE_NOTE,
+    },
+    # The paper's whole search at the paper's length: FOR A LONG GPU RUN (hours: 63 runs,
+    # 315,000 steps), not for a 30-minute lease. Its learning rates are the paper's appendix
+    # grids for a 7B model; on SmolLM2-135M the useful rates are higher (smollm2-lease).
     "smollm2-paper": {
+        "label": "long GPU only: 63 runs, 315,000 steps (hours); the paper's 7B learning rates",
         "tasks": ["sst2", "rte", "boolq"],
         "methods": {
             "mezo": {"lr": [1e-6, 2e-6, 5e-6], "sparsity": [0.0]},
@@ -44,12 +101,15 @@ GRIDS = {
         },
         "seeds": [42, 43, 44],
         "steps": 5000, "eval_every": 250, "batch": 16, "max_len": 256,
+        "dev_examples": 500, "test_examples": 1000,
         "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"],
         "evals": [("zero-shot", 0, 256), ("icl", 16, 2048)],
         "eval_args": ["--device", "cuda", "--dtype", "f32"],
+        "step_ms": SMOLLM2_H100_STEP_MS, "speedup": SMOLLM2_H100_SPEEDUP, "estimate_note": SMOLLM2_ESTIMATE_NOTE,
     },
     # A fifth of the steps and one lr per method, to size a session's budget first.
     "smollm2-quick": {
+        "label": "budget sizing: one lr per method, one seed, 1,000 steps",
         "tasks": ["sst2", "rte", "boolq"],
         "methods": {
             "mezo": {"lr": [2e-6], "sparsity": [0.0]},
@@ -58,12 +118,15 @@ GRIDS = {
         },
         "seeds": [42],
         "steps": 1000, "eval_every": 100, "batch": 16, "max_len": 256,
+        "dev_examples": 500, "test_examples": 1000,
         "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"],
         "evals": [("zero-shot", 0, 256)],
         "eval_args": ["--device", "cuda", "--dtype", "f32"],
+        "step_ms": SMOLLM2_H100_STEP_MS, "speedup": SMOLLM2_H100_SPEEDUP, "estimate_note": SMOLLM2_ESTIMATE_NOTE,
     },
     # The runner's own test: the bundled stories260K on the CPU, a few steps.
     "ci-tiny": {
+        "label": "the runner's own test (stories260K on the CPU)",
         "tasks": ["sst2"],
         "methods": {
             "mezo": {"lr": [1e-3], "sparsity": [0.0]},
@@ -71,12 +134,61 @@ GRIDS = {
         },
         "seeds": [1, 2],
         "steps": 40, "eval_every": 10, "batch": 2, "max_len": 32,
+        "dev_examples": 8, "test_examples": 8,
         "train_args": ["--device", "cpu", "--train-examples", "32", "--dev-examples", "8",
                        "--test-examples", "8", "--flush-every", "2"],
         "evals": [("zero-shot", 0, 32)],
         "eval_args": ["--device", "cpu", "--dev-examples", "8", "--test-examples", "8"],
     },
 }
+
+# What --tiny keeps of a grid: its commands and methods, on a smoke-test scale (any device).
+TINY = {"steps": 2, "eval_every": 1, "batch": 2, "max_len": 32, "dev_examples": 4, "test_examples": 4,
+        "data_args": ["--train-examples", "16", "--dev-examples", "4", "--test-examples", "4"]}
+
+
+def drop_options(args, names):
+    """args without the named options and their values (every option named takes one value)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in names:
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
+def set_device(args, device):
+    return drop_options(args, {"--device"}) + ["--device", device]
+
+
+def select_grid(name, tasks="", tiny=False, device=""):
+    """The named grid, restricted to --tasks (comma-separated, in the grid's order), shrunk by
+    --tiny, with --device replaced."""
+    grid = dict(GRIDS[name])
+    if tasks:
+        wanted = [t for t in tasks.split(",") if t]
+        unknown = [t for t in wanted if t not in grid["tasks"]]
+        if unknown:
+            raise SystemExit("zo_grid: grid %s has no task %s (it has %s)" %
+                             (name, ",".join(unknown), ",".join(grid["tasks"])))
+        grid["tasks"] = [t for t in grid["tasks"] if t in wanted]
+    if tiny:
+        data = {"--train-examples", "--dev-examples", "--test-examples", "--flush-every"}
+        grid["tasks"] = grid["tasks"][:1]
+        grid["methods"] = {m: {"lr": s["lr"][:1], "sparsity": s["sparsity"][:1]} for m, s in grid["methods"].items()}
+        grid["seeds"] = grid["seeds"][:2]
+        for key in ("steps", "eval_every", "batch", "max_len", "dev_examples", "test_examples"):
+            grid[key] = TINY[key]
+        grid["train_args"] = drop_options(grid["train_args"], data) + TINY["data_args"]
+        grid["eval_args"] = drop_options(grid["eval_args"], data) + TINY["data_args"]
+        grid["evals"] = [(mode, min(shots, 2), TINY["max_len"]) for mode, shots, _ in grid["evals"]]
+    if device:
+        grid["train_args"] = set_device(grid["train_args"], device)
+        grid["eval_args"] = set_device(grid["eval_args"], device)
+    return grid
 
 
 def fmt_num(x):
@@ -208,21 +320,48 @@ def job_finished(kind, job, runs_dir):
 
 # ---- run ----------------------------------------------------------------------------------
 
-def cmd_plan(args):
-    grid = GRIDS[args.grid]
+def grid_size(grid):
+    """Runs, steps and evaluated examples of a whole grid (the seed phase included)."""
     n_search = len(list(search_runs(grid)))
     n_seed = len(grid["tasks"]) * len(grid["methods"]) * (len(grid["seeds"]) - 1)
-    n_eval = len(list(eval_jobs(grid)))
-    print("grid %s: %d search runs + %d seed runs (after the search) + %d evals" %
-          (args.grid, n_search, n_seed, n_eval))
-    for job in search_runs(grid):
-        print("  " + " ".join(shlex.quote(c) for c in train_command(grid, "smezo", args.model, args.runs, job)))
-    for job in eval_jobs(grid):
-        print("  " + " ".join(shlex.quote(c) for c in eval_command(grid, "smezo", args.model, args.runs, job)))
-    if args.step_ms:
-        train_s = (n_search + n_seed) * grid["steps"] * args.step_ms / 1000.0
-        print("training alone at %.0f ms/step: %.0f s sequential, %.0f s at %d jobs if the GPU "
-              "scales %.1fx" % (args.step_ms, train_s, train_s / args.speedup, args.jobs, args.speedup))
+    n_train = n_search + n_seed
+    dev_evals = grid["steps"] // grid["eval_every"] if grid["eval_every"] else 1
+    eval_examples = n_train * (dev_evals * grid.get("dev_examples", 500) + grid.get("test_examples", 1000))
+    eval_examples += len(list(eval_jobs(grid))) * grid.get("test_examples", 1000)
+    return {"search_runs": n_search, "seed_runs": n_seed, "evals": len(list(eval_jobs(grid))),
+            "train_steps": n_train * grid["steps"], "eval_examples": eval_examples}
+
+
+def grid_seconds(grid, step_ms, speedup):
+    """Estimated GPU seconds: training steps plus evaluation, where a batch of evaluated examples
+    counts as one step (one forward of `batch` sequences, as a step's probe pair is one forward
+    of two), over the throughput gain of concurrent runs."""
+    size = grid_size(grid)
+    step_equivalents = size["train_steps"] + size["eval_examples"] / grid["batch"]
+    return step_equivalents * step_ms / 1000.0 / speedup
+
+
+def cmd_plan(args):
+    grid = select_grid(args.grid, args.tasks, args.tiny, args.device)
+    size = grid_size(grid)
+    print("grid %s%s: %s" % (args.grid, " (tasks %s)" % args.tasks if args.tasks else "", grid.get("label", "")))
+    print("  %d search runs + %d seed runs (after the search) = %d training runs x %d steps = %d steps; "
+          "%d evals; %d evaluated examples (dev every %d steps, test at the end, baselines)" %
+          (size["search_runs"], size["seed_runs"], size["search_runs"] + size["seed_runs"], grid["steps"],
+           size["train_steps"], size["evals"], size["eval_examples"], grid["eval_every"]))
+    step_ms = args.step_ms or grid.get("step_ms", 0.0)
+    speedup = args.speedup or grid.get("speedup", 1.0)
+    if step_ms:
+        stated = "stated" if args.step_ms else grid.get("estimate_note", "the grid's planning figure")
+        secs = grid_seconds(grid, step_ms, speedup)
+        print("  estimated GPU time at %.0f ms/step and %.1fx from concurrent runs (%s): %.1f min "
+              "(%.0f s; an evaluation batch of %d examples counted as one step)" %
+              (step_ms, speedup, stated, secs / 60.0, secs, grid["batch"]))
+    if args.commands:
+        for job in search_runs(grid):
+            print("  " + " ".join(shlex.quote(c) for c in train_command(grid, "smezo", args.model, args.runs, job)))
+        for job in eval_jobs(grid):
+            print("  " + " ".join(shlex.quote(c) for c in eval_command(grid, "smezo", args.model, args.runs, job)))
     return 0
 
 
@@ -243,8 +382,102 @@ def on_signal(signum, frame):
     raise Stop(signal.Signals(signum).name)
 
 
+def calibration_command(grid, smezo, model, out, job, steps):
+    """One training run of the grid, `steps` long, with no evaluation: for timing."""
+    cmd = train_command(grid, smezo, model, os.path.dirname(out), job)
+    cmd = drop_options(cmd, {"--steps", "--eval-every", "--dev-examples", "--test-examples", "--out"})
+    return cmd + ["--steps", str(steps), "--eval-every", "0", "--dev-examples", "0", "--test-examples", "0",
+                  "--out", out]
+
+
+def cmd_calibrate(args):
+    """Runs N copies of one S-MeZO run of the grid at once for N in --jobs-list, and records the
+    steps per second of one run alone (ms/step) and of N together (the sum of the runs' training
+    loop rates, summary.json steps_per_s: start-up, evaluation and checkpoint excluded)."""
+    grid = select_grid(args.grid, args.tasks, args.tiny, args.device)
+    jobs = list(search_runs(grid))
+    job = next((j for j in jobs if j[2] == "smezo"), jobs[0])
+    base = os.path.join(args.runs, "calibrate")
+    results, running = [], []
+
+    def stop(signum, frame):
+        for proc, log in running:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise Stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    counts = [int(x) for x in args.jobs_list.split(",") if x]
+    if not counts or counts[0] != 1 or counts != sorted(set(counts)):
+        print("zo_grid: --jobs-list must start at 1 and increase (e.g. 1,2,4,8), not %s" % args.jobs_list,
+              file=sys.stderr)
+        return 2
+    print("[zo_grid] calibrate: %s, %d steps, --jobs-list %s" % (job[0], args.steps, args.jobs_list), flush=True)
+    for n in counts:
+        outs = [os.path.join(base, "j%d-%d" % (n, k)) for k in range(n)]
+        for out in outs:
+            shutil.rmtree(out, ignore_errors=True)
+        running[:] = [launch(calibration_command(grid, args.smezo, args.model, out, job, args.steps), out + ".log")
+                      for out in outs]
+        for proc, log in running:
+            proc.wait()
+            log.close()
+        bad = [(out, proc.returncode) for out, (proc, _) in zip(outs, running) if proc.returncode != 0]
+        running[:] = []
+        if bad:
+            out, rc = bad[0]
+            with open(out + ".log", errors="replace") as f:
+                tail = f.read()[-2000:]
+            print("[zo_grid] calibrate: %d jobs: %s exited with %d:\n%s" % (n, out, rc, tail), flush=True)
+            return 1
+        rates = [read_json(os.path.join(out, "summary.json"))["steps_per_s"] for out in outs]
+        for out in outs:
+            shutil.rmtree(out, ignore_errors=True)  # the checkpoints: GBs for nothing
+        results.append({"jobs": n, "ms_per_step": 1000.0 / statistics.mean(rates), "steps_per_s": sum(rates)})
+        print("[zo_grid] calibrate: %d at once: %.1f ms/step each, %.2f steps/s together" %
+              (n, results[-1]["ms_per_step"], results[-1]["steps_per_s"]), flush=True)
+        best_so_far = max(r["steps_per_s"] for r in results[:-1]) if len(results) > 1 else 0.0
+        if len(results) > 1 and results[-1]["steps_per_s"] < 1.05 * best_so_far:
+            break  # more jobs stopped paying: do not try still more
+    top = max(r["steps_per_s"] for r in results)
+    best = min((r for r in results if r["steps_per_s"] >= 0.95 * top), key=lambda r: r["jobs"])
+    alone = results[0]
+    cal = {"grid": args.grid, "job": job[0], "steps": args.steps, "results": results, "best_jobs": best["jobs"],
+           "ms_per_step_alone": alone["ms_per_step"], "speedup": best["steps_per_s"] / alone["steps_per_s"],
+           "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    os.makedirs(args.runs, exist_ok=True)
+    with open(os.path.join(args.runs, "calibration.json"), "w") as f:
+        json.dump(cal, f, indent=1)
+    print("| runs at once | ms/step of each | steps/s together | x one run |")
+    print("|---|---|---|---|")
+    for r in results:
+        print("| %d | %.1f | %.2f | %.2f |" % (r["jobs"], r["ms_per_step"], r["steps_per_s"],
+                                              r["steps_per_s"] / alone["steps_per_s"]))
+    print("[zo_grid] calibrate: best --jobs %d (%.2f steps/s); written to %s" %
+          (best["jobs"], best["steps_per_s"], os.path.join(args.runs, "calibration.json")), flush=True)
+    return 0
+
+
+def resolve_jobs(jobs, runs_dir):
+    """--jobs N, or auto: calibration.json's best count (4 without one)."""
+    if jobs != "auto":
+        return int(jobs)
+    cal = read_json(os.path.join(runs_dir, "calibration.json"))
+    if cal and isinstance(cal.get("best_jobs"), int):
+        print("[zo_grid] --jobs auto: %d (calibration.json: %.1f ms/step alone, %.2f steps/s at %d)" %
+              (cal["best_jobs"], cal.get("ms_per_step_alone") or 0.0,
+               max(r["steps_per_s"] for r in cal["results"]), cal["best_jobs"]), flush=True)
+        return cal["best_jobs"]
+    print("[zo_grid] --jobs auto: no calibration.json in %s: 4" % runs_dir, flush=True)
+    return 4
+
+
 def cmd_run(args):
-    grid = GRIDS[args.grid]
+    grid = select_grid(args.grid, args.tasks, args.tiny, args.device)
+    args.jobs = resolve_jobs(args.jobs, args.runs)
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     running = {}  # name -> (kind, job, process, log)
     gave_up = set()  # jobs that exited with an error: not restarted by this invocation (the next retries them)
@@ -277,6 +510,8 @@ def cmd_run(args):
                         gave_up.add(name)
                         print("[zo_grid] %s exited with %d (see its log)" % (name, proc.returncode), flush=True)
                     else:
+                        if kind == "train" and args.drop_checkpoints:  # the table reads summaries only
+                            shutil.rmtree(os.path.join(args.runs, name, "checkpoint"), ignore_errors=True)
                         print("[zo_grid] %s finished" % name, flush=True)
             if deadline and time.time() >= deadline:
                 stop_all("deadline")
@@ -495,24 +730,37 @@ def cmd_table(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    for name in ("plan", "run"):
+    for name in ("plan", "calibrate", "run"):
         p = sub.add_parser(name)
         p.add_argument("--grid", required=True, choices=sorted(GRIDS))
+        p.add_argument("--tasks", default="", help="comma-separated subset of the grid's tasks")
+        p.add_argument("--tiny", action="store_true", help="the grid's commands on smoke-test settings")
+        p.add_argument("--device", default="", help="replace the grid's --device (cpu, cuda)")
         p.add_argument("--model", default="", help="model path (default: smezo's bundled model)")
         p.add_argument("--runs", default="runs/grid", help="where the run directories go")
-        p.add_argument("--jobs", type=int, default=4, help="runs at once on the device")
         if name == "plan":
-            p.add_argument("--step-ms", type=float, default=0.0, help="measured ms per step, for the estimate")
-            p.add_argument("--speedup", type=float, default=1.0, help="throughput gain of --jobs over one job")
+            p.add_argument("--step-ms", type=float, default=0.0,
+                           help="ms per training step of one run (default: the grid's planning estimate)")
+            p.add_argument("--speedup", type=float, default=0.0,
+                           help="steps/s of concurrent runs over one run's (default: the grid's estimate)")
+            p.add_argument("--commands", action="store_true", help="also list the commands")
+            continue
+        p.add_argument("--smezo", default="build/smezo")
+        if name == "calibrate":
+            p.add_argument("--jobs-list", default="1,2,4,8", help="run counts to time, in increasing order")
+            p.add_argument("--steps", type=int, default=100, help="steps of each timed run")
         else:
-            p.add_argument("--smezo", default="build/smezo")
+            p.add_argument("--jobs", default="4", help="runs at once on the device, or auto (calibration.json)")
             p.add_argument("--deadline-s", type=float, default=0.0, help="stop (resumably) after this long")
             p.add_argument("--poll-s", type=float, default=1.0)
+            p.add_argument("--drop-checkpoints", action="store_true",
+                           help="delete each finished run's checkpoint/ (the table needs none; the seed log "
+                                "rebuilds it with smezo replay)")
     p = sub.add_parser("table")
     p.add_argument("--runs", default="runs/grid")
     p.add_argument("--report", default="", help="where table.md and the SVGs go (default: --runs)")
     args = ap.parse_args()
-    return {"plan": cmd_plan, "run": cmd_run, "table": cmd_table}[args.command](args)
+    return {"plan": cmd_plan, "calibrate": cmd_calibrate, "run": cmd_run, "table": cmd_table}[args.command](args)
 
 
 if __name__ == "__main__":
