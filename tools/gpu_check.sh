@@ -12,22 +12,29 @@
 #                  initcheck over the GPU tests, one line each
 #   --determinism  tools/determinism_check.sh on cuda in bf16 and f32: two identical runs,
 #                  kill -9 + --resume, replay on the GPU, a CPU replay of the f32 run
+#   --gpu-test-filter  print the gtest filter of the suites that run CUDA code (tests/*.cu), the
+#                  selection --sanitize runs each tool over, and exit (tools/gpu_backlog.sh uses it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-build/gpu_check}
-mkdir -p "$OUT"
-export SMEZO_ASSETS=${SMEZO_ASSETS:-$PWD/carry/assets}
-status() { printf '%-28s %s\n' "$1" "$2" >> "$OUT/summary.txt"; }
-: > "$OUT/summary.txt"
+# The suites that run CUDA code (tests/*.cu), as a gtest filter.
+gpu_test_filter() {
+  grep -ho '^TEST\(_F\)\?([A-Za-z0-9_]*' tests/*.cu | sed 's/.*(//' | sort -u | sed 's/$/.*/' | paste -sd: -
+}
 BENCH=0 SANITIZE=0 DETERMINISM=0
 for arg in "$@"; do
   case "$arg" in
     --bench) BENCH=1 ;;
     --sanitize) SANITIZE=1 ;;
     --determinism) DETERMINISM=1 ;;
-    *) echo "gpu_check.sh: unknown option $arg (--bench, --sanitize, --determinism)" >&2; exit 2 ;;
+    --gpu-test-filter) gpu_test_filter; exit 0 ;;
+    *) echo "gpu_check.sh: unknown option $arg (--bench, --sanitize, --determinism, --gpu-test-filter)" >&2; exit 2 ;;
   esac
 done
+OUT=${OUT:-build/gpu_check}
+mkdir -p "$OUT"
+export SMEZO_ASSETS=${SMEZO_ASSETS:-$PWD/carry/assets}
+status() { printf '%-28s %s\n' "$1" "$2" >> "$OUT/summary.txt"; }
+: > "$OUT/summary.txt"
 
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 tools/deps.sh unpack > "$OUT/deps.log" 2>&1 && status deps ok || status deps FAILED
@@ -58,8 +65,8 @@ if [ "$BENCH" = 1 ]; then
 fi
 
 if [ "$SANITIZE" = 1 ]; then
-  # The suites that run CUDA code (tests/*.cu); each tool over all of them.
-  gpu_tests=$(grep -ho '^TEST\(_F\)\?([A-Za-z0-9_]*' tests/*.cu | sed 's/.*(//' | sort -u | sed 's/$/.*/' | paste -sd: -)
+  # The suites that run CUDA code; each tool over all of them.
+  gpu_tests=$(gpu_test_filter)
   for tool in memcheck racecheck synccheck initcheck; do
     extra=""
     [ "$tool" = memcheck ] && extra="--leak-check full"

@@ -9,7 +9,8 @@
 #   GPU machine:  bash tools/step_bench.sh [--shapes "llama-7b mistral-7b"] [--batch 16]
 #                                          [--seqs 64,160,256] [--reps 5] [--no-torch]
 #   or:           bash tools/gpu_check.sh --bench            (runs this with its defaults)
-# Needs build/smezo built with nvcc. Without torch (or with --no-torch) the peer columns come
+# Needs build/smezo built with nvcc ($SMEZO names another binary). --device cpu (and --shapes
+# tiny) runs the same commands on the CPU, as the CPU dry run of tools/gpu_backlog.sh does. Without torch (or with --no-torch) the peer columns come
 # from the recorded anchor file (carry/anchors/torch_mezo_h100.jsonl, T = 64 and 256 only),
 # and the table says so. Each shape is one process of each program, so GPU memory is freed
 # between them; llama-30b needs ~65 GB in bf16 (H100 80 GB: run it on its own).
@@ -26,21 +27,23 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/step_bench}
 SHAPES="smollm2-135m llama-7b mistral-7b opt-13b"
-BATCH=16 SEQS=64,160,256 REPS=5 TORCH=1
+BATCH=16 SEQS=64,160,256 REPS=5 TORCH=1 DEVICE=cuda
+SMEZO=${SMEZO:-build/smezo}
 while [ $# -gt 0 ]; do
   case "$1" in
     --shapes) SHAPES=$2; shift ;;
+    --device) DEVICE=$2; shift ;;
     --batch) BATCH=$2; shift ;;
     --seqs) SEQS=$2; shift ;;
     --reps) REPS=$2; shift ;;
     --no-torch) TORCH=0 ;;
-    *) echo "step_bench.sh: unknown option $1 (--shapes, --batch, --seqs, --reps, --no-torch)" >&2; exit 2 ;;
+    *) echo "step_bench.sh: unknown option $1 (--shapes, --device, --batch, --seqs, --reps, --no-torch)" >&2; exit 2 ;;
   esac
   shift
 done
 ANCHORS=${ANCHORS:-carry/anchors}
 [ -d "$ANCHORS" ] || ANCHORS=../shared/anchors
-[ -x build/smezo ] || { echo "step_bench.sh: build/smezo missing: build it first (make)" >&2; exit 1; }
+[ -x "$SMEZO" ] || { echo "step_bench.sh: $SMEZO missing: build it first (make)" >&2; exit 1; }
 mkdir -p "$OUT"
 if [ "$TORCH" = 1 ] && ! python3 -c "import torch, transformers" 2>/dev/null; then
   echo "step_bench.sh: torch/transformers not importable: peer columns from $ANCHORS/torch_mezo_h100.jsonl" >&2
@@ -50,7 +53,7 @@ fi
 : > "$OUT/torch.jsonl"
 for shape in $SHAPES; do
   echo "step_bench: smezo $shape" >&2
-  ./build/smezo bench --shape "$shape" --device cuda --batch "$BATCH" --seq "$SEQS" --reps "$REPS" \
+  "$SMEZO" bench --shape "$shape" --device "$DEVICE" --batch "$BATCH" --seq "$SEQS" --reps "$REPS" \
     --probes both >> "$OUT/smezo.jsonl" 2> "$OUT/smezo_$shape.log" \
     || echo "step_bench: smezo $shape FAILED (see $OUT/smezo_$shape.log)" >&2
   if [ "$TORCH" = 1 ]; then
