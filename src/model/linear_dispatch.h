@@ -8,6 +8,8 @@
 //                             batched GEMM (batch 2: each row half times its copy)
 //   LINEAR_FUSED              mask + Philox + GEMM in one kernel, nothing W-sized written
 //                             (cuda/fused_linear.cu; single probes only)
+// And what each path asks of the scratch buffer (linear_scratch_plan), which the memory
+// estimate counts. Tested in tests/test_probe_pair.cpp (LinearDispatch.*).
 #pragma once
 
 #include <cstdint>
