@@ -5,6 +5,10 @@
 #   make profile    as make, with -lineinfo and NVTX ranges for Nsight
 #   make fuzz       build the libFuzzer targets (tests/fuzz/, clang, ASan+UBSan, in build-fuzz/)
 #                   and run each for FUZZ_SECONDS (default 300); make fuzz-ci: FUZZ_CI_SECONDS each
+#   make emu        the emulated CUDA target (cuda/emu/README.md): the same cuda/*.cu, tests/*.cu
+#                   and bench/*.cu compiled by the host compiler against cuda/emu/ and run on the
+#                   CPU, in build-emu/ (EMU_SAN=1: ASan+UBSan, in build-emu-san/)
+#   make emu-test   every CUDA test of the suite, emulated (EMU_SCHED=fwd|rev|random:SEED)
 #   make clean
 # Knobs: CUDA_ARCH=90a (override GPU detection), NO_CUDA=1 (CPU-only build), NO_MPI=1 (no
 #        multi-rank training even where Open MPI is installed),
@@ -109,7 +113,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 # The git commit `smezo --version` prints ("-dirty" when tracked files changed; "" outside git).
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty,)
 
-.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools bench-cpu FORCE
+.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools bench-cpu emu emu-test FORCE
 all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
@@ -270,4 +274,80 @@ $(BUILD)/noise_bench: tools/noise_bench.cpp $(BUILD)/libsmezo.a
 
 ifneq ($(filter fuzz%,$(MAKECMDGOALS)),)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
+endif
+
+# ---- the emulated CUDA target (cuda/emu/README.md). No nvcc and no GPU needed: every .cu file
+# is rewritten by cuda/emu/launch_rewrite (only the <<<>>> launches and extern __shared__
+# declarations change, line for line, with #line) and compiled by $(CXX) with
+# cuda/emu/emu_prelude.h force-included; the CUDA headers resolve to cuda/emu/include; kernels
+# run as fibers on OpenMP threads, cuBLAS is computed by OpenBLAS. Everything it prints says
+# "emulated": it shows logic, indexing, barriers, warp collectives and API use, never speed or
+# GPU numerics. EMU_SAN=1 adds ASan+UBSan (fiber-aware), in its own build folder.
+COMMA        := ,
+EMPTY        :=
+SPACE        := $(EMPTY) $(EMPTY)
+EMU_BUILD    := $(if $(filter 1,$(EMU_SAN)),build-emu-san,build-emu)
+EMU_SANFLAGS := $(if $(filter 1,$(EMU_SAN)),-fsanitize=address$(COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+EMU_CXXFLAGS := -Icuda/emu/include $(filter-out -DSMEZO_WITH_CUDA -I$(CUDA_HOME)/include,$(CXXFLAGS)) \
+                -DSMEZO_WITH_CUDA -DSMEZO_EMU $(EMU_SANFLAGS)
+EMU_LDFLAGS  := $(filter-out -L$(CUDA_HOME)/lib64 -Wl$(COMMA)-rpath$(COMMA)$(CUDA_HOME)/lib64,$(LDFLAGS)) $(EMU_SANFLAGS)
+EMU_LDLIBS   := $(filter-out -lcublas -lcudart,$(LDLIBS)) -lboost_context
+EMU_RT_SRC   := $(filter-out cuda/emu/launch_rewrite.cpp,$(wildcard cuda/emu/*.cpp))
+EMU_CU_ALL   := $(wildcard cuda/*.cu)
+EMU_LIB_OBJ  := $(LIB_SRC:%.cpp=$(EMU_BUILD)/%.o) $(EMU_CU_ALL:%.cu=$(EMU_BUILD)/%.cu.o) \
+                $(EMU_RT_SRC:%.cpp=$(EMU_BUILD)/%.o)
+EMU_CLI_OBJ  := $(CLI_SRC:%.cpp=$(EMU_BUILD)/%.o)
+EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_BUILD)/%.o,$(wildcard bench/*.cpp)) \
+                 $(patsubst %.cu,$(EMU_BUILD)/%.cu.o,$(wildcard bench/*.cu))
+EMU_TEST_CU  := $(wildcard tests/*.cu) $(wildcard cuda/emu/tests/*.cu)
+EMU_TEST_OBJ := $(TEST_SRC:%.cpp=$(EMU_BUILD)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUILD)/%.cu.o)
+# Every CUDA test: the suites of the .cu test files, the CUDA cases of .cpp files (named
+# *Cuda*), and the emulator's own tests (Emu*).
+EMU_TEST_FILTER := $(subst $(SPACE),:,$(sort $(patsubst %,%.*,$(shell awk -F'[\050,]' '/^TEST(_F|_P)?\050/ {print $$2}' $(EMU_TEST_CU))))):*Cuda*
+
+emu: info $(EMU_BUILD)/smezo $(EMU_BUILD)/smezo_tests
+
+emu-test: emu
+	@echo "emu-test: schedule $${EMU_SCHED:-fwd}$(if $(filter 1,$(EMU_SAN)), with ASan+UBSan,); tests: $(EMU_TEST_FILTER)"
+	./$(EMU_BUILD)/smezo_tests --gtest_filter='$(EMU_TEST_FILTER)'
+
+$(EMU_BUILD)/launch_rewrite: cuda/emu/launch_rewrite.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $<
+
+# .cu -> host C++ (same lines) -> object. The .cuh headers are rewritten too (they may hold
+# __shared__ variables) and found first: quoted includes search $(EMU_BUILD)/gen, then the
+# .cu file's own folder.
+EMU_CUH := $(patsubst %,$(EMU_BUILD)/gen/%,$(wildcard cuda/*.cuh))
+$(EMU_BUILD)/gen/%.cu.cpp: %.cu $(EMU_BUILD)/launch_rewrite
+	@mkdir -p $(dir $@)
+	./$(EMU_BUILD)/launch_rewrite $< $@
+$(EMU_BUILD)/gen/%.cuh: %.cuh $(EMU_BUILD)/launch_rewrite
+	@mkdir -p $(dir $@)
+	./$(EMU_BUILD)/launch_rewrite $< $@
+
+$(EMU_BUILD)/%.cu.o: $(EMU_BUILD)/gen/%.cu.cpp $(EMU_CUH)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -iquote $(EMU_BUILD)/gen -iquote $(dir $*) -iquote cuda -include cuda/emu/emu_prelude.h -MMD -MP -c $< -o $@
+
+$(EMU_BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(EMU_BUILD)/src/cli/version.o: $(BUILD)/gen/smezo_git.h $(BUILD)/gen/mpi_status
+$(EMU_BUILD)/src/cli/version.o: EMU_CXXFLAGS += -I$(BUILD)/gen
+$(EMU_BUILD)/src/dist/world_mpi.o $(EMU_BUILD)/src/dist/world_single.o $(EMU_BUILD)/tests/test_mpi.o: $(BUILD)/gen/mpi_status
+$(EMU_TEST_OBJ): EMU_CXXFLAGS += -DSMEZO_BUILD_DIR='"$(EMU_BUILD)"'
+
+$(EMU_BUILD)/libsmezo.a: $(EMU_LIB_OBJ)
+	ar rcs $@ $^
+$(EMU_BUILD)/libsmezo_bench.a: $(EMU_BENCH_OBJ)
+	ar rcs $@ $^
+$(EMU_BUILD)/smezo: $(EMU_CLI_OBJ) $(EMU_BUILD)/libsmezo_bench.a $(EMU_BUILD)/libsmezo.a
+	$(CXX) $(EMU_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) $(EMU_LDLIBS)
+$(EMU_BUILD)/smezo_tests: $(EMU_TEST_OBJ) $(EMU_BUILD)/libsmezo_bench.a $(EMU_BUILD)/libsmezo.a
+	$(CXX) $(EMU_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) -lgtest -lgmock $(EMU_LDLIBS)
+
+ifneq ($(filter emu%,$(MAKECMDGOALS)),)
+-include $(shell find $(EMU_BUILD) -name '*.d' 2>/dev/null)
 endif

@@ -33,6 +33,11 @@ bool cuda_sync_debug();
 // computed once (false on machines with no GPU, no driver, or a too-old driver).
 bool cuda_device_available();
 
+// True in the emulated CUDA build (cuda/emu/: `make emu`), where kernels run on the CPU. Tests
+// whose sizes only serve to measure throughput shrink under emulation through this one
+// query; shapes that exercise multi-block paths, tails and chunk boundaries stay.
+bool cuda_running_emulated();
+
 }  // namespace smezo
 
 #define CUDA_CHECK(stmt)                                                  \

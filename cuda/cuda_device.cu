@@ -83,6 +83,14 @@ void cuda_check_launch(const char* file, int line) {
   }
 }
 
+bool cuda_running_emulated() {
+#if defined(SMEZO_EMU)
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool cuda_device_available() {
   static const bool available = [] {
     int count = 0;
