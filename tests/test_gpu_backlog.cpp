@@ -1,0 +1,152 @@
+// tools/gpu_backlog.sh, the runner of everything owed to a GPU (issue #21): its plan fits the
+// lease, a dry run of some items on the CPU resumes across calls and records a failed job
+// instead of retrying it, the budget stops a call before a job that does not fit, the test
+// shards tell failures under load from failures, and the SmolLM2 parts join only to the right
+// bytes. (The whole CPU dry run, every item, is a CI step of its own: .ci/run.)
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using smezo_test::make_temp_dir;
+using smezo_test::read_file;
+using smezo_test::run_command;
+using smezo_test::write_file;
+using testing::HasSubstr;
+using testing::Not;
+
+namespace {
+
+// The backlog on the CPU, dry, with this build's binaries and its own state folder.
+std::string dry_backlog(const std::string& state, const std::string& args, const std::string& env = "") {
+  const std::string bin = smezo_test::smezo_binary();
+  return "DEVICE=cpu SMEZO_BIN=" + bin + " SMEZO_TESTS_BIN=" + smezo_test::build_dir() + "/smezo_tests " + env +
+         " tools/gpu_backlog.sh next --dry-run --state " + state + " --out " + state + "/out " + args + " 2>&1";
+}
+
+std::string status_of(const std::string& state, const std::string& job) {
+  const auto st = nlohmann::json::parse(read_file(state + "/state.json"));
+  return st["jobs"][job]["status"].get<std::string>();
+}
+
+}  // namespace
+
+// The plan simulates the scheduler over device calls with the jobs' estimates and says whether
+// items 1-4 fit 4 calls and 25 minutes and the whole list 40 minutes; it exits 1 when not, so
+// an estimate raised past the lease fails here. It states its assumptions and what to carry.
+TEST(GpuBacklog, PlanFitsTheLease) {
+  std::string out;
+  ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("items 1–4: done in call A."));
+  EXPECT_THAT(out, HasSubstr("(limit: 4 calls, 25 min): fits"));
+  EXPECT_THAT(out, HasSubstr("(limit: 40 min): fits"));
+  EXPECT_THAT(out, HasSubstr("estimate, not measured"));
+  EXPECT_THAT(out, HasSubstr("| 3 | 3.grid | lease grid, SST-2"));
+  EXPECT_THAT(out, HasSubstr("| A.1 | deps/debs, deps/wheels, carry/backlog/call1 | 1.build"));
+  EXPECT_THAT(out, Not(HasSubstr("DOES NOT FIT")));
+}
+
+// Two items on tiny settings over three calls: the first call's budget is too small for the
+// build's estimate, so it stops before starting anything; the second runs them, with the test
+// binary replaced by `false`, so 1.tests fails and is recorded; the third does not run it again
+// (and says so by exiting 1), and --retry with the real binary runs it and passes.
+TEST(GpuBacklog, DryRunResumesAndRecordsFailures) {
+  const std::string state = make_temp_dir("gpu_backlog_dry");
+  std::string out;
+  EXPECT_EQ(run_command(dry_backlog(state, "--only 1.tests,1.determinism-f32 --budget-s 30"), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("call ends: next: 1.build needs ~180 s, "));
+  EXPECT_EQ(status_of(state, "1.tests"), "pending");
+
+  EXPECT_EQ(run_command(dry_backlog(state, "--only 1.tests,1.determinism-f32", "SMEZO_TESTS_BIN=/bin/false"), &out),
+            1) << out;
+  EXPECT_THAT(out, HasSubstr("failed: 1.tests"));
+  EXPECT_EQ(status_of(state, "1.tests"), "failed");
+  EXPECT_EQ(status_of(state, "1.determinism-f32"), "done");
+  const std::string md = read_file(state + "/out/backlog.md");
+  EXPECT_THAT(md, HasSubstr("## Call 2 — "));
+  EXPECT_THAT(md, HasSubstr("### 1.determinism-f32 — done"));
+  EXPECT_THAT(md, HasSubstr("3 passed, 0 failed"));  // determinism, kill-resume, replay
+
+  EXPECT_EQ(run_command(dry_backlog(state, "--only 1.tests,1.determinism-f32"), &out), 1) << out;
+  EXPECT_THAT(out, Not(HasSubstr("1.tests            started")));
+  EXPECT_THAT(out, Not(HasSubstr("1.determinism-f32  started")));
+
+  EXPECT_EQ(run_command(dry_backlog(state, "--only 1.tests,1.determinism-f32 --retry 1.tests"), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("1.tests            done"));
+  EXPECT_EQ(status_of(state, "1.tests"), "done");
+  EXPECT_THAT(read_file(state + "/out/backlog.md"), HasSubstr("## Call 4 — "));
+}
+
+// The real backlog refuses to start without a GPU (it would build and run for one); DEVICE=cpu
+// is for a dry run only, and the emulated target needs its binary named.
+TEST(GpuBacklog, RefusesWhatItCannotDo) {
+  std::string out;
+  if (run_command("nvidia-smi -L > /dev/null 2>&1", &out) != 0) {
+    EXPECT_EQ(run_command("tools/gpu_backlog.sh next --state " + make_temp_dir("gpu_backlog_nogpu") + " 2>&1", &out),
+              2);
+    EXPECT_THAT(out, HasSubstr("no GPU visible"));
+  }
+  EXPECT_EQ(run_command("DEVICE=cpu tools/gpu_backlog.sh next 2>&1", &out), 2);
+  EXPECT_THAT(out, HasSubstr("add --dry-run"));
+  EXPECT_EQ(run_command("env -u SMEZO_BIN DEVICE=cuda-emu tools/gpu_backlog.sh next --dry-run 2>&1", &out), 2);
+  EXPECT_THAT(out, HasSubstr("needs SMEZO_BIN"));
+}
+
+// _shards runs a command N times with gtest's shard variables, sums the closing lines and reruns
+// the failed tests alone: a test that fails only in shard 0 (under load) passes alone, and the
+// runner says so and exits 0; one that fails alone too makes it exit 1.
+TEST(GpuBacklog, ShardsRerunFailuresAlone) {
+  const std::string dir = make_temp_dir("gpu_backlog_shards");
+  write_file(dir + "/fake.sh",
+             "case \"$*\" in *--gtest_filter=*) alone=1 ;; *) alone=0 ;; esac\n"
+             "if [ \"$alone\" = 0 ] && [ \"${GTEST_SHARD_INDEX:-}\" = 0 ]; then\n"
+             "  echo '[  FAILED  ] Fake.UnderLoad (5 ms)'; echo 'smezo_tests: 3 passed, 1 failed, 0 skipped'; exit 1\n"
+             "fi\n"
+             "if [ \"$alone\" = 1 ] && [ -n \"${ALWAYS:-}\" ]; then echo '[  FAILED  ] Fake.UnderLoad'; exit 1; fi\n"
+             "echo 'smezo_tests: 4 passed, 0 failed, 0 skipped'\n");
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _shards 3 " + dir + "/t bash " + dir + "/fake.sh --rerun-failed",
+                        &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("[shards] 0/3 rc=1 smezo_tests: 3 passed, 1 failed, 0 skipped"));
+  EXPECT_THAT(out, HasSubstr("[shards] 2/3 rc=0 smezo_tests: 4 passed, 0 failed, 0 skipped"));
+  EXPECT_THAT(out, HasSubstr("[shards] failed: Fake.UnderLoad"));
+  EXPECT_THAT(out, HasSubstr("still failing: none; passed alone (failed only under load): Fake.UnderLoad"));
+  EXPECT_EQ(run_command("ALWAYS=1 python3 tools/gpu_backlog.py _shards 2 " + dir + "/u bash " + dir +
+                            "/fake.sh --rerun-failed",
+                        &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("still failing: Fake.UnderLoad"));
+}
+
+// The GGUF travels gzipped in parts; _join-gguf puts them together and accepts only the bytes
+// whose sha256 the manifest names (here a made-up 3-part file; prepare writes the real one).
+TEST(GpuBacklog, JoinChecksTheParts) {
+  const std::string state = make_temp_dir("gpu_backlog_join");
+  std::string out;
+  const std::string make_parts =
+      "python3 -c \"\n"
+      "import gzip, hashlib, json, os\n"
+      "data = os.urandom(300000)\n"
+      "packed = gzip.compress(data)\n"
+      "os.makedirs('" + state + "/carry')\n"
+      "cut = [0, len(packed) // 3, 2 * len(packed) // 3, len(packed)]\n"
+      "parts = []\n"
+      "for k in range(3):\n"
+      "    name = 'smollm2.gguf.gz.%02d' % k\n"
+      "    open('" + state + "/carry/' + name, 'wb').write(packed[cut[k]:cut[k + 1]])\n"
+      "    parts.append({'name': name, 'bytes': cut[k + 1] - cut[k], 'call': k + 1})\n"
+      "gguf = {'name': 'm.gguf', 'bytes': len(data), 'sha256': hashlib.sha256(data).hexdigest()}\n"
+      "json.dump({'gguf': gguf, 'parts': parts}, open('" + state + "/carry/manifest.json', 'w'))\n"
+      "open('" + state + "/expected', 'wb').write(data)\n"
+      "\"";
+  ASSERT_EQ(run_command(make_parts, &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _join-gguf " + state, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("300000 bytes from 3 parts, sha256 ok"));
+  EXPECT_EQ(read_file(state + "/weights/m.gguf"), read_file(state + "/expected"));
+  // a part cut short: the join refuses and leaves no file behind
+  ASSERT_EQ(run_command("rm " + state + "/weights/m.gguf && truncate -s -10 " + state + "/carry/smollm2.gguf.gz.02",
+                        &out), 0);
+  EXPECT_NE(run_command("python3 tools/gpu_backlog.py _join-gguf " + state + " 2>&1", &out), 0);
+  EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);
+}

