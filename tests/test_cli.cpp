@@ -4,6 +4,9 @@
 
 #include "common/assets.h"
 #include "test_util.h"
+#ifdef SMEZO_WITH_CUDA
+#include "cuda/cuda_check.h"
+#endif
 
 using smezo_test::read_file;
 using smezo_test::run_command;
@@ -15,13 +18,25 @@ const std::string kSmezo = smezo_test::smezo_binary();
 }  // namespace
 
 // llama2.c's run.c with -t 0 -n 200 prints exactly this for stories260K.
-TEST(Cli, GoldenGreedyStories260K) {
+void expect_golden_greedy(const std::string& device_args) {
   std::string out;
   std::string cmd = std::string(kSmezo) + " generate --model " + smezo::asset_path("models/stories260K.bin") +
                     " --tokenizer " + smezo::asset_path("tokenizers/tinystories-512.model") +
-                    " --temperature 0 --steps 200 2>/dev/null";
+                    " --temperature 0 --steps 200" + device_args + " 2>/dev/null";
   ASSERT_EQ(run_command(cmd, &out), 0) << out;
   EXPECT_EQ(out, read_file(smezo::asset_path("models/stories260K.greedy200.txt")));
+}
+
+TEST(Cli, GoldenGreedyStories260K) { expect_golden_greedy(""); }
+
+// The same through the CUDA backend (fp32): on a GPU, or on the emulated one (make emu-test).
+TEST(Cli, GoldenGreedyStories260KOnCuda) {
+#ifdef SMEZO_WITH_CUDA
+  if (!smezo::cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  expect_golden_greedy(" --device cuda --dtype f32");
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
 }
 
 TEST(Cli, InfoPrintsParameterCount) {

@@ -15,6 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cpu/cpu_backend.h"
+#ifdef SMEZO_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#endif
 #include "formats/gguf.h"
 #include "formats/model_loader.h"
 #include "model/model.h"
@@ -145,13 +149,11 @@ TEST(GgufSmolLM2, ConfigComesFromTheMetadata) {
 
 // Every prompt of the fixture in one packed batch (so packing is exercised too), then the
 // chat prompt again through the key/value cache (the generation path).
-TEST(GgufSmolLM2, LogitsMatchTransformers) {
+void expect_logits_match_transformers(smezo::Backend& backend) {
   const std::string path = smollm2_path();
-  SKIP_WITHOUT_SMOLLM2(path);
   const json fx = load_fixture();
   smezo::WeightSource src = smezo::load_weights(path);
   const smezo::ForwardBatch batch = make_batch(fx);
-  smezo::CpuBackend backend;
   smezo::Model model(src, backend, smezo::DTYPE_F32, batch.tokens.size(),
                      batch.tokens.size());
   std::vector<float> logits;
@@ -184,6 +186,24 @@ TEST(GgufSmolLM2, LogitsMatchTransformers) {
     check_row(logits.data(), vocab, chat, fx["vocab_subset"], pos, tol, &rc);
   }
   EXPECT_EQ(rc.argmax_agree, static_cast<int>(tokens.size() - first + 1));
+}
+
+TEST(GgufSmolLM2, LogitsMatchTransformers) {
+  SKIP_WITHOUT_SMOLLM2(smollm2_path());
+  smezo::CpuBackend backend;
+  expect_logits_match_transformers(backend);
+}
+
+// The same oracle on the CUDA backend (fp32): on a GPU, or on the emulated one (make emu-test).
+TEST(GgufSmolLM2, LogitsMatchTransformersOnCuda) {
+#ifdef SMEZO_WITH_CUDA
+  if (!smezo::cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  SKIP_WITHOUT_SMOLLM2(smollm2_path());
+  smezo::CudaBackend backend;
+  expect_logits_match_transformers(backend);
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
 }
 
 // The fixture tells the RoPE conventions apart: the same weights read with Hugging Face's

@@ -23,6 +23,9 @@
 #include "tokenizer/bpe_vocab.h"
 #include "tokenizer/tokenizer_files.h"
 #include "test_util.h"
+#ifdef SMEZO_WITH_CUDA
+#include "cuda/cuda_check.h"
+#endif
 
 using namespace smezo;
 using smezo_test::run_command;
@@ -260,18 +263,34 @@ TEST(ModelTokenizer, GenerateWithoutBosNeedsAPrompt) {
 // Greedy text on SmolLM2 equals transformers' greedy continuation (tests/fixtures/
 // smollm2_greedy.json, tools/greedy_oracle.py; every step's top-1/top-2 gap is > 0.03, far
 // above the fp32 differences of the two implementations).
-TEST(ModelTokenizer, SmolLM2GreedyMatchesTransformers) {
+void expect_smollm2_greedy(const std::string& device_args) {
   const std::string path = smollm2_path();
-  SKIP_WITHOUT_SMOLLM2(path);
   const nlohmann::json fx = nlohmann::json::parse(smezo_test::read_file("tests/fixtures/smollm2_greedy.json"));
   for (const nlohmann::json& c : fx["cases"]) {
     const std::string prompt = c["prompt"].get<std::string>();
     std::string out;
     ASSERT_EQ(run_command(kSmezo + " generate --model " + path + " --temperature 0 --new-tokens " +
-                              std::to_string(fx["new_tokens"].get<int>()) + " --prompt '" + prompt + "' 2>/dev/null",
+                              std::to_string(fx["new_tokens"].get<int>()) + " --prompt '" + prompt + "'" +
+                              device_args + " 2>/dev/null",
                           &out), 0) << out;
     EXPECT_EQ(out, prompt + c["text"].get<std::string>() + "\n");
   }
+}
+
+TEST(ModelTokenizer, SmolLM2GreedyMatchesTransformers) {
+  SKIP_WITHOUT_SMOLLM2(smollm2_path());
+  expect_smollm2_greedy("");
+}
+
+// The same through the CUDA backend (fp32): on a GPU, or on the emulated one (make emu-test).
+TEST(ModelTokenizer, SmolLM2GreedyMatchesTransformersOnCuda) {
+#ifdef SMEZO_WITH_CUDA
+  if (!smezo::cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  SKIP_WITHOUT_SMOLLM2(smollm2_path());
+  expect_smollm2_greedy(" --device cuda --dtype f32");
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
 }
 
 // --- tools/demo.sh (README command 1): without a GPU it runs the CPU default, stories260K.

