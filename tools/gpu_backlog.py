@@ -31,7 +31,9 @@ call ends there, cleanly, inside the 10-minute limit. Jobs that only check corre
 several at a time (16 cores); jobs that time something run alone.
 
 Other options of next: --only JOB,ITEM (restrict), --parallel N, --state DIR.
-Only the Python standard library is used (the GPU machine and CI have no extra packages).
+The jobs themselves (commands, estimates, what each must show, how its result is read) are in
+tools/gpu_backlog_jobs.py; this file is the runner. Only the Python standard library is used
+(the GPU machine and CI have no extra packages).
 """
 import argparse
 import glob
@@ -41,7 +43,6 @@ import io
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -50,17 +51,16 @@ import tarfile
 import time
 import zlib
 
-TOOLS = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TOOLS)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
 import zo_grid  # noqa: E402  (the grid's size and planning figures)
+from gpu_backlog_jobs import (FINISH_MARGIN_S, GGUF_BYTES, GGUF_NAME, GGUF_SHA256, ITEM_TITLES, MEASURED_S,  # noqa: E402
+                              ROOT, SHARED, SHOWS, TOOLS, Ctx, all_jobs, q, read_json, tail)
 
 # ---- the lease ----------------------------------------------------------------------------
 # Device-tool limits (/work/.library/device/README.md) and the overheads the plan assumes.
 CALL_LIMIT_S = 600          # one command
 BUDGET_S = 540              # next --budget-s default: 60 s under the limit
-FINISH_MARGIN_S = 20        # kept from the budget for writing the outputs
 LEASE_S = 30 * 60           # device time of one developer session
 LEASE_MARGIN_S = 120        # the plan keeps this much of a lease unused
 FRESH_START_S = 100         # a call that starts a machine ("a minute or more"; estimate)
@@ -72,452 +72,7 @@ ITEMS_1_4_LIMIT = (4, 25 * 60)   # issue #21: items 1-4 in 4 calls and 25 minute
 WHOLE_LIST_LIMIT_S = 40 * 60     # and items 1-7 in 40 minutes
 
 STATE_DEFAULT = "/tmp/smezo-backlog"
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 CARRY = os.path.join(ROOT, "carry", "backlog")
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-GGUF_BYTES = 98362432
-
-# SmolLM2 on the CPU (RESULTS.md, "SmolLM2-135M end to end on the CPU"): (examples, accuracy %)
-# of smezo eval with --test-examples N, data seed 42, --max-len 256; the GPU must give the same.
-CPU_TABLE = {("sst2", "zero-shot"): (100, 58.0), ("rte", "zero-shot"): (50, 48.0),
-             ("boolq", "zero-shot"): (50, 60.0), ("sst2", "icl"): (30, 83.3),
-             ("rte", "icl"): (30, 46.7), ("boolq", "icl"): (30, 40.0)}
-
-# Measured seconds per job on an H100, to replace the estimates below once a GPU has run the
-# backlog (backlog.md lists each job's time): {"1.build": (172, "2026-11-24")}.
-MEASURED_S = {}
-
-
-def q(s):
-    return shlex.quote(str(s))
-
-
-def lines_matching(text, pattern, limit=20):
-    rx = re.compile(pattern)
-    return [ln.rstrip() for ln in text.splitlines() if rx.search(ln)][:limit]
-
-
-def tail(text, n):
-    return [ln.rstrip() for ln in text.strip().splitlines()[-n:]]
-
-
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-# ---- context: where things are, real or dry ---------------------------------------------------
-
-class Ctx:
-    """What a job's command needs: the mode (cuda on the GPU machine; cpu or cuda-emu for a dry
-    run), the binaries, the state folder and the assets."""
-
-    def __init__(self, dry, mode, state, smezo="build/smezo", tests="build/smezo_tests"):
-        self.dry, self.mode, self.state = dry, mode, state
-        self.dev = "cpu" if mode == "cpu" else "cuda"
-        self.smezo, self.tests = smezo, tests
-        self.deadline = None
-        self.need_tests = True  # whether a pending job runs the test binary (build it too)
-        self.st = {"jobs": {}, "calls": []}  # the backlog's state (posts read a job's record)
-        self.fallback_ids = set()  # jobs that ran a dry run's stand-in command
-
-    def work(self, jid):
-        return os.path.join(self.state, "work", jid)
-
-    def logs(self, jid):
-        return os.path.join(self.state, "logs", jid)
-
-    def _ingested_or_shared(self, name):
-        mine = os.path.join(self.state, name)
-        return mine if os.path.isdir(mine) else os.path.join(SHARED, name)
-
-    @property
-    def assets(self):
-        return self._ingested_or_shared("assets")
-
-    @property
-    def anchors(self):
-        return self._ingested_or_shared("anchors")
-
-    @property
-    def gguf(self):
-        return os.path.join(self.state, "weights", GGUF_NAME)
-
-    @property
-    def model(self):
-        """SmolLM2 for real; the bundled stories260K in a dry run."""
-        return os.path.join(self.assets, "models", "stories260K.bin") if self.dry else self.gguf
-
-    def remaining(self):
-        return max(0, int(self.deadline - time.time())) if self.deadline else 0
-
-
-# ---- the jobs ----------------------------------------------------------------------------------
-
-class Job:
-    """One command of an item. est_s: estimated seconds on an H100 (in the company the job
-    usually has: the estimates of parallel jobs include their slowdown); basis: where the
-    number comes from. needs: what must exist first ("build", "gguf", or another job's id,
-    which must have finished in any way); tools: programs it cannot do without ("torch",
-    "sanitizer", "mpi"); exclusive: it times something, so it runs alone; resumable: a deadline
-    stops it and the next call continues it; share_s: after this many seconds a resumable job
-    yields to the next item (it continues after it); per_machine: its product lives on the
-    machine (a fresh machine redoes it, in est_redo_s seconds)."""
-
-    def __init__(self, jid, title, est_s, basis, cmd, post=None, needs=("build",), tools=(),
-                 exclusive=False, resumable=False, share_s=0, per_machine=False, fallback=None, est_redo_s=None):
-        self.id, self.title, self.est_s, self.basis = jid, title, est_s, basis
-        self.est_redo_s = est_s if est_redo_s is None else est_redo_s
-        self.item = int(jid.split(".")[0])
-        self.cmd, self.post, self.needs, self.tools = cmd, post or post_rc, needs, tools
-        self.exclusive, self.resumable, self.share_s = exclusive, resumable, share_s
-        self.per_machine, self.fallback = per_machine, fallback
-
-    def estimate(self):
-        return MEASURED_S[self.id][0] if self.id in MEASURED_S else self.est_s
-
-
-# A post(ctx, job, rc, log) reads what a job wrote and returns (status, figures): status done,
-# failed or partial; figures[0] is the headline that backlog.md's table shows, the rest the key
-# figures beneath the job's command.
-
-def post_rc(ctx, job, rc, log):
-    last = (tail(log, 1) or [""])[0]
-    return ("done" if rc == 0 else "failed"), [last if rc == 0 else "exit status %d: %s" % (rc, last)] + tail(log, 6)
-
-
-def post_count(pattern_ok, pattern_bad):
-    """Counts PASS/✓ and FAIL/✗ lines: the headline, then those lines."""
-    def post(ctx, job, rc, log):
-        good, bad = lines_matching(log, pattern_ok, 40), lines_matching(log, pattern_bad, 40)
-        ok = rc == 0 and good and not bad
-        return ("done" if ok else "failed"), ["%d passed, %d failed (exit status %d)" % (len(good), len(bad), rc)] + \
-            bad + good
-    return post
-
-
-def post_build(ctx, job, rc, log):
-    ok = rc == 0 and os.access(os.path.join(ROOT, ctx.smezo), os.X_OK) and \
-        (not ctx.need_tests or os.access(os.path.join(ROOT, ctx.tests), os.X_OK))
-    if not ctx.dry:  # a failed build is tried again once the sources change
-        with open(os.path.join(ctx.state, "build.stamp" if ok else "build.failed.stamp"), "w") as f:
-            f.write(source_stamp() + (" tests" if ctx.need_tests else ""))
-    head = ("built" if ok else "build FAILED") + (" (dry run: make -n only, the binaries there)" if ctx.dry else "")
-    return ("done" if ok else "failed"), [head] + (lines_matching(log, r"^(✓|✗|.*[Ee]rror)", 12) or tail(log, 6))
-
-
-def shards_cmd(n, prefix, argv):
-    return "python3 tools/gpu_backlog.py _shards %d %s %s" % (n, q(prefix), argv)
-
-
-def post_shards(ctx, job, rc, log):
-    """The _shards summary: the tests' counts over the shards, the sanitizer's error counts, the
-    failed tests and their rerun alone, one line per shard. On the GPU machine a GPU test that
-    skips ("no CUDA device") is a failure: the point of the run is that none skips."""
-    shards = lines_matching(log, r"^\[shards\] \d+/\d+ rc=", 40)
-    counts = [0, 0, 0]
-    for ln in shards:
-        m = re.search(r"(?:smezo_tests|emulated): (\d+) passed, (\d+) failed, (\d+) skipped", ln)
-        if m:
-            counts = [a + int(b) for a, b in zip(counts, m.groups())]
-    errors = sum(int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", log))
-    head = "%d shard(s), %d exited non-zero; tests: %d passed, %d failed, %d skipped" % (
-        len(shards), sum(" rc=0 " not in ln for ln in shards), counts[0], counts[1], counts[2])
-    if "compute-sanitizer" in job.cmd(ctx) and job.id not in ctx.fallback_ids:
-        head += "; sanitizer errors: %d" % errors
-    figures = [head] + lines_matching(log, r"^\[shards\] (failed|rerun)", 4) + shards
-    skips = 0
-    for path in glob.glob(os.path.join(ctx.logs(job.id), "*.log")):
-        skips += open(path, errors="replace").read().count("no CUDA device: skipped")
-    if not ctx.dry and skips:
-        return "failed", figures + ["%d GPU tests skipped (no CUDA device): this build or machine sees no GPU" % skips]
-    return ("done" if rc == 0 and len(shards) else "failed"), figures
-
-
-def post_greedy(ctx, job, rc, log):
-    work = ctx.work(job.id)
-    if ctx.dry:
-        want = [open(os.path.join(ctx.assets, "models", "stories260K.greedy200.txt")).read()]
-    else:
-        cases = json.load(open(os.path.join(ROOT, "tests", "fixtures", "smollm2_greedy.json")))["cases"]
-        want = [c["prompt"] + c["text"] + "\n" for c in cases]
-    figures, ok = [], rc == 0
-    for k, w in enumerate(want):
-        try:
-            got = open(os.path.join(work, "greedy%d.txt" % k)).read()
-        except OSError:
-            got = None
-        same = got == w
-        ok = ok and same
-        figures.append("greedy %d: %s: %r" % (k, "same text as the reference" if same else "DIFFERS", (got or "")[:120]))
-    head = "%d of %d greedy continuations equal the reference (%s)" % (
-        sum("same text" in f for f in figures), len(want),
-        "stories260K's golden 200 tokens" if ctx.dry else "transformers, tests/fixtures/smollm2_greedy.json")
-    return ("done" if ok else "failed"), [head] + figures
-
-
-def post_evals(ctx, job, rc, log):
-    work, figures, ok = ctx.work(job.id), [], rc == 0
-    for (task, mode), (n, cpu_pct) in sorted(CPU_TABLE.items()):
-        res = read_json(os.path.join(work, "%s-%s.json" % (task, mode)))
-        acc = res.get("accuracy") if res else None
-        if not isinstance(acc, (int, float)):
-            ok = False
-            figures.append("%s %s: no accuracy written" % (task, mode))
-            continue
-        if ctx.dry:
-            figures.append("%s %s: %.1f %% (tiny settings, nothing to compare)" % (task, mode, 100 * acc))
-            continue
-        same = round(acc * n) == round(cpu_pct * n / 100.0)
-        ok = ok and same
-        figures.append("%s %s, %d examples: %.1f %% on %s, %.1f %% on the CPU: %s" %
-                       (task, mode, n, 100 * acc, ctx.dev, cpu_pct, "equal" if same else "DIFFERENT"))
-    head = ("%d evaluations written (tiny settings)" % sum("tiny" in f for f in figures) if ctx.dry else
-            "%d of %d accuracies equal the CPU table" % (sum(f.endswith("equal") for f in figures), len(CPU_TABLE)))
-    return ("done" if ok else "failed"), [head] + figures
-
-
-def post_calibrate(ctx, job, rc, log):
-    cal = read_json(os.path.join(ctx.state, "grid", "calibration.json"))
-    if rc != 0 or not cal:
-        return "failed", tail(log, 8)
-    grid = zo_grid.select_grid("smollm2-lease", "sst2", ctx.dry)
-    figures = lines_matching(log, r"^\|", 10)
-    figures.insert(0, "measured: %.1f ms/step alone (planned %.0f), %.2fx with %d runs at once (planned %.1fx): "
-                   "SST-2 grid %.1f min (planned %.1f)" %
-                   (cal["ms_per_step_alone"], grid["step_ms"], cal["speedup"], cal["best_jobs"], grid["speedup"],
-                    zo_grid.grid_seconds(grid, cal["ms_per_step_alone"], cal["speedup"]) / 60.0,
-                    zo_grid.grid_seconds(grid, grid["step_ms"], grid["speedup"]) / 60.0))
-    return "done", figures
-
-
-def post_grid(ctx, job, rc, log):
-    """Done when the grid is complete; partial while it progresses (the deadline stopped it, or
-    runs finished); failed when a call finishes no run and some fail (a persistent error)."""
-    summary = lines_matching(log, r"^\[zo_grid\] (started \d+, failed|--jobs auto)", 4)
-    table = os.path.join(ctx.work(job.id), "report", "table.md")
-    progress = lines_matching(log, r"^\[zo_grid\] started \d+, failed", 1)
-    figures = (progress or ["(no progress line)"]) + [f for f in summary if f not in progress] + \
-        (open(table).read().strip().splitlines() if os.path.exists(table) else ["(no table yet)"])
-    if "grid complete" in log:
-        return "done", figures
-    m = re.search(r"started (\d+), failed (\d+), unfinished (\d+)", log)
-    if rc not in (0, 1) or not m:
-        return "failed", figures + tail(log, 6)
-    rec = job_record(ctx.st, job.id)
-    before, unfinished, failed = rec.get("unfinished"), int(m.group(3)), int(m.group(2))
-    rec["unfinished"] = unfinished
-    if failed and "deadline: stopped" not in log and (before is None or unfinished >= before):
-        return "failed", figures + ["no progress: %d run(s) failed and none finished (see their run.log)" % failed] + \
-            tail(log, 4)
-    return "partial", figures
-
-
-def post_file(name, pattern=r"\S"):
-    """A post that also requires work/NAME to exist and match, and shows it."""
-    def post(ctx, job, rc, log):
-        path = os.path.join(ctx.work(job.id), name)
-        text = open(path).read() if os.path.exists(path) else ""
-        if rc != 0 or not re.search(pattern, text):
-            return "failed", tail(log, 8) + ["%s: %s" % (name, "missing" if not text else "not as expected")]
-        rows = text.strip().splitlines()
-        return "done", ["%d table row(s); %s" % (len([r for r in rows if re.match(r"\| [a-z]", r)]) - 1, rows[0])] + \
-            rows[:24]
-    return post
-
-
-def post_bigmem(ctx, job, rc, log):
-    figures = lines_matching(log, r"^(peak|start-up|finish|backend|  (cuda|cpu) )", 10)
-    ok = rc == 0 and any(f.startswith("peak host RSS") for f in figures)
-    return ("done" if ok else "failed"), (figures if ok else ["exit status %d" % rc] + figures + tail(log, 8))
-
-
-def grid_cmd(ctx, tasks, report_dir):
-    common = "--grid smollm2-lease --tasks %s --smezo %s --model %s --runs %s" % (
-        tasks, q(ctx.smezo), q(ctx.model), q(os.path.join(ctx.state, "grid")))
-    if ctx.dry:
-        common += " --tiny --device %s" % ctx.dev
-    deadline = "" if not ctx.deadline else " --deadline-s %d" % max(1, ctx.remaining() - FINISH_MARGIN_S)
-    return ("python3 tools/zo_grid.py run %s --jobs auto --drop-checkpoints --poll-s 0.2%s; rc=$?; "
-            "python3 tools/zo_grid.py table --runs %s --report %s; exit $rc" %
-            (common, deadline, q(os.path.join(ctx.state, "grid")), q(report_dir)))
-
-
-def step_bench_cmd(ctx, jid, shapes, extra):
-    env = "OUT=%s SMEZO=%s ANCHORS=%s " % (q(ctx.work(jid)), q(ctx.smezo), q(ctx.anchors))
-    if ctx.dry:
-        return env + "bash tools/step_bench.sh --shapes tiny --device %s --seqs 16 --reps 1 --no-torch" % ctx.dev
-    return env + "bash tools/step_bench.sh --shapes %s %s" % (q(shapes), extra)
-
-
-def bigmem_cmd(ctx, jid, shape):
-    env = "OUT=%s SMEZO=%s CLEAN=1 DEVICE=%s " % (q(ctx.work(jid)), q(ctx.smezo), ctx.dev)
-    return env + "bash tools/bigmem_check.sh %s" % ("tiny" if ctx.dry else shape)
-
-
-def build_cmd(ctx):
-    if ctx.dry:  # no rebuild in a dry run (CI has built): check the command, use the binaries there
-        check = "test -x %s && test -x %s" % (q(ctx.smezo), q(ctx.tests))
-        if ctx.mode == "cuda-emu":
-            return check + " && echo 'given binaries: %s, %s'" % (ctx.smezo, ctx.tests)
-        return ("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n DEPS=deps/root all build/smezo_tests > /dev/null && "
-                "echo 'make -n: ok' && " + check)
-    unpack = "tools/deps.sh unpack && " if glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb")) else ""
-    deps = "DEPS=deps/root " if unpack else ""
-    tests = " build/smezo_tests" if ctx.need_tests else ""  # item 1 done: the CLI is enough
-    return unpack + ". tools/mpi_env.sh && make -j$(nproc) %sall%s" % (deps, tests)
-
-
-def sanitizer_job(tool, shards, est, basis):
-    extra = " --leak-check full" if tool == "memcheck" else ""
-
-    def cmd(ctx):
-        # the dry run on the CPU uses the same selection; the GPU suites skip themselves there
-        tests = "%s --gtest_filter=$(bash tools/gpu_check.sh --gpu-test-filter)" % q(ctx.tests)
-        return shards_cmd(shards, os.path.join(ctx.logs("1." + tool), tool),
-                          "compute-sanitizer --tool %s%s --error-exitcode 99 %s" % (tool, extra, tests))
-
-    def fallback(ctx):  # no compute-sanitizer here: the same shards of the same tests, unwrapped
-        return shards_cmd(shards, os.path.join(ctx.logs("1." + tool), tool),
-                          "%s --gtest_filter=$(bash tools/gpu_check.sh --gpu-test-filter)" % q(ctx.tests))
-
-    return Job("1." + tool, "compute-sanitizer %s over the GPU suites, %d shards" % (tool, shards), est, basis,
-               cmd, post_shards, tools=("sanitizer",), fallback=fallback)
-
-
-def determinism_job(dtype, est):
-    def cmd(ctx):
-        settings = "--steps 12 --kills 1" if ctx.dry else "--steps 300 --kills 3"
-        dt = "" if ctx.dev == "cpu" else " --dtype %s" % dtype  # the CPU stores f32 only
-        return "tools/determinism_check.sh --smezo %s --device %s%s %s --workdir %s" % (
-            q(ctx.smezo), ctx.dev, dt, settings, q(ctx.work("1.determinism-" + dtype)))
-    return Job("1.determinism-" + dtype, "determinism, kill -9/--resume, replay (%s, stories260K)" % dtype, est,
-               "300 steps of stories260K x 3 runs + 3 kills; tiny on a GPU (estimate)", cmd,
-               post_count(r" PASS ", r" FAIL "))
-
-
-def evals_cmd(ctx):
-    out, cmds = ctx.work("2.evals"), []
-    for (task, mode), (n, _) in sorted(CPU_TABLE.items()):
-        name = os.path.join(out, "%s-%s" % (task, mode))
-        shots = " --shots %d" % (2 if ctx.dry else 16) if mode == "icl" else ""
-        size = "--train-examples 16 --test-examples 4" if ctx.dry else "--test-examples %d" % n
-        dtype = "" if ctx.dev == "cpu" else " --dtype f32"
-        cmds.append("%s eval --model %s --device %s%s --task %s --mode %s%s %s --out %s --examples-out %s > %s 2>&1 &"
-                    % (q(ctx.smezo), q(ctx.model), ctx.dev, dtype, task, mode, shots, size, q(name + ".json"),
-                       q(name + ".jsonl"), q(name + ".log")))
-    return " ".join(cmds) + " rc=0; for p in $(jobs -p); do wait $p || rc=1; done; exit $rc"
-
-
-def greedy_cmd(ctx):
-    out = ctx.work("2.greedy")
-    if ctx.dry:
-        return "%s generate --device %s --temperature 0 --steps 200 > %s" % (
-            q(ctx.smezo), ctx.dev, q(os.path.join(out, "greedy0.txt")))
-    cases = json.load(open(os.path.join(ROOT, "tests", "fixtures", "smollm2_greedy.json")))["cases"]
-    return " && ".join("%s generate --model %s --device cuda --dtype f32 --prompt %s --temperature 0 --new-tokens %d > %s"
-                       % (q(ctx.smezo), q(ctx.model), q(c["prompt"]), len(c["new_ids"]),
-                          q(os.path.join(out, "greedy%d.txt" % k))) for k, c in enumerate(cases))
-
-
-def all_jobs():
-    """Every job, in priority order: item (1) first. Estimates are H100 seconds."""
-    grid_sst2 = zo_grid.select_grid("smollm2-lease", "sst2")
-    grid_rest = zo_grid.select_grid("smollm2-lease", "rte,boolq")
-    sst2_s = zo_grid.grid_seconds(grid_sst2, grid_sst2["step_ms"], grid_sst2["speedup"]) + 30
-    rest_s = zo_grid.grid_seconds(grid_rest, grid_rest["step_ms"], grid_rest["speedup"]) + 60
-    grid_basis = "zo_grid plan: %s, + model loads" % zo_grid.SMOLLM2_ESTIMATE_NOTE
-    return [
-        Job("1.build", "deps unpacked, make -j all build/smezo_tests (the tests only while item 1 is pending; "
-            "skipped while the sources are unchanged)", 180,
-            "116 C++ + 19 CUDA files (sm_90a) on 16 cores; without the 53 test files on a later machine: 2 min "
-            "(estimate)", build_cmd, post_build, needs=(), per_machine=True, est_redo_s=120),
-        Job("1.tests", "the whole test suite on CUDA, 4 shards at once (failures rerun alone)", 180,
-            "not timed on the GPU machine; ~400 tests, 4 shards (estimate)",
-            lambda c: shards_cmd(2 if c.dry else 4, os.path.join(c.logs("1.tests"), "tests"),
-                                 q(c.tests) + (" --gtest_filter=ZoGrid.TableFromFakeRuns:ZoGrid.TableWithoutRunsIsAnError:"
-                                                "CudaCheck.*" if c.dry else "") + " --rerun-failed"),
-            post_shards),
-        Job("1.oracle", "Hugging Face transformers vs smezo logits (tools/hf_oracle.py), 16 cases", 90,
-            "15 small models built and saved by torch, smezo logits each (estimate)",
-            lambda c: "python3 tools/hf_oracle.py --device %s --smezo %s --workdir %s --assets %s%s" % (
-                c.dev, q(c.smezo), q(c.work("1.oracle")), q(c.assets),
-                " --cases llama_gqa --dtypes fp32" if c.dry else ""),
-            post_count(r"\bPASS\b", r"\bFAIL(ED)?\b"), tools=("torch",),
-            fallback=lambda c: "python3 -m py_compile tools/hf_oracle.py"),
-        sanitizer_job("memcheck", 2, 150, "memcheck with leak check over the 46 GPU tests (estimate)"),
-        sanitizer_job("racecheck", 4, 180, "267 s over 37 GPU tests alone on 2026-11-22 (RESULTS.md), 4 shards"),
-        sanitizer_job("synccheck", 2, 120, "as memcheck, without the leak check (estimate)"),
-        sanitizer_job("initcheck", 2, 120, "as memcheck (estimate)"),
-        determinism_job("bf16", 90),
-        determinism_job("f32", 120),
-        Job("2.gguf", "SmolLM2 GGUF joined from the carried parts, sha256 checked", 10, "gunzip of 88 MiB",
-            lambda c: "python3 tools/gpu_backlog.py _join-gguf %s%s" % (q(c.state), "" if c.dry else " --install"),
-            needs=("parts",), per_machine=True),
-        Job("2.greedy", "SmolLM2 greedy text on CUDA = transformers' (tests/fixtures/smollm2_greedy.json)", 20,
-            "2 x 24 tokens (estimate)", greedy_cmd, post_greedy, needs=("build", "gguf")),
-        Job("2.evals", "SmolLM2 zero-shot and 16-shot SST-2/RTE/BoolQ on CUDA = the CPU table", 60,
-            "6 evals of 30-100 examples at once (estimate)", evals_cmd, post_evals, needs=("build", "gguf")),
-        Job("3.calibrate", "lease grid: ms/step of SmolLM2 alone and 1/2/4/8 runs at once (the best --jobs)", 75,
-            "100 steps per count at the planned 40 ms/step, + loads (estimate)",
-            lambda c: "python3 tools/zo_grid.py calibrate --grid smollm2-lease --tasks sst2 --smezo %s --model %s "
-                      "--runs %s %s" % (q(c.smezo), q(c.model), q(os.path.join(c.state, "grid")),
-                                        "--tiny --device %s --jobs-list 1,2 --steps 2" % c.dev if c.dry
-                                        else "--jobs-list 1,2,4,8 --steps 100"),
-            post_calibrate, needs=("build", "gguf"), exclusive=True),
-        Job("3.grid", "lease grid, SST-2: MeZO/R-MeZO/S-MeZO x 3 lrs, 3 seeds, 1,500 steps; table + SVGs",
-            round(sst2_s), grid_basis, lambda c: grid_cmd(c, "sst2", os.path.join(c.work("3.grid"), "report")),
-            post_grid, needs=("build", "gguf", "3.calibrate"), exclusive=True, resumable=True,
-            share_s=round(1.5 * sst2_s)),
-        Job("4.step-bench", "step_bench smollm2-135m and llama-7b beside the PyTorch peer (same session)", 180,
-            "smezo ~1 min, torch_mezo.py ~2 min for the two shapes (estimate)",
-            lambda c: step_bench_cmd(c, "4.step-bench", "smollm2-135m llama-7b", ""),
-            post_file("step_bench.md", r"\| (smollm2-135m|tiny) \|"), exclusive=True),
-        Job("5.bigmem-7b", "bigmem 7b: host RSS, start-up, device memory of a 7B run from a file", 150,
-            "random 7B written by torch (13.5 GB), 60 steps, BF16 checkpoint (estimate)",
-            lambda c: bigmem_cmd(c, "5.bigmem-7b", "7b"), post_bigmem, tools=("torch",), exclusive=True,
-            fallback=lambda c: bigmem_cmd(c, "5.bigmem-7b", "tiny")),
-        Job("5.bench-30b", "llama-30b S-MeZO/MeZO steps (random weights on the GPU) beside the recorded peer", 90,
-            "65 GB of random bf16 weights, T = 64 and 256, 5 reps (estimate)",
-            lambda c: step_bench_cmd(c, "5.bench-30b", "llama-30b", "--seqs 64,256 --no-torch"),
-            post_file("step_bench.md", r"\| (llama-30b|tiny) \|"), exclusive=True),
-        Job("6.mpi", "2 ranks sharing the GPU: data parallel and a 2-stage pipeline replay bit for bit", 60,
-            "stories260K, 10 steps x 3 runs + replays (estimate)",
-            lambda c: "BUILD=%s DEVICE=%s bash tools/mpi_gpu_check.sh 2" % (q(os.path.dirname(c.smezo)), c.dev),
-            post_count(r"^mpi_gpu_check: ✓", r"^mpi_gpu_check: ✗"),
-            tools=("mpi",)),
-        Job("7.step-bench-rest", "step_bench mistral-7b and opt-13b beside the PyTorch peer", 150,
-            "as 4.step-bench, T = 64 and 256, 3 reps (estimate)",
-            lambda c: step_bench_cmd(c, "7.step-bench-rest", "mistral-7b opt-13b", "--seqs 64,256 --reps 3"),
-            post_file("step_bench.md", r"\| (mistral-7b|tiny) \|"), exclusive=True),
-        Job("7.bigmem-13b", "bigmem 13b", 210, "as 5.bigmem-7b with 26 GB (estimate)",
-            lambda c: bigmem_cmd(c, "7.bigmem-13b", "13b"), post_bigmem, tools=("torch",), exclusive=True,
-            fallback=lambda c: bigmem_cmd(c, "7.bigmem-13b", "tiny")),
-        Job("7.demo", "README command 1 on the GPU (tools/demo.sh: SmolLM2, 500 S-MeZO steps)", 75,
-            "500 steps at the planned 40 ms + evals (estimate)",
-            lambda c: "SMEZO=%s SMEZO_DEMO_DEVICE=%s%s bash tools/demo.sh --out %s" % (
-                q(c.smezo), c.dev, " SMEZO_DEMO_STEPS=2" if c.dry else "", q(os.path.join(c.work("7.demo"), "demo"))),
-            post_count(r"^(demo: SST-2 dev accuracy|done: dev acc)", r"^smezo: error"), needs=("build", "gguf")),
-        Job("8.grid-rest", "lease grid, RTE and BoolQ (when the budget allows; not in the 40 minutes)",
-            round(rest_s), grid_basis, lambda c: grid_cmd(c, "rte,boolq", os.path.join(c.work("8.grid-rest"), "report")),
-            post_grid, needs=("build", "gguf", "3.grid"), exclusive=True, resumable=True),
-    ]
-
-
-ITEM_TITLES = {
-    1: "the whole test suite on CUDA with sanitizers (+ HF oracle, determinism)",
-    2: "SmolLM2 on CUDA: greedy text and zero-shot/16-shot accuracies equal to the CPU table",
-    3: "the lease-sized paper grid (smollm2-lease), SST-2",
-    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer",
-    5: "bigmem 7b and the llama-30b bench",
-    6: "the MPI GPU check",
-    7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and the demo",
-    8: "optional: the lease grid's RTE and BoolQ",
-}
 
 
 def priority(job, spent_s):
@@ -845,6 +400,9 @@ def run_call(ctx, st, jobs, budget_s, slots, out_dir):
             status, figures = job.post(ctx, job, rc, log)
         except Exception as e:  # a post that cannot read what the job wrote: the job failed
             status, figures = "failed", tail(log, 6) + ["reading its results: %s: %s" % (type(e).__name__, e)]
+        if job.id == "1.build" and not ctx.dry:  # a failed build is tried again once the sources change
+            with open(os.path.join(ctx.state, "build.stamp" if status == "done" else "build.failed.stamp"), "w") as f:
+                f.write(source_stamp() + (" tests" if ctx.need_tests else ""))
         if killed and job.resumable and status != "done":
             status = "partial"  # the deadline's kill: it continues next call
         elif killed and status != "partial":
@@ -1196,7 +754,9 @@ def cmd_plan(args):
     jobs = all_jobs()
     manifest = read_json(os.path.join(CARRY, "manifest.json"))
     parts_calls = max(p["call"] for p in manifest["parts"]) if manifest else 2
-    state = read_json(os.path.join(args.state or os.environ.get("BACKLOG_STATE") or STATE_DEFAULT, "state.json"))
+    where = args.state or os.environ.get("BACKLOG_STATE") or STATE_DEFAULT
+    state = read_json(where) if os.path.isfile(where) else (read_json(os.path.join(where, "state.json")) or
+                                                            read_json(os.path.join(where, "backlog-state.json")))
     calls, done_at, status = simulate(jobs, parts_calls)
     grid = zo_grid.select_grid("smollm2-lease", "sst2")
     label = lambda lease, call: "%s.%d" % (chr(ord("A") + lease - 1), call)
@@ -1206,20 +766,25 @@ def cmd_plan(args):
           "the last %d s of the budget for writing the outputs); a fresh machine takes %d s to start and every "
           "call %d s of transfers; a lease (one developer session) is %d min of device time, of which the plan "
           "leaves %d min unused; a new lease is a fresh machine (build and GGUF again). SmolLM2-135M on the "
-          "H100: %.0f ms/step alone and %.1fx from concurrent runs (%s). Jobs marked ∥ run at once (16 cores); "
-          "the others time something and run alone.\n" %
+          "H100: %.0f ms/step alone and %.1fx from concurrent runs, ESTIMATES (no GPU has measured them): %s; "
+          "3.calibrate measures both in the first call that has the model, and they go into tools/zo_grid.py "
+          "(SMOLLM2_H100_STEP_MS, SMOLLM2_H100_SPEEDUP), the other jobs' measured times into MEASURED_S in "
+          "tools/gpu_backlog_jobs.py. "
+          "Jobs marked ∥ run at once (16 cores); the others time something and run alone.\n" %
           (BUDGET_S, CALL_LIMIT_S, CALL_LIMIT_S - BUDGET_S, FINISH_MARGIN_S, FRESH_START_S, CALL_OVERHEAD_S,
-           LEASE_S // 60, LEASE_MARGIN_S // 60, grid["step_ms"], grid["speedup"], zo_grid.SMOLLM2_ESTIMATE_NOTE))
-    print("| # | job | what | est. min | measured | basis |")
-    print("|---|---|---|---|---|---|")
+           LEASE_S // 60, LEASE_MARGIN_S // 60, grid["step_ms"], grid["speedup"], zo_grid.SMOLLM2_ESTIMATE_BASIS))
+    for item, title in sorted(ITEM_TITLES.items()):
+        print("%d. %s" % (item, title))
+    print("\n| # | job | what it runs | what it must show | est. min | measured | basis of the estimate |")
+    print("|---|---|---|---|---|---|---|")
     for j in jobs:
         meas = "–"
         if j.id in MEASURED_S:
             meas = "%.1f (%s)" % (MEASURED_S[j.id][0] / 60.0, MEASURED_S[j.id][1])
         elif state and state["jobs"].get(j.id, {}).get("status") in ("done", "failed", "partial"):
             meas = "%.1f (this state, %s)" % (state["jobs"][j.id]["seconds"] / 60.0, state["jobs"][j.id]["status"])
-        print("| %d | %s%s | %s | %.1f | %s | %s |" % (j.item, j.id, "" if j.exclusive else " ∥", j.title,
-                                                      j.est_s / 60.0, meas, j.basis))
+        print("| %d | %s%s | %s | %s | %.1f | %s | %s |" % (j.item, j.id, "" if j.exclusive else " ∥", j.title,
+                                                           SHOWS.get(j.id, ""), j.est_s / 60.0, meas, j.basis))
     print("\nSimulated schedule (call A.2 = the second call of the first lease):\n")
     print("| call | takes along | jobs that finish or progress | command s | device min at its end |")
     print("|---|---|---|---|---|")
@@ -1361,7 +926,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="the items, estimates, a simulated schedule, what to carry (also: --plan)")
-    p.add_argument("--state", default="", help="a state folder whose measured times to show")
+    p.add_argument("--state", default="", help="a state folder (or the backlog-state.json a call brought back) "
+                                               "whose measured times to show")
     p = sub.add_parser("prepare", help="here: fill deps/ and carry/backlog/ for the GPU calls")
     p.add_argument("--refresh-deps", action="store_true", help="download the Debian packages again")
     p = sub.add_parser("next", help="there: the next pending jobs, until the budget is spent")

@@ -59,9 +59,12 @@ import time
 #   steps per second of one run (unmeasured; `calibrate` measures it).
 SMOLLM2_H100_STEP_MS = 40.0
 SMOLLM2_H100_SPEEDUP = 2.0
-SMOLLM2_ESTIMATE_NOTE = ("estimate, not measured: 40 ms/step alone (from RESULTS.md's 7B step ratios "
-                         "applied to the peer's smollm2-135m step) and 2x from concurrent runs; "
-                         "`zo_grid.py calibrate` measures both")
+SMOLLM2_ESTIMATE_BASIS = ("our S-MeZO step on LLaMA-7B was 4.5x (T = 64) and 2.5x (BoolQ) faster than the "
+                          "PyTorch peer's (RESULTS.md); the peer's smollm2-135m S-MeZO step is 145 ms (T = 64) and "
+                          "112 ms (T = 256) (anchors/torch_mezo_h100.jsonl): 32 to 45 ms, planned with 40; the 2x "
+                          "from concurrent runs is assumed")
+SMOLLM2_ESTIMATE_NOTE = ("estimate, not measured: 40 ms/step alone and 2x from concurrent runs "
+                         "(`zo_grid.py calibrate` measures both)")
 
 _SMOLLM2_DATA = ["--train-examples", "1000", "--dev-examples", "500", "--test-examples", "1000"]
 
