@@ -358,10 +358,10 @@ def evals_cmd(ctx):
         shots = " --shots %d" % (2 if ctx.dry else 16) if mode == "icl" else ""
         size = "--train-examples 16 --test-examples 4" if ctx.dry else "--test-examples %d" % n
         dtype = "" if ctx.dev == "cpu" else " --dtype f32"
-        cmds.append("%s eval --model %s --device %s%s --task %s --mode %s%s %s --out %s --examples-out %s > %s 2>&1 &"
-                    % (q(ctx.smezo), q(ctx.model), ctx.dev, dtype, task, mode, shots, size, q(name + ".json"),
-                       q(name + ".jsonl"), q(name + ".log")))
-    return " ".join(cmds) + " rc=0; for p in $(jobs -p); do wait $p || rc=1; done; exit $rc"
+        cmds.append("%s eval --model %s --device %s%s --task %s --mode %s%s %s --out %s --examples-out %s > %s 2>&1 & "
+                    "pids=\"$pids $!\";" % (q(ctx.smezo), q(ctx.model), ctx.dev, dtype, task, mode, shots, size,
+                                            q(name + ".json"), q(name + ".jsonl"), q(name + ".log")))
+    return "pids=; " + " ".join(cmds) + " rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc"
 
 
 def greedy_cmd(ctx):
