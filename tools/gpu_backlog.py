@@ -809,6 +809,12 @@ def cmd_plan(args):
     if "8.grid-rest" in done_at:
         verdicts.append("item 8 (optional): done at %.1f device-minutes" % (done_at["8.grid-rest"][2] / 60.0))
     print("\n" + "\n".join("- " + v for v in verdicts))
+    listing = Ctx(False, "cuda", STATE_DEFAULT)
+    listing.listing = True
+    print("\nThe commands, as `next` runs them on the GPU machine (state %s; `--dry-run` runs the same on tiny "
+          "settings):\n" % STATE_DEFAULT)
+    for j in jobs:
+        print("- %s: `%s`" % (j.id, j.cmd(listing).replace("`", "'")))
     print("\nEach call: `tools/gpu_backlog.sh next --budget-s %d` (device run, timeout_s %d), carrying "
           "%s on a machine's first call, %s on its second, nothing after; %s. `tools/gpu_backlog.sh prepare` "
           "fills those folders and prints the same list with their sizes. The files that come back: "

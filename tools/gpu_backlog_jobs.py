@@ -73,6 +73,7 @@ class Ctx:
         self.need_tests = True  # whether a pending job runs the test binary (build it too)
         self.st = {"jobs": {}, "calls": []}  # the backlog's state (posts read a job's record)
         self.fallback_ids = set()  # jobs that ran a dry run's stand-in command
+        self.listing = False  # the plan lists the commands as a call on the GPU machine runs them
 
     def record(self, jid):
         """The job's entry in the backlog's state."""
@@ -87,7 +88,7 @@ class Ctx:
 
     def _ingested_or_shared(self, name):
         mine = os.path.join(self.state, name)
-        return mine if os.path.isdir(mine) else os.path.join(SHARED, name)
+        return mine if self.listing or os.path.isdir(mine) else os.path.join(SHARED, name)
 
     @property
     def assets(self):
@@ -293,6 +294,8 @@ def grid_cmd(ctx, tasks, report_dir):
     if ctx.dry:
         common += " --tiny --device %s" % ctx.dev
     deadline = "" if not ctx.deadline else " --deadline-s %d" % max(1, ctx.remaining() - FINISH_MARGIN_S)
+    if ctx.listing:
+        deadline = " --deadline-s SECONDS_LEFT_MINUS_%d" % FINISH_MARGIN_S
     return ("python3 tools/zo_grid.py run %s --jobs auto --drop-checkpoints --poll-s 0.2%s; rc=$?; "
             "python3 tools/zo_grid.py table --runs %s --report %s; exit $rc" %
             (common, deadline, q(os.path.join(ctx.state, "grid")), q(report_dir)))
