@@ -151,3 +151,23 @@ TEST(GpuBacklog, JoinChecksTheParts) {
   EXPECT_NE(run_command("python3 tools/gpu_backlog.py _join-gguf " + state + " 2>&1", &out), 0);
   EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);
 }
+
+// RESULTS.md "Waiting for a GPU" is the plan's output, not a list kept by hand: every line the
+// plan prints (its own heading aside) is there. When an estimate, a job or a command changes,
+// regenerate that section: tools/gpu_backlog.sh --plan --state /nonexistent.
+TEST(GpuBacklog, ResultsHoldsThePlan) {
+  std::string out;
+  ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan --state /nonexistent", &out), 0) << out;
+  const std::string results = read_file("RESULTS.md");
+  size_t at = out.find('\n') + 1, missing = 0;
+  std::string first_missing;
+  while (at < out.size()) {
+    size_t end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(at, end - at);
+    if (!line.empty() && results.find(line) == std::string::npos && missing++ == 0) first_missing = line;
+    at = end + 1;
+  }
+  EXPECT_EQ(missing, 0u) << "RESULTS.md lacks " << missing << " line(s) of tools/gpu_backlog.sh --plan, the first: "
+                         << first_missing << "\n---> HINT: regenerate the section 'Waiting for a GPU' from the plan";
+}

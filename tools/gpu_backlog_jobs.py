@@ -320,7 +320,8 @@ def build_cmd(ctx):
             return check + " && echo 'given binaries: %s, %s'" % (ctx.smezo, ctx.tests)
         return ("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n DEPS=deps/root all build/smezo_tests > /dev/null && "
                 "echo 'make -n: ok' && " + check)
-    unpack = "tools/deps.sh unpack && " if glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb")) else ""
+    carried = ctx.listing or glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb"))  # the GPU machine has them
+    unpack = "tools/deps.sh unpack && " if carried else ""
     deps = "DEPS=deps/root " if unpack else ""
     tests = " build/smezo_tests" if ctx.need_tests else ""  # item 1 done: the CLI is enough
     return unpack + ". tools/mpi_env.sh && make -j$(nproc) %sall%s" % (deps, tests)
