@@ -113,7 +113,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 # The git commit `smezo --version` prints ("-dirty" when tracked files changed; "" outside git).
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty,)
 
-.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools bench-cpu emu emu-test FORCE
+.PHONY: all test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools bench-cpu emu emu-info emu-test FORCE
 all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
 
 info:
@@ -286,26 +286,36 @@ endif
 COMMA        := ,
 EMPTY        :=
 SPACE        := $(EMPTY) $(EMPTY)
-EMU_BUILD    := $(if $(filter 1,$(EMU_SAN)),build-emu-san,build-emu)
-EMU_SANFLAGS := $(if $(filter 1,$(EMU_SAN)),-fsanitize=address$(COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+EMU_PLAIN    := build-emu
+EMU_BUILD    := $(if $(filter 1,$(EMU_SAN)),build-emu-san,$(EMU_PLAIN))
+# Host-only code (src/, the CLI, bench/*.cpp, tests/*.cpp) is compiled once, plainly, into
+# $(EMU_PLAIN); device code (.cu files and the emulator itself) into $(EMU_BUILD), where
+# EMU_SAN=1 instruments it with ASan+UBSan (-O1: the sanitized build stays quick to compile).
+EMU_SANFLAGS := $(if $(filter 1,$(EMU_SAN)),-O1 -fsanitize=address$(COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 EMU_CXXFLAGS := -Icuda/emu/include $(filter-out -DSMEZO_WITH_CUDA -I$(CUDA_HOME)/include,$(CXXFLAGS)) \
-                -DSMEZO_WITH_CUDA -DSMEZO_EMU $(EMU_SANFLAGS)
+                -DSMEZO_WITH_CUDA -DSMEZO_EMU
+EMU_DEV_CXXFLAGS = $(EMU_CXXFLAGS) $(EMU_SANFLAGS)
 EMU_LDFLAGS  := $(filter-out -L$(CUDA_HOME)/lib64 -Wl$(COMMA)-rpath$(COMMA)$(CUDA_HOME)/lib64,$(LDFLAGS)) $(EMU_SANFLAGS)
 EMU_LDLIBS   := $(filter-out -lcublas -lcudart,$(LDLIBS)) -lboost_context
 EMU_RT_SRC   := $(filter-out cuda/emu/launch_rewrite.cpp,$(wildcard cuda/emu/*.cpp))
 EMU_CU_ALL   := $(wildcard cuda/*.cu)
-EMU_LIB_OBJ  := $(LIB_SRC:%.cpp=$(EMU_BUILD)/%.o) $(EMU_CU_ALL:%.cu=$(EMU_BUILD)/%.cu.o) \
+EMU_LIB_OBJ  := $(LIB_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_CU_ALL:%.cu=$(EMU_BUILD)/%.cu.o) \
                 $(EMU_RT_SRC:%.cpp=$(EMU_BUILD)/%.o)
-EMU_CLI_OBJ  := $(CLI_SRC:%.cpp=$(EMU_BUILD)/%.o)
-EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_BUILD)/%.o,$(wildcard bench/*.cpp)) \
+EMU_CLI_OBJ  := $(CLI_SRC:%.cpp=$(EMU_PLAIN)/%.o)
+EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_PLAIN)/%.o,$(wildcard bench/*.cpp)) \
                  $(patsubst %.cu,$(EMU_BUILD)/%.cu.o,$(wildcard bench/*.cu))
 EMU_TEST_CU  := $(wildcard tests/*.cu) $(wildcard cuda/emu/tests/*.cu)
-EMU_TEST_OBJ := $(TEST_SRC:%.cpp=$(EMU_BUILD)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUILD)/%.cu.o)
+EMU_TEST_OBJ := $(TEST_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUILD)/%.cu.o)
 # Every CUDA test: the suites of the .cu test files, the CUDA cases of .cpp files (named
 # *Cuda*), and the emulator's own tests (Emu*).
 EMU_TEST_FILTER := $(subst $(SPACE),:,$(sort $(patsubst %,%.*,$(shell awk -F'[\050,]' '/^TEST(_F|_P)?\050/ {print $$2}' $(EMU_TEST_CU))))):*Cuda*
 
-emu: info $(EMU_BUILD)/smezo $(EMU_BUILD)/smezo_tests
+emu: info emu-info $(EMU_PLAIN)/smezo $(EMU_BUILD)/smezo $(EMU_BUILD)/smezo_tests
+
+emu-info:
+	@test -f $(or $(DEPS),/)/usr/include/boost/context/detail/fcontext.hpp \
+	  && echo "smezo build: ✓ Boost.Context: the emulated CUDA target ($(EMU_BUILD)/, no GPU or nvcc needed)" \
+	  || { echo "smezo build: ✗ Boost.Context missing (the emulated CUDA target's fibers): apt-get install libboost-context-dev (or tools/deps.sh install)"; exit 1; }
 
 emu-test: emu
 	@echo "emu-test: schedule $${EMU_SCHED:-fwd}$(if $(filter 1,$(EMU_SAN)), with ASan+UBSan,); tests: $(EMU_TEST_FILTER)"
@@ -315,9 +325,10 @@ $(EMU_BUILD)/launch_rewrite: cuda/emu/launch_rewrite.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $<
 
-# .cu -> host C++ (same lines) -> object. The .cuh headers are rewritten too (they may hold
-# __shared__ variables) and found first: quoted includes search $(EMU_BUILD)/gen, then the
-# .cu file's own folder.
+# .cu -> host C++ (same lines) -> object, with the warnings nvcc's host pass gives (-Wall;
+# #pragma unroll is nvcc's; #line makes g++ take the file for a header, hence subobject-linkage). The .cuh headers are rewritten too (they may hold __shared__
+# variables) and found first: quoted includes search $(EMU_BUILD)/gen, then the .cu file's
+# own folder.
 EMU_CUH := $(patsubst %,$(EMU_BUILD)/gen/%,$(wildcard cuda/*.cuh))
 $(EMU_BUILD)/gen/%.cu.cpp: %.cu $(EMU_BUILD)/launch_rewrite
 	@mkdir -p $(dir $@)
@@ -328,26 +339,29 @@ $(EMU_BUILD)/gen/%.cuh: %.cuh $(EMU_BUILD)/launch_rewrite
 
 $(EMU_BUILD)/%.cu.o: $(EMU_BUILD)/gen/%.cu.cpp $(EMU_CUH)
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) -iquote $(EMU_BUILD)/gen -iquote $(dir $*) -iquote cuda -include cuda/emu/emu_prelude.h -MMD -MP -c $< -o $@
+	$(CXX) $(filter-out -Wextra,$(EMU_DEV_CXXFLAGS)) -Wno-unknown-pragmas -Wno-subobject-linkage -iquote $(EMU_BUILD)/gen -iquote $(dir $*) -iquote cuda -include cuda/emu/emu_prelude.h -MMD -MP -c $< -o $@
 
-$(EMU_BUILD)/%.o: %.cpp
+$(EMU_PLAIN)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $< -o $@
+$(EMU_BUILD)/cuda/emu/%.o: cuda/emu/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_DEV_CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(EMU_BUILD)/src/cli/version.o: $(BUILD)/gen/smezo_git.h $(BUILD)/gen/mpi_status
-$(EMU_BUILD)/src/cli/version.o: EMU_CXXFLAGS += -I$(BUILD)/gen
-$(EMU_BUILD)/src/dist/world_mpi.o $(EMU_BUILD)/src/dist/world_single.o $(EMU_BUILD)/tests/test_mpi.o: $(BUILD)/gen/mpi_status
-$(EMU_TEST_OBJ): EMU_CXXFLAGS += -DSMEZO_BUILD_DIR='"$(EMU_BUILD)"'
+$(EMU_PLAIN)/src/cli/version.o: $(BUILD)/gen/smezo_git.h $(BUILD)/gen/mpi_status
+$(EMU_PLAIN)/src/cli/version.o: EMU_CXXFLAGS += -I$(BUILD)/gen
+$(EMU_PLAIN)/src/dist/world_mpi.o $(EMU_PLAIN)/src/dist/world_single.o $(EMU_PLAIN)/tests/test_mpi.o: $(BUILD)/gen/mpi_status
+$(EMU_TEST_OBJ): EMU_CXXFLAGS += -DSMEZO_BUILD_DIR='"$(EMU_PLAIN)"'
 
 $(EMU_BUILD)/libsmezo.a: $(EMU_LIB_OBJ)
 	ar rcs $@ $^
 $(EMU_BUILD)/libsmezo_bench.a: $(EMU_BENCH_OBJ)
 	ar rcs $@ $^
 $(EMU_BUILD)/smezo: $(EMU_CLI_OBJ) $(EMU_BUILD)/libsmezo_bench.a $(EMU_BUILD)/libsmezo.a
-	$(CXX) $(EMU_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) $(EMU_LDLIBS)
+	$(CXX) $(EMU_DEV_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) $(EMU_LDLIBS)
 $(EMU_BUILD)/smezo_tests: $(EMU_TEST_OBJ) $(EMU_BUILD)/libsmezo_bench.a $(EMU_BUILD)/libsmezo.a
-	$(CXX) $(EMU_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) -lgtest -lgmock $(EMU_LDLIBS)
+	$(CXX) $(EMU_DEV_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) -lgtest -lgmock $(EMU_LDLIBS)
 
 ifneq ($(filter emu%,$(MAKECMDGOALS)),)
--include $(shell find $(EMU_BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(EMU_PLAIN) $(EMU_BUILD) -name '*.d' 2>/dev/null | sort -u)
 endif

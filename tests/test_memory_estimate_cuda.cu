@@ -70,7 +70,9 @@ TEST(MemoryEstimateCuda, EqualsWhatTheCudaBackendHoldsAfterAPairStepOfSmolLM2) {
       std::vector<float> logits;
       model.forward(batch, pair, &logits);
       EXPECT_EQ(gpu.scratch_capacity(), e.scratch) << "after a probe-pair forward";
-      if (storage == DTYPE_BF16) EXPECT_EQ(e.scratch, 2 * 29120LL * 576 * 2 + 16 * 576 * 2);
+      if (storage == DTYPE_BF16) {
+        EXPECT_EQ(e.scratch, 2 * 29120LL * 576 * 2 + 16 * 576 * 2);
+      }
 
       // a single probe over the whole workspace asks for no more
       const ForwardBatch single = random_batch(4, 16, 4, c.vocab_size);

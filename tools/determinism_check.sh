@@ -7,7 +7,8 @@
 #                  --resume: identical to the uninterrupted run
 # 3. replay        `smezo replay` on the same device rebuilds the run's weights bit for bit
 # 4. cpu-replay    (cuda, f32 only) a CPU replay of the GPU run matches it bit for bit
-# Exit status: the number of failed checks. Used by tools/gpu_check.sh; runs on the CPU too.
+# Exit status: the number of failed checks. Used by tools/gpu_check.sh; runs on the CPU too,
+# and in CI on the emulated CUDA target (--smezo build-emu/smezo, LABEL=cuda-emulated/f32).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SMEZO=build/smezo DEVICE=cpu DTYPE="" MODEL="" STEPS=200 KILLS=3 WORK=""
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
 done
 WORK=${WORK:-$(mktemp -d /tmp/smezo-determinism.XXXXXX)}
 mkdir -p "$WORK"
-label="$DEVICE/${DTYPE:-default}"
+label=${LABEL:-"$DEVICE/${DTYPE:-default}"}  # LABEL: e.g. say the device is emulated
 failed=0
 report() {  # name PASS|FAIL detail
   printf '%-12s %-14s %s  %s\n' "$1" "$label" "$2" "$3"

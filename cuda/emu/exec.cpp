@@ -33,6 +33,7 @@
 #include "emu_internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define EMU_ASAN 1
 #else
@@ -91,20 +92,22 @@ Schedule& schedule() {
 }
 
 // ---- threads, blocks, workers
-enum ThreadState { RUNNABLE, AT_BARRIER, AT_COLLECTIVE, EXITED };
+enum ThreadState { UNSTARTED, RUNNABLE, AT_BARRIER, AT_COLLECTIVE, EXITED };
 
 struct Thread {
   uint3 idx;
   int linear = 0;
   bctx::fcontext_t ctx = nullptr;
-  ThreadState state = RUNNABLE;
+  ThreadState state = UNSTARTED;
   const char* file = nullptr;  // where it waits
   int line = 0;
   const CollOp* op = nullptr;  // at a collective
   unsigned mask = 0;
   CollArgs* args = nullptr;
-  void* stack_lo = nullptr;    // usable stack [stack_lo, stack_lo + kStackBytes)
+  void* stack_lo = nullptr;    // this slot's stack [stack_lo, stack_lo + kStackBytes)
+  int stack_slot = 0;          // whose stack the fiber running this thread uses
   void* asan_fake = nullptr;
+  char* deepest = nullptr;     // lowest frame seen on this slot's stack at a switch (ASan)
 };
 
 // What one OS thread needs to run blocks: fibers' stacks, the threads, dynamic shared memory.
@@ -116,6 +119,9 @@ struct Worker {
   const KernelLaunch* k = nullptr;
   bctx::fcontext_t sched = nullptr;  // the scheduler's context while a fiber runs
   Thread* cur = nullptr;
+  std::vector<int> order_buf;
+  const int* order = nullptr;  // this round's schedule, and the position the scheduler is at
+  int order_pos = 0, n = 0;
   std::vector<std::pair<void*, size_t>> static_shared;  // registered by SharedPoison
   const void* sched_stack_lo = nullptr;
   size_t sched_stack_size = 0;
@@ -186,6 +192,13 @@ void asan_finish(void* fake, const void** lo, size_t* size) {
 void yield_to_scheduler(bool exiting) {
   Worker& w = worker();
   Thread* th = w.cur;
+#if EMU_ASAN
+  // Frames below this one stay poisoned when the fiber never returns (it exits through here,
+  // or is abandoned after a fault): the next fiber on this stack must see them clean.
+  char* here = static_cast<char*>(__builtin_frame_address(0)) - 4096;
+  Thread& slot = w.threads[th->stack_slot];
+  if (slot.deepest == nullptr || here < slot.deepest) slot.deepest = here;
+#endif
   asan_start(exiting ? nullptr : &th->asan_fake, w.sched_stack_lo, w.sched_stack_size);
   const bctx::transfer_t t = bctx::jump_fcontext(w.sched, nullptr);
   Worker& w2 = worker();
@@ -193,25 +206,57 @@ void yield_to_scheduler(bool exiting) {
   asan_finish(th->asan_fake, &w2.sched_stack_lo, &w2.sched_stack_size);
 }
 
+// A fiber starts one thread and, each time the thread it runs exits, goes on with the next
+// thread of the schedule if that one has not started yet: threads that never wait cost a
+// function call, not a context switch. A thread that waits keeps the fiber (and its stack).
 void fiber_main(bctx::transfer_t t) {
   Worker& w = worker();
   w.sched = t.fctx;
   asan_finish(nullptr, &w.sched_stack_lo, &w.sched_stack_size);
-  Thread* th = static_cast<Thread*>(t.data);
-  w.k->invoke(w.k->state);
-  th->state = EXITED;
-  yield_to_scheduler(true);
-  std::abort();  // an exited fiber is never resumed
+  const int slot = static_cast<Thread*>(t.data)->linear;
+  for (;;) {
+    Thread* th = w.cur;
+    th->stack_slot = slot;
+    w.k->invoke(w.k->state);
+    th->state = EXITED;
+    Worker& w2 = worker();
+    const int next = w2.order_pos + 1;
+    if (next < w2.n && w2.threads[w2.order[next]].state == UNSTARTED &&
+        !g_failed.load(std::memory_order_relaxed)) {
+      w2.order_pos = next;
+      Thread& nt = w2.threads[w2.order[next]];
+      nt.state = RUNNABLE;
+      w2.cur = &nt;
+      tl_thread_idx = nt.idx;
+      continue;
+    }
+    yield_to_scheduler(true);
+    std::abort();  // an exited fiber is never resumed
+  }
 }
 
+// Runs `th` (starting it on its own stack if it has not started) until it waits or exits;
+// the fiber may go on with later unstarted threads, so w.order_pos can move on.
 void resume(Worker& w, Thread& th) {
+  if (th.state == UNSTARTED) {
+#if EMU_ASAN
+    if (th.deepest != nullptr) {  // frames a fiber of an earlier block left poisoned
+      char* lo = std::max(th.deepest, static_cast<char*>(th.stack_lo));
+      __asan_unpoison_memory_region(lo, static_cast<size_t>(static_cast<char*>(th.stack_lo) + kStackBytes - lo));
+      th.deepest = nullptr;
+    }
+#endif
+    th.ctx = bctx::make_fcontext(static_cast<char*>(th.stack_lo) + kStackBytes, kStackBytes, fiber_main);
+    th.stack_slot = th.linear;
+    th.state = RUNNABLE;
+  }
   w.cur = &th;
   tl_thread_idx = th.idx;
   void* fake = nullptr;
-  asan_start(&fake, th.stack_lo, kStackBytes);
+  asan_start(&fake, w.threads[th.stack_slot].stack_lo, kStackBytes);
   const bctx::transfer_t t = bctx::jump_fcontext(th.ctx, &th);
   asan_finish(fake, nullptr, nullptr);
-  th.ctx = t.fctx;
+  w.cur->ctx = t.fctx;  // the thread that switched back: th, or one the fiber went on with
   w.cur = nullptr;
 }
 
@@ -235,6 +280,7 @@ std::string describe_wait(const Thread& t) {
       return format("wait at %s (%s:%d, mask 0x%08x)", t.op->name, t.file, t.line, t.mask);
     case EXITED: return "have exited";
     case RUNNABLE: return "can run";
+    case UNSTARTED: return "have not started";
   }
   return "?";
 }
@@ -258,7 +304,13 @@ __thread const char* tl_collective_error = nullptr;
 __thread char tl_collective_msg[1024];
 
 // Collectives whose named lanes have all arrived; returns whether any completed.
-bool complete_collectives(Worker& w, int n, const std::string& block_name) {
+// "kernel `k` (...), block (x,y,z)": built only for a report.
+std::string block_name() {
+  return format("%s, block (%u,%u,%u)", where_kernel(*worker().k).c_str(), tl_block_idx.x,
+                tl_block_idx.y, tl_block_idx.z);
+}
+
+bool complete_collectives(Worker& w, int n) {
   bool progressed = false;
   for (int base = 0; base < n; base += 32) {
     const int lanes = std::min(32, n - base);
@@ -272,7 +324,7 @@ bool complete_collectives(Worker& w, int n, const std::string& block_name) {
           fail_launch(cudaErrorLaunchFailure,
                       format("%s: %s at %s:%d by thread %d names lane %d in mask 0x%08x, but warp %d "
                              "has only %d lanes",
-                             block_name.c_str(), t.op->name, t.file, t.line, base + l, j, t.mask,
+                             block_name().c_str(), t.op->name, t.file, t.line, base + l, j, t.mask,
                              base / 32, lanes));
           return false;
         }
@@ -281,11 +333,11 @@ bool complete_collectives(Worker& w, int n, const std::string& block_name) {
           fail_launch(cudaErrorLaunchFailure,
                       format("%s: %s at %s:%d by thread %d names lane %d in mask 0x%08x, but that "
                              "lane has exited: it can never arrive",
-                             block_name.c_str(), t.op->name, t.file, t.line, base + l, j, t.mask));
+                             block_name().c_str(), t.op->name, t.file, t.line, base + l, j, t.mask));
           return false;
         }
         if (o.state != AT_COLLECTIVE || o.op != t.op || o.line != t.line || o.mask != t.mask ||
-            std::strcmp(o.file, t.file) != 0)
+            (o.file != t.file && std::strcmp(o.file, t.file) != 0))
           ready = false;
       }
       if (!ready) continue;
@@ -299,7 +351,7 @@ bool complete_collectives(Worker& w, int n, const std::string& block_name) {
       }
       if (tl_collective_error != nullptr) {
         fail_launch(cudaErrorLaunchFailure, format("%s: %s at %s:%d (warp %d, mask 0x%08x): %s",
-                                                   block_name.c_str(), t.op->name, t.file, t.line,
+                                                   block_name().c_str(), t.op->name, t.file, t.line,
                                                    base / 32, t.mask, tl_collective_error));
         return false;
       }
@@ -312,7 +364,7 @@ bool complete_collectives(Worker& w, int n, const std::string& block_name) {
 }
 
 // The block barrier: released when every thread waits at one __syncthreads.
-bool complete_barrier(Worker& w, int n, const std::string& block_name) {
+bool complete_barrier(Worker& w, int n) {
   int at_barrier = 0, exited = 0;
   for (int i = 0; i < n; ++i) {
     if (w.threads[i].state == AT_BARRIER) ++at_barrier;
@@ -331,7 +383,7 @@ bool complete_barrier(Worker& w, int n, const std::string& block_name) {
     fail_launch(cudaErrorLaunchFailure,
                 format("%s: divergent __syncthreads: not every thread of the block reaches the same "
                        "barrier:%s",
-                       block_name.c_str(), describe_block(w.threads, n).c_str()));
+                       block_name().c_str(), describe_block(w.threads, n).c_str()));
     return false;
   }
   for (int i = 0; i < n; ++i) w.threads[i].state = RUNNABLE;
@@ -362,36 +414,37 @@ void run_block(Worker& w, const KernelLaunch& k, uint64_t block_linear) {
     t.idx = uint3{static_cast<unsigned>(i % b.x), static_cast<unsigned>(i / b.x % b.y),
                   static_cast<unsigned>(i / (b.x * b.y))};
     t.linear = i;
-    t.state = RUNNABLE;
+    t.state = UNSTARTED;
     t.asan_fake = nullptr;
-    t.ctx = bctx::make_fcontext(static_cast<char*>(t.stack_lo) + kStackBytes, kStackBytes, fiber_main);
   }
-  const std::string block_name = format("%s, block (%u,%u,%u)", where_kernel(k).c_str(),
-                                        tl_block_idx.x, tl_block_idx.y, tl_block_idx.z);
   const Schedule& sched = schedule();
-  std::vector<int> order(n);
-  std::mt19937_64 rng(sched.seed ^ (block_linear * 0x9E3779B97F4A7C15ull));
+  std::vector<int>& order = w.order_buf;
+  order.resize(n);
+  std::unique_ptr<std::mt19937_64> rng;
+  if (sched.kind == SCHED_RANDOM) rng.reset(new std::mt19937_64(sched.seed ^ (block_linear * 0x9E3779B97F4A7C15ull)));
+  for (int i = 0; i < n; ++i) order[i] = sched.kind == SCHED_REV ? n - 1 - i : i;
   for (;;) {
-    for (int i = 0; i < n; ++i) order[i] = sched.kind == SCHED_REV ? n - 1 - i : i;
-    if (sched.kind == SCHED_RANDOM) std::shuffle(order.begin(), order.end(), rng);
-    int exited = 0;
-    for (int i : order) {
-      Thread& t = w.threads[i];
-      if (t.state == RUNNABLE) {
+    if (rng) std::shuffle(order.begin(), order.end(), *rng);  // a new order every round
+    w.order = order.data();
+    w.n = n;
+    for (w.order_pos = 0; w.order_pos < n; ++w.order_pos) {
+      Thread& t = w.threads[order[w.order_pos]];
+      if (t.state == RUNNABLE || t.state == UNSTARTED) {
         resume(w, t);
         if (g_failed.load(std::memory_order_relaxed)) return;
       }
-      if (t.state == EXITED) ++exited;
     }
+    int exited = 0;
+    for (int i = 0; i < n; ++i) exited += w.threads[i].state == EXITED;
     if (exited == n) return;
-    const bool coll = complete_collectives(w, n, block_name);
+    const bool coll = complete_collectives(w, n);
     if (g_failed.load()) return;
-    const bool bar = !coll && complete_barrier(w, n, block_name);
+    const bool bar = !coll && complete_barrier(w, n);
     if (g_failed.load()) return;
     if (!coll && !bar) {
       fail_launch(cudaErrorLaunchTimeout,
                   format("%s: deadlock: no thread can proceed (on a GPU this kernel hangs):%s",
-                         block_name.c_str(), describe_block(w.threads, n).c_str()));
+                         block_name().c_str(), describe_block(w.threads, n).c_str()));
       return;
     }
   }
@@ -496,12 +549,18 @@ void launch_kernel(const KernelLaunch& k) {
     record_error(err, format("launch of %s refused: %s", where_kernel(k).c_str(), why.c_str()));
     return;
   }
+  static std::mutex one_launch;  // launches from several host threads run one at a time
+  std::lock_guard<std::mutex> lock(one_launch);
   g_failed.store(false);
   const uint64_t n_blocks = uint64_t(k.cfg.grid.x) * k.cfg.grid.y * k.cfg.grid.z;
+  const uint64_t threads = n_blocks * k.cfg.block.x * k.cfg.block.y * k.cfg.block.z;
   const bool rev = schedule().kind == SCHED_REV;
-  if (n_blocks == 1 || omp_in_parallel()) {
+  // Small launches run on the calling thread: waking the team costs more than they do.
+  if (n_blocks == 1 || threads < 4096 || omp_in_parallel() || omp_get_max_threads() == 1) {
     for (uint64_t i = 0; i < n_blocks && !g_failed.load(); ++i) run_block(worker(), k, rev ? n_blocks - 1 - i : i);
   } else {
+    // OpenMP, not a pool of our own: the process's OpenBLAS and host loops use the same team,
+    // so the emulator adds no threads to compete with them for the cores.
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t i = 0; i < static_cast<int64_t>(n_blocks); ++i) {
       if (g_failed.load(std::memory_order_relaxed)) continue;

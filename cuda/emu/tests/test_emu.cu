@@ -166,7 +166,7 @@ TEST(EmuSelfTest, MisalignedFloat4LoadIsReported) {
         load4_kernel<<<1, 32>>>(in.p, out.p, 1);
         cudaDeviceSynchronize();
       },
-      "misaligned address .* for type 'const float4'");
+      "misaligned address .* for type 'const.*float4'");
 }
 
 // ---- shuffles with a wrong mask
