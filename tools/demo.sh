@@ -12,7 +12,8 @@
 #   tools/demo.sh [--dry-run] [--out DIR]
 # --dry-run prints the commands instead of running them. Environment: SMEZO (the binary,
 # default build/smezo), SMEZO_DEMO_DEVICE=auto|cpu|cuda (default auto), SMEZO_DEMO_STEPS (a
-# shorter run, for tests). Exits non-zero when a step fails.
+# shorter run, for tests), SMEZO_DEMO_EXAMPLES (fewer dev and test examples, for tests). Exits
+# non-zero when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SMEZO=${SMEZO:-build/smezo}
@@ -41,17 +42,17 @@ echo "demo: device $DEVICE ($([ "$DEVICE" = cuda ] && echo "a GPU is visible to 
 
 if [ "$DEVICE" = cpu ]; then
   run "$SMEZO" train --task sst2 --steps "${SMEZO_DEMO_STEPS:-200}" --batch 8 --max-len 64 --lr 2e-3 \
-    --eval-every 50 --dev-examples 100 --test-examples 200 --out "$OUT"
+    --eval-every 50 --dev-examples "${SMEZO_DEMO_EXAMPLES:-100}" --test-examples "${SMEZO_DEMO_EXAMPLES:-200}" --out "$OUT"
   exit 0
 fi
 
 GGUF=weights/SmolLM2-135M-Instruct.Q4_1.gguf
 run weights/fetch_smollm2.sh
-run "$SMEZO" eval --model "$GGUF" --device cuda --dtype f32 --task sst2 --mode zero-shot --split dev --dev-examples 500 \
+run "$SMEZO" eval --model "$GGUF" --device cuda --dtype f32 --task sst2 --mode zero-shot --split dev --dev-examples "${SMEZO_DEMO_EXAMPLES:-500}" \
   --max-len 128 --out "$OUT.zero-shot.json"
 run "$SMEZO" train --model "$GGUF" --device cuda --dtype f32 --task sst2 --method smezo --sparsity 0.8 --lr 1e-5 \
-  --steps "${SMEZO_DEMO_STEPS:-500}" --batch 16 --max-len 128 --eval-every 100 --dev-examples 500 \
-  --test-examples 1000 --out "$OUT"
+  --steps "${SMEZO_DEMO_STEPS:-500}" --batch 16 --max-len 128 --eval-every 100 --dev-examples "${SMEZO_DEMO_EXAMPLES:-500}" \
+  --test-examples "${SMEZO_DEMO_EXAMPLES:-1000}" --out "$OUT"
 if [ "$DRY" = 0 ]; then
   zero=$(grep -o '"accuracy": *[0-9.]*' "$OUT.zero-shot.json" | head -1 | grep -o '[0-9.]*$')
   echo "demo: SST-2 dev accuracy, zero-shot: $zero"

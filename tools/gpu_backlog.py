@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
 import zo_grid  # noqa: E402  (the grid's size and planning figures)
 from gpu_backlog_jobs import (FINISH_MARGIN_S, GGUF_BYTES, GGUF_NAME, GGUF_SHA256, ITEM_TITLES, MEASURED_S,  # noqa: E402
-                              ROOT, SHARED, SHOWS, TOOLS, Ctx, all_jobs, q, read_json, tail)
+                              ROOT, SHARED, SHOWS, TOOLS, Ctx, all_jobs, job_record, q, read_json, tail)
 
 # ---- the lease ----------------------------------------------------------------------------
 # Device-tool limits (/work/.library/device/README.md) and the overheads the plan assumes.
@@ -150,11 +150,6 @@ def save_state(state_dir, st):
     with open(tmp, "w") as f:
         json.dump(st, f, indent=1)
     os.replace(tmp, os.path.join(state_dir, "state.json"))
-
-
-def job_record(st, jid):
-    return st["jobs"].setdefault(jid, {"status": "pending", "attempts": 0, "seconds": 0.0, "calls": 0,
-                                       "note": "", "figures": [], "command": ""})
 
 
 # ---- ingest: what a call carried ---------------------------------------------------------------
