@@ -610,6 +610,8 @@ def cmd_next(args):
     for jid in (args.retry.split(",") if args.retry else []):
         rec = job_record(st, jid)
         rec.update(status="pending", attempts=0)
+    ctx.need_tests = any(job_record(st, j.id)["status"] in ("pending", "partial")
+                         for j in jobs if j.item == 1 and j.id != "1.build")
     for job in jobs:
         rec = job_record(st, job.id)
         if job.per_machine and rec["status"] == "done" and not machine_setup_current(ctx, job):
@@ -621,8 +623,6 @@ def cmd_next(args):
         if rec["status"] == "running":  # the call that ran it died
             rec["status"] = "pending"
     new = ingest(ctx)
-    ctx.need_tests = any(job_record(st, j.id)["status"] in ("pending", "partial")
-                         for j in jobs if j.item == 1 and j.id != "1.build")
     if args.dry_run and not read_json(os.path.join(state_dir, "carry", "manifest.json")):
         rec = job_record(st, "2.gguf")
         if rec["status"] == "pending":

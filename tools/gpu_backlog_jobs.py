@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What tools/gpu_backlog.sh runs: the jobs of each item, in priority order, with their
 commands (real, and on tiny settings for a dry run), their estimates and where those come from,
 what each must show, and how its result is read (a post). tools/gpu_backlog.py is the runner:
@@ -261,7 +260,13 @@ def post_grid(ctx, job, rc, log):
     progress = lines_matching(log, r"^\[zo_grid\] started \d+, failed", 1)
     figures = (progress or ["(no progress line)"]) + [f for f in summary if f not in progress] + \
         (open(table).read().strip().splitlines() if os.path.exists(table) else ["(no table yet)"])
-    if "grid complete" in log:
+    if "grid complete" in log:  # the table must have every method's row and a curve
+        report = os.path.dirname(table)
+        rows = open(table).read() if os.path.exists(table) else ""
+        missing = [m for m in ("MeZO", "R-MeZO", "S-MeZO") if "| %s |" % m not in rows]
+        if missing or not glob.glob(os.path.join(report, "dev_acc_*.svg")):
+            return "failed", figures + ["the table lacks %s, or there is no dev_acc_*.svg in %s" %
+                                        (", ".join(missing) or "nothing", report)]
         return "done", figures
     m = re.search(r"started (\d+), failed (\d+), unfinished (\d+)", log)
     if rc not in (0, 1) or not m:
