@@ -310,7 +310,9 @@ EMU_TEST_OBJ := $(TEST_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUIL
 # *Cuda*), and the emulator's own tests (Emu*).
 EMU_TEST_FILTER := $(subst $(SPACE),:,$(sort $(patsubst %,%.*,$(shell awk -F'[\050,]' '/^TEST(_F|_P)?\050/ {print $$2}' $(EMU_TEST_CU))))):*Cuda*
 
-emu: info emu-info $(EMU_PLAIN)/smezo $(EMU_BUILD)/smezo $(EMU_BUILD)/smezo_tests
+emu: info emu-info $(EMU_BUILD)/smezo $(EMU_BUILD)/smezo_tests
+# The sanitized test binary's CLI tests run the plain emulated CLI (the tests' objects are shared).
+	@$(if $(filter 1,$(EMU_SAN)),$(MAKE) --no-print-directory EMU_SAN=0 $(EMU_PLAIN)/smezo $(EMU_PLAIN)/launch_rewrite,true)
 
 emu-info:
 	@test -f $(or $(DEPS),/)/usr/include/boost/context/detail/fcontext.hpp \

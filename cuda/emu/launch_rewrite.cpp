@@ -11,10 +11,14 @@
 //     -> the same, followed on the same line by a registration that fills NAME with 0xff
 //        bytes at the start of every block, as uninitialised shared memory, so a read before
 //        any write (or a stale value from an earlier block) shows up
+// Inline PTX (asm / __asm__ in device code) has no emulated twin in cuda/emu: the rewrite
+// refuses it, naming the file, the line and the instruction, rather than letting g++ hand PTX
+// to the host assembler.
 // Usage: launch_rewrite IN.cu OUT.cpp
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -28,6 +32,8 @@ namespace {
   std::cerr << file << ":" << line << ": emu launch_rewrite: " << msg << "\n";
   std::exit(1);
 }
+
+bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // Length of a comment, string or character literal starting at i (0 if none).
 size_t skip_literal(const std::string& s, size_t i) {
@@ -88,6 +94,17 @@ int main(int argc, char** argv) {
       out.append(src, i, n);
       i += n;
       continue;
+    }
+    for (const char* kw : {"asm", "__asm__"}) {
+      const size_t len = std::strlen(kw);
+      if (src.compare(i, len, kw) == 0 && (i == 0 || !is_ident(src[i - 1])) &&
+          i + len < src.size() && !is_ident(src[i + len])) {
+        const size_t q = src.find('"', i);
+        std::string insn = q == std::string::npos ? "?" : src.substr(q + 1, src.find_first_of(" \t;\"\\", q + 1) - q - 1);
+        die(argv[1], src, i,
+            "inline PTX `" + insn + "` is not emulated: add an emulated twin of each instruction to "
+            "cuda/emu (see its README), or keep the kernel out of the emulated build");
+      }
     }
     if (src.compare(i, 3, "<<<") == 0) {
       const size_t start = kernel_start(out, out.size());

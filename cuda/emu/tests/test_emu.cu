@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -423,6 +424,24 @@ TEST(EmuSelfTest, WmmaMatchesLoopsAndChecksAlignment) {
     }
   expect_fault([&] { wmma_kernel<<<1, 32>>>(da.p, db.p, dc.p, 8); }, cudaErrorLaunchFailure,
                "is not 256-bit aligned");
+}
+
+// ---- inline PTX: refused by name at build time
+
+TEST(EmuSelfTest, InlinePtxIsRefusedByName) {
+  const std::string dir = smezo_test::make_temp_dir("emu_ptx");
+  smezo_test::write_file(dir + "/ok.cu", "// asm(\"not code\")\n__global__ void k(int* p) { *p = 1; }\n"
+                                         "void f(int* p) { k<<<1, 1>>>(p); }\n");
+  smezo_test::write_file(dir + "/ptx.cu", "__global__ void k(float* d) {\n  float v;\n"
+                                          "  asm volatile(\"mma.sync.aligned.m16n8k16 ...\" : \"=f\"(v));\n}\n");
+  const std::string tool = smezo_test::build_dir() + "/launch_rewrite ";
+  std::string out;
+  EXPECT_EQ(smezo_test::run_command(tool + dir + "/ok.cu " + dir + "/ok.cpp", &out), 0) << out;
+  EXPECT_NE(smezo_test::read_file(dir + "/ok.cpp").find("::emu::make_launch(k, \"k\""), std::string::npos);
+  EXPECT_NE(smezo_test::run_command(tool + dir + "/ptx.cu " + dir + "/ptx.cpp", &out), 0);
+  EXPECT_NE(out.find("ptx.cu:3: emu launch_rewrite: inline PTX `mma.sync.aligned.m16n8k16` is not emulated"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace
