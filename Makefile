@@ -201,7 +201,7 @@ $(BUILD)/%.cu.o: %.cu
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-emu build-emu-san
 
 FORCE:
 # ---- fuzzing (libFuzzer): the readers of every file smezo takes from a user, under ASan and

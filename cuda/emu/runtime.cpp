@@ -95,11 +95,11 @@ bool guards_intact(uintptr_t user, const Alloc& al, std::string* where) {
   const unsigned char* back = reinterpret_cast<const unsigned char*>(user) + al.bytes;
   for (size_t i = 0; i < kGuard; ++i) {
     if (front[i] != kGuardByte) {
-      *where = format("%zu bytes before", kGuard - i);
+      *where = format("byte %zu before the start of", kGuard - i);
       return false;
     }
     if (back[i] != kGuardByte) {
-      *where = format("%zu bytes past the end of", i + 1);
+      *where = format("byte %zu after the end of", i + 1);
       return false;
     }
   }
@@ -178,7 +178,7 @@ void check_guards(const char* after) {
     std::string where;
     if (!guards_intact(user, al, &where)) {
       const std::string msg =
-          format("out-of-bounds write: memory %s %s was written by `%s` (rerun with EMU_SAN=1 "
+          format("out-of-bounds write: %s %s was written by `%s` (rerun with EMU_SAN=1 "
                  "for the faulting source line)",
                  where.c_str(), describe(user, al).c_str(), after);
       std::fprintf(stderr, "emu: error: %s\n", msg.c_str());
@@ -292,7 +292,7 @@ cudaError_t cudaFree(void* p) {
   }
   std::string where;
   if (emu::kUseGuards && !emu::guards_intact(it->first, it->second, &where)) {
-    const std::string msg = format("out-of-bounds write: memory %s %s was written (found at cudaFree)",
+    const std::string msg = format("out-of-bounds write: %s %s was written (found at cudaFree)",
                                    where.c_str(), emu::describe(it->first, it->second).c_str());
     std::fprintf(stderr, "emu: error: %s\n", msg.c_str());
     emu::set_diagnostic(msg);

@@ -142,7 +142,7 @@ TEST(EmuSelfTest, OutOfBoundsWriteIsReported) {
   cudaFree(p);
 #else
   expect_fault([&] { fill_kernel<<<1, 128>>>(p, 100, 1); }, cudaErrorIllegalAddress,
-               "out-of-bounds write: memory 1 bytes past the end of allocation");
+               "out-of-bounds write: byte 1 after the end of allocation");
 #endif
 }
 
