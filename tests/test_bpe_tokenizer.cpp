@@ -351,6 +351,18 @@ TEST(BpeTokenizerJson, UnsupportedOrBrokenFilesAreNamed) {
   EXPECT_THAT(error_of([&] { load_bpe_tokenizer_json(dir + "/broken.json"); }), HasSubstr("broken.json is not valid JSON"));
 }
 
+// A model folder whose tokenizer.json has no "model" object or is not JSON: the kind check
+// names the file rather than failing inside the JSON library.
+TEST(BpeTokenizerJson, KindOfAFolderWithABrokenTokenizerJson) {
+  const std::string dir = smezo_test::make_temp_dir("bpe_kind");
+  smezo_test::write_file(dir + "/tokenizer.json", R"({"version": "1.0"})");
+  EXPECT_THAT(error_of([&] { tokenizer_kind_of_hf_dir(dir); }),
+              HasSubstr(dir + "/tokenizer.json: cannot read model.type"));
+  smezo_test::write_file(dir + "/tokenizer.json", "{not json");
+  EXPECT_THAT(error_of([&] { tokenizer_kind_of_hf_dir(dir); }),
+              HasSubstr(dir + "/tokenizer.json: cannot read model.type"));
+}
+
 TEST(BpeTokenizerJson, SplitStringAndIgnoreMerges) {
   json j = json::parse(smezo_test::read_file(kFixtures + "tiny_gpt2/tokenizer.json"));
   const std::string dir = smezo_test::make_temp_dir("bpe_json_split");

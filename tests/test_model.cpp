@@ -180,3 +180,20 @@ TEST(Model, TokenOutsideVocabularyIsAnError) {
   Model m(random_weight_source(tiny_llama_config(), 8), be, DTYPE_F32, 8, 8);
   EXPECT_THROW(logits_of(m, {1, 40}), Error);
 }
+
+// A batch whose sequence lengths do not add up to its tokens is refused, saying both counts.
+TEST(Model, SequenceLengthsMustSumToTheTokens) {
+  CpuBackend be;
+  Model m(random_weight_source(tiny_llama_config(), 9), be, DTYPE_F32, 8, 8);
+  ForwardBatch b;
+  b.tokens = {1, 5, 9};
+  b.seq_lens = {2};
+  b.logit_rows = {0, 1};
+  std::vector<float> out;
+  try {
+    m.forward(b, Probe{}, &out);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("batch: sequence lengths sum to 2, 3 tokens"));
+  }
+}

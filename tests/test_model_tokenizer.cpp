@@ -161,6 +161,17 @@ TEST(Tokenize, BpeTokenizerJsonOverrides) {
   EXPECT_EQ(trim(out), want);
 }
 
+// --bos with a tokenizer that has none (a tokenizer.json without its tokenizer_config.json):
+// refused with the hint to leave --bos out, rather than an id of -1 in the output.
+TEST(Tokenize, BosWithoutABosTokenIsRefused) {
+  const std::string dir = smezo_test::make_temp_dir("tok_no_bos");
+  smezo_test::write_file(dir + "/tokenizer.json", smezo_test::read_file(kBpeFixtures + "tiny_smollm/tokenizer.json"));
+  std::string out;
+  EXPECT_NE(run_command(kSmezo + " tokenize --tokenizer " + dir + "/tokenizer.json --bos 'a b'", &out), 0);
+  EXPECT_THAT(out, testing::HasSubstr("--bos: the tokenizer " + dir + "/tokenizer.json has no BOS token"));
+  EXPECT_THAT(out, testing::HasSubstr("HINT: leave --bos out"));
+}
+
 // --- tokenizer.json written from a vocabulary reads back to the same vocabulary
 
 TEST(TokenizerFiles, TokenizerJsonRoundTrip) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sys/resource.h>
 
 #include "common/check.h"
 #include "run/metrics_log.h"
@@ -539,4 +541,71 @@ TEST(ProgressBar, TtyLineFitsTheTerminal) {
       EXPECT_THAT(line, HasSubstr("[#>                      ]"));
     }
   }
+}
+
+// --- error sites a user reaches (issue 22, part 3)
+
+namespace {
+
+// The error text of fn() run under a file-size limit (RLIMIT_FSIZE) of `bytes`, with SIGXFSZ
+// ignored so a write past it returns EFBIG, as a write to a full disk fails; "" when none.
+std::string error_under_file_size_limit(rlim_t bytes, const std::function<void()>& fn) {
+  struct rlimit old_limit;
+  if (getrlimit(RLIMIT_FSIZE, &old_limit) != 0) return "getrlimit failed";
+  struct rlimit low = old_limit;
+  low.rlim_cur = bytes;
+  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  if (setrlimit(RLIMIT_FSIZE, &low) != 0) return "setrlimit failed";
+  std::string msg = smezo_test::error_of(fn);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  return msg;
+}
+
+}  // namespace
+
+// A run header after the records (two logs pasted together, or a hand edit): refused, naming
+// the file and the line.
+TEST(SeedLog, HeaderAfterTheRecordsIsRefused) {
+  std::string path = make_temp_dir("seedlog_late_header") + "/seeds.txt";
+  write_file(path, "# smezo seed log v1\n# {\"m\":1}\n1 1 3f800000 3f800000\n# {\"m\":2}\n");
+  EXPECT_THAT([&] { smezo::seed_log_read(path); },
+              testing::ThrowsMessage<smezo::Error>(HasSubstr("seed log " + path + " line 4: a second run header")));
+}
+
+// A failed write (the file-size limit standing in for a full disk): a one-line error naming
+// the temporary file, no temporary file left behind, and the previous file intact.
+TEST(RunSummary, FailedWriteIsNamedAndLeavesTheOldFile) {
+  std::string dir = make_temp_dir("summary_fsize");
+  std::string path = dir + "/summary.json";
+  smezo::run_write_file_atomic(path, "{\"old\": 1}\n");
+  std::string msg = error_under_file_size_limit(
+      4096, [&] { smezo::run_write_file_atomic(path, std::string(65536, 'x')); });
+  EXPECT_THAT(msg, HasSubstr("cannot write " + path + ".tmp."));
+  EXPECT_THAT(msg, HasSubstr("(disk full?)"));
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  EXPECT_EQ(read_file(path), "{\"old\": 1}\n");
+  EXPECT_EQ(list_dir(dir), std::vector<std::string>{"summary.json"});
+}
+
+// The seed log's two write sites under the same limit: a flush after each record fails at
+// the flush; records buffered without flushing fail at the write once the buffer spills.
+TEST(SeedLog, FailedWriteOrFlushIsNamed) {
+  std::string dir = make_temp_dir("seedlog_fsize");
+  std::string path = dir + "/flush.txt";
+  {
+    smezo::SeedLogWriter w = smezo::SeedLogWriter::create(path, run_header(), 1);
+    const rlim_t size = static_cast<rlim_t>(read_file(path).size());
+    std::string msg = error_under_file_size_limit(size, [&] { w.append({1, 7, 0.5f, 1e-6f}); });
+    EXPECT_THAT(msg, HasSubstr("cannot flush seed log " + path + " to disk"));
+    EXPECT_THAT(msg, HasSubstr("(disk full?)"));
+  }
+  path = dir + "/write.txt";
+  smezo::SeedLogWriter w = smezo::SeedLogWriter::create(path, run_header(), 0);
+  const rlim_t size = static_cast<rlim_t>(read_file(path).size());
+  std::string msg = error_under_file_size_limit(size, [&] {
+    for (int64_t step = 1; step <= 100000; step++) w.append({step, 7, 0.5f, 1e-6f});
+  });
+  EXPECT_THAT(msg, HasSubstr("cannot write seed log " + path));
+  EXPECT_THAT(msg, HasSubstr("(disk full?)"));
 }

@@ -153,6 +153,19 @@ TEST(Safetensors, WriterRejectsBadEntries) {
   EXPECT_THAT(msg, HasSubstr("/nonexistent_dir_smezo/x.safetensors.tmp"));
 }
 
+// Names the format cannot hold: an empty name, and "__metadata__" (the header's own key).
+TEST(Safetensors, WriterRejectsEmptyAndReservedNames) {
+  std::string path = smezo_test::make_temp_dir("st_badname") + "/x.safetensors";
+  float v = 1.0f;
+  std::string msg = error_of([&] { smezo::write_safetensors(path, {{"", smezo::DTYPE_F32, {1}, &v}}, {}); });
+  EXPECT_THAT(msg, HasSubstr("write_safetensors " + path + ": a tensor has an empty name"));
+  msg = error_of([&] {
+    smezo::write_safetensors(path, {{"__metadata__", smezo::DTYPE_F32, {1}, &v}}, {});
+  });
+  EXPECT_THAT(msg, HasSubstr("'__metadata__' is reserved and cannot name a tensor"));
+  EXPECT_THAT(msg, HasSubstr(path));
+}
+
 TEST(Safetensors, MissingFile) {
   std::string path = smezo_test::make_temp_dir("st_missing") + "/absent.safetensors";
   std::string msg = error_of([&] { SafetensorsFile f(path); });

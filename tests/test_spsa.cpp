@@ -205,6 +205,19 @@ TEST(Spsa, NonFiniteLossStopsWithoutTouchingWeights) {
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
 }
 
+// Finite losses whose difference over 2·eps does not fit a float: stopped before the update.
+TEST(Spsa, GradientOverflowStopsWithoutTouchingWeights) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 12), be, DTYPE_F32, 8, 8);
+  SpsaOptions o;
+  SpsaOptimizer opt(m, o);
+  auto before = snapshot(m);
+  EXPECT_THAT([&] { opt.step(3, [](const Probe& p) { return p.scale > 0 ? 1e36 : -1e36; }); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("the projected gradient overflowed at step 3")));
+  auto after = snapshot(m);
+  for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
+}
+
 // Weight decay shrinks tuned entries of weights by the documented rule (decay = lr·wd):
 // w1 = fma(-coef, z, w), w_new = fma(-decay, w, w1); norms are never decayed. z is the run's
 // noise kind (noise_z of src/common/noise_spec.h), for every kind.

@@ -510,6 +510,14 @@ TEST_F(TaskBadInput, HostileRowsAreOneLineErrors) {
   EXPECT_LT(msg.size(), 1000u);
 }
 
+// A JSONL line that is valid JSON but not an object (an array, a string): named by line.
+TEST_F(TaskBadInput, JsonLineThatIsNotAnObject) {
+  const std::string ok = "{\"premise\": \"p\", \"hypothesis\": \"h\", \"label\": \"entailment\"}\n";
+  std::string p = put("array.jsonl", ok + "[1, 2]\n");
+  EXPECT_THAT(error_of([&] { task_read_file(TASK_RTE, p); }),
+              HasSubstr(p + ":2: expected a JSON object, got"));
+}
+
 // --- encoding with fake tokenizers
 
 namespace {
