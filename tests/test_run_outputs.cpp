@@ -564,8 +564,8 @@ std::string error_under_file_size_limit(rlim_t bytes, const std::function<void()
 
 }  // namespace
 
-// A run header after the records (two logs pasted together, or a hand edit): refused, naming
-// the file and the line.
+// A header line that follows the records (two logs pasted together, or a hand edit): refused
+// as a second header, naming the file and the line.
 TEST(SeedLog, HeaderAfterTheRecordsIsRefused) {
   std::string path = make_temp_dir("seedlog_late_header") + "/seeds.txt";
   write_file(path, "# smezo seed log v1\n# {\"m\":1}\n1 1 3f800000 3f800000\n# {\"m\":2}\n");

@@ -15,7 +15,8 @@ using testing::Not;
 
 // Four sites: one checked by a whole piece of its message, one by a shorter test substring,
 // one never checked, and one whose only literal text is the generic word before %s (so it
-// cannot be matched and counts as untested). The macro's own #define is not a site.
+// cannot be matched and counts as untested). The macro's own #define is not a site. Made-up
+// words, so this file's text marks no real site of src/ as tested.
 TEST(UntestedErrors, CountsSitesOnAMadeUpTree) {
   const std::string root = make_temp_dir("untested_errors");
   ASSERT_EQ(mkdir((root + "/src").c_str(), 0755), 0);
@@ -23,22 +24,22 @@ TEST(UntestedErrors, CountsSitesOnAMadeUpTree) {
   write_file(root + "/src/a.cpp",
              "#define SMEZO_REQUIRE(cond, ...) do { } while (0)\n"
              "void f(int n, const char* p) {\n"
-             "  SMEZO_REQUIRE(n > 0, \"batch size %d must be positive\", n);\n"
+             "  SMEZO_REQUIRE(n > 0, \"zorblax size %d must be a prime zorblax\", n);\n"
              "  SMEZO_REQUIRE(p != nullptr && p[0] != ',',\n"
-             "                \"the seed log %s has a second run header \"\n"
+             "                \"the quuxlog %s has a second quux header \"\n"
              "                \"---> HINT: split it\", p);\n"
-             "  throw_error(\"tokenizer %s has no end-of-text token\", p);\n"
+             "  throw_error(\"frobnicator %s has no end-of-frob marker\", p);\n"
              "  throw_error(\"bad %s\", p);\n"
              "}\n");
   write_file(root + "/tests/t.cpp",
-             "EXPECT_THAT(msg, HasSubstr(\"batch size 3 must be positive\"));\n"
-             "EXPECT_THAT(msg, HasSubstr(\"a second run header\"));\n");
+             "EXPECT_THAT(msg, HasSubstr(\"zorblax size 3 must be a prime zorblax\"));\n"
+             "EXPECT_THAT(msg, HasSubstr(\"a second quux header\"));\n");
   std::string out;
   ASSERT_EQ(run_command("python3 tools/untested_errors.py --src " + root + "/src --tests " + root + "/tests",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("2 of 4 error sites have no test")) << out;
   EXPECT_THAT(out, HasSubstr("src/a.cpp:7 "));
-  EXPECT_THAT(out, HasSubstr("tokenizer %s has no end-of-text token"));
+  EXPECT_THAT(out, HasSubstr("frobnicator %s has no end-of-frob marker"));
   EXPECT_THAT(out, HasSubstr("src/a.cpp:8 "));
   EXPECT_THAT(out, Not(HasSubstr("src/a.cpp:3 ")));
   EXPECT_THAT(out, Not(HasSubstr("src/a.cpp:4 ")));

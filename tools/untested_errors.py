@@ -21,7 +21,9 @@ Method (rough on purpose, a grep and no compiler):
           shorter substring than any whole piece).
 Roughness, both ways:
   * false "tested": a generic phrase ("cannot open %s") matched by a test of another site, or a
-    phrase mentioned in a test comment, marks a site tested that no test triggers;
+    phrase mentioned in a test comment, marks a site tested that no test triggers; sites with
+    the same message (a write and a close that both say "cannot flush seed log %s") are
+    counted together;
   * false "untested": a message built at run time (a format of "%s" with the text in a
     variable, or a message whose pieces are all shorter than 14 characters) cannot be matched;
     a test that checks only the exception type, or only text from a %s argument, is not seen;
