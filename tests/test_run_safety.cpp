@@ -134,6 +134,52 @@ TEST(RunSafety, ResumeRefusesAFolderThatIsNotARun) {
   EXPECT_EQ(read_file(dir + "/run/draft.tmp"), "mine too");
 }
 
+// --resume with options other than the run's is refused before anything is written, with
+// every differing option named once, with both values, on one line.
+TEST(RunSafety, ResumeWithOtherOptionsNamesEveryDifference) {
+  const std::string dir = make_temp_dir("resume_other");
+  const std::string cmd = kSmezo + " train --task sst2 --lr 2e-3 --flush-every 2 --eval-every 0 --dev-examples 4"
+                          " --test-examples 4 --progress-every 1000 --steps 2 --out " + dir + "/run";
+  std::string out;
+  ASSERT_EQ(run_command(cmd + " --batch 2 --max-len 40", &out), 0) << out;
+  const auto before = snapshot(dir + "/run");
+  // one option: named with both values
+  EXPECT_EQ(run_command(cmd + " --resume --batch 4 --max-len 40", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("smezo: error: " + dir + "/run/seed_log.txt: this command differs from the run in 1 "
+                             "option: batch = 2 in the run, 4 here ---> HINT: resume with the options of the "
+                             "original run"));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  // five options (--seed sets the data seed too), two of them the optimiser's: all in one message
+  EXPECT_EQ(run_command(cmd + " --resume --batch 4 --max-len 48 --seed 9 --eps 0.01", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("this command differs from the run in 5 options: "));
+  EXPECT_THAT(out, HasSubstr("batch = 2 in the run, 4 here"));
+  EXPECT_THAT(out, HasSubstr("max_len = 40 in the run, 48 here"));
+  EXPECT_THAT(out, testing::ContainsRegex("; seed = [0-9]+ in the run, 9 here"));
+  EXPECT_THAT(out, testing::ContainsRegex("data_seed = [0-9]+ in the run, 9 here"));
+  EXPECT_THAT(out, testing::ContainsRegex("eps = [0-9.e-]+ in the run, 0\\.01?[0-9]* here"));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(snapshot(dir + "/run"), before);
+  // the run's own options still resume it (finished: nothing to do)
+  EXPECT_EQ(run_command(cmd + " --resume --batch 2 --max-len 40", &out), 0) << out;
+  EXPECT_EQ(snapshot(dir + "/run"), before);
+}
+
+// A new run into a folder that already holds one is refused, with a hint, and the run stays.
+TEST(RunSafety, NewRunIntoARunFolderIsRefused) {
+  const std::string dir = make_temp_dir("run_twice");
+  const std::string cmd = kSmezo + kTiny + " --steps 2 --out " + dir + "/run";
+  std::string out;
+  ASSERT_EQ(run_command(cmd, &out), 0) << out;
+  const auto before = snapshot(dir + "/run");
+  for (const std::string& other : {std::string(), std::string(" --seed 3")}) {
+    EXPECT_EQ(run_command(cmd + other, &out), 1) << out;
+    EXPECT_THAT(out, HasSubstr("smezo: error: " + dir + "/run already holds a run ---> HINT: pass --resume to "
+                               "continue it, or choose another --out"));
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_EQ(snapshot(dir + "/run"), before);
+  }
+}
+
 // Leftovers of interrupted writes go on the next start; a kill between the two renames of a
 // checkpoint swap leaves checkpoint.old, which is put back.
 TEST(RunSafety, LeftoversAreRemovedOnTheNextStart) {
@@ -161,7 +207,9 @@ TEST(RunSafety, AFailedCheckpointLeavesNoTemporaryFolder) {
   const std::string dir = make_temp_dir("ckptfail");
   smezo::LoadedModel lm = smezo::open_model_paths(smezo::default_model_path(), "", "cpu", 1, 1);
   lm.model->params()[2]->w.f32()[7] = NAN;
-  EXPECT_THROW(smezo::save_hf_checkpoint(*lm.model, dir + "/ckpt", lm.tokenizer_path), smezo::Error);
+  EXPECT_THROW_MSG(smezo::save_hf_checkpoint(*lm.model, dir + "/ckpt", lm.tokenizer_path),
+                   "not writing checkpoint " + dir + "/ckpt: tensor model.layers.0.self_attn.q_proj.weight holds a "
+                   "non-finite value (nan at index 7); the previous checkpoint is kept");
   EXPECT_FALSE(fs::exists(dir + "/ckpt.tmp"));
   EXPECT_FALSE(fs::exists(dir + "/ckpt"));
   // an unwritable target (a file where the folder should be) fails before writing anything

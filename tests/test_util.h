@@ -29,6 +29,15 @@ int run_command(const std::string& cmd, std::string* output);
 
 }  // namespace smezo_test
 
+// Expects stmt to throw smezo::Error whose one-line text (what()) contains substring: the
+// message a user reads, not only the exception type.
+#define EXPECT_THROW_MSG(stmt, substring)                                                          \
+  do {                                                                                             \
+    const std::string smezo_thrown_ = ::smezo_test::error_of([&] { stmt; });                       \
+    EXPECT_NE(smezo_thrown_.find(substring), std::string::npos)                                    \
+        << #stmt << " threw \"" << smezo_thrown_ << "\", which lacks \"" << (substring) << "\""; \
+  } while (0)
+
 // Skips the test, saying how to fetch the model, when smollm2_path() found none.
 #define SKIP_WITHOUT_SMOLLM2(path)                                                      \
   if (path.empty())                                                                     \

@@ -249,28 +249,41 @@ SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& s
   }
 }
 
-void SpsaOptimizer::check_matches(const nlohmann::json& header, const std::string& path) const {
+std::vector<std::string> SpsaOptimizer::differences(const nlohmann::json& header, const std::string& path) const {
   // Compare as the optimiser reads them (floats as float), so 0.001 written by hand matches.
   const SpsaOptions t = spsa_options_from_json(header, path);
   const SpsaOptions& m = opts_;
-  auto require = [&](bool same, const char* key) {
-    SMEZO_REQUIRE(same, "%s: field '%s' is %s in the log but %s here", path.c_str(), key,
-                  header.contains(key) ? header[key].dump().c_str() : "?", describe()[key].dump().c_str());
+  const nlohmann::json mine = describe();
+  std::vector<std::string> out;
+  auto compare = [&](bool same, const char* key) {
+    if (!same)
+      out.push_back(format_string("%s = %s in the run, %s here", key,
+                                  header.contains(key) ? header[key].dump().c_str() : "(missing)",
+                                  mine.contains(key) ? mine[key].dump().c_str() : "(missing)"));
   };
-  require(t.method == m.method, "method");
-  require(t.sparsity == m.sparsity, "sparsity");
-  require(t.eps == m.eps, "eps");
-  require(t.lr == m.lr, "lr");
-  require(t.schedule == m.schedule, "lr_schedule");
-  require(t.total_steps == m.total_steps, "total_steps");
-  require(t.weight_decay == m.weight_decay, "weight_decay");
-  require(t.seed == m.seed, "seed");
-  require(t.freeze_embeddings == m.freeze_embeddings && t.freeze_norms == m.freeze_norms &&
-              t.freeze_biases == m.freeze_biases, "freeze");
-  require(t.stochastic_rounding == m.stochastic_rounding, "stochastic_rounding");
-  SMEZO_REQUIRE(t.noise == m.noise, "%s: the run used noise %s, this command asks for %s ---> HINT: %s",
-                path.c_str(), noise_name(t.noise), noise_name(m.noise),
-                "leave the noise option out to continue with the run's own noise");
+  compare(t.method == m.method, "method");
+  compare(t.sparsity == m.sparsity, "sparsity");
+  compare(t.eps == m.eps, "eps");
+  compare(t.lr == m.lr, "lr");
+  compare(t.schedule == m.schedule, "lr_schedule");
+  compare(t.total_steps == m.total_steps, "total_steps");
+  compare(t.weight_decay == m.weight_decay, "weight_decay");
+  compare(t.seed == m.seed, "seed");
+  compare(t.freeze_embeddings == m.freeze_embeddings, "freeze_embeddings");
+  compare(t.freeze_norms == m.freeze_norms, "freeze_norms");
+  compare(t.freeze_biases == m.freeze_biases, "freeze_biases");
+  compare(t.stochastic_rounding == m.stochastic_rounding, "stochastic_rounding");
+  if (t.noise != m.noise)
+    out.push_back(format_string("the run used noise %s, this command asks for %s (leave the noise option out to "
+                                "continue with the run's own noise)", noise_name(t.noise), noise_name(m.noise)));
+  return out;
+}
+
+void SpsaOptimizer::check_matches(const nlohmann::json& header, const std::string& path) const {
+  std::string listed;
+  for (const std::string& d : differences(header, path)) listed += (listed.empty() ? "" : "; ") + d;
+  SMEZO_REQUIRE(listed.empty(), "%s: %s ---> HINT: use the options of the original run", path.c_str(),
+                listed.c_str());
   nlohmann::json mine = describe();
   const nlohmann::json& theirs = header.value("thresholds_f32_bits", nlohmann::json::object());
   for (auto& kv : mine["thresholds_f32_bits"].items()) {

@@ -75,6 +75,9 @@ class SpsaOptimizer {
   // Checks that a seed-log header describes this optimiser on this base model (same method,
   // sparsity, eps, seed, weight decay, freezes, noise and bit-identical thresholds).
   void check_matches(const nlohmann::json& header, const std::string& seed_log_path) const;
+  // Every field in which a seed-log header differs from this optimiser's options, one entry
+  // each ("lr = 0.001 in the run, 0.002 here"); the thresholds are not compared.
+  std::vector<std::string> differences(const nlohmann::json& header, const std::string& seed_log_path) const;
 
   int64_t tuned_parameter_count() const { return tuned_count_; }
   const SpsaOptions& options() const { return opts_; }

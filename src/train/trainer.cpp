@@ -79,16 +79,23 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   return h;
 }
 
+// Refuses a resume whose options differ from the run's, listing every differing option at once.
 void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const SpsaOptimizer& opt,
                          const std::string& path) {
-  opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);
+  std::vector<std::string> diffs = opt.differences(logged.value("spsa", nlohmann::json::object()), path);
   for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir", "batch", "max_len",
                           "fixed_batch", "storage_dtype", "device"}) {
-    SMEZO_REQUIRE(logged.contains(key) && logged[key] == mine[key],
-                  "%s: the run was started with %s = %s, this command says %s ---> HINT: resume with "
-                  "the options of the original run", path.c_str(), key,
-                  logged.contains(key) ? logged[key].dump().c_str() : "(missing)", mine[key].dump().c_str());
+    if (!logged.contains(key) || logged[key] != mine[key])
+      diffs.push_back(format_string("%s = %s in the run, %s here", key,
+                                    logged.contains(key) ? logged[key].dump().c_str() : "(missing)",
+                                    mine[key].dump().c_str()));
   }
+  std::string listed;
+  for (const std::string& d : diffs) listed += (listed.empty() ? "" : "; ") + d;
+  SMEZO_REQUIRE(diffs.empty(), "%s: this command differs from the run in %zu option%s: %s ---> HINT: resume with "
+                "the options of the original run", path.c_str(), diffs.size(), diffs.size() == 1 ? "" : "s",
+                listed.c_str());
+  opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);  // the thresholds
 }
 
 bool file_exists(const std::string& p) {
