@@ -183,10 +183,25 @@ TEST(GgufDequant, PlainTypes) {
   }
   std::vector<float> got = decode_poisoned(GGUF_TYPE_F32, values.data(), 96);
   EXPECT_EQ(got, values);
+  // The decode of a stored half is exact: compare bit for bit with the value the bits name,
+  // worked out here from sign, exponent and mantissa (the encode alone rounds).
   got = decode_poisoned(GGUF_TYPE_F16, f16.data(), 96);
-  for (size_t i = 0; i < values.size(); i++) EXPECT_NEAR(got[i], values[i], 4.0 / 2048) << i;
+  for (size_t i = 0; i < values.size(); i++) {
+    const uint16_t h = f16[i];
+    const int e = (h >> 10) & 31, mant = h & 1023;
+    ASSERT_LT(e, 31) << i;  // |values| < 4: no inf or NaN
+    const double magnitude = e == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, e - 25);
+    EXPECT_EQ(got[i], static_cast<float>((h >> 15) ? -magnitude : magnitude)) << i;
+    EXPECT_NEAR(got[i], values[i], 4.0 / 2048) << i;
+  }
   got = decode_poisoned(GGUF_TYPE_BF16, bf16.data(), 96);
-  for (size_t i = 0; i < values.size(); i++) EXPECT_NEAR(got[i], values[i], 4.0 / 256) << i;
+  for (size_t i = 0; i < values.size(); i++) {
+    const uint32_t widened = static_cast<uint32_t>(bf16[i]) << 16;
+    float want;
+    std::memcpy(&want, &widened, 4);
+    EXPECT_EQ(got[i], want) << i;
+    EXPECT_NEAR(got[i], values[i], 4.0 / 256) << i;
+  }
 }
 
 TEST(GgufDequant, MatchesTheGgufPythonPackage) {

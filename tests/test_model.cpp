@@ -9,6 +9,7 @@
 #include "cpu/cpu_backend.h"
 #include "model/model.h"
 #include "model_fixture.h"
+#include "test_util.h"
 
 using namespace smezo;
 using smezo_test::random_weight_source;
@@ -178,7 +179,7 @@ TEST(Model, ShapeMismatchNamesTensorAndShapes) {
 TEST(Model, TokenOutsideVocabularyIsAnError) {
   CpuBackend be;
   Model m(random_weight_source(tiny_llama_config(), 8), be, DTYPE_F32, 8, 8);
-  EXPECT_THROW(logits_of(m, {1, 40}), Error);
+  EXPECT_THROW_MSG(logits_of(m, {1, 40}), "token id 40 outside the vocabulary (40)");
 }
 
 // A batch whose sequence lengths do not add up to its tokens is refused, saying both counts.
@@ -196,4 +197,103 @@ TEST(Model, SequenceLengthsMustSumToTheTokens) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), testing::HasSubstr("batch: sequence lengths sum to 2, 3 tokens"));
   }
+}
+
+// q_dim != dim (6 heads x 24 = 144 over dim 128, GQA 3 query heads per kv head): the forward
+// pass against a plain double-precision LLaMA written here from the weights alone.
+TEST(Model, QueryWidthOtherThanDimMatchesADoubleReference) {
+  ModelConfig c = tiny_llama_config();
+  c.dim = 128;
+  c.hidden_dim = 64;
+  c.n_layers = 2;
+  c.n_heads = 6;
+  c.n_kv_heads = 2;
+  c.head_dim = 24;
+  c.vocab_size = 40;
+  const WeightSource src = random_weight_source(c, 11, 0.1f);
+  CpuBackend be;
+  Model m(src, be, DTYPE_F32, 16, 16);
+  const std::vector<int32_t> tokens = {1, 7, 22, 39, 3};
+  const std::vector<float> got = logits_of(m, tokens);
+
+  using Vec = std::vector<double>;
+  auto w = [&](const std::string& name) { return static_cast<const float*>(src.tensors.at(name).data); };
+  auto matvec = [](const float* a, int64_t rows, int64_t cols, const Vec& x) {  // a: (rows, cols)
+    Vec y(rows, 0.0);
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t k = 0; k < cols; k++) y[r] += static_cast<double>(a[r * cols + k]) * x[k];
+    return y;
+  };
+  auto rms_norm = [&](const Vec& x, const float* g) {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double inv = 1.0 / std::sqrt(ss / x.size() + c.norm_eps);
+    Vec y(x.size());
+    for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * inv * g[i];
+    return y;
+  };
+  auto rope = [&](Vec* v, int64_t heads, int pos) {  // rotate-half pairs (j, j + head_dim/2)
+    const int64_t half = c.head_dim / 2;
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t j = 0; j < half; j++) {
+        const double angle = pos * std::pow(static_cast<double>(c.rope_theta), -2.0 * j / c.head_dim);
+        double& a = (*v)[h * c.head_dim + j];
+        double& b = (*v)[h * c.head_dim + j + half];
+        const double a0 = a, b0 = b;
+        a = a0 * std::cos(angle) - b0 * std::sin(angle);
+        b = a0 * std::sin(angle) + b0 * std::cos(angle);
+      }
+  };
+  const int64_t T = tokens.size(), q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  std::vector<Vec> x(T);
+  const float* embed = w("model.embed_tokens.weight");
+  for (int64_t t = 0; t < T; t++) x[t] = Vec(embed + tokens[t] * c.dim, embed + (tokens[t] + 1) * c.dim);
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    std::vector<Vec> q(T), k(T), v(T);
+    for (int64_t t = 0; t < T; t++) {
+      const Vec h = rms_norm(x[t], w(p + "input_layernorm.weight"));
+      q[t] = matvec(w(p + "self_attn.q_proj.weight"), q_dim, c.dim, h);
+      k[t] = matvec(w(p + "self_attn.k_proj.weight"), kv_dim, c.dim, h);
+      v[t] = matvec(w(p + "self_attn.v_proj.weight"), kv_dim, c.dim, h);
+      rope(&q[t], c.n_heads, t);
+      rope(&k[t], c.n_kv_heads, t);
+    }
+    for (int64_t t = 0; t < T; t++) {
+      Vec att(q_dim, 0.0);
+      for (int64_t h = 0; h < c.n_heads; h++) {
+        const int64_t kh = h / (c.n_heads / c.n_kv_heads);
+        Vec s(t + 1);
+        double top = -1e300, sum = 0;
+        for (int64_t u = 0; u <= t; u++) {
+          s[u] = 0;
+          for (int64_t d = 0; d < c.head_dim; d++) s[u] += q[t][h * c.head_dim + d] * k[u][kh * c.head_dim + d];
+          s[u] /= std::sqrt(static_cast<double>(c.head_dim));
+          top = std::max(top, s[u]);
+        }
+        for (double& e : s) sum += (e = std::exp(e - top));
+        for (int64_t u = 0; u <= t; u++)
+          for (int64_t d = 0; d < c.head_dim; d++) att[h * c.head_dim + d] += s[u] / sum * v[u][kh * c.head_dim + d];
+      }
+      const Vec o = matvec(w(p + "self_attn.o_proj.weight"), c.dim, q_dim, att);
+      for (int64_t i = 0; i < c.dim; i++) x[t][i] += o[i];
+      const Vec h = rms_norm(x[t], w(p + "post_attention_layernorm.weight"));
+      const Vec gate = matvec(w(p + "mlp.gate_proj.weight"), c.hidden_dim, c.dim, h);
+      Vec up = matvec(w(p + "mlp.up_proj.weight"), c.hidden_dim, c.dim, h);
+      for (int64_t i = 0; i < c.hidden_dim; i++) up[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
+      const Vec down = matvec(w(p + "mlp.down_proj.weight"), c.dim, c.hidden_dim, up);
+      for (int64_t i = 0; i < c.dim; i++) x[t][i] += down[i];
+    }
+  }
+  ASSERT_EQ(got.size(), static_cast<size_t>(T * c.vocab_size));
+  double max_abs = 0, max_err = 0;
+  for (int64_t t = 0; t < T; t++) {
+    const Vec logits = matvec(w("lm_head.weight"), c.vocab_size, c.dim, rms_norm(x[t], w("model.norm.weight")));
+    for (int64_t j = 0; j < c.vocab_size; j++) {
+      max_abs = std::max(max_abs, std::fabs(logits[j]));
+      max_err = std::max(max_err, std::fabs(logits[j] - got[t * c.vocab_size + j]));
+    }
+  }
+  EXPECT_GT(max_abs, 0.1);  // the logits are not all near zero
+  EXPECT_LT(max_err, 1e-5 * (1.0 + max_abs)) << "max abs " << max_abs;
 }

@@ -200,7 +200,8 @@ TEST(MetricsLog, LinesParseBackAndAppendResumes) {
     smezo::MetricsLog log(path, false);
     log.write({{"step", 1}, {"loss", 0.693}, {"lr", 1e-6}, {"g", -3.25}});
     log.write({{"step", 2}, {"loss", NAN}, {"dev_acc", 0.8}});
-    EXPECT_THROW(log.write(nlohmann::json::array({1, 2})), smezo::Error);
+    EXPECT_THROW_MSG(log.write(nlohmann::json::array({1, 2})),
+                     "metrics record for " + path + " must be a JSON object, got array");
     // Flushed per line: readable while the log is open.
     EXPECT_EQ(smezo::metrics_log_read(path).size(), 2u);
   }
@@ -258,8 +259,10 @@ TEST(RunSummary, WritesAtomicallyWithStandardFields) {
   EXPECT_TRUE(back.contains("written_at"));
   EXPECT_GT(back["peak_host_rss_bytes"].get<int64_t>(), 0);
   EXPECT_EQ(list_dir(dir), std::vector<std::string>{"summary.json"});  // no temp file left
-  EXPECT_THROW(smezo::summary_write(path, nlohmann::json::array()), smezo::Error);
-  EXPECT_THROW(smezo::run_write_file_atomic(dir + "/no/such/dir/x.json", "{}"), smezo::Error);
+  EXPECT_THROW_MSG(smezo::summary_write(path, nlohmann::json::array()),
+                   "run summary for " + path + " must be a JSON object, got array");
+  EXPECT_THROW_MSG(smezo::run_write_file_atomic(dir + "/no/such/dir/x.json", "{}"),
+                   "cannot create " + dir + "/no/such/dir/x.json.tmp.");
 }
 
 // --- SVG plot
@@ -421,10 +424,11 @@ TEST(SeedLog, WriterFlushesEveryNAndRefusesGapsAndOverwrite) {
   w.append({3, 7, 0.125f, 1e-6f});
   w.flush();
   EXPECT_EQ(smezo::seed_log_read(path).records.size(), 3u);
-  EXPECT_THROW(w.append({5, 8, 0.f, 0.f}), smezo::Error);
-  EXPECT_THROW(smezo::SeedLogWriter::create(path, run_header(), 1), smezo::Error);
-  EXPECT_THROW(smezo::SeedLogWriter::create(path + ".2", nlohmann::json::array(), 1),
-               smezo::Error);
+  EXPECT_THROW_MSG(w.append({5, 8, 0.f, 0.f}), ": appending step 5 after step 3 (steps must be consecutive)");
+  EXPECT_THROW_MSG(smezo::SeedLogWriter::create(path, run_header(), 1),
+                   "seed log " + path + " already exists ---> HINT: continue that run (smezo train --resume)");
+  EXPECT_THROW_MSG(smezo::SeedLogWriter::create(path + ".2", nlohmann::json::array(), 1),
+                   "seed log header for " + path + ".2 must be a JSON object, got array");
 }
 
 TEST(SeedLog, TruncatedFinalLineIsToleratedAndCutOnAppend) {
@@ -440,7 +444,7 @@ TEST(SeedLog, TruncatedFinalLineIsToleratedAndCutOnAppend) {
     smezo::SeedLogWriter w = smezo::SeedLogWriter::open_append(path, 1);
     EXPECT_EQ(w.header()["method"], "mezo");
     EXPECT_EQ(w.last_step(), 2);
-    EXPECT_THROW(w.append({4, 1, 0.f, 0.f}), smezo::Error);
+    EXPECT_THROW_MSG(w.append({4, 1, 0.f, 0.f}), ": appending step 4 after step 2 (steps must be consecutive)");
     w.append({3, 33, 1.0f, 2.0f});
   }
   log = smezo::seed_log_read(path);
@@ -463,7 +467,8 @@ TEST(SeedLog, MalformedMiddleLineNamesFileAndLine) {
   }
   // A malformed final line that does end in '\n' is not a partial write.
   write_file(path, two_record_log() + "garbage\n");
-  EXPECT_THROW(smezo::seed_log_read(path), smezo::Error);
+  EXPECT_THROW_MSG(smezo::seed_log_read(path),
+                   "seed log " + path + " line 5 is malformed: 'garbage' (expected 'step seed g lr'");
 }
 
 TEST(SeedLog, NonConsecutiveStepsAndBadHeadersAreErrors) {
@@ -481,12 +486,13 @@ TEST(SeedLog, NonConsecutiveStepsAndBadHeadersAreErrors) {
   EXPECT_THAT([&] { smezo::seed_log_read(path); },
               testing::ThrowsMessage<smezo::Error>(HasSubstr("not a smezo seed log")));
   write_file(path, "# smezo seed log v1\n1 1 3f800000 3f800000\n");
-  EXPECT_THROW(smezo::seed_log_read(path), smezo::Error);  // record before the header
+  EXPECT_THROW_MSG(smezo::seed_log_read(path), " line 2: a record before the run header");
   write_file(path, "# smezo seed log v1\n# {not json\n");
-  EXPECT_THROW(smezo::seed_log_read(path), smezo::Error);
+  EXPECT_THROW_MSG(smezo::seed_log_read(path), " line 2: the run header is not a JSON object: '# {not json'");
   write_file(path, "");
-  EXPECT_THROW(smezo::seed_log_read(path), smezo::Error);
-  EXPECT_THROW(smezo::seed_log_read(dir + "/missing.txt"), smezo::Error);
+  EXPECT_THROW_MSG(smezo::seed_log_read(path), "seed log " + path + " is empty (not written by smezo train?)");
+  EXPECT_THROW_MSG(smezo::seed_log_read(dir + "/missing.txt"),
+                   "cannot read seed log " + dir + "/missing.txt: No such file or directory");
   // Comments and blank lines are fine.
   write_file(path, "# smezo seed log v1\n# a comment\n# {\"m\":1}\n\n1 1 3f800000 3f800000\n");
   EXPECT_EQ(smezo::seed_log_read(path).records.size(), 1u);

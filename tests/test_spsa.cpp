@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -134,8 +135,26 @@ TEST(Spsa, MasksLeaveUntunedEntriesAlone) {
         }
       }
     }
-    const double frac = double(linear_changed) / linear_total;
-    EXPECT_NEAR(frac, 0.3, 0.08) << method_name(method);  // keep fraction 1 - sparsity
+    if (method == METHOD_SMEZO) {
+      // the quantile mask keeps an exact count: the threshold is the k-th smallest |w| of the
+      // tensor (0-based), k = floor(0.3 (n - 1)), so with distinct magnitudes k + 1 entries
+      int64_t expected = 0;
+      for (size_t t = 0; t < m.params().size(); t++) {
+        const Param& p = *m.params()[t];
+        if (!p.info.is_linear) continue;
+        const int64_t n = p.w.numel(), k = static_cast<int64_t>(std::floor(0.3 * static_cast<double>(n - 1)));
+        std::vector<float> mags(n);
+        for (int64_t i = 0; i < n; i++) mags[i] = std::fabs(before[t][i]);
+        std::sort(mags.begin(), mags.end());
+        ASSERT_EQ(std::adjacent_find(mags.begin(), mags.end()), mags.end()) << p.info.name << ": tied magnitudes";
+        EXPECT_EQ(p.info.threshold, mags[k]) << p.info.name;
+        expected += k + 1;
+      }
+      EXPECT_EQ(linear_changed, expected) << "every entry inside the mask moves, none outside";
+    } else {
+      const double frac = double(linear_changed) / linear_total;
+      EXPECT_NEAR(frac, 0.3, 0.08) << method_name(method);  // keep probability 1 - sparsity
+    }
     EXPECT_EQ(dense_changed, dense_total) << "embeddings and norms are tuned densely";
   }
 }
