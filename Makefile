@@ -11,7 +11,8 @@
 #   make emu-test   every CUDA test of the suite, emulated (EMU_SCHED=fwd|rev|random:SEED)
 #   make clean
 # Knobs: CUDA_ARCH=90a (override GPU detection), NO_CUDA=1 (CPU-only build), NO_MPI=1 (no
-#        multi-rank training even where Open MPI is installed),
+#        multi-rank training even where Open MPI is installed), SAN=1 (ASan+UBSan; with its own
+#        BUILD=folder),
 #        DEPS=<dir> (a folder where Debian packages were unpacked with dpkg -x; see tools/deps.sh)
 
 CXX      ?= g++
@@ -88,6 +89,12 @@ LDLIBS     += $(MPI_LIBS)
 MPI_STATUS := ✓ MPI: $(shell mpirun --version 2>/dev/null | head -n1) (mpirun -np N smezo train ...: data and pipeline parallel)
 else
 MPI_STATUS := ✗ MPI: no mpicxx/ompi-cxx (or NO_MPI=1): one process only (apt-get install libopenmpi-dev openmpi-bin, or tools/deps.sh install)
+endif
+
+# SAN=1: the CPU build under ASan+UBSan (use its own BUILD folder, e.g. BUILD=build-asan NO_CUDA=1).
+ifeq ($(SAN),1)
+CXXFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=address,undefined
 endif
 
 ifeq ($(PROFILE),1)
