@@ -551,25 +551,6 @@ TEST(ProgressBar, TtyLineFitsTheTerminal) {
 
 // --- error sites a user reaches (issue 22, part 3)
 
-namespace {
-
-// The error text of fn() run under a file-size limit (RLIMIT_FSIZE) of `bytes`, with SIGXFSZ
-// ignored so a write past it returns EFBIG, as a write to a full disk fails; "" when none.
-std::string error_under_file_size_limit(rlim_t bytes, const std::function<void()>& fn) {
-  struct rlimit old_limit;
-  if (getrlimit(RLIMIT_FSIZE, &old_limit) != 0) return "getrlimit failed";
-  struct rlimit low = old_limit;
-  low.rlim_cur = bytes;
-  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
-  if (setrlimit(RLIMIT_FSIZE, &low) != 0) return "setrlimit failed";
-  std::string msg = smezo_test::error_of(fn);
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  std::signal(SIGXFSZ, old_handler);
-  return msg;
-}
-
-}  // namespace
-
 // A header line that follows the records (two logs pasted together, or a hand edit): refused
 // as a second header, naming the file and the line.
 TEST(SeedLog, HeaderAfterTheRecordsIsRefused) {
@@ -585,7 +566,7 @@ TEST(RunSummary, FailedWriteIsNamedAndLeavesTheOldFile) {
   std::string dir = make_temp_dir("summary_fsize");
   std::string path = dir + "/summary.json";
   smezo::run_write_file_atomic(path, "{\"old\": 1}\n");
-  std::string msg = error_under_file_size_limit(
+  std::string msg = smezo_test::error_under_file_size_limit(
       4096, [&] { smezo::run_write_file_atomic(path, std::string(65536, 'x')); });
   EXPECT_THAT(msg, HasSubstr("cannot write " + path + ".tmp."));
   EXPECT_THAT(msg, HasSubstr("(disk full?)"));
@@ -602,14 +583,14 @@ TEST(SeedLog, FailedWriteOrFlushIsNamed) {
   {
     smezo::SeedLogWriter w = smezo::SeedLogWriter::create(path, run_header(), 1);
     const rlim_t size = static_cast<rlim_t>(read_file(path).size());
-    std::string msg = error_under_file_size_limit(size, [&] { w.append({1, 7, 0.5f, 1e-6f}); });
+    std::string msg = smezo_test::error_under_file_size_limit(size, [&] { w.append({1, 7, 0.5f, 1e-6f}); });
     EXPECT_THAT(msg, HasSubstr("cannot flush seed log " + path + " to disk"));
     EXPECT_THAT(msg, HasSubstr("(disk full?)"));
   }
   path = dir + "/write.txt";
   smezo::SeedLogWriter w = smezo::SeedLogWriter::create(path, run_header(), 0);
   const rlim_t size = static_cast<rlim_t>(read_file(path).size());
-  std::string msg = error_under_file_size_limit(size, [&] {
+  std::string msg = smezo_test::error_under_file_size_limit(size, [&] {
     for (int64_t step = 1; step <= 100000; step++) w.append({step, 7, 0.5f, 1e-6f});
   });
   EXPECT_THAT(msg, HasSubstr("cannot write seed log " + path));

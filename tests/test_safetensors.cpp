@@ -170,25 +170,6 @@ TEST(Safetensors, WriterRejectsEmptyAndReservedNames) {
   EXPECT_THAT(msg, HasSubstr(path));
 }
 
-namespace {
-
-// The error text of fn() run under a file-size limit (RLIMIT_FSIZE) of `bytes`, with SIGXFSZ
-// ignored so a write past it returns EFBIG, as a write to a full disk fails; "" when none.
-std::string error_under_file_size_limit(rlim_t bytes, const std::function<void()>& fn) {
-  struct rlimit old_limit;
-  if (getrlimit(RLIMIT_FSIZE, &old_limit) != 0) return "getrlimit failed";
-  struct rlimit low = old_limit;
-  low.rlim_cur = bytes;
-  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
-  if (setrlimit(RLIMIT_FSIZE, &low) != 0) return "setrlimit failed";
-  std::string msg = error_of(fn);
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  std::signal(SIGXFSZ, old_handler);
-  return msg;
-}
-
-}  // namespace
-
 // A write that fails (the file-size limit standing in for a full disk), while writing a large
 // tensor and, for a small file held in stdio's buffer, at the flush: a one-line error naming
 // the temporary file and the step, no temporary file left, the previous file intact.
@@ -199,14 +180,14 @@ TEST(Safetensors, FailedWriteIsNamedAndLeavesTheOldFile) {
   smezo::write_safetensors(path, {{"old", smezo::DTYPE_F32, {1}, &v}}, {});
   const std::string old_bytes = smezo_test::read_file(path);
   std::vector<float> big(16384, 2.0f), small(16, 3.0f);
-  std::string msg = error_under_file_size_limit(4096, [&] {
+  std::string msg = smezo_test::error_under_file_size_limit(4096, [&] {
     smezo::write_safetensors(path, {{"w", smezo::DTYPE_F32, {16384}, big.data()}}, {});
   });
   EXPECT_THAT(msg, HasSubstr("cannot write safetensors file " + path + ".tmp: writing tensor 'w'"));
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   EXPECT_EQ(smezo_test::read_file(path), old_bytes);
   EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
-  msg = error_under_file_size_limit(16, [&] {
+  msg = smezo_test::error_under_file_size_limit(16, [&] {
     smezo::write_safetensors(path, {{"w", smezo::DTYPE_F32, {16}, small.data()}}, {});
   });
   EXPECT_THAT(msg, HasSubstr("cannot write safetensors file " + path + ".tmp: flushing"));

@@ -1,12 +1,14 @@
 // Implementation of the test helpers.
 #include "test_util.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -73,6 +75,19 @@ std::string error_of(const std::function<void()>& fn) {
   }
   ADD_FAILURE() << "expected smezo::Error";
   return "";
+}
+
+std::string error_under_file_size_limit(uint64_t bytes, const std::function<void()>& fn) {
+  struct rlimit old_limit;
+  if (getrlimit(RLIMIT_FSIZE, &old_limit) != 0) return "getrlimit failed";
+  struct rlimit low = old_limit;
+  low.rlim_cur = static_cast<rlim_t>(bytes);
+  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  if (setrlimit(RLIMIT_FSIZE, &low) != 0) return "setrlimit failed";
+  std::string msg = error_of(fn);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  return msg;
 }
 
 int run_command(const std::string& cmd, std::string* output) {

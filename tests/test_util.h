@@ -17,6 +17,9 @@ std::string read_file(const std::string& path);
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 // The message of the smezo::Error that fn throws; fails the test when it throws nothing.
 std::string error_of(const std::function<void()>& fn);
+// The error text of fn() run under a file-size limit (RLIMIT_FSIZE) of `bytes`, with SIGXFSZ
+// ignored so a write past it returns EFBIG, as a write to a full disk fails; "" when none.
+std::string error_under_file_size_limit(uint64_t bytes, const std::function<void()>& fn);
 // The build folder the tests were built in (make BUILD=...), and the smezo binary in it.
 std::string build_dir();
 std::string smezo_binary();

@@ -64,8 +64,6 @@ struct CollOp {
 void warp_collective(const CollOp& op, unsigned mask, CollArgs& args, const char* file, int line);
 // Ends the kernel with a clear message (called from a collective's `complete`).
 [[noreturn]] void collective_fault(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-bool collective_failed();
-unsigned lane_id();
 
 extern const CollOp kShfl, kBallot, kMatchAny, kMatchAll, kSyncwarp, kReduceAdd, kReduceMin,
     kReduceMax;

@@ -4,5 +4,4 @@
 #pragma once
 #define __CUDACC__ 1
 #define __CUDA_ARCH__ 900
-#define SMEZO_EMU_DEVICE_CODE 1
 #include "emu_runtime.h"

@@ -57,7 +57,6 @@ constexpr size_t kStackBytes = 1024 * 1024;  // ASan's redzones and fake frames 
 #else
 constexpr size_t kStackBytes = 256 * 1024;
 #endif
-constexpr int kMaxDynamicSmemDefault = 48 * 1024;
 
 // ---- schedule
 enum SchedKind { SCHED_FWD, SCHED_REV, SCHED_RANDOM };
@@ -476,7 +475,7 @@ cudaError_t check_launch(const KernelLaunch& k, std::string* why) {
     return cudaErrorInvalidValue;
   }
   const int opted = max_dynamic_smem(k.fn);
-  const size_t allowed = opted > 0 ? size_t(opted) : size_t(kMaxDynamicSmemDefault);
+  const size_t allowed = opted > 0 ? size_t(opted) : p.sharedMemPerBlock;  // 48 KB without opting in
   if (k.cfg.smem > allowed) {
     *why = format("%zu bytes of dynamic shared memory exceed the %zu allowed for this kernel "
                   "(above 48 KB a kernel must opt in with cudaFuncSetAttribute("
@@ -535,8 +534,6 @@ void collective_fault(const char* fmt, ...) {
   throw 0;  // caught by the completion wrapper below
 }
 
-bool collective_failed() { return tl_collective_error != nullptr; }
-unsigned lane_id() { return static_cast<unsigned>(worker().cur->linear % 32); }
 
 bool set_schedule(const char* spec) { return parse_schedule(spec, &schedule()); }
 const char* schedule_name() { return schedule().name.c_str(); }
