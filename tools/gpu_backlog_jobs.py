@@ -50,12 +50,7 @@ def tail(text, n):
     return [ln.rstrip() for ln in text.strip().splitlines()[-n:]]
 
 
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+read_json = zo_grid.read_json  # a JSON file's content, or None when unreadable
 
 
 def job_record(st, jid):
