@@ -560,16 +560,16 @@ TEST(SeedLog, HeaderAfterTheRecordsIsRefused) {
               testing::ThrowsMessage<smezo::Error>(HasSubstr("seed log " + path + " line 4: a second run header")));
 }
 
-// A failed write (the file-size limit standing in for a full disk): a one-line error naming
-// the temporary file, no temporary file left behind, and the previous file intact.
+// A failed write (under a file-size limit): a one-line error naming the file and the limit,
+// no temporary file left behind, and the previous file intact.
 TEST(RunSummary, FailedWriteIsNamedAndLeavesTheOldFile) {
   std::string dir = make_temp_dir("summary_fsize");
   std::string path = dir + "/summary.json";
   smezo::run_write_file_atomic(path, "{\"old\": 1}\n");
   std::string msg = smezo_test::error_under_file_size_limit(
       4096, [&] { smezo::run_write_file_atomic(path, std::string(65536, 'x')); });
-  EXPECT_THAT(msg, HasSubstr("cannot write " + path + ".tmp."));
-  EXPECT_THAT(msg, HasSubstr("(disk full?)"));
+  EXPECT_THAT(msg, HasSubstr("cannot write " + path + ": File too large ---> HINT: a file-size limit"));
+  EXPECT_THAT(msg, HasSubstr("ulimit -f"));
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   EXPECT_EQ(read_file(path), "{\"old\": 1}\n");
   EXPECT_EQ(list_dir(dir), std::vector<std::string>{"summary.json"});
@@ -584,8 +584,8 @@ TEST(SeedLog, FailedWriteOrFlushIsNamed) {
     smezo::SeedLogWriter w = smezo::SeedLogWriter::create(path, run_header(), 1);
     const rlim_t size = static_cast<rlim_t>(read_file(path).size());
     std::string msg = smezo_test::error_under_file_size_limit(size, [&] { w.append({1, 7, 0.5f, 1e-6f}); });
-    EXPECT_THAT(msg, HasSubstr("cannot flush seed log " + path + " to disk"));
-    EXPECT_THAT(msg, HasSubstr("(disk full?)"));
+    EXPECT_THAT(msg, HasSubstr("cannot write the seed log " + path + ": File too large"));
+    EXPECT_THAT(msg, HasSubstr("ulimit -f"));
   }
   path = dir + "/write.txt";
   smezo::SeedLogWriter w = smezo::SeedLogWriter::create(path, run_header(), 0);
@@ -593,6 +593,6 @@ TEST(SeedLog, FailedWriteOrFlushIsNamed) {
   std::string msg = smezo_test::error_under_file_size_limit(size, [&] {
     for (int64_t step = 1; step <= 100000; step++) w.append({step, 7, 0.5f, 1e-6f});
   });
-  EXPECT_THAT(msg, HasSubstr("cannot write seed log " + path));
-  EXPECT_THAT(msg, HasSubstr("(disk full?)"));
+  EXPECT_THAT(msg, HasSubstr("cannot write the seed log " + path + ": File too large"));
+  EXPECT_THAT(msg, HasSubstr("ulimit -f"));
 }

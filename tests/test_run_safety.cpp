@@ -233,7 +233,7 @@ TEST(RunSafety, AFailedFinalCheckpointKeepsTheResult) {
     EXPECT_EQ(calls, 3);
   }
   EXPECT_THAT(r.checkpoint_error, HasSubstr("not writing checkpoint " + o.out_dir + "/checkpoint: it needs "));
-  EXPECT_THAT(r.checkpoint_error, HasSubstr("the disk has 1000 bytes (0.00 GB) free; the previous checkpoint is kept"));
+  EXPECT_THAT(r.checkpoint_error, HasSubstr("the disk has 1000 bytes (1.00 KB) free; the previous checkpoint is kept"));
   const nlohmann::json s = read_json(o.out_dir + "/summary.json");
   EXPECT_EQ(s["status"], "completed");
   EXPECT_TRUE(s["test_acc"].is_number()) << s.dump();

@@ -154,7 +154,8 @@ TEST(Safetensors, WriterRejectsBadEntries) {
     smezo::write_safetensors("/nonexistent_dir_smezo/x.safetensors",
                              {{"a", smezo::DTYPE_F32, {1}, &v}}, {});
   });
-  EXPECT_THAT(msg, HasSubstr("/nonexistent_dir_smezo/x.safetensors.tmp"));
+  EXPECT_THAT(msg, HasSubstr("cannot write safetensors file /nonexistent_dir_smezo/x.safetensors (creating it): No such "
+                             "file or directory"));
 }
 
 // Names the format cannot hold: an empty name, and "__metadata__" (the header's own key).
@@ -172,7 +173,7 @@ TEST(Safetensors, WriterRejectsEmptyAndReservedNames) {
 
 // A write that fails (the file-size limit standing in for a full disk), while writing a large
 // tensor and, for a small file held in stdio's buffer, at the flush: a one-line error naming
-// the temporary file and the step, no temporary file left, the previous file intact.
+// the file, the step and the limit, no temporary file left, the previous file intact.
 TEST(Safetensors, FailedWriteIsNamedAndLeavesTheOldFile) {
   const std::string dir = smezo_test::make_temp_dir("st_fsize");
   const std::string path = dir + "/x.safetensors";
@@ -183,14 +184,15 @@ TEST(Safetensors, FailedWriteIsNamedAndLeavesTheOldFile) {
   std::string msg = smezo_test::error_under_file_size_limit(4096, [&] {
     smezo::write_safetensors(path, {{"w", smezo::DTYPE_F32, {16384}, big.data()}}, {});
   });
-  EXPECT_THAT(msg, HasSubstr("cannot write safetensors file " + path + ".tmp: writing tensor 'w'"));
+  EXPECT_THAT(msg, HasSubstr("cannot write safetensors file " + path + " (writing tensor 'w'): File too large"));
+  EXPECT_THAT(msg, HasSubstr("---> HINT: a file-size limit stops the file growing (see 'ulimit -f')"));
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   EXPECT_EQ(smezo_test::read_file(path), old_bytes);
   EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
   msg = smezo_test::error_under_file_size_limit(16, [&] {
     smezo::write_safetensors(path, {{"w", smezo::DTYPE_F32, {16}, small.data()}}, {});
   });
-  EXPECT_THAT(msg, HasSubstr("cannot write safetensors file " + path + ".tmp: flushing"));
+  EXPECT_THAT(msg, HasSubstr("cannot write safetensors file " + path + " (flushing): File too large"));
   EXPECT_EQ(smezo_test::read_file(path), old_bytes);
   EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
 }

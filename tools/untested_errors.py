@@ -8,7 +8,8 @@ Prints one row per untested site (file:line, the head of its format string), the
 Method (rough on purpose, a grep and no compiler):
   * An error site is a call of one of the raising names that src/common/check.h defines:
     SMEZO_REQUIRE(cond, fmt, ...) and throw_error(fmt, ...), plus any `throw Error(...)` /
-    `throw smezo::Error(...)` written directly. The definitions themselves are skipped.
+    `throw smezo::Error(...)` written directly, and throw_write_error(action, path, errno)
+    (its message is the action: "write the seed log"). The definitions themselves are skipped.
   * The call is read to its closing parenthesis and split at top-level commas; the message is
     the string literals of the format argument (SMEZO_REQUIRE's second, throw_error's first,
     Error's first), adjacent literals joined as the compiler joins them.
@@ -41,6 +42,7 @@ RAISERS = [  # (regex for the call's opening, index of the format argument)
     (re.compile(r"\bSMEZO_REQUIRE\s*\("), 1),
     (re.compile(r"\bthrow_error\s*\("), 0),
     (re.compile(r"\bthrow\s+(?:::)?(?:smezo::)?Error\s*\("), 0),
+    (re.compile(r"\bthrow_write_error\s*\("), 0),  # "cannot <action> <path>: <strerror>"
 ]
 CONVERSION = re.compile(r"%[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcsp%]")
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
@@ -117,7 +119,7 @@ def find_sites(src_root):
                 line_start = code.rfind("\n", 0, m.start()) + 1
                 if code[line_start:m.start()].lstrip().startswith("#define"):
                     continue
-                if re.search(r"void\s+throw_error\s*\($", code[line_start:m.end()]):
+                if re.search(r"void\s+throw_(?:write_)?error\s*\($", code[line_start:m.end()]):
                     continue  # the declaration / definition
                 args = split_args(call_text(code, m.end()))
                 if len(args) <= fmt_index:

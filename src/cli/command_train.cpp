@@ -1,9 +1,11 @@
 // smezo train: zeroth-order fine-tuning (MeZO, S-MeZO, R-MeZO) on a task. The options map
 // one to one onto smezo::TrainOptions (include/smezo/train.h); train/trainer.h runs it.
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
 #include "common/assets.h"
+#include "common/check.h"
 #include "tasks/task_data.h"
 #include "train/trainer.h"
 
@@ -17,6 +19,18 @@ struct TrainState {
   std::string method = "smezo", schedule = "constant", noise = "auto", probes = "pair";
   CLI::Option *sparsity = nullptr, *lr = nullptr, *out = nullptr;
 };
+
+// What to do after a write failed: the cause's own advice, then how to go on. The seed log is
+// flushed up to the failure (its last line may be cut; --resume trims it), so --resume
+// replays what was logged and carries on.
+std::string resume_hint(const WriteError& e, const std::string& out_dir) {
+  const std::string fix = e.hint().empty() ? "fix the cause" : e.hint();
+  std::error_code ec;
+  const bool logged = std::filesystem::file_size(out_dir + "/seed_log.txt", ec) > 0 && !ec;
+  if (!logged) return fix + ", then run the command again";
+  return fix + ", then run the same command with --resume: " + out_dir +
+         "/seed_log.txt keeps every step logged so far";
+}
 
 int run_train(TrainState& s) {
   TrainOptions& o = s.o;
@@ -33,7 +47,11 @@ int run_train(TrainState& s) {
   if (s.lr->count() == 0) o.spsa.lr = o.spsa.method == METHOD_MEZO ? 1e-6f : 2e-6f;
   if (s.out->count() == 0) o.out_dir = "runs/" + o.task + "-" + method_name(o.spsa.method);
   // 3: the run finished (summary.json, seed log) but its final checkpoint could not be written
-  return train(o).checkpoint_error.empty() ? 0 : 3;
+  try {
+    return train(o).checkpoint_error.empty() ? 0 : 3;
+  } catch (const WriteError& e) {
+    throw Error(e.message(), resume_hint(e, o.out_dir));
+  }
 }
 
 }  // namespace

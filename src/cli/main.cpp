@@ -2,6 +2,7 @@
 // (commands.h; the pattern is in cli.h), parses, runs the chosen command, and turns every
 // error into ONE line "smezo: error: ..." on stderr: exit code 2 for a bad command line, 1 for
 // an error while running.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -54,6 +55,9 @@ int report_extras(const std::vector<std::string>& extras, const std::string& com
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) the kernel would kill us with SIGXFSZ mid-write, with no
+  // message; ignored, the write fails with EFBIG and the writer reports it like a full disk.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app("smezo: fine-tune LLaMA, Mistral and OPT models with zeroth-order optimisation "
                "(MeZO, Sparse-MeZO, R-MeZO), forward passes only.",
                "smezo");

@@ -1,8 +1,10 @@
 // Implementation of the error helpers declared in check.h.
 #include "common/check.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -160,6 +162,27 @@ std::string printable(const std::string& bytes, size_t max_chars) {
   }
   if (i < bytes.size()) out += "...(" + std::to_string(bytes.size()) + " bytes)";
   return out;
+}
+
+std::string write_error_hint(int err) {
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+      return "the disk (or your quota) is full: free space on it";
+    case EFBIG:
+      return "a file-size limit stops the file growing (see 'ulimit -f'): raise it";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return "the folder or file is not writable by you: make it writable";
+    default:
+      return "";
+  }
+}
+
+void throw_write_error(const char* action, const std::string& path, int err) {
+  throw WriteError(escape_controls(format_string("cannot %s %s: %s", action, path.c_str(), std::strerror(err))),
+                   write_error_hint(err), err);
 }
 
 }  // namespace smezo

@@ -39,6 +39,23 @@ class Error : public std::runtime_error {
   std::string message_, hint_;
 };
 
+// A write to a file that the system refused (full disk, file-size limit, read-only folder):
+// the message names the file, errno() says why, and the hint says what to do about that
+// cause. Callers that know how to go on afterwards (smezo train: --resume) add to the hint.
+class WriteError : public Error {
+ public:
+  WriteError(const std::string& message, const std::string& hint, int err) : Error(message, hint), err_(err) {}
+  int err() const { return err_; }
+
+ private:
+  int err_;
+};
+
+// What to do about a write that failed with errno `err`: "" for a cause with no general fix.
+std::string write_error_hint(int err);
+// Throws WriteError "cannot <action> <path>: <strerror(err)>" with write_error_hint(err).
+[[noreturn]] void throw_write_error(const char* action, const std::string& path, int err);
+
 // The one-line text of an error message and hint: "<message> ---> HINT: <hint>".
 std::string error_join_hint(const std::string& message, const std::string& hint);
 

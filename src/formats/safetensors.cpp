@@ -192,13 +192,15 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Closes (if open) and removes the temporary file, then throws.
-[[noreturn]] void fail_write(std::FILE* f, const std::string& tmp, const std::string& what,
-                             int err) {
+// Closes (if open) and removes the temporary file, then throws a WriteError naming the file
+// being written (`path`; its bytes go to `tmp` until the rename) and the step that failed.
+[[noreturn]] void fail_write(std::FILE* f, const std::string& tmp, const std::string& path,
+                             const std::string& what, int err) {
   if (f) std::fclose(f);
   std::remove(tmp.c_str());
-  throw_error("cannot write safetensors file %s: %s: %s", tmp.c_str(), what.c_str(),
-              std::strerror(err));
+  throw WriteError(format_string("cannot write safetensors file %s (%s): %s", path.c_str(),
+                                 printable(what).c_str(), std::strerror(err)),
+                   write_error_hint(err), err);
 }
 
 }  // namespace
@@ -336,10 +338,10 @@ void write_safetensors_streamed(const std::string& path, const std::vector<Safet
   put_u64_le(plan.header.size(), len_bytes);
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail_write(nullptr, tmp, "cannot create it", errno);
+  if (!f) fail_write(nullptr, tmp, path, "creating it", errno);
   if (std::fwrite(len_bytes, 1, 8, f) != 8 ||
       std::fwrite(plan.header.data(), 1, plan.header.size(), f) != plan.header.size())
-    fail_write(f, tmp, "writing the header", errno);
+    fail_write(f, tmp, path, "writing the header", errno);
   std::vector<char> bytes;
   for (size_t i : plan.order) {
     const SafetensorsSpec& t = tensors[i];
@@ -353,15 +355,15 @@ void write_safetensors_streamed(const std::string& path, const std::vector<Safet
       throw;
     }
     if (nbytes > 0 && std::fwrite(bytes.data(), 1, nbytes, f) != nbytes)
-      fail_write(f, tmp, "writing tensor '" + t.name + "'", errno);
+      fail_write(f, tmp, path, "writing tensor '" + t.name + "'", errno);
   }
-  if (std::fflush(f) != 0) fail_write(f, tmp, "flushing", errno);
-  if (fsync(fileno(f)) != 0) fail_write(f, tmp, "fsync", errno);
-  if (std::fclose(f) != 0) fail_write(nullptr, tmp, "closing", errno);
+  if (std::fflush(f) != 0) fail_write(f, tmp, path, "flushing", errno);
+  if (fsync(fileno(f)) != 0) fail_write(f, tmp, path, "fsync", errno);
+  if (std::fclose(f) != 0) fail_write(nullptr, tmp, path, "closing", errno);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     std::remove(tmp.c_str());
-    throw_error("cannot rename %s to %s: %s", tmp.c_str(), path.c_str(), std::strerror(err));
+    throw_write_error(("rename " + tmp + " to").c_str(), path, err);
   }
 }
 

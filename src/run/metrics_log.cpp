@@ -38,14 +38,12 @@ MetricsLog::MetricsLog(const std::string& path, bool append) : path_(path) {
     if (read_whole_file(path, &text) && !text.empty() && text.back() != '\n') {
       size_t keep = text.find_last_of('\n');
       keep = (keep == std::string::npos) ? 0 : keep + 1;
-      SMEZO_REQUIRE(::truncate(path.c_str(), static_cast<off_t>(keep)) == 0,
-                    "cannot cut the partial last line of metrics log %s: %s", path.c_str(),
-                    std::strerror(errno));
+      if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0)
+        throw_write_error("cut the partial last line of the metrics log", path, errno);
     }
   }
   f_ = std::fopen(path.c_str(), append ? "ab" : "wb");
-  SMEZO_REQUIRE(f_ != nullptr, "cannot open metrics log %s: %s (does the folder exist?)",
-                path.c_str(), std::strerror(errno));
+  if (f_ == nullptr) throw_write_error("open the metrics log", path, errno);
 }
 
 MetricsLog::~MetricsLog() { close(); }
@@ -56,8 +54,7 @@ void MetricsLog::write(const nlohmann::json& record) {
                 path_.c_str(), record.type_name());
   std::string line = dump_line(record);
   size_t n = std::fwrite(line.data(), 1, line.size(), f_);
-  SMEZO_REQUIRE(n == line.size() && std::fflush(f_) == 0, "cannot write metrics log %s: %s",
-                path_.c_str(), std::strerror(errno));
+  if (n != line.size() || std::fflush(f_) != 0) throw_write_error("write the metrics log", path_, errno);
 }
 
 void MetricsLog::close() {

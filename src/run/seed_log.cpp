@@ -199,17 +199,15 @@ SeedLogWriter SeedLogWriter::create(const std::string& path, const nlohmann::jso
   w.flush_every_ = flush_every;
   run_write_file_atomic(path, header_text(header));
   w.f_ = std::fopen(path.c_str(), "ab");
-  SMEZO_REQUIRE(w.f_ != nullptr, "cannot open seed log %s: %s", path.c_str(),
-                std::strerror(errno));
+  if (w.f_ == nullptr) throw_write_error("open the seed log", path, errno);
   return w;
 }
 
 SeedLogWriter SeedLogWriter::open_append(const std::string& path, int64_t flush_every) {
   SeedLog log = seed_log_read(path);
   if (log.partial_tail) {
-    SMEZO_REQUIRE(::truncate(path.c_str(), static_cast<off_t>(log.complete_bytes)) == 0,
-                  "cannot cut the partial last line of seed log %s: %s", path.c_str(),
-                  std::strerror(errno));
+    if (::truncate(path.c_str(), static_cast<off_t>(log.complete_bytes)) != 0)
+      throw_write_error("cut the partial last line of the seed log", path, errno);
   }
   SeedLogWriter w;
   w.path_ = path;
@@ -218,8 +216,7 @@ SeedLogWriter SeedLogWriter::open_append(const std::string& path, int64_t flush_
   w.has_records_ = !log.records.empty();
   w.last_step_ = w.has_records_ ? log.records.back().step : 0;
   w.f_ = std::fopen(path.c_str(), "ab");
-  SMEZO_REQUIRE(w.f_ != nullptr, "cannot open seed log %s: %s", path.c_str(),
-                std::strerror(errno));
+  if (w.f_ == nullptr) throw_write_error("open the seed log", path, errno);
   return w;
 }
 
@@ -259,8 +256,7 @@ void SeedLogWriter::append(const SeedRecord& r) {
   SMEZO_REQUIRE(r.step >= 0, "seed log %s: negative step %lld", path_.c_str(),
                 static_cast<long long>(r.step));
   std::string line = seed_log_format_record(r);
-  SMEZO_REQUIRE(std::fwrite(line.data(), 1, line.size(), f_) == line.size(),
-                "cannot write seed log %s: %s (disk full?)", path_.c_str(), std::strerror(errno));
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size()) throw_write_error("write the seed log", path_, errno);
   has_records_ = true;
   last_step_ = r.step;
   ++unflushed_;
@@ -269,9 +265,7 @@ void SeedLogWriter::append(const SeedRecord& r) {
 
 void SeedLogWriter::flush() {
   SMEZO_REQUIRE(f_ != nullptr, "seed log %s is closed", path_.c_str());
-  SMEZO_REQUIRE(std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0,
-                "cannot flush seed log %s to disk: %s (disk full?)", path_.c_str(),
-                std::strerror(errno));
+  if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) throw_write_error("write the seed log", path_, errno);
   unflushed_ = 0;
 }
 
@@ -282,8 +276,7 @@ void SeedLogWriter::close() {
   int err = errno;
   f_ = nullptr;
   std::fclose(f);
-  SMEZO_REQUIRE(ok, "cannot flush seed log %s to disk: %s (disk full?)", path_.c_str(),
-                std::strerror(err));
+  if (!ok) throw_write_error("write the seed log", path_, err);
 }
 
 }  // namespace smezo

@@ -24,7 +24,9 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-void write_all(int fd, const std::string& bytes, const std::string& path) {
+// Writes bytes to fd (the temporary file tmp, on its way to becoming `path`); a failure removes
+// tmp, so a full disk leaves nothing behind, and names `path`, the file the user knows.
+void write_all(int fd, const std::string& bytes, const std::string& tmp, const std::string& path) {
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -32,8 +34,8 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      ::unlink(path.c_str());  // a full disk must not leave the temporary file behind
-      throw_error("cannot write %s: %s (disk full?)", path.c_str(), std::strerror(err));
+      ::unlink(tmp.c_str());
+      throw_write_error("write", path, err);
     }
     done += static_cast<size_t>(n);
   }
@@ -44,20 +46,19 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
 void run_write_file_atomic(const std::string& path, const std::string& bytes) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  SMEZO_REQUIRE(fd >= 0, "cannot create %s: %s (does the folder exist and is it writable?)",
-                tmp.c_str(), std::strerror(errno));
-  write_all(fd, bytes, tmp);
+  if (fd < 0) throw_write_error("create", tmp, errno);
+  write_all(fd, bytes, tmp, path);
   if (::fsync(fd) != 0) {
     int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    throw_error("cannot fsync %s: %s", tmp.c_str(), std::strerror(err));
+    throw_write_error("write", path, err);
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw_error("cannot rename %s to %s: %s", tmp.c_str(), path.c_str(), std::strerror(err));
+    throw_write_error(("rename " + tmp + " to").c_str(), path, err);
   }
   // Make the rename itself durable; failure here is not worth failing the run over.
   int dfd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -74,8 +75,11 @@ void run_check_writable(const std::string& path, const char* what) {
   // The same temporary file run_write_file_atomic() will create, made and removed now.
   const std::string probe = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  SMEZO_REQUIRE(fd >= 0, "cannot write %s %s: %s ---> HINT: check that its folder exists and is writable",
-                what, path.c_str(), std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    throw WriteError(format_string("cannot write %s %s: %s", what, path.c_str(), std::strerror(err)),
+                     err == ENOENT ? "check that its folder exists" : write_error_hint(err), err);
+  }
   ::close(fd);
   ::unlink(probe.c_str());
 }

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -36,14 +37,14 @@ void copy_file(const std::string& from, const std::string& to) {
   std::ofstream out(to, std::ios::binary);
   out << in.rdbuf();
   out.close();
-  SMEZO_REQUIRE(out.good(), "cannot write %s", to.c_str());
+  if (!out.good()) throw_write_error("write", to, errno);
 }
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  SMEZO_REQUIRE(out.good(), "cannot write %s", path.c_str());
+  if (!out.good()) throw_write_error("write", path, errno);
 }
 
 json token_name(const BpeVocab& v, int32_t id) { return id >= 0 ? json(v.tokens[id]) : json(); }

@@ -17,6 +17,7 @@
 #include "common/half.h"
 #include "formats/hf_dir.h"
 #include "formats/safetensors.h"
+#include "model/model_size.h"
 #include "run/summary.h"
 #include "tokenizer/tokenizer_files.h"
 
@@ -209,12 +210,13 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
   fs::remove_all(tmp, ec);  // a leftover of an earlier failure: its space counts as free
   const int64_t need = plan_bytes(plan, tokenizer_path, run_settings);
   const int64_t avail = free_space_query() ? free_space_query()(tmp) : checkpoint_free_bytes(tmp);
-  SMEZO_REQUIRE(avail >= need, "not writing checkpoint %s: it needs %lld bytes (%.2f GB), the disk has %lld bytes "
-                "(%.2f GB) free; the previous checkpoint is kept ---> HINT: free disk space, or choose another "
+  SMEZO_REQUIRE(avail >= need, "not writing checkpoint %s: it needs %lld bytes (%s), the disk has %lld bytes "
+                "(%s) free; the previous checkpoint is kept ---> HINT: free disk space, or choose another "
                 "--checkpoint-dtype; smezo replay rebuilds these weights from the seed log at any time",
-                dir.c_str(), (long long)need, need / 1e9, (long long)avail, avail / 1e9);
+                dir.c_str(), (long long)need, format_bytes(need).c_str(), (long long)avail,
+                format_bytes(avail).c_str());
   fs::create_directories(tmp, ec);
-  SMEZO_REQUIRE(!ec, "cannot create checkpoint directory %s: %s", tmp.c_str(), ec.message().c_str());
+  if (ec) throw_write_error("create the checkpoint folder", tmp, ec.value());
   try {
     std::vector<float> host;  // one tensor at a time
     write_safetensors_streamed(tmp + "/model.safetensors", plan.specs, kMetadata,
@@ -233,10 +235,10 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
   if (fs::exists(dir)) {
     fs::rename(dir, old, ec);
     if (ec) fs::remove_all(tmp);
-    SMEZO_REQUIRE(!ec, "cannot replace %s: %s", dir.c_str(), ec.message().c_str());
+    if (ec) throw_write_error("move the previous checkpoint out of", dir, ec.value());
   }
   fs::rename(tmp, dir, ec);
-  SMEZO_REQUIRE(!ec, "cannot move checkpoint into %s: %s", dir.c_str(), ec.message().c_str());
+  if (ec) throw_write_error("move the new checkpoint into", dir, ec.value());
   fs::remove_all(old, ec);
 }
 

@@ -266,8 +266,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   }
   std::error_code mkdir_error;
   if (root) std::filesystem::create_directories(o.out_dir, mkdir_error);
-  SMEZO_REQUIRE(!mkdir_error, "cannot create the output directory %s: %s", o.out_dir.c_str(),
-                mkdir_error.message().c_str());
+  if (mkdir_error) throw_write_error("create the run folder", o.out_dir, mkdir_error.value());
   std::optional<RunDirLock> lock;
   if (root) {
     lock.emplace(run_dir_lock(o.out_dir));
@@ -559,7 +558,8 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
                                      format_accuracy(result.best_dev_acc) + ")"
                                : std::string("no dev evaluation");
   if (test) done += ", test acc " + format_accuracy(result.test_acc);
-  if (!result.checkpoint_error.empty()) done += "; no final checkpoint (see the warning)";
+  if (!result.checkpoint_error.empty())
+    done += "; no final checkpoint (see the warning; once fixed, the same command with --resume writes it)";
   std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup).c_str(), describe_phases(finish).c_str());
   std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o.out_dir + "/summary.json").c_str());
   return result;
