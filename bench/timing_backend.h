@@ -24,6 +24,7 @@ class TimingBackend : public Backend {
  public:
   explicit TimingBackend(Backend& inner) : inner_(inner), one_(inner.alloc(1, 1, DTYPE_F32)) {}
   const char* name() const override { return inner_.name(); }
+  BackendKind kind() const override { return inner_.kind(); }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override { return inner_.alloc(rows, cols, dtype); }
   void upload(const Tensor& dst, const float* src) override { inner_.upload(dst, src); }

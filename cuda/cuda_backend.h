@@ -30,6 +30,7 @@ class CudaBackend : public Backend {
   CudaBackend();  // throws smezo::Error when no CUDA device is usable
   ~CudaBackend() override;
   const char* name() const override { return "cuda"; }
+  BackendKind kind() const override { return BACKEND_CUDA; }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
   void upload(const Tensor& dst, const float* src) override;

@@ -18,7 +18,7 @@
 // ONCE: perturb_weight_pair_kernel writes W+ and W- side by side from one noise_z8 per group,
 // then one cublasGemmStridedBatchedEx multiplies each row half by its copy (batch 2); the
 // bias epilogue runs per half. Which path a linear takes is linear_path_choose
-// (src/model/linear_dispatch.h).
+// (cuda/cuda_plan.h).
 // Checked against the CPU reference by tests/test_backend_ops.cu (Linear* cases).
 //
 // Memory contract. Scratch holds one row block of W' (at most kCudaWeightChunkBytes, 64 MiB,
@@ -29,7 +29,7 @@
 // activation (LLaMA-7B at 4096 tokens: 64 MiB + 90 MB), never a whole LM head (262 MB) and
 // never proportional to the parameter count. Nothing is allocated per call. A weight of at
 // most 32 MiB fits one block in both copies, so a pair takes twice its size.
-// The request is linear_scratch_plan (src/model/linear_dispatch.h), which
+// The request is linear_scratch_plan (cuda/cuda_plan.h), which
 // model/memory_estimate.cpp counts too (tests/test_memory_estimate_cuda.cu checks the two
 // agree on SmolLM2-135M's shapes).
 // cuBLAS uses the default workspace pool of its handle (a few MiB, 32 MiB on Hopper,
@@ -47,9 +47,9 @@
 #include "common/noise_spec.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
+#include "cuda_plan.h"
 #include "device_utils.cuh"
 #include "fused_linear.h"
-#include "model/linear_dispatch.h"
 
 namespace smezo {
 

@@ -2,7 +2,7 @@
 //
 // A tensor arrives as raw bytes in the model file's dtype (usually straight from the mapped
 // file, so no host copy is made). It is copied to the device in chunks of at most
-// kCudaUploadChunkBytes (64 MiB, model/memory_estimate.h) and converted there:
+// kCudaUploadChunkBytes (64 MiB, cuda_plan.h) and converted there:
 //   - file dtype == storage dtype: the bytes go straight into the tensor, then check_kernel
 //     scans them for NaN/Inf;
 //   - otherwise: each chunk lands in the scratch buffer and convert_kernel turns it into the
@@ -26,8 +26,8 @@
 #include "common/check.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
+#include "cuda_plan.h"  // kCudaUploadChunkBytes
 #include "device_utils.cuh"
-#include "model/memory_estimate.h"  // kCudaUploadChunkBytes
 
 namespace smezo {
 

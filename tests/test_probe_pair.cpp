@@ -4,7 +4,7 @@
 // (poisoned, guarded outputs), a model forward (LLaMA and OPT layouts: biases, LayerNorm,
 // learned positions), and training runs (losses, seed logs and final weights) for MeZO,
 // S-MeZO and R-MeZO with the dense embeddings/norms tuned too. Also: the GPU linear's path
-// dispatcher and scratch plan (src/model/linear_dispatch.h), pure functions tested here. (On
+// dispatcher and scratch plan (cuda/cuda_plan.h), pure functions tested here. (On
 // CUDA the halves equal separate probes within the GEMM tolerance, not bit for bit:
 // tests/test_backend_ops.cu, LinearProbePairMatchesSeparateProbes.)
 #include <gmock/gmock.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
-#include "model/linear_dispatch.h"
+#include "cuda/cuda_plan.h"
 #include "model/model.h"
 #include "model_fixture.h"
 #include "run/metrics_log.h"

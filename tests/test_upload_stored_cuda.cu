@@ -17,7 +17,7 @@
 #include "../cuda/cuda_backend.h"
 #include "../cuda/cuda_check.h"
 #include "common/half.h"
-#include "model/memory_estimate.h"  // kCudaUploadChunkBytes
+#include "cuda/cuda_plan.h"  // kCudaUploadChunkBytes
 #include "model/model.h"
 #include "model_fixture.h"
 #include "test_util.h"

@@ -36,6 +36,7 @@ class TimedBackend : public Backend {
   std::map<std::string, double> seconds;
 
   const char* name() const override { return inner_.name(); }
+  BackendKind kind() const override { return inner_.kind(); }
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override { return inner_.alloc(rows, cols, dtype); }
   void upload(const Tensor& dst, const float* src) override { inner_.upload(dst, src); }
   void download(const Tensor& src, float* dst) override { time("download", [&] { inner_.download(src, dst); }); }

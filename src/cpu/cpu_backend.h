@@ -19,6 +19,7 @@ namespace smezo {
 class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
+  BackendKind kind() const override { return BACKEND_CPU; }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
   void upload(const Tensor& dst, const float* src) override;

@@ -34,10 +34,15 @@ struct AttentionParams {
   int64_t sliding_window = 0;  // 0 = full causal attention
 };
 
+// What a backend is, for code that must decide by it (the memory estimate); name() is for
+// messages.
+enum BackendKind { BACKEND_CPU, BACKEND_CUDA };
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  virtual BackendKind kind() const = 0;
 
   // ---- memory: tensors live until the backend is destroyed
   virtual Tensor alloc(int64_t rows, int64_t cols, DType dtype) = 0;

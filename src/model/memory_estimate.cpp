@@ -31,7 +31,7 @@ int64_t linear_scratch(int64_t N, int64_t K, int64_t M, DType storage, BackendKi
     // perturbed weight rows per probe (two for a pair).
     return ((M + 64) * K + 2 * std::min<int64_t>(768, N) * K) * 4;
   }
-  // cuda/linear.cu: what it asks for on the path it takes (linear_dispatch.h)
+  // cuda/linear.cu: what it asks for on the path it takes (cuda/cuda_plan.h)
   int64_t most = 0;
   for (bool pair : {false, true}) {
     LinearCall c;

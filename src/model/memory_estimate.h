@@ -20,23 +20,17 @@
 #include <cstdint>
 #include <string>
 
-#include "model/linear_dispatch.h"  // kCudaWeightChunkBytes, linear_scratch_plan
+#include "cuda/cuda_plan.h"  // the CUDA backend's chunks, workspace and linear scratch plan
+#include "model/backend.h"   // BackendKind
 #include "model/model_stage.h"
 #include "model/tensor.h"
 #include "smezo/model_config.h"
 
 namespace smezo {
 
-// The CUDA streaming load (cuda/upload_stored.cu) converts a tensor whose file dtype is not
-// the storage dtype through a staging chunk of at most this many bytes in the scratch buffer.
-constexpr int64_t kCudaUploadChunkBytes = int64_t(64) << 20;
-// cuBLAS's default workspace pool per handle (4 MiB before Hopper, 32 MiB on Hopper): the
-// larger one is assumed.
-constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
 // Index buffers, norm vectors, the quantile histogram: one allowance for the small buffers.
 constexpr int64_t kSmallBuffersBytes = int64_t(4) << 20;
 
-enum BackendKind { BACKEND_CPU, BACKEND_CUDA };
 
 // The Model's workspace: token rows per forward and logit rows per forward.
 struct WorkspaceRows {

@@ -119,6 +119,7 @@ class HostBackend : public smezo::Backend {
     for (float* p : blocks_) delete[] p;
   }
   const char* name() const override { return "fuzz-host"; }
+  smezo::BackendKind kind() const override { return smezo::BACKEND_CPU; }
   smezo::Tensor alloc(int64_t rows, int64_t cols, smezo::DType) override {
     smezo::Tensor t;
     t.rows = rows;

@@ -1,6 +1,9 @@
-// Which path a linear takes on the GPU (CudaBackend::linear), as a pure function of its shape,
-// so that the choice is unit-tested on the CPU and the crossovers are named constants that the
-// GPU benchmark (smezo bench --shape, tools/step_bench.sh) sets. Paths:
+// The CUDA backend's plan, as pure host functions and constants that the rest of smezo may ask
+// (the memory estimate, `smezo info`) without including CUDA: the staging chunk of the
+// streaming load, cuBLAS's workspace, and which path a linear takes on the GPU
+// (CudaBackend::linear) as a function of its shape, so that the choice is unit-tested on the
+// CPU and the crossovers are named constants that the GPU benchmark (smezo bench --shape,
+// tools/step_bench.sh) sets. Paths:
 //   LINEAR_GEMM               W as stored, one cuBLAS GEMM (unperturbed, or untrainable W)
 //   LINEAR_MATERIALISE        W' = W + scale·m(W)⊙z written to scratch, then cuBLAS; a probe
 //                             pair on this path runs each row half on its own (noise twice)
@@ -9,14 +12,23 @@
 //   LINEAR_FUSED              mask + Philox + GEMM in one kernel, nothing W-sized written
 //                             (cuda/fused_linear.cu; single probes only)
 // And what each path asks of the scratch buffer (linear_scratch_plan), which the memory
-// estimate counts. Tested in tests/test_probe_pair.cpp (LinearDispatch.*).
+// estimate counts. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
+// CPU-only build compiles no file under cuda/ but still estimates a GPU's memory.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "model/tensor.h"  // DType
 
 namespace smezo {
+
+// The CUDA streaming load (cuda/upload_stored.cu) converts a tensor whose file dtype is not
+// the storage dtype through a staging chunk of at most this many bytes in the scratch buffer.
+constexpr int64_t kCudaUploadChunkBytes = int64_t(64) << 20;
+// cuBLAS's default workspace pool per handle (4 MiB before Hopper, 32 MiB on Hopper): the
+// larger one is assumed.
+constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
 
 enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR, LINEAR_FUSED };
 
@@ -44,8 +56,26 @@ struct LinearThresholds {
 // The thresholds CudaBackend::linear uses.
 constexpr LinearThresholds kLinearThresholds{};
 
-LinearPath linear_path_choose(const LinearCall& call, const LinearThresholds& t = kLinearThresholds);
-const char* linear_path_name(LinearPath path);
+inline LinearPath linear_path_choose(const LinearCall& c, const LinearThresholds& t = kLinearThresholds) {
+  if (!c.perturbed) return LINEAR_GEMM;
+  const int64_t elems = c.n * c.k;
+  const bool half_storage = c.storage == DTYPE_BF16 || c.storage == DTYPE_F16;
+  if (!c.pair && half_storage && c.rows_per_probe <= t.fused_max_rows && elems >= t.fused_min_weight_elems)
+    return LINEAR_FUSED;
+  if (c.pair && 2 * elems * dtype_size(c.storage) <= t.pair_scratch_max_bytes) return LINEAR_MATERIALISE_PAIR;
+  return LINEAR_MATERIALISE;
+}
+
+
+inline const char* linear_path_name(LinearPath path) {
+  switch (path) {
+    case LINEAR_GEMM: return "gemm";
+    case LINEAR_MATERIALISE: return "materialise";
+    case LINEAR_MATERIALISE_PAIR: return "materialise-pair";
+    case LINEAR_FUSED: return "fused";
+  }
+  return "?";
+}
 
 // The CUDA linear materialises a perturbed weight W' in row blocks of at most this many bytes
 // (W+ and W- of a probe pair together), so its scratch never holds a whole LM head.
@@ -68,7 +98,22 @@ struct LinearScratch {
 
 // The scratch of one call on `path` (linear_path_choose(call)). LINEAR_FUSED needs none. A
 // pair on LINEAR_MATERIALISE runs each half as a single-probe call: the plan is one half's.
-LinearScratch linear_scratch_plan(const LinearCall& call, LinearPath path,
-                                  int64_t chunk_bytes = kCudaWeightChunkBytes);
+inline int64_t linear_align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
+                                         int64_t chunk_bytes = kCudaWeightChunkBytes) {
+  LinearScratch s;
+  if (path == LINEAR_FUSED) return s;
+  const int64_t sz = dtype_size(c.storage);
+  const bool halves_alone = path == LINEAR_MATERIALISE && c.pair;  // two single-probe calls
+  const int64_t rows = c.pair && !halves_alone ? 2 * c.rows_per_probe : c.rows_per_probe;
+  if (c.storage != DTYPE_F32) s.x_bytes = linear_align256(rows * c.k * sz);
+  if (path == LINEAR_GEMM) return s;
+  s.copies = path == LINEAR_MATERIALISE_PAIR ? 2 : 1;
+  const int64_t row_bytes = c.k * sz;
+  s.block_rows = std::min(c.n, std::max<int64_t>(8, chunk_bytes / (row_bytes * s.copies) / 8 * 8));
+  s.w_bytes = linear_align256(s.block_rows * row_bytes);
+  return s;
+}
 
 }  // namespace smezo
