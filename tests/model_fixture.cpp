@@ -72,4 +72,14 @@ float* mutable_tensor(smezo::WeightSource& source, const std::string& name) {
   return const_cast<float*>(static_cast<const float*>(source.tensors.at(name).data));
 }
 
+std::vector<float> logits_of(smezo::Model& model, const std::vector<int32_t>& tokens) {
+  smezo::ForwardBatch b;
+  b.tokens = tokens;
+  b.seq_lens = {static_cast<int64_t>(tokens.size())};
+  for (int64_t i = 0; i < static_cast<int64_t>(tokens.size()); i++) b.logit_rows.push_back(i);
+  std::vector<float> out;
+  model.forward(b, smezo::Probe{}, &out);
+  return out;
+}
+
 }  // namespace smezo_test

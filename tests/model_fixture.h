@@ -2,8 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/weight_source.h"
+
+namespace smezo {
+class Model;
+}
 
 namespace smezo_test {
 
@@ -17,5 +22,7 @@ smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint3
                                          float scale = 0.3f);
 // Mutable fp32 data of one tensor of a source made by random_weight_source.
 float* mutable_tensor(smezo::WeightSource& source, const std::string& name);
+// The logits at every position of `tokens`, run as one sequence through model (no probe).
+std::vector<float> logits_of(smezo::Model& model, const std::vector<int32_t>& tokens);
 
 }  // namespace smezo_test

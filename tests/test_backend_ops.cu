@@ -57,8 +57,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -78,6 +76,15 @@
 #include "tokenizer/tokenizer.h"
 
 using namespace smezo;
+using smezo_test::download;
+using smezo_test::download_checked;
+using smezo_test::GuardedTensor;
+using smezo_test::host_param;
+using smezo_test::make_guarded;
+using smezo_test::make_param;
+using smezo_test::mixed_seed;
+using smezo_test::rounded;
+using smezo_test::seed_note;
 
 namespace {
 
@@ -90,43 +97,15 @@ constexpr double kTolModelLogits = 1e-4;
 
 // ---- seeds
 
-uint32_t base_seed() {
-  static const uint32_t seed = [] {
-    const char* v = std::getenv("SMEZO_TEST_SEED");
-    return v != nullptr ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10)) : 20250101u;
-  }();
-  return seed;
-}
-
-// A well-mixed seed for (test, case, part) (splitmix64 finaliser).
+// A well-mixed seed for (test, case, part) of SMEZO_TEST_SEED.
 uint64_t mix_seed(uint64_t test, uint64_t case_index, uint64_t part) {
-  uint64_t z =
-      base_seed() + 0x9E3779B97F4A7C15ull * (1 + test * 1000003ull + case_index * 101ull + part);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return mixed_seed(1 + test * 1000003ull + case_index * 101ull + part);
 }
 uint32_t seed32(uint64_t test, uint64_t case_index, uint64_t part) {
   return static_cast<uint32_t>(mix_seed(test, case_index, part));
 }
 
-std::string seed_note() { return "SMEZO_TEST_SEED=" + std::to_string(base_seed()); }
-
 // ---- host values
-
-float round_to(DType dt, float v) {
-  switch (dt) {
-    case DTYPE_F16: return f16_to_float(float_to_f16(v));
-    case DTYPE_BF16: return bf16_to_float(float_to_bf16(v));
-    case DTYPE_F32: break;
-  }
-  return v;
-}
-
-std::vector<float> rounded(DType dt, std::vector<float> v) {
-  for (float& x : v) x = round_to(dt, x);
-  return v;
-}
 
 std::vector<float> uniform(int64_t n, uint32_t seed, float lo, float hi) {
   return smezo_test::random_floats(n, seed, lo, hi);
@@ -152,82 +131,7 @@ std::vector<T> random_indices(int64_t n, uint32_t seed, int64_t lo, int64_t hi) 
 
 const char* dt_str(DType dt) { return dtype_name(dt); }
 
-// ---- guarded tensors
-
-// A (rows, cols) tensor with one guard row above and one below: `view` is what the op sees.
-struct Guarded {
-  Tensor full;  // (rows + 2, cols)
-  Tensor view;  // rows 1 .. rows of full
-  std::vector<float> top, bottom;
-};
-
-// contents empty: the rows are poisoned with NaN (fp32 outputs only).
-Guarded make_guarded(Backend& be, int64_t rows, int64_t cols, DType dt,
-                     const std::vector<float>& contents, uint32_t seed) {
-  Guarded g;
-  g.full = be.alloc(rows + 2, cols, dt);
-  g.view = g.full;
-  g.view.rows = rows;
-  g.view.data = static_cast<char*>(g.full.data) + cols * dtype_size(dt);
-  g.top = rounded(dt, uniform(cols, seed, -3.0f, 3.0f));
-  g.bottom = rounded(dt, uniform(cols, seed + 1, -3.0f, 3.0f));
-  std::vector<float> host;
-  host.reserve(static_cast<size_t>((rows + 2) * cols));
-  host.insert(host.end(), g.top.begin(), g.top.end());
-  if (contents.empty()) {
-    host.insert(host.end(), static_cast<size_t>(rows * cols), std::nanf(""));
-  } else {
-    EXPECT_EQ(static_cast<int64_t>(contents.size()), rows * cols);
-    host.insert(host.end(), contents.begin(), contents.end());
-  }
-  host.insert(host.end(), g.bottom.begin(), g.bottom.end());
-  be.upload(g.full, host.data());
-  return g;
-}
-
-// Downloads the middle rows, checking that both guard rows are bit-identical.
-std::vector<float> download_checked(Backend& be, const Guarded& g) {
-  const int64_t rows = g.view.rows, cols = g.full.cols;
-  std::vector<float> all(static_cast<size_t>(g.full.numel()));
-  be.download(g.full, all.data());
-  int64_t bad = 0;
-  for (int64_t c = 0; c < cols; ++c) {
-    bad += float_bits(all[c]) != float_bits(g.top[c]);
-    bad += float_bits(all[(rows + 1) * cols + c]) != float_bits(g.bottom[c]);
-  }
-  EXPECT_EQ(bad, 0) << "the " << be.name() << " op wrote " << bad
-                    << " guard element(s) outside its output";
-  return std::vector<float>(all.begin() + cols, all.begin() + (rows + 1) * cols);
-}
-
-std::vector<float> download(Backend& be, const Tensor& t) {
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  be.download(t, v.data());
-  return v;
-}
-
 // ---- parameters
-
-// A parameter on `be` holding `values` (already representable in dt).
-Param make_param(Backend& be, int64_t rows, int64_t cols, DType dt,
-                 const std::vector<float>& values, const ParamInfo& info) {
-  Param p;
-  p.w = be.alloc(rows, cols, dt);
-  be.upload(p.w, values.data());
-  p.info = info;
-  return p;
-}
-
-// A host-memory fp32 parameter view (for cpu_read_param on host vectors).
-Param host_param(std::vector<float>& values, int64_t rows, int64_t cols, const ParamInfo& info) {
-  Param p;
-  p.w.data = values.data();
-  p.w.dtype = DTYPE_F32;
-  p.w.rows = rows;
-  p.w.cols = cols;
-  p.info = info;
-  return p;
-}
 
 double median_abs(const std::vector<float>& v) {
   std::vector<float> a(v.size());
@@ -345,7 +249,7 @@ TEST_F(BackendOps, Embedding) {
     const Probe probe{c.scale, mix_seed(1, ci, 3)};
     auto run = [&](Backend& be, DType dt) {
       Param p = make_param(be, c.vocab, c.dim, dt, table, info);
-      Guarded out = make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(1, ci, 4));
+      GuardedTensor out = make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(1, ci, 4));
       be.embedding(out.view, p, tokens, probe);
       return download_checked(be, out);
     };
@@ -381,7 +285,7 @@ TEST_F(BackendOps, AddPositionEmbedding) {
     const Probe probe{c.scale, mix_seed(2, ci, 3)};
     auto run = [&](Backend& be, DType dt) {
       Param p = make_param(be, c.n_pos, c.dim, dt, table, info);
-      Guarded out = make_guarded(be, c.M, c.dim, DTYPE_F32, x0, seed32(2, ci, 4));
+      GuardedTensor out = make_guarded(be, c.M, c.dim, DTYPE_F32, x0, seed32(2, ci, 4));
       be.add_position_embedding(out.view, p, positions, c.offset, probe);
       return download_checked(be, out);
     };
@@ -431,8 +335,8 @@ TEST_F(BackendOps, Norm) {
     auto run = [&](Backend& be, DType dt) {
       Param pw = make_param(be, 1, c.dim, dt, w, wi);
       Param pb = make_param(be, 1, c.dim, dt, b, bi);
-      Guarded in = make_guarded(be, c.M, c.dim, DTYPE_F32, x, seed32(3, ci, 4));
-      Guarded out = c.in_place ? in : make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(3, ci, 5));
+      GuardedTensor in = make_guarded(be, c.M, c.dim, DTYPE_F32, x, seed32(3, ci, 4));
+      GuardedTensor out = c.in_place ? in : make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(3, ci, 5));
       be.norm(out.view, in.view, pw, c.bias ? &pb : nullptr, c.kind, eps, probe);
       if (!c.in_place) {
         SCOPED_TRACE("input of norm");
@@ -527,15 +431,15 @@ void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64
   w_plain.trainable = b_plain.trainable = false;
   Param cw = make_param(cpu, N, K, DTYPE_F32, w_eff, w_plain);
   Param cb = make_param(cpu, 1, N, DTYPE_F32, b_eff, b_plain);
-  Guarded cx = make_guarded(cpu, M, K, DTYPE_F32, x_eff, seed32(4, ci, 5));
-  Guarded cpu_out = make_guarded(cpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
+  GuardedTensor cx = make_guarded(cpu, M, K, DTYPE_F32, x_eff, seed32(4, ci, 5));
+  GuardedTensor cpu_out = make_guarded(cpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
   cpu.linear(cpu_out.view, cx.view, cw, c.bias ? &cb : nullptr, Probe{});
   const std::vector<float> ref = download_checked(cpu, cpu_out);
 
   Param gw = make_param(gpu, N, K, c.dt, w, wi);
   Param gb = make_param(gpu, 1, N, c.dt, b, bi);
-  Guarded gx = make_guarded(gpu, M, K, DTYPE_F32, x, seed32(4, ci, 5));
-  Guarded gout = make_guarded(gpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
+  GuardedTensor gx = make_guarded(gpu, M, K, DTYPE_F32, x, seed32(4, ci, 5));
+  GuardedTensor gout = make_guarded(gpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
   gpu.linear(gout.view, gx.view, gw, c.bias ? &gb : nullptr, probe);
   const std::vector<float> got = download_checked(gpu, gout);
   {
@@ -695,8 +599,8 @@ std::vector<float> gpu_pair_call(CudaBackend& gpu, const PairCase& c, const Pair
                                  uint64_t ci) {
   Param gw = make_param(gpu, c.N, c.K, c.dt, in.w, in.wi);
   Param gb = make_param(gpu, 1, c.N, c.dt, in.b, in.bi);
-  Guarded gx = make_guarded(gpu, 2 * c.Mh, c.K, DTYPE_F32, in.x, seed32(test, ci, 5));
-  Guarded gout = make_guarded(gpu, 2 * c.Mh, c.N, DTYPE_F32, {}, seed32(test, ci, 6));
+  GuardedTensor gx = make_guarded(gpu, 2 * c.Mh, c.K, DTYPE_F32, in.x, seed32(test, ci, 5));
+  GuardedTensor gout = make_guarded(gpu, 2 * c.Mh, c.N, DTYPE_F32, {}, seed32(test, ci, 6));
   gpu.linear(gout.view, gx.view, gw, &gb, in.pair);
   std::vector<float> got = download_checked(gpu, gout);
   SCOPED_TRACE("the input and the stored weights are never written");
@@ -719,8 +623,8 @@ void check_linear_pair(CpuBackend& cpu, CudaBackend& gpu, const PairCase& c, uin
     w_plain.trainable = b_plain.trainable = false;
     Param cw = make_param(cpu, c.N, c.K, DTYPE_F32, o.w, w_plain);
     Param cb = make_param(cpu, 1, c.N, DTYPE_F32, o.b, b_plain);
-    Guarded cx = make_guarded(cpu, c.Mh, c.K, DTYPE_F32, o.x, seed32(7, ci, 7));
-    Guarded cpu_out = make_guarded(cpu, c.Mh, c.N, DTYPE_F32, {}, seed32(7, ci, 8));
+    GuardedTensor cx = make_guarded(cpu, c.Mh, c.K, DTYPE_F32, o.x, seed32(7, ci, 7));
+    GuardedTensor cpu_out = make_guarded(cpu, c.Mh, c.N, DTYPE_F32, {}, seed32(7, ci, 8));
     cpu.linear(cpu_out.view, cx.view, cw, &cb, Probe{});
     const std::vector<float> ref = download_checked(cpu, cpu_out);
     const std::vector<double> bound = gemm_bounds(c, o);
@@ -783,8 +687,8 @@ TEST_F(BackendOps, LinearProbePairMatchesSeparateProbes) {
     for (int h = 0; h < 2; h++) {
       SCOPED_TRACE(h == 0 ? "+ half" : "- half");
       const std::vector<float> xh(in.x.begin() + h * c.Mh * c.K, in.x.begin() + (h + 1) * c.Mh * c.K);
-      Guarded gx = make_guarded(*gpu_, c.Mh, c.K, DTYPE_F32, xh, seed32(13, ci, 7 + h));
-      Guarded gout = make_guarded(*gpu_, c.Mh, c.N, DTYPE_F32, {}, seed32(13, ci, 9 + h));
+      GuardedTensor gx = make_guarded(*gpu_, c.Mh, c.K, DTYPE_F32, xh, seed32(13, ci, 7 + h));
+      GuardedTensor gout = make_guarded(*gpu_, c.Mh, c.N, DTYPE_F32, {}, seed32(13, ci, 9 + h));
       gpu_->linear(gout.view, gx.view, gw, &gb, half_probe(in.pair, h == 0 ? +1 : -1));
       const std::vector<float> single = download_checked(*gpu_, gout);
       const std::vector<float> pair_h(pair.begin() + h * c.Mh * c.N, pair.begin() + (h + 1) * c.Mh * c.N);
@@ -822,7 +726,7 @@ TEST_F(BackendOps, Rope) {
       const std::vector<float> x = uniform(c.M * cols, seed32(5, ci, 0), -1, 1);
       const std::vector<int32_t> pos = random_indices<int32_t>(c.M, seed32(5, ci, 1), 0, c.max_pos);
       auto run = [&](Backend& be) {
-        Guarded t = make_guarded(be, c.M, cols, DTYPE_F32, x, seed32(5, ci, 2));
+        GuardedTensor t = make_guarded(be, c.M, cols, DTYPE_F32, x, seed32(5, ci, 2));
         be.rope(t.view, pos, c.n_heads, c.head_dim, c.theta, style);
         return download_checked(be, t);
       };
@@ -857,9 +761,9 @@ TEST_F(BackendOps, Swiglu) {
       const std::vector<float> gate = uniform(s[0] * s[1], seed32(6, ci, 0), -8, 8);
       const std::vector<float> up = uniform(s[0] * s[1], seed32(6, ci, 1), -2, 2);
       auto run = [&](Backend& be) {
-        Guarded g = make_guarded(be, s[0], s[1], DTYPE_F32, gate, seed32(6, ci, 2));
-        Guarded u = make_guarded(be, s[0], s[1], DTYPE_F32, up, seed32(6, ci, 3));
-        Guarded out = in_place ? u : make_guarded(be, s[0], s[1], DTYPE_F32, {}, seed32(6, ci, 4));
+        GuardedTensor g = make_guarded(be, s[0], s[1], DTYPE_F32, gate, seed32(6, ci, 2));
+        GuardedTensor u = make_guarded(be, s[0], s[1], DTYPE_F32, up, seed32(6, ci, 3));
+        GuardedTensor out = in_place ? u : make_guarded(be, s[0], s[1], DTYPE_F32, {}, seed32(6, ci, 4));
         be.swiglu(out.view, g.view, u.view);
         expect_exact(download_checked(be, g), gate);
         return download_checked(be, out);
@@ -879,13 +783,13 @@ TEST_F(BackendOps, ReluAndAdd) {
     const std::vector<float> x = uniform(s[0] * s[1], seed32(7, ci, 0), -1, 1);
     const std::vector<float> y = uniform(s[0] * s[1], seed32(7, ci, 1), -1, 1);
     auto run_relu = [&](Backend& be) {
-      Guarded t = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 2));
+      GuardedTensor t = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 2));
       be.relu(t.view);
       return download_checked(be, t);
     };
     auto run_add = [&](Backend& be) {
-      Guarded tx = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 3));
-      Guarded ty = make_guarded(be, s[0], s[1], DTYPE_F32, y, seed32(7, ci, 4));
+      GuardedTensor tx = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 3));
+      GuardedTensor ty = make_guarded(be, s[0], s[1], DTYPE_F32, y, seed32(7, ci, 4));
       be.add(tx.view, ty.view);
       expect_exact(download_checked(be, ty), y);
       return download_checked(be, tx);
@@ -911,8 +815,8 @@ TEST_F(BackendOps, GatherRows) {
     rows.front() = c.in_rows - 1;  // the last row, and (with repeats) the first
     if (rows.size() > 1) rows.back() = 0;
     auto run = [&](Backend& be) {
-      Guarded in = make_guarded(be, c.in_rows, c.cols, DTYPE_F32, x, seed32(8, ci, 2));
-      Guarded out = make_guarded(be, c.out_rows, c.cols, DTYPE_F32, {}, seed32(8, ci, 3));
+      GuardedTensor in = make_guarded(be, c.in_rows, c.cols, DTYPE_F32, x, seed32(8, ci, 2));
+      GuardedTensor out = make_guarded(be, c.out_rows, c.cols, DTYPE_F32, {}, seed32(8, ci, 3));
       be.gather_rows(out.view, in.view, rows);
       return download_checked(be, out);
     };
@@ -935,8 +839,8 @@ TEST_F(BackendOps, CopyRows) {
     const std::vector<float> dst0 = uniform(c.dst_rows * c.cols, seed32(9, ci, 0), -1, 1);
     const std::vector<float> src = uniform(c.src_rows * c.cols, seed32(9, ci, 1), -1, 1);
     auto run = [&](Backend& be) {
-      Guarded dst = make_guarded(be, c.dst_rows, c.cols, DTYPE_F32, dst0, seed32(9, ci, 2));
-      Guarded s = make_guarded(be, c.src_rows, c.cols, DTYPE_F32, src, seed32(9, ci, 3));
+      GuardedTensor dst = make_guarded(be, c.dst_rows, c.cols, DTYPE_F32, dst0, seed32(9, ci, 2));
+      GuardedTensor s = make_guarded(be, c.src_rows, c.cols, DTYPE_F32, src, seed32(9, ci, 3));
       be.copy_rows(dst.view, c.dst_row, s.view);
       return download_checked(be, dst);
     };
@@ -973,7 +877,7 @@ TEST_F(BackendOps, UpdateBitExact) {
                                        w0, c.trainable, mix_seed(10, ci, 1), noise);
       const uint64_t seed = mix_seed(10, ci, 2);
       auto run = [&](Backend& be, DType storage) {
-        Guarded g = make_guarded(be, c.rows, c.cols, storage, w0, seed32(10, ci, 3));
+        GuardedTensor g = make_guarded(be, c.rows, c.cols, storage, w0, seed32(10, ci, 3));
         Param p;
         p.w = g.view;
         p.info = info;

@@ -31,7 +31,6 @@ std::string output_of(const std::string& args, int* rc = nullptr) {
   return out;
 }
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 }  // namespace
 
@@ -161,7 +160,7 @@ TEST(CliErrors, BadOptionsAreOneLineNamingTheOption) {
     EXPECT_EQ(rc, 2) << c.args << ": " << out;
     EXPECT_THAT(out, testing::StartsWith("smezo: error: ")) << c.args;
     EXPECT_THAT(out, HasSubstr(c.expect)) << c.args;
-    EXPECT_EQ(count_lines(out), 1) << c.args << ": " << out;
+    EXPECT_TRUE(smezo_test::is_one_line_output(out)) << c.args;
   }
 }
 
@@ -195,13 +194,13 @@ TEST(CliErrors, HintIsPartOfTheOneLine) {
   const std::string out =
       output_of("generate --tokenizer " + smezo::asset_path("tokenizers/llama2.model"), &rc);
   EXPECT_EQ(rc, 1);
-  EXPECT_EQ(count_lines(out), 1) << out;
+  EXPECT_TRUE(smezo_test::is_one_line_output(out));
   EXPECT_THAT(out, HasSubstr("has 32000 tokens but model"));
   EXPECT_THAT(out, HasSubstr(" ---> HINT: pass the tokenizer the model was trained with (--tokenizer)"));
   // a missing data file names the file and says what --data is
   const std::string dir = smezo_test::make_temp_dir("hint_data");
   const std::string data_err = output_of("eval --data " + dir + " --test-examples 5");
-  EXPECT_EQ(count_lines(data_err), 1) << data_err;
+  EXPECT_TRUE(smezo_test::is_one_line_output(data_err));
   EXPECT_THAT(data_err, HasSubstr("cannot open data file " + dir + "/glue/SST-2/"));
   EXPECT_THAT(data_err, HasSubstr("---> HINT: --data DIR names the folder holding glue/ and superglue/"));
 }
@@ -222,7 +221,7 @@ TEST(CliAssets, DefaultModelFromAnyDirectory) {
   const int rc = run_command("cd " + dir + " && env -u SMEZO_ASSETS ./smezo info", &out);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(rc, 1);
-  EXPECT_EQ(count_lines(out), 1) << out;
+  EXPECT_TRUE(smezo_test::is_one_line_output(out));
   EXPECT_THAT(out, HasSubstr("the default model ../shared/assets/models/stories260K.bin does not exist"));
   EXPECT_THAT(out, HasSubstr("smezo looked for the assets folder at ../shared/assets, /tmp/shared/assets and /shared/assets"));
   EXPECT_THAT(out, HasSubstr("---> HINT: pass --model PATH, or set SMEZO_ASSETS"));

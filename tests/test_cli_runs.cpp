@@ -26,6 +26,7 @@ int GetMinLogLevel() __attribute__((weak));
 
 using smezo_test::make_temp_dir;
 using smezo_test::read_file;
+using smezo_test::read_json;
 using smezo_test::run_command;
 using testing::HasSubstr;
 
@@ -34,8 +35,6 @@ namespace {
 const std::string kSmezo = smezo_test::smezo_binary();
 // A tiny run: 2 examples per step, short candidates.
 const std::string kTiny = " train --task sst2 --batch 2 --max-len 40 --lr 2e-3 --flush-every 2";
-
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
 }  // namespace
 
@@ -213,6 +212,6 @@ TEST(CliRuns, SentencepieceLoggingIsQuiet) {
   EXPECT_EQ(sentencepiece::logging::GetMinLogLevel(), 2);  // LOG_ERROR: INFO and WARNING quiet
   std::string out;
   EXPECT_EQ(run_command(kSmezo + " generate --steps 3 --tokenizer README.md", &out), 1);
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_TRUE(smezo_test::is_one_line_output(out));
   EXPECT_THAT(out, HasSubstr("README.md is not a sentencepiece model"));
 }

@@ -21,31 +21,11 @@
 #include "test_util.h"
 
 using namespace smezo;
+using smezo_test::kPoison;
+using smezo_test::PoisonedBuffer;
 using smezo_test::random_floats;
 
 namespace {
-
-constexpr int64_t kGuard = 16;             // poisoned floats around every output
-constexpr float kPoison = 12345.678f;
-
-// Host memory for a (rows, cols) tensor with kGuard poisoned floats on each side.
-struct Guarded {
-  std::vector<float> buf;
-  Tensor t;
-  Guarded(int64_t rows, int64_t cols, float fill = kPoison) : buf(rows * cols + 2 * kGuard, fill) {
-    t.data = buf.data() + kGuard;
-    t.rows = rows;
-    t.cols = cols;
-  }
-  bool guards_intact() const {
-    for (int64_t i = 0; i < kGuard; i++)
-      if (buf[i] != kPoison || buf[buf.size() - 1 - i] != kPoison) return false;
-    return true;
-  }
-  std::vector<float> values() const {
-    return std::vector<float>(buf.begin() + kGuard, buf.end() - kGuard);
-  }
-};
 
 struct Weight {
   std::vector<float> data;
@@ -144,7 +124,7 @@ TEST(CpuLinear, BlasMatchesReference) {
         in.rows = s.M;
         in.cols = s.K;
         const Probe probe{pc.scale, 777 + seed};
-        Guarded ref(s.M, s.N, kPoison), got(s.M, s.N, kPoison);
+        PoisonedBuffer ref(s.M, s.N), got(s.M, s.N);
         cpu_linear_reference(ref.t, in, w.p, with_bias ? &b.p : nullptr, probe);
         be.linear(got.t, in, w.p, with_bias ? &b.p : nullptr, probe);
         const std::string where = std::string(pc.name) + (with_bias ? " +bias" : "") + " M=" +
@@ -229,7 +209,7 @@ TEST(CpuLinear, BitIdenticalForAnyThreadCount) {
         in.data = x.data();
         in.rows = s.M;
         in.cols = s.K;
-        Guarded out(s.M, s.N);
+        PoisonedBuffer out(s.M, s.N);
         be.linear(out.t, in, w.p, &b.p, Probe{scale, 31});
         std::vector<float> v = out.values();
         y.insert(y.end(), v.begin(), v.end());

@@ -25,8 +25,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -41,80 +39,27 @@
 #include "test_util.h"
 
 using namespace smezo;
+using smezo_test::download;
+using smezo_test::download_checked;
+using smezo_test::GuardedTensor;
+using smezo_test::make_guarded;
+using smezo_test::make_param;
+using smezo_test::mixed_seed;
+using smezo_test::round_to;
+using smezo_test::seed_note;
 
 namespace {
 
 constexpr double kTolGemm = 1e-5;
 constexpr double kTiny = 1e-6;
 
-uint32_t base_seed() {
-  static const uint32_t seed = [] {
-    const char* v = std::getenv("SMEZO_TEST_SEED");
-    return v != nullptr ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10)) : 20250101u;
-  }();
-  return seed;
-}
-
-// A well-mixed seed for (case, part) (splitmix64 finaliser).
+// A well-mixed seed for (case, part) of SMEZO_TEST_SEED.
 uint64_t mix(uint64_t case_index, uint64_t part) {
-  uint64_t z = base_seed() + 0x9E3779B97F4A7C15ull * (1 + case_index * 101ull + part + 7777);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-float round_to(DType dt, float v) {
-  return dt == DTYPE_F16 ? f16_to_float(float_to_f16(v)) : bf16_to_float(float_to_bf16(v));
+  return mixed_seed(1 + case_index * 101ull + part + 7777);
 }
 
 const char* mask_str(MaskKind m) {
   return m == MASK_DENSE ? "dense" : m == MASK_MAGNITUDE ? "magnitude" : "random";
-}
-
-// One (rows + 2, cols) fp32 device tensor; `view` is the middle rows. Guard rows random, the
-// middle NaN (contents empty) or `contents`.
-struct Guarded {
-  Tensor full, view;
-  std::vector<float> top, bottom;
-};
-
-Guarded make_guarded(CudaBackend& be, int64_t rows, int64_t cols,
-                     const std::vector<float>& contents, uint32_t seed) {
-  Guarded g;
-  g.full = be.alloc(rows + 2, cols, DTYPE_F32);
-  g.view = g.full;
-  g.view.rows = rows;
-  g.view.data = static_cast<float*>(g.full.data) + cols;
-  g.top = smezo_test::random_floats(cols, seed, -3.0f, 3.0f);
-  g.bottom = smezo_test::random_floats(cols, seed + 1, -3.0f, 3.0f);
-  std::vector<float> host(g.top);
-  if (contents.empty())
-    host.insert(host.end(), static_cast<size_t>(rows * cols), std::nanf(""));
-  else
-    host.insert(host.end(), contents.begin(), contents.end());
-  host.insert(host.end(), g.bottom.begin(), g.bottom.end());
-  be.upload(g.full, host.data());
-  return g;
-}
-
-// The middle rows; both guard rows must be bit-identical.
-std::vector<float> download_checked(CudaBackend& be, const Guarded& g, const char* what) {
-  const int64_t rows = g.view.rows, cols = g.full.cols;
-  std::vector<float> all(static_cast<size_t>(g.full.numel()));
-  be.download(g.full, all.data());
-  int64_t bad = 0;
-  for (int64_t c = 0; c < cols; ++c) {
-    bad += float_bits(all[c]) != float_bits(g.top[c]);
-    bad += float_bits(all[(rows + 1) * cols + c]) != float_bits(g.bottom[c]);
-  }
-  EXPECT_EQ(bad, 0) << what << " wrote " << bad << " guard element(s) outside its output";
-  return std::vector<float>(all.begin() + cols, all.begin() + (rows + 1) * cols);
-}
-
-std::vector<float> download(CudaBackend& be, const Tensor& t) {
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  be.download(t, v.data());
-  return v;
 }
 
 // |got - ref| <= bound[i] everywhere (NaN fails); the first few failures and the worst ratio.
@@ -156,7 +101,7 @@ std::string describe(const Case& c) {
   s << "fused linear M " << c.M << " N " << c.N << " K " << c.K << " " << dtype_name(c.dt) << " "
     << mask_str(c.mask) << " scale " << c.scale << (c.bias ? " +bias" : "")
     << (c.trainable ? "" : " untrainable") << " noise kind " << c.noise
-    << " SMEZO_TEST_SEED=" << base_seed();
+    << " " << seed_note();
   return s.str();
 }
 
@@ -231,18 +176,13 @@ void check_case(CudaBackend& be, const Case& c, uint64_t ci) {
     }
 
   // Device: the same stored values for both paths.
-  Param pw, pb;
-  pw.w = be.alloc(N, K, c.dt);
-  pw.info = wi;
-  be.upload(pw.w, w.data());
-  pb.w = be.alloc(1, N, c.dt);
-  pb.info = bi;
-  be.upload(pb.w, b.data());
+  Param pw = make_param(be, N, K, c.dt, w, wi), pb = make_param(be, 1, N, c.dt, b, bi);
   const Param* bias = c.bias ? &pb : nullptr;
   const uint32_t sg = static_cast<uint32_t>(mix(ci, 5));
-  Guarded gx = make_guarded(be, M, K, x, sg);  // x at a row offset: misaligned rows when K % 4
-  Guarded out_c = make_guarded(be, M, N, {}, sg + 2);
-  Guarded out_f = make_guarded(be, M, N, {}, sg + 4);
+  // x at a row offset: misaligned rows when K % 4
+  GuardedTensor gx = make_guarded(be, M, K, DTYPE_F32, x, sg);
+  GuardedTensor out_c = make_guarded(be, M, N, DTYPE_F32, {}, sg + 2);
+  GuardedTensor out_f = make_guarded(be, M, N, DTYPE_F32, {}, sg + 4);
 
   be.linear(out_c.view, gx.view, pw, bias, probe);
   fused_linear(be, out_f.view, gx.view, pw, bias, probe);

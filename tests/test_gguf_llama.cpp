@@ -126,7 +126,7 @@ ModelConfig interleaved_tiny_config() {
 std::string load_error(const std::string& path) {
   std::string msg = smezo_test::error_of([&] { load_weights(path); });
   EXPECT_THAT(msg, HasSubstr(path));
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_TRUE(smezo_test::is_one_line(msg));
   return msg;
 }
 
@@ -134,13 +134,7 @@ std::vector<float> all_logits(const WeightSource& src, const std::vector<int32_t
   CpuBackend backend;
   const int64_t n = static_cast<int64_t>(tokens.size());
   Model model(src, backend, DTYPE_F32, n, n);
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.seq_lens = {n};
-  for (int64_t i = 0; i < n; i++) batch.logit_rows.push_back(i);
-  std::vector<float> logits;
-  model.forward(batch, Probe{}, &logits);
-  return logits;
+  return smezo_test::logits_of(model, tokens);
 }
 
 }  // namespace

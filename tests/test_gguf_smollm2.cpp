@@ -22,6 +22,7 @@
 #include "formats/gguf.h"
 #include "formats/model_loader.h"
 #include "model/model.h"
+#include "model_fixture.h"
 #include "test_util.h"
 
 using nlohmann::json;
@@ -222,12 +223,7 @@ TEST(GgufSmolLM2, FixtureRejectsTheWrongRopeConvention) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   smezo::CpuBackend backend;
   smezo::Model model(src, backend, smezo::DTYPE_F32, n, n);
-  smezo::ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.seq_lens = {n};
-  for (int64_t i = 0; i < n; i++) batch.logit_rows.push_back(i);
-  std::vector<float> logits;
-  model.forward(batch, smezo::Probe{}, &logits);
+  const std::vector<float> logits = smezo_test::logits_of(model, tokens);
   const int64_t vocab = model.config().vocab_size;
   const double tol = 1e-4 * (1 + prompt["max_abs_logit"].get<double>());
   double max_err = 0;

@@ -20,12 +20,7 @@ namespace {
 std::string stories_bytes() { return read_file(asset_path("models/stories260K.bin")); }
 
 std::string load_error(const std::string& path) {
-  try {
-    load_weights(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return smezo_test::error_of([&] { load_weights(path); });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 using namespace smezo;
+using smezo_test::logits_of;
 using smezo_test::random_weight_source;
 using smezo_test::tiny_llama_config;
 
@@ -25,16 +26,6 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, floa
   float max_abs = 0.0f;
   for (float x : a) max_abs = std::max(max_abs, std::fabs(x));
   for (size_t i = 0; i < a.size(); i++) ASSERT_NEAR(a[i], b[i], tol * (1.0f + max_abs)) << "at " << i;
-}
-
-std::vector<float> logits_of(Model& m, const std::vector<int32_t>& tokens) {
-  ForwardBatch b;
-  b.tokens = tokens;
-  b.seq_lens = {(int64_t)tokens.size()};
-  for (size_t i = 0; i < tokens.size(); i++) b.logit_rows.push_back((int64_t)i);
-  std::vector<float> out;
-  m.forward(b, Probe{}, &out);
-  return out;
 }
 
 }  // namespace
@@ -154,26 +145,17 @@ TEST(Model, MissingTensorIsNamed) {
   WeightSource src = random_weight_source(tiny_llama_config(), 6);
   src.tensors.erase("model.layers.1.mlp.up_proj.weight");
   CpuBackend be;
-  try {
-    Model m(src, be, DTYPE_F32, 8, 8);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("model.layers.1.mlp.up_proj.weight"));
-  }
+  EXPECT_THROW_MSG(Model m(src, be, DTYPE_F32, 8, 8), "model.layers.1.mlp.up_proj.weight");
 }
 
 TEST(Model, ShapeMismatchNamesTensorAndShapes) {
   WeightSource src = random_weight_source(tiny_llama_config(), 7);
   src.tensors["model.layers.0.self_attn.k_proj.weight"].shape = {16, 31};
   CpuBackend be;
-  try {
-    Model m(src, be, DTYPE_F32, 8, 8);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("model.layers.0.self_attn.k_proj.weight"));
-    EXPECT_THAT(e.what(), testing::HasSubstr("[16, 31]"));
-    EXPECT_THAT(e.what(), testing::HasSubstr("[16, 32]"));
-  }
+  const std::string msg = smezo_test::error_of([&] { Model m(src, be, DTYPE_F32, 8, 8); });
+  EXPECT_THAT(msg, testing::HasSubstr("model.layers.0.self_attn.k_proj.weight"));
+  EXPECT_THAT(msg, testing::HasSubstr("[16, 31]"));
+  EXPECT_THAT(msg, testing::HasSubstr("[16, 32]"));
 }
 
 TEST(Model, TokenOutsideVocabularyIsAnError) {
@@ -191,12 +173,7 @@ TEST(Model, SequenceLengthsMustSumToTheTokens) {
   b.seq_lens = {2};
   b.logit_rows = {0, 1};
   std::vector<float> out;
-  try {
-    m.forward(b, Probe{}, &out);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("batch: sequence lengths sum to 2, 3 tokens"));
-  }
+  EXPECT_THROW_MSG(m.forward(b, Probe{}, &out), "batch: sequence lengths sum to 2, 3 tokens");
 }
 
 // q_dim != dim (6 heads x 24 = 144 over dim 128, GQA 3 query heads per kv head): the forward

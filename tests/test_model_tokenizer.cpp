@@ -22,12 +22,14 @@
 #include "tasks/task_encode.h"
 #include "tokenizer/bpe_vocab.h"
 #include "tokenizer/tokenizer_files.h"
+#include "model_fixture.h"
 #include "test_util.h"
 #ifdef SMEZO_WITH_CUDA
 #include "cuda/cuda_check.h"
 #endif
 
 using namespace smezo;
+using smezo_test::logits_of;
 using smezo_test::run_command;
 
 using smezo_test::smollm2_path;
@@ -41,17 +43,6 @@ const std::string kBpeFixtures = "tests/fixtures/bpe/";
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
-}
-
-// Logits of every position of tokens.
-std::vector<float> logits_of(Model& model, const std::vector<int32_t>& tokens) {
-  ForwardBatch b;
-  b.tokens = tokens;
-  b.seq_lens = {static_cast<int64_t>(tokens.size())};
-  for (int64_t i = 0; i < static_cast<int64_t>(tokens.size()); i++) b.logit_rows.push_back(i);
-  std::vector<float> out;
-  model.forward(b, Probe{}, &out);
-  return out;
 }
 
 // max |a - b| <= tol * (1 + max |a|)

@@ -22,6 +22,7 @@
 
 using smezo_test::make_temp_dir;
 using smezo_test::read_file;
+using smezo_test::read_json;
 using smezo_test::run_command;
 using testing::HasSubstr;
 
@@ -50,8 +51,6 @@ std::string mpirun(int ranks, int limit_s = 240) {
 #else
 #define SKIP_WITHOUT_MPIRUN() GTEST_SKIP() << "this smezo was built without MPI (make info shows ✗ MPI)"
 #endif
-
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
 // Everything a run leaves that must not depend on the number of ranks.
 void expect_same_run(const std::string& a, const std::string& b) {

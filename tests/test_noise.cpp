@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "common/noise_spec.h"
+#include "test_util.h"
 
 using namespace smezo;
+using smezo_test::correlation;
 
 namespace {
 
@@ -50,19 +52,6 @@ std::vector<float> normals(uint64_t seed, uint32_t tensor, uint32_t stream, int6
   }
   return z;
 }
-
-double correlation(const float* a, const float* b, int64_t n, int64_t stride_a = 1,
-                   int64_t stride_b = 1) {
-  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = a[i * stride_a], y = b[i * stride_b];
-    sa += x; sb += y; saa += x * x; sbb += y * y; sab += x * y;
-  }
-  const double cov = sab / n - (sa / n) * (sb / n);
-  return cov / std::sqrt((saa / n - (sa / n) * (sa / n)) * (sbb / n - (sb / n) * (sb / n)));
-}
-
-uint32_t bits(float f) { return fp_bits(f); }
 
 }  // namespace
 
@@ -95,8 +84,8 @@ TEST(NoisePhilox, CounterAndKeyLayout) {
   for (int64_t i : {int64_t(0), int64_t(3), int64_t(4), int64_t(1) << 40, (int64_t(1) << 40) + 2}) {
     uint32_t x[4];
     noise_philox4(seed, 3, i / 4, NOISE_STREAM_GAUSS, x);
-    EXPECT_EQ(bits(noise_uniform01(seed, 3, i, NOISE_STREAM_GAUSS)),
-              bits(uniform01_from_bits(x[i % 4])));
+    EXPECT_EQ(fp_bits(noise_uniform01(seed, 3, i, NOISE_STREAM_GAUSS)),
+              fp_bits(uniform01_from_bits(x[i % 4])));
   }
 }
 
@@ -206,17 +195,17 @@ TEST(NoiseNormal, RegenerationIsOrderIndependent) {
   for (int64_t i = 0; i < n; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), std::mt19937(4));
   for (int64_t i : order) {
-    ASSERT_EQ(bits(noise_normal(seed, 42, i, NOISE_STREAM_GAUSS)), bits(z[i])) << "index " << i;
+    ASSERT_EQ(fp_bits(noise_normal(seed, 42, i, NOISE_STREAM_GAUSS)), fp_bits(z[i])) << "index " << i;
   }
   // Same again from a fresh call, backwards.
   for (int64_t i = n - 1; i >= 0; --i)
-    ASSERT_EQ(bits(noise_normal(seed, 42, i, NOISE_STREAM_GAUSS)), bits(z[i]));
+    ASSERT_EQ(fp_bits(noise_normal(seed, 42, i, NOISE_STREAM_GAUSS)), fp_bits(z[i]));
   // Indices beyond 2^32 groups use the high counter word.
   const int64_t big = (int64_t(1) << 36) + 5;
   float v[4];
   noise_normal4(seed, 42, big / 4, NOISE_STREAM_GAUSS, v);
-  EXPECT_EQ(bits(noise_normal(seed, 42, big, NOISE_STREAM_GAUSS)), bits(v[big % 4]));
-  EXPECT_NE(bits(v[0]), bits(noise_normal(seed, 42, big % (int64_t(1) << 34), NOISE_STREAM_GAUSS)));
+  EXPECT_EQ(fp_bits(noise_normal(seed, 42, big, NOISE_STREAM_GAUSS)), fp_bits(v[big % 4]));
+  EXPECT_NE(fp_bits(v[0]), fp_bits(noise_normal(seed, 42, big % (int64_t(1) << 34), NOISE_STREAM_GAUSS)));
 }
 
 TEST(NoiseNormal, SeedsTensorsAndStreamsDiffer) {
@@ -231,7 +220,7 @@ TEST(NoiseNormal, SeedsTensorsAndStreamsDiffer) {
   };
   for (size_t k = 0; k < others.size(); ++k) {
     int64_t equal = 0;
-    for (int64_t i = 0; i < n; ++i) equal += bits(base[i]) == bits(others[k][i]);
+    for (int64_t i = 0; i < n; ++i) equal += fp_bits(base[i]) == fp_bits(others[k][i]);
     EXPECT_LT(equal, 10) << "variant " << k;
     EXPECT_LT(std::fabs(correlation(base.data(), others[k].data(), n)), 5e-3 * std::sqrt(5.0))
         << "variant " << k;  // n = 2e5: 1/sqrt(n) = 2.2e-3
@@ -338,15 +327,15 @@ TEST(NoiseElement, PerturbAndUpdateAreOneFma) {
   for (int i = 0; i < 100000; ++i) {
     const float w = dist(gen), z = noise_normal(11, 0, i, NOISE_STREAM_GAUSS);
     const float scale = 1e-3f, coef = 3.7e-7f;
-    EXPECT_EQ(bits(perturbed_value(w, z, scale, true)), bits(std::fma(scale, z, w)));
-    EXPECT_EQ(bits(perturbed_value(w, z, -scale, true)), bits(std::fma(-scale, z, w)));
-    EXPECT_EQ(bits(perturbed_value(w, z, scale, false)), bits(w));
-    EXPECT_EQ(bits(updated_value(w, z, coef, true)), bits(std::fma(-coef, z, w)));
-    EXPECT_EQ(bits(updated_value(w, z, coef, false)), bits(w));
+    EXPECT_EQ(fp_bits(perturbed_value(w, z, scale, true)), fp_bits(std::fma(scale, z, w)));
+    EXPECT_EQ(fp_bits(perturbed_value(w, z, -scale, true)), fp_bits(std::fma(-scale, z, w)));
+    EXPECT_EQ(fp_bits(perturbed_value(w, z, scale, false)), fp_bits(w));
+    EXPECT_EQ(fp_bits(updated_value(w, z, coef, true)), fp_bits(std::fma(-coef, z, w)));
+    EXPECT_EQ(fp_bits(updated_value(w, z, coef, false)), fp_bits(w));
     // One rounding: the result is the double-exact value rounded once.
     EXPECT_EQ(perturbed_value(w, z, scale, true), float(double(scale) * z + w));
     if (HasFailure()) break;
   }
   // scale 0 (sigma = 0) leaves w unchanged, also for -0.0.
-  EXPECT_EQ(bits(perturbed_value(0.25f, 1.5f, 0.0f, true)), bits(0.25f));
+  EXPECT_EQ(fp_bits(perturbed_value(0.25f, 1.5f, 0.0f, true)), fp_bits(0.25f));
 }

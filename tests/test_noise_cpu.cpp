@@ -14,6 +14,7 @@
 #include "test_util.h"
 
 using namespace smezo;
+using smezo_test::make_param;
 
 namespace {
 
@@ -27,20 +28,15 @@ struct ThreadCount {
   ~ThreadCount() { omp_set_num_threads(saved); }
 };
 
-Param make_param(CpuBackend& be, int64_t rows, int64_t cols, const std::vector<float>& w,
-                 NoiseKind kind, MaskKind mask) {
-  Param p;
-  p.w = be.alloc(rows, cols, DTYPE_F32);
-  be.upload(p.w, w.data());
-  p.info.name = "test.weight";
-  p.info.tensor_id = 17;
-  p.info.is_linear = true;
-  p.info.noise = kind;
-  p.info.mask = mask;
-  p.info.threshold = 0.4f;
-  p.info.keep_prob = 0.3f;
-  p.info.mask_seed = 0x5151;
-  return p;
+// The test weight's ParamInfo: tensor 17, noise `kind`, mask `mask` (threshold 0.4, keep 0.3).
+ParamInfo weight_info(NoiseKind kind, MaskKind mask) {
+  ParamInfo info = smezo_test::linear_weight_info(17);
+  info.noise = kind;
+  info.mask = mask;
+  info.threshold = 0.4f;
+  info.keep_prob = 0.3f;
+  info.mask_seed = 0x5151;
+  return info;
 }
 
 bool keep_of(const ParamInfo& info, float w, int64_t i) {
@@ -61,7 +57,7 @@ TEST(NoiseCpu, ReadParamMatchesTheSpecOnAnyRange) {
   const Range ranges[] = {{0, n}, {3, n - 10}, {131071, 150001}, {5, 17}, {n - 1, 1}, {8, 8}, {0, 0}};
   for (NoiseKind kind : kKinds) {
     for (MaskKind mask : kMasks) {
-      const Param p = make_param(be, rows, cols, w, kind, mask);
+      const Param p = make_param(be, rows, cols, DTYPE_F32, w, weight_info(kind, mask));
       for (const Range& r : ranges) {
         std::vector<float> out(r.count + 2, -7.0f);  // poisoned, plus a guard after the range
         cpu_read_param(p, probe, r.start, r.count, out.data());
@@ -90,7 +86,7 @@ TEST(NoiseCpu, UpdateMatchesTheSpecForAnyThreadCount) {
   for (NoiseKind kind : kKinds) {
     for (MaskKind mask : kMasks) {
       std::vector<float> want(n);
-      const ParamInfo info = make_param(be, 1, 1, {0.0f}, kind, mask).info;
+      const ParamInfo info = weight_info(kind, mask);
       for (int64_t i = 0; i < n; ++i) {
         const bool k = keep_of(info, w[i], i);
         const float w1 = updated_value(w[i], noise_z(kind, seed, 17, i), coef, k);
@@ -98,7 +94,7 @@ TEST(NoiseCpu, UpdateMatchesTheSpecForAnyThreadCount) {
       }
       for (int threads : {1, 2, 3, 8}) {
         ThreadCount tc(threads);
-        Param p = make_param(be, rows, cols, w, kind, mask);
+        Param p = make_param(be, rows, cols, DTYPE_F32, w, weight_info(kind, mask));
         be.update(p, coef, decay, seed);
         for (int64_t i = 0; i < n; ++i)
           ASSERT_EQ(fp_bits(p.w.f32()[i]), fp_bits(want[i]))
@@ -113,7 +109,7 @@ TEST(NoiseCpu, FrozenParametersAreUntouched) {
   CpuBackend be;
   const std::vector<float> w = smezo_test::random_floats(4096, 33);
   for (NoiseKind kind : kKinds) {
-    Param p = make_param(be, 64, 64, w, kind, MASK_DENSE);
+    Param p = make_param(be, 64, 64, DTYPE_F32, w, weight_info(kind, MASK_DENSE));
     p.info.trainable = false;
     std::vector<float> out(4096);
     cpu_read_param(p, Probe{1e-3f, 5}, 0, 4096, out.data());

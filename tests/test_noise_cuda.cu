@@ -9,7 +9,6 @@
 #include <curand_philox4x32_x.h>
 
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "../cuda/noise.h"
 #include "common/check.h"
 #include "common/noise_spec.h"
+#include "test_util.h"
 
 using namespace smezo;
 
@@ -43,12 +43,6 @@ std::vector<T> to_host(const T* dev, size_t n) {
   std::vector<T> h(n);
   CUDA_CHECK(cudaMemcpy(h.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost));
   return h;
-}
-
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
 }
 
 const uint64_t kSeeds[] = {0ull, 1ull, 0x0123456789abcdefull, 0xffffffffffffffffull};
@@ -124,23 +118,12 @@ TEST(CudaCheck, MacrosThrowWithStatementAndEvaluateOnce) {
     ++calls;
     return cudaErrorInvalidValue;
   };
-  try {
-    CUDA_CHECK(fail());
-    FAIL() << "CUDA_CHECK did not throw";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("cudaErrorInvalidValue"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("fail()"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("test_noise_cuda.cu"), std::string::npos) << msg;
-  }
+  const std::string msg = smezo_test::error_of([&] { CUDA_CHECK(fail()); });
+  EXPECT_NE(msg.find("cudaErrorInvalidValue"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fail()"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("test_noise_cuda.cu"), std::string::npos) << msg;
   EXPECT_EQ(calls, 1);
-  try {
-    CUBLAS_CHECK(CUBLAS_STATUS_INVALID_VALUE);
-    FAIL() << "CUBLAS_CHECK did not throw";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CUBLAS_STATUS_INVALID_VALUE"), std::string::npos)
-        << e.what();
-  }
+  EXPECT_THROW_MSG(CUBLAS_CHECK(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE");
   EXPECT_NO_THROW(CUDA_CHECK(cudaSuccess));
 }
 
@@ -199,13 +182,13 @@ TEST(NoiseCuda, NoiseFillBitExactEveryKind) {
           float z[8];
           noise_z8(kind, seed, tensor, g, z);
           for (int l = 0; l < 8 && 8 * g + l < n; ++l)
-            ASSERT_EQ(bits(got[offset + 8 * g + l]), bits(z[l]))
+            ASSERT_EQ(fp_bits(got[offset + 8 * g + l]), fp_bits(z[l]))
                 << "kind " << kind << " seed " << seed << " index " << 8 * g + l << ": GPU "
                 << got[offset + 8 * g + l] << " host " << z[l];
         }
         // Guard words outside [offset, offset + n) stay poisoned.
-        for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(bits(got[i]), 0xffffffffu);
-        for (int64_t i = offset + n; i < n + 8; ++i) EXPECT_EQ(bits(got[i]), 0xffffffffu) << i;
+        for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(fp_bits(got[i]), 0xffffffffu);
+        for (int64_t i = offset + n; i < n + 8; ++i) EXPECT_EQ(fp_bits(got[i]), 0xffffffffu) << i;
       }
     }
   }
@@ -223,8 +206,8 @@ TEST(NoiseCuda, DispatchAtLargeIndicesBitExactEveryKind) {
       float z[8];
       noise_z8(kind, 0xabcdefull, 11, base + g, z);
       for (int l = 0; l < 8; ++l) {
-        ASSERT_EQ(bits(a[8 * g + l]), bits(z[l])) << "kind " << kind << " group " << base + g;
-        ASSERT_EQ(bits(b[8 * g + l]), bits(z[l])) << "kind " << kind << " group " << base + g;
+        ASSERT_EQ(fp_bits(a[8 * g + l]), fp_bits(z[l])) << "kind " << kind << " group " << base + g;
+        ASSERT_EQ(fp_bits(b[8 * g + l]), fp_bits(z[l])) << "kind " << kind << " group " << base + g;
       }
     }
   }
@@ -241,9 +224,9 @@ TEST(NoiseCuda, GaussianV2EveryRadiusAndAngleBitExact) {
   for (uint32_t i = 0; i < 65536u; ++i) {
     float cw, sw;
     noise_v2_direction(i, &cw, &sw);
-    ASSERT_EQ(bits(hr[i]), bits(noise_v2_radius(i << 16))) << "radius of " << i;
-    ASSERT_EQ(bits(hc[i]), bits(cw)) << "cos of " << i;
-    ASSERT_EQ(bits(hs[i]), bits(sw)) << "sin of " << i;
+    ASSERT_EQ(fp_bits(hr[i]), fp_bits(noise_v2_radius(i << 16))) << "radius of " << i;
+    ASSERT_EQ(fp_bits(hc[i]), fp_bits(cw)) << "cos of " << i;
+    ASSERT_EQ(fp_bits(hs[i]), fp_bits(sw)) << "sin of " << i;
   }
 }
 
@@ -274,10 +257,10 @@ TEST(NoiseCuda, MasksAndElementRulesBitExact) {
       const bool hk = mask_keep(c.kind, w[i], c.threshold, c.keep_prob, c.mask_seed, c.tensor_id, i);
       const float z = noise_z(c.noise, c.seed, c.tensor_id, i);
       ASSERT_EQ(bool(k[i]), hk) << "mask kind " << c.kind << " index " << i;
-      ASSERT_EQ(bits(p[i]), bits(perturbed_value(w[i], z, c.scale, hk))) << i;
-      ASSERT_EQ(bits(u[i]), bits(updated_value(w[i], z, c.coef, hk))) << i;
-      ASSERT_EQ(bits(r[i]), bits(noise_z(NOISE_RADEMACHER, c.seed, c.tensor_id, i))) << i;
-      ASSERT_EQ(bits(f[i]), bits(noise_uniform01(c.seed, c.tensor_id, i, NOISE_STREAM_ROUNDING)));
+      ASSERT_EQ(fp_bits(p[i]), fp_bits(perturbed_value(w[i], z, c.scale, hk))) << i;
+      ASSERT_EQ(fp_bits(u[i]), fp_bits(updated_value(w[i], z, c.coef, hk))) << i;
+      ASSERT_EQ(fp_bits(r[i]), fp_bits(noise_z(NOISE_RADEMACHER, c.seed, c.tensor_id, i))) << i;
+      ASSERT_EQ(fp_bits(f[i]), fp_bits(noise_uniform01(c.seed, c.tensor_id, i, NOISE_STREAM_ROUNDING)));
     }
   }
 }

@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "common/noise_spec.h"
+#include "test_util.h"
 
 using namespace smezo;
+using smezo_test::correlation;
 
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-
-uint32_t bits(float f) { return fp_bits(f); }
 
 // z of elements [0, n) of (seed, tensor) for `kind`, through noise_z8.
 std::vector<float> z_stream(NoiseKind kind, uint64_t seed, uint32_t tensor, int64_t n) {
@@ -37,17 +37,6 @@ std::vector<float> z_stream(NoiseKind kind, uint64_t seed, uint32_t tensor, int6
     for (int j = 0; j < 8 && 8 * g + j < n; ++j) z[8 * g + j] = v[j];
   }
   return z;
-}
-
-double correlation(const float* a, const float* b, int64_t n, int64_t stride_a = 1,
-                   int64_t stride_b = 1) {
-  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = a[i * stride_a], y = b[i * stride_b];
-    sa += x; sb += y; saa += x * x; sbb += y * y; sab += x * y;
-  }
-  const double cov = sab / n - (sa / n) * (sb / n);
-  return cov / std::sqrt((saa / n - (sa / n) * (sa / n)) * (sbb / n - (sb / n) * (sb / n)));
 }
 
 // The exact radius and direction of the generator's grid (double references).
@@ -63,7 +52,7 @@ TEST(NoiseGaussian, RadiusAccuracyEveryInput) {
   for (uint32_t a = 0; a < 65536; ++a) {
     // only the top half of the word reaches the radius
     const float r = noise_v2_radius(a << 16 | (a * 2654435761u >> 16));
-    ASSERT_EQ(bits(r), bits(noise_v2_radius(a << 16))) << a;
+    ASSERT_EQ(fp_bits(r), fp_bits(noise_v2_radius(a << 16))) << a;
     const double ref = exact_radius(a), err = std::fabs(r - ref);
     max_rel = std::max(max_rel, err / ref);
     max_abs = std::max(max_abs, err);
@@ -82,8 +71,8 @@ TEST(NoiseGaussian, DirectionAccuracyEveryAngle) {
     noise_v2_direction(k | 0xffffc000u, &c, &s);  // the bits above 13 never reach alpha
     float c0, s0;
     noise_v2_direction(k, &c0, &s0);
-    ASSERT_EQ(bits(c), bits(c0));
-    ASSERT_EQ(bits(s), bits(s0));
+    ASSERT_EQ(fp_bits(c), fp_bits(c0));
+    ASSERT_EQ(fp_bits(s), fp_bits(s0));
     ASSERT_GT(c, 0.0f);
     ASSERT_GT(s, 0.0f);
     const double a = exact_alpha(k);
@@ -103,8 +92,8 @@ TEST(NoiseGaussian, PairIsSignedRadiusTimesDirection) {
     noise_v2_pair(x, &na, &nb);
     noise_v2_direction(x, &c, &s);
     const float r = noise_v2_radius(x);
-    ASSERT_EQ(bits(na), bits(fp_mul(r, c)) ^ ((x & 0x8000u) << 16)) << std::hex << x;
-    ASSERT_EQ(bits(nb), bits(fp_mul(r, s)) ^ ((x & 0x4000u) << 17)) << std::hex << x;
+    ASSERT_EQ(fp_bits(na), fp_bits(fp_mul(r, c)) ^ ((x & 0x8000u) << 16)) << std::hex << x;
+    ASSERT_EQ(fp_bits(nb), fp_bits(fp_mul(r, s)) ^ ((x & 0x4000u) << 17)) << std::hex << x;
     const double za = exact_radius(x >> 16) * std::cos(exact_alpha(x & 0x3fff)) * ((x & 0x8000u) ? -1 : 1);
     const double zb = exact_radius(x >> 16) * std::sin(exact_alpha(x & 0x3fff)) * ((x & 0x4000u) ? -1 : 1);
     max_err = std::max({max_err, std::fabs(na - za), std::fabs(nb - zb)});
@@ -158,7 +147,7 @@ TEST(NoiseGaussian, ExactKolmogorovSmirnovDistance) {
     float cf, sf, cr, sr;
     noise_v2_direction(k, &cf, &sf);
     noise_v2_direction(16383 - k, &cr, &sr);
-    ASSERT_EQ(bits(sf), bits(cr)) << "sin alpha_k == cos alpha_(16383-k), bit for bit";
+    ASSERT_EQ(fp_bits(sf), fp_bits(cr)) << "sin alpha_k == cos alpha_(16383-k), bit for bit";
     c[k] = cf;
   }
   // So the second (sin) element of a pair has exactly the distribution of the first (cos).
@@ -193,15 +182,15 @@ TEST(NoiseDispatch, ElementLayoutOfEveryKind) {
     float na, nb;
     noise_v2_pair(w, &na, &nb);
     const float g = noise_z(NOISE_GAUSSIAN, seed, 9, i);
-    ASSERT_EQ(bits(g), bits(i % 2 ? nb : na)) << i;
+    ASSERT_EQ(fp_bits(g), fp_bits(i % 2 ? nb : na)) << i;
     const float rad = noise_z(NOISE_RADEMACHER, seed, 9, i);
     ASSERT_EQ(rad, ((i % 2 ? w << 16 : w) & 0x80000000u) ? -1.0f : 1.0f) << i;
-    ASSERT_EQ(bits(noise_z(NOISE_GAUSSIAN_V1, seed, 9, i)),
-              bits(noise_normal(seed, 9, i, NOISE_STREAM_GAUSS))) << i;
+    ASSERT_EQ(fp_bits(noise_z(NOISE_GAUSSIAN_V1, seed, 9, i)),
+              fp_bits(noise_normal(seed, 9, i, NOISE_STREAM_GAUSS))) << i;
     for (NoiseKind kind : {NOISE_GAUSSIAN_V1, NOISE_GAUSSIAN, NOISE_RADEMACHER}) {
       float z8[8];
       noise_z8(kind, seed, 9, i / 8, z8);
-      ASSERT_EQ(bits(z8[i % 8]), bits(noise_z(kind, seed, 9, i))) << "kind " << kind << " index " << i;
+      ASSERT_EQ(fp_bits(z8[i % 8]), fp_bits(noise_z(kind, seed, 9, i))) << "kind " << kind << " index " << i;
     }
   }
   // gaussian-v1 through noise_z8 is the spec-v1 stream: groups 2g and 2g+1 of noise_normal4.
@@ -210,8 +199,8 @@ TEST(NoiseDispatch, ElementLayoutOfEveryKind) {
   noise_normal4(seed, 9, 24690, NOISE_STREAM_GAUSS, a);
   noise_normal4(seed, 9, 24691, NOISE_STREAM_GAUSS, b);
   for (int l = 0; l < 4; ++l) {
-    EXPECT_EQ(bits(z8[l]), bits(a[l]));
-    EXPECT_EQ(bits(z8[4 + l]), bits(b[l]));
+    EXPECT_EQ(fp_bits(z8[l]), fp_bits(a[l]));
+    EXPECT_EQ(fp_bits(z8[4 + l]), fp_bits(b[l]));
   }
 }
 
@@ -219,7 +208,7 @@ TEST(NoiseDispatch, KindsAreDifferentStreams) {
   const int64_t n = 1 << 16;
   const auto v1 = z_stream(NOISE_GAUSSIAN_V1, 5, 1, n), v2 = z_stream(NOISE_GAUSSIAN, 5, 1, n);
   int64_t equal = 0;
-  for (int64_t i = 0; i < n; ++i) equal += bits(v1[i]) == bits(v2[i]);
+  for (int64_t i = 0; i < n; ++i) equal += fp_bits(v1[i]) == fp_bits(v2[i]);
   EXPECT_LT(equal, 5);
   EXPECT_LT(std::fabs(correlation(v1.data(), v2.data(), n)), 5.0 / std::sqrt(double(n)));
 }
@@ -296,7 +285,7 @@ TEST(NoiseGaussian, NoCorrelationAcrossElementsLanesTensorsSteps) {
   };
   for (size_t k = 0; k < others.size(); ++k) {
     int64_t equal = 0;
-    for (int64_t i = 0; i < n; ++i) equal += bits(z[i]) == bits(others[k][i]);
+    for (int64_t i = 0; i < n; ++i) equal += fp_bits(z[i]) == fp_bits(others[k][i]);
     EXPECT_LT(equal, 64) << "variant " << k;  // equal values need equal 32-bit words: ~n/2^32
     EXPECT_LT(std::fabs(correlation(z.data(), others[k].data(), n)), tol) << "variant " << k;
   }

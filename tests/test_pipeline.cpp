@@ -19,15 +19,11 @@
 #include "train/objective.h"
 
 using namespace smezo;
+using smezo_test::kPoison;
+using smezo_test::same_bits;
 using testing::HasSubstr;
 
 namespace {
-
-constexpr float kPoison = 12345.678f;
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 ModelConfig llama4(bool tied) {
   ModelConfig c = smezo_test::tiny_llama_config();

@@ -10,7 +10,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -24,49 +23,13 @@
 #include "train/spsa.h"
 
 using namespace smezo;
+using smezo_test::host_param;
+using smezo_test::kPoison;
+using smezo_test::linear_weight_info;
+using smezo_test::PoisonedBuffer;
 using smezo_test::random_floats;
+using smezo_test::same_bits;
 using smezo_test::tiny_opt_config;
-
-namespace {
-
-constexpr float kPoison = 12345.678f;
-constexpr int64_t kGuard = 16;
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// out (rows, cols) in a poisoned buffer with guards; values() without the guards.
-struct Guarded {
-  std::vector<float> buf;
-  Tensor t;
-  Guarded(int64_t rows, int64_t cols) : buf(rows * cols + 2 * kGuard, kPoison) {
-    t.data = buf.data() + kGuard;
-    t.rows = rows;
-    t.cols = cols;
-  }
-  bool guards_intact() const {
-    for (int64_t i = 0; i < kGuard; i++)
-      if (buf[i] != kPoison || buf[buf.size() - 1 - i] != kPoison) return false;
-    return true;
-  }
-  std::vector<float> rows(int64_t r0, int64_t n) const {
-    return std::vector<float>(buf.begin() + kGuard + r0 * t.cols, buf.begin() + kGuard + (r0 + n) * t.cols);
-  }
-};
-
-Param make_param(std::vector<float>* data, int64_t rows, int64_t cols, uint32_t tensor_id) {
-  Param p;
-  p.w.data = data->data();
-  p.w.rows = rows;
-  p.w.cols = cols;
-  p.info.name = "test.weight";
-  p.info.tensor_id = tensor_id;
-  p.info.is_linear = true;
-  return p;
-}
-
-}  // namespace
 
 // CpuBackend::linear under a pair: each row half equals the single-probe call on it, for the
 // OpenBLAS path and the reference loops (K = 1 takes no sgemm scheme), every mask kind and
@@ -82,7 +45,8 @@ TEST(ProbePair, LinearHalvesEqualSingleProbes) {
         for (bool trainable : {true, false}) {
           const uint32_t seed = static_cast<uint32_t>(100 + checked);
           std::vector<float> wd = random_floats(s.N * s.K, seed), bd = random_floats(s.N, seed + 1);
-          Param w = make_param(&wd, s.N, s.K, 3), b = make_param(&bd, 1, s.N, 4);
+          Param w = host_param(wd, s.N, s.K, linear_weight_info(3));
+          Param b = host_param(bd, 1, s.N, linear_weight_info(4));
           b.info.is_linear = false;
           w.info.mask = mask;
           w.info.threshold = 0.5f;
@@ -97,7 +61,7 @@ TEST(ProbePair, LinearHalvesEqualSingleProbes) {
           in.cols = s.K;
           const Probe pair{3e-2f, 991 + static_cast<uint64_t>(checked), true};
           CpuBackend be;
-          Guarded both(2 * s.Mh, s.N), plus(s.Mh, s.N), minus(s.Mh, s.N);
+          PoisonedBuffer both(2 * s.Mh, s.N), plus(s.Mh, s.N), minus(s.Mh, s.N);
           be.linear(both.t, in, w, &b, pair);
           be.linear(plus.t, tensor_rows(in, 0, s.Mh), w, &b, half_probe(pair, +1));
           be.linear(minus.t, tensor_rows(in, s.Mh, s.Mh), w, &b, half_probe(pair, -1));
@@ -118,7 +82,7 @@ TEST(ProbePair, LinearHalvesEqualSingleProbes) {
 
 TEST(ProbePair, ReadParamPairEqualsTwoReads) {
   std::vector<float> wd = random_floats(300001, 5);
-  Param p = make_param(&wd, 1, 300001, 9);
+  Param p = host_param(wd, 1, 300001, linear_weight_info(9));
   p.info.mask = MASK_RANDOM;
   p.info.keep_prob = 0.3f;
   p.info.mask_seed = 4;

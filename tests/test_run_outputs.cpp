@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include <sys/resource.h>
 
 #include "common/check.h"
+#include "common/half.h"
 #include "run/metrics_log.h"
 #include "run/progress_bar.h"
 #include "run/seed_log.h"
@@ -26,6 +26,7 @@
 #include "test_util.h"
 
 using smezo_test::make_temp_dir;
+using smezo_test::occurrences;
 using smezo_test::read_file;
 using smezo_test::write_file;
 using testing::HasSubstr;
@@ -57,24 +58,6 @@ std::vector<std::string> split_lines(const std::string& s) {
     pos = nl + 1;
   }
   return out;
-}
-
-size_t count(const std::string& hay, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-
-uint32_t bits(float x) {
-  uint32_t v;
-  std::memcpy(&v, &x, sizeof v);
-  return v;
-}
-
-float from_bits(uint32_t v) {
-  float x;
-  std::memcpy(&x, &v, sizeof x);
-  return x;
 }
 
 std::vector<std::string> list_dir(const std::string& dir) {
@@ -182,7 +165,7 @@ TEST(ProgressBar, TtyModeRedrawsAtMostFiveTimesPerSecond) {
     bar.message("eval: dev acc 0.5");
   }  // destructor finishes the line
   std::string out = mem.text();
-  size_t redraws = count(out, "\r");
+  size_t redraws = occurrences(out, "\r");
   EXPECT_GE(redraws, 5u);
   EXPECT_LE(redraws, 9u);  // first, ~5 timed, last, message + redraw, finish
   EXPECT_THAT(out, HasSubstr("\r\x1b[Keval: dev acc 0.5\n"));
@@ -233,13 +216,9 @@ TEST(MetricsLog, LinesParseBackAndAppendResumes) {
 TEST(MetricsLog, BadMiddleLineNamesLine) {
   std::string path = make_temp_dir("metrics_bad") + "/m.jsonl";
   write_file(path, "{\"step\":1}\nnot json\n{\"step\":3}\n");
-  try {
-    smezo::metrics_log_read(path);
-    FAIL() << "expected smezo::Error";
-  } catch (const smezo::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("line 2"));
-    EXPECT_THAT(e.what(), HasSubstr(path));
-  }
+  const std::string msg = smezo_test::error_of([&] { smezo::metrics_log_read(path); });
+  EXPECT_THAT(msg, HasSubstr("line 2"));
+  EXPECT_THAT(msg, HasSubstr(path));
 }
 
 // --- run summary
@@ -276,8 +255,8 @@ void expect_clean_svg(const std::string& svg) {
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   EXPECT_EQ(lower.find("nan"), std::string::npos);
   EXPECT_EQ(lower.find("inf"), std::string::npos);
-  EXPECT_EQ(count(svg, "<text"), count(svg, "</text>"));
-  EXPECT_EQ(count(svg, "<"), count(svg, ">"));
+  EXPECT_EQ(occurrences(svg, "<text"), occurrences(svg, "</text>"));
+  EXPECT_EQ(occurrences(svg, "<"), occurrences(svg, ">"));
 }
 
 }  // namespace
@@ -310,7 +289,7 @@ TEST(SvgPlot, FullRunIsWellFormed) {
   std::string svg = smezo::training_plot_svg("SST-2 <S-MeZO> & \"friends\"", loss, acc);
   expect_clean_svg(svg);
   EXPECT_THAT(svg, HasSubstr("SST-2 &lt;S-MeZO&gt; &amp; &quot;friends&quot;"));
-  EXPECT_EQ(count(svg, "<polyline"), 3u);  // raw, smoothed, accuracy
+  EXPECT_EQ(occurrences(svg, "<polyline"), 3u);  // raw, smoothed, accuracy
   EXPECT_THAT(svg, HasSubstr(">20k<"));
   EXPECT_THAT(svg, HasSubstr("best dev accuracy 80.0% at step 20000"));
   EXPECT_LT(svg.size(), 200000u);  // thinned to the pixel columns
@@ -325,18 +304,18 @@ TEST(SvgPlot, EmptyOnePointAndConstantSeries) {
   expect_clean_svg(svg);
   EXPECT_THAT(svg, HasSubstr("no loss data"));
   EXPECT_THAT(svg, HasSubstr("no dev accuracy data"));
-  EXPECT_EQ(count(svg, "<polyline"), 0u);
+  EXPECT_EQ(occurrences(svg, "<polyline"), 0u);
 
   svg = smezo::training_plot_svg("one", {{1, 0.7}}, {{1, 0.8}});
   expect_clean_svg(svg);
-  EXPECT_EQ(count(svg, "<polyline"), 0u);
-  EXPECT_GE(count(svg, "<circle"), 2u);  // a lone point is a marker
+  EXPECT_EQ(occurrences(svg, "<polyline"), 0u);
+  EXPECT_GE(occurrences(svg, "<circle"), 2u);  // a lone point is a marker
 
   smezo::PlotSeries flat;
   for (int s = 1; s <= 100; ++s) flat.push_back({double(s), 1.5});
   svg = smezo::training_plot_svg("flat", flat, {{50, 1.0}, {100, 1.0}});
   expect_clean_svg(svg);
-  EXPECT_EQ(count(svg, "<polyline"), 3u);
+  EXPECT_EQ(occurrences(svg, "<polyline"), 3u);
   EXPECT_EQ(svg.find(">101<"), std::string::npos);  // accuracy axis stays within 100%
   EXPECT_EQ(svg.find(">105<"), std::string::npos);
 
@@ -384,7 +363,7 @@ TEST(SeedLog, RoundTripIsBitExact) {
   const std::vector<float> awkward = {
       1e-38f, -0.0f, 0.0f, 3.14159274f, 1e-45f /* denormal min */,
       std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
-      -std::numeric_limits<float>::infinity(), from_bits(0x7fc01234u) /* NaN payload */,
+      -std::numeric_limits<float>::infinity(), smezo::bits_float(0x7fc01234u) /* NaN payload */,
       0.1f, -123456.789f, 1e-6f};
   const std::vector<uint64_t> seeds = {0, 1, UINT64_MAX, 1ull << 63, 12157665459056928801ull};
   std::vector<smezo::SeedRecord> written;
@@ -406,8 +385,8 @@ TEST(SeedLog, RoundTripIsBitExact) {
   for (size_t i = 0; i < written.size(); ++i) {
     EXPECT_EQ(log.records[i].step, written[i].step);
     EXPECT_EQ(log.records[i].seed, written[i].seed);
-    EXPECT_EQ(bits(log.records[i].g), bits(written[i].g)) << "record " << i;
-    EXPECT_EQ(bits(log.records[i].lr), bits(written[i].lr)) << "record " << i;
+    EXPECT_EQ(smezo::float_bits(log.records[i].g), smezo::float_bits(written[i].g)) << "record " << i;
+    EXPECT_EQ(smezo::float_bits(log.records[i].lr), smezo::float_bits(written[i].lr)) << "record " << i;
   }
   std::string text = read_file(path);
   EXPECT_EQ(text.rfind("# smezo seed log v1\n# {", 0), 0u);
@@ -458,13 +437,9 @@ TEST(SeedLog, MalformedMiddleLineNamesFileAndLine) {
   std::string path = make_temp_dir("seedlog_bad") + "/seeds.txt";
   write_file(path, "# smezo seed log v1\n# {\"method\":\"mezo\"}\n1 11 3f800000 358637bd\n"
                    "2 22 bf80000 358637bd\n3 33 3f800000 358637bd\n");
-  try {
-    smezo::seed_log_read(path);
-    FAIL() << "expected smezo::Error";
-  } catch (const smezo::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(path));
-    EXPECT_THAT(e.what(), HasSubstr("line 4"));
-  }
+  const std::string msg = smezo_test::error_of([&] { smezo::seed_log_read(path); });
+  EXPECT_THAT(msg, HasSubstr(path));
+  EXPECT_THAT(msg, HasSubstr("line 4"));
   // A malformed final line that does end in '\n' is not a partial write.
   write_file(path, two_record_log() + "garbage\n");
   EXPECT_THROW_MSG(smezo::seed_log_read(path),
@@ -475,13 +450,9 @@ TEST(SeedLog, NonConsecutiveStepsAndBadHeadersAreErrors) {
   std::string dir = make_temp_dir("seedlog_steps");
   std::string path = dir + "/seeds.txt";
   write_file(path, two_record_log() + "4 44 3f800000 358637bd\n");
-  try {
-    smezo::seed_log_read(path);
-    FAIL() << "expected smezo::Error";
-  } catch (const smezo::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("line 5"));
-    EXPECT_THAT(e.what(), HasSubstr("step 4 follows step 2"));
-  }
+  const std::string msg = smezo_test::error_of([&] { smezo::seed_log_read(path); });
+  EXPECT_THAT(msg, HasSubstr("line 5"));
+  EXPECT_THAT(msg, HasSubstr("step 4 follows step 2"));
   write_file(path, "step seed g lr\n1 1 3f800000 3f800000\n");
   EXPECT_THAT([&] { smezo::seed_log_read(path); },
               testing::ThrowsMessage<smezo::Error>(HasSubstr("not a smezo seed log")));
@@ -570,7 +541,7 @@ TEST(RunSummary, FailedWriteIsNamedAndLeavesTheOldFile) {
       4096, [&] { smezo::run_write_file_atomic(path, std::string(65536, 'x')); });
   EXPECT_THAT(msg, HasSubstr("cannot write " + path + ": File too large ---> HINT: a file-size limit"));
   EXPECT_THAT(msg, HasSubstr("ulimit -f"));
-  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  EXPECT_TRUE(smezo_test::is_one_line(msg));
   EXPECT_EQ(read_file(path), "{\"old\": 1}\n");
   EXPECT_EQ(list_dir(dir), std::vector<std::string>{"summary.json"});
 }

@@ -24,6 +24,7 @@
 
 using smezo_test::make_temp_dir;
 using smezo_test::read_file;
+using smezo_test::read_json;
 using smezo_test::run_command;
 using testing::HasSubstr;
 namespace fs = std::filesystem;
@@ -34,8 +35,6 @@ const std::string kSmezo = smezo_test::smezo_binary();
 // A tiny run: 2 examples per step, short candidates, a few dev and test examples.
 const std::string kTiny = " train --task sst2 --batch 2 --max-len 40 --lr 2e-3 --flush-every 2 --eval-every 0"
                           " --dev-examples 4 --test-examples 4 --progress-every 1000";
-
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
 // Every file under dir (relative path -> bytes).
 std::map<std::string, std::string> snapshot(const std::string& dir) {
@@ -126,7 +125,7 @@ TEST(RunSafety, ResumeRefusesAFolderThatIsNotARun) {
   EXPECT_EQ(run_command(kSmezo + kTiny + " --steps 2 --resume --out " + dir + "/run", &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("--resume: " + dir + "/run is not a smezo run folder: it holds "));
   EXPECT_THAT(out, HasSubstr(" and no seed_log.txt"));
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_TRUE(smezo_test::is_one_line_output(out));
   EXPECT_EQ(snapshot(dir + "/run"),
             (std::map<std::string, std::string>{{"draft.tmp", "mine too"}, {"notes.txt", "mine"}}));
   ASSERT_EQ(run_command(kSmezo + kTiny + " --steps 2 --out " + dir + "/run", &out), 0) << out;
@@ -148,7 +147,7 @@ TEST(RunSafety, ResumeWithOtherOptionsNamesEveryDifference) {
   EXPECT_THAT(out, HasSubstr("smezo: error: " + dir + "/run/seed_log.txt: this command differs from the run in 1 "
                              "option: batch = 2 in the run, 4 here ---> HINT: resume with the options of the "
                              "original run"));
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_TRUE(smezo_test::is_one_line_output(out));
   // five options (--seed sets the data seed too), two of them the optimiser's: all in one message
   EXPECT_EQ(run_command(cmd + " --resume --batch 4 --max-len 48 --seed 9 --eps 0.01", &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("this command differs from the run in 5 options: "));
@@ -157,7 +156,7 @@ TEST(RunSafety, ResumeWithOtherOptionsNamesEveryDifference) {
   EXPECT_THAT(out, testing::ContainsRegex("; seed = [0-9]+ in the run, 9 here"));
   EXPECT_THAT(out, testing::ContainsRegex("data_seed = [0-9]+ in the run, 9 here"));
   EXPECT_THAT(out, testing::ContainsRegex("eps = [0-9.e-]+ in the run, 0\\.01?[0-9]* here"));
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_TRUE(smezo_test::is_one_line_output(out));
   EXPECT_EQ(snapshot(dir + "/run"), before);
   // the run's own options still resume it (finished: nothing to do)
   EXPECT_EQ(run_command(cmd + " --resume --batch 2 --max-len 40", &out), 0) << out;
@@ -175,7 +174,7 @@ TEST(RunSafety, NewRunIntoARunFolderIsRefused) {
     EXPECT_EQ(run_command(cmd + other, &out), 1) << out;
     EXPECT_THAT(out, HasSubstr("smezo: error: " + dir + "/run already holds a run ---> HINT: pass --resume to "
                                "continue it, or choose another --out"));
-    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_TRUE(smezo_test::is_one_line_output(out));
     EXPECT_EQ(snapshot(dir + "/run"), before);
   }
 }

@@ -23,18 +23,14 @@ TEST(StochasticRoundingCuda, Bf16UpdateMatchesHostBitForBit) {
   for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
     for (MaskKind mask : {MASK_MAGNITUDE, MASK_RANDOM}) {
       SCOPED_TRACE(testing::Message() << "noise kind " << kind << " mask " << mask);
-      Param p;
-      p.w = be.alloc(rows, cols, DTYPE_BF16);
-      be.upload(p.w, w.data());
-      p.info.name = "test.weight";
-      p.info.tensor_id = 5;
-      p.info.is_linear = true;
-      p.info.noise = kind;
-      p.info.mask = mask;
-      p.info.threshold = 0.3f;
-      p.info.keep_prob = 0.4f;
-      p.info.mask_seed = 0x77;
-      p.info.stochastic_rounding = true;
+      ParamInfo info = smezo_test::linear_weight_info(5);
+      info.noise = kind;
+      info.mask = mask;
+      info.threshold = 0.3f;
+      info.keep_prob = 0.4f;
+      info.mask_seed = 0x77;
+      info.stochastic_rounding = true;
+      Param p = smezo_test::make_param(be, rows, cols, DTYPE_BF16, w, info);
       const float coef = 3e-4f, decay = 1e-5f;
       const uint64_t seed = 0xABCDEF12345ULL;
       be.update(p, coef, decay, seed);

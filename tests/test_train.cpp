@@ -18,6 +18,7 @@
 #include "run/seed_log.h"
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
+#include "model_fixture.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/objective.h"
@@ -163,13 +164,9 @@ TEST(Train, ExportedCheckpointReloadsWithSameLogits) {
   save_hf_checkpoint(*a.model, dir + "/hf", a.tokenizer_path);
   LoadedModel b = open_model_paths(dir + "/hf", "", "cpu", 64, 64);
   EXPECT_EQ(b.model->config().rope_style, ROPE_ROTATE_HALF);
-  ForwardBatch fb;
-  fb.tokens = a.tokenizer->encode("Once upon a time there was a cat", true);
-  fb.seq_lens = {(int64_t)fb.tokens.size()};
-  for (size_t i = 0; i < fb.tokens.size(); i++) fb.logit_rows.push_back((int64_t)i);
-  std::vector<float> la, lb;
-  a.model->forward(fb, Probe{}, &la);
-  b.model->forward(fb, Probe{}, &lb);
+  const std::vector<int32_t> tokens = a.tokenizer->encode("Once upon a time there was a cat", true);
+  const std::vector<float> la = smezo_test::logits_of(*a.model, tokens);
+  const std::vector<float> lb = smezo_test::logits_of(*b.model, tokens);
   ASSERT_EQ(la.size(), lb.size());
   for (size_t i = 0; i < la.size(); i++) ASSERT_NEAR(la[i], lb[i], 1e-4f * (1 + std::fabs(la[i]))) << i;
 }
@@ -197,7 +194,7 @@ TEST(Train, BadInputIsAOneLineError) {
     int rc = run_command(kSmezo + kSmallRun + " --steps 2 --out " + dir + "/run " + c.args, &out);
     EXPECT_NE(rc, 0) << c.args;
     EXPECT_THAT(out, testing::HasSubstr(c.expect)) << c.args;
-    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << c.args << ": " << out;
+    EXPECT_TRUE(smezo_test::is_one_line_output(out)) << c.args;
   }
 }
 

@@ -23,6 +23,7 @@
 #include "test_util.h"
 
 using namespace smezo;
+using smezo_test::round_to;
 
 namespace {
 
@@ -40,12 +41,6 @@ void stored_values(DType dt, int64_t n, uint32_t seed, std::vector<char>* bytes,
     v = dt == DTYPE_BF16 ? bf16_to_float(h) : f16_to_float(h);
     std::memcpy(bytes->data() + 2 * i, &h, 2);
   }
-}
-
-float round_to(DType dt, float v) {
-  if (dt == DTYPE_BF16) return bf16_to_float(float_to_bf16(v));
-  if (dt == DTYPE_F16) return f16_to_float(float_to_f16(v));
-  return v;
 }
 
 void set_stored(DType dt, std::vector<char>* bytes, int64_t i, float v) {

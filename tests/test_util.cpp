@@ -6,17 +6,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/half.h"
+#include "model/backend.h"
 
 namespace smezo_test {
 
@@ -57,6 +63,24 @@ std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+double correlation(const float* a, const float* b, int64_t n, int64_t stride_a, int64_t stride_b) {
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = a[i * stride_a], y = b[i * stride_b];
+    sa += x; sb += y; saa += x * x; sbb += y * y; sab += x * y;
+  }
+  const double cov = sab / n - (sa / n) * (sb / n);
+  return cov / std::sqrt((saa / n - (sa / n) * (sa / n)) * (sbb / n - (sb / n) * (sb / n)));
 }
 
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo, float hi) {
@@ -101,6 +125,146 @@ int run_command(const std::string& cmd, std::string* output) {
   int status = pclose(p);
   if (output) *output = out;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+::testing::AssertionResult is_one_line(const std::string& message) {
+  if (message.find('\n') == std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "the message is not one line: " << message;
+}
+
+::testing::AssertionResult is_one_line_output(const std::string& out) {
+  const auto lines = std::count(out.begin(), out.end(), '\n');
+  if (lines == 1) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "the output has " << lines << " lines, not one: " << out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+uint32_t base_seed() {
+  static const uint32_t seed = [] {
+    const char* v = std::getenv("SMEZO_TEST_SEED");
+    return v != nullptr ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10)) : 20250101u;
+  }();
+  return seed;
+}
+
+std::string seed_note() { return "SMEZO_TEST_SEED=" + std::to_string(base_seed()); }
+
+uint64_t mixed_seed(uint64_t salt) {
+  uint64_t z = base_seed() + 0x9E3779B97F4A7C15ull * salt;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float round_to(smezo::DType dt, float v) {
+  switch (dt) {
+    case smezo::DTYPE_F16: return smezo::f16_to_float(smezo::float_to_f16(v));
+    case smezo::DTYPE_BF16: return smezo::bf16_to_float(smezo::float_to_bf16(v));
+    case smezo::DTYPE_F32: break;
+  }
+  return v;
+}
+
+std::vector<float> rounded(smezo::DType dt, std::vector<float> v) {
+  for (float& x : v) x = round_to(dt, x);
+  return v;
+}
+
+PoisonedBuffer::PoisonedBuffer(int64_t rows, int64_t cols)
+    : buf(rows * cols + 2 * kGuard, kPoison) {
+  t.data = buf.data() + kGuard;
+  t.rows = rows;
+  t.cols = cols;
+}
+
+bool PoisonedBuffer::guards_intact() const {
+  for (int64_t i = 0; i < kGuard; i++)
+    if (buf[i] != kPoison || buf[buf.size() - 1 - i] != kPoison) return false;
+  return true;
+}
+
+std::vector<float> PoisonedBuffer::values() const {
+  return std::vector<float>(buf.begin() + kGuard, buf.end() - kGuard);
+}
+
+std::vector<float> PoisonedBuffer::rows(int64_t r0, int64_t n) const {
+  const auto first = buf.begin() + kGuard + r0 * t.cols;
+  return std::vector<float>(first, first + n * t.cols);
+}
+
+GuardedTensor make_guarded(smezo::Backend& be, int64_t rows, int64_t cols, smezo::DType dt,
+                           const std::vector<float>& contents, uint32_t seed) {
+  GuardedTensor g;
+  g.full = be.alloc(rows + 2, cols, dt);
+  g.view = g.full;
+  g.view.rows = rows;
+  g.view.data = static_cast<char*>(g.full.data) + cols * smezo::dtype_size(dt);
+  g.top = rounded(dt, random_floats(cols, seed, -3.0f, 3.0f));
+  g.bottom = rounded(dt, random_floats(cols, seed + 1, -3.0f, 3.0f));
+  std::vector<float> host;
+  host.reserve(static_cast<size_t>((rows + 2) * cols));
+  host.insert(host.end(), g.top.begin(), g.top.end());
+  if (contents.empty()) {
+    host.insert(host.end(), static_cast<size_t>(rows * cols), std::nanf(""));
+  } else {
+    EXPECT_EQ(static_cast<int64_t>(contents.size()), rows * cols);
+    host.insert(host.end(), contents.begin(), contents.end());
+  }
+  host.insert(host.end(), g.bottom.begin(), g.bottom.end());
+  be.upload(g.full, host.data());
+  return g;
+}
+
+std::vector<float> download_checked(smezo::Backend& be, const GuardedTensor& g,
+                                    const std::string& what) {
+  const int64_t rows = g.view.rows, cols = g.full.cols;
+  std::vector<float> all(static_cast<size_t>(g.full.numel()));
+  be.download(g.full, all.data());
+  int64_t bad = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    bad += smezo::float_bits(all[c]) != smezo::float_bits(g.top[c]);
+    bad += smezo::float_bits(all[(rows + 1) * cols + c]) != smezo::float_bits(g.bottom[c]);
+  }
+  EXPECT_EQ(bad, 0) << (what.empty() ? "the " + std::string(be.name()) + " op" : what) << " wrote "
+                    << bad << " guard element(s) outside its output";
+  return std::vector<float>(all.begin() + cols, all.begin() + (rows + 1) * cols);
+}
+
+std::vector<float> download(smezo::Backend& be, const smezo::Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  be.download(t, v.data());
+  return v;
+}
+
+smezo::Param make_param(smezo::Backend& be, int64_t rows, int64_t cols, smezo::DType dt,
+                        const std::vector<float>& values, const smezo::ParamInfo& info) {
+  smezo::Param p;
+  p.w = be.alloc(rows, cols, dt);
+  be.upload(p.w, values.data());
+  p.info = info;
+  return p;
+}
+
+smezo::Param host_param(std::vector<float>& values, int64_t rows, int64_t cols,
+                        const smezo::ParamInfo& info) {
+  smezo::Param p;
+  p.w.data = values.data();
+  p.w.dtype = smezo::DTYPE_F32;
+  p.w.rows = rows;
+  p.w.cols = cols;
+  p.info = info;
+  return p;
+}
+
+smezo::ParamInfo linear_weight_info(uint32_t tensor_id) {
+  smezo::ParamInfo info;
+  info.name = "test.weight";
+  info.tensor_id = tensor_id;
+  info.is_linear = true;
+  return info;
 }
 
 }  // namespace smezo_test

@@ -1,4 +1,5 @@
-// Helpers shared by the test suites: temporary directories, fresh random inputs, file writes.
+// Helpers shared by the test suites: temporary directories and files, fresh random inputs and
+// seeds, error and one-line checks, storage rounding, guarded output buffers, test parameters.
 #pragma once
 
 #include <cstdint>
@@ -7,14 +8,29 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include "model/tensor.h"
+
+namespace smezo {
+class Backend;
+}
+
 namespace smezo_test {
 
 // A fresh empty directory under build/test_tmp, unique per call.
 std::string make_temp_dir(const std::string& tag);
 void write_file(const std::string& path, const std::string& bytes);
 std::string read_file(const std::string& path);
+// The JSON document in the file at path.
+nlohmann::json read_json(const std::string& path);
+// How many times needle occurs in text (overlapping occurrences counted).
+size_t occurrences(const std::string& text, const std::string& needle);
 // n floats uniform in [lo, hi), from a seeded generator (never all zeros).
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// Pearson correlation of a[i * stride_a] and b[i * stride_b], i < n.
+double correlation(const float* a, const float* b, int64_t n, int64_t stride_a = 1, int64_t stride_b = 1);
 // The message of the smezo::Error that fn throws; fails the test when it throws nothing.
 std::string error_of(const std::function<void()>& fn);
 // The error text of fn() run under a file-size limit (RLIMIT_FSIZE) of `bytes`, with SIGXFSZ
@@ -29,6 +45,83 @@ std::string smezo_binary();
 std::string smollm2_path();
 // Runs a shell command, returns its exit code and (stdout + stderr) in *output.
 int run_command(const std::string& cmd, std::string* output);
+
+// ---- one-line messages
+
+// Passes when message (an error's what()) has no line break: the one line a user reads.
+::testing::AssertionResult is_one_line(const std::string& message);
+// Passes when out (a command's stdout + stderr) is exactly one line: one '\n'.
+::testing::AssertionResult is_one_line_output(const std::string& out);
+
+// ---- bit-exact comparisons
+
+// True when a and b have the same length and the same floats bit for bit.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
+
+// ---- seeds of the randomised backend tests
+
+// SMEZO_TEST_SEED (default 20250101): the seed every randomised input is derived from.
+uint32_t base_seed();
+// "SMEZO_TEST_SEED=<base_seed()>", for failure messages, so a failing input can be replayed.
+std::string seed_note();
+// A well-mixed seed from base_seed() and salt (splitmix64 finaliser of base + golden * salt).
+uint64_t mixed_seed(uint64_t salt);
+
+// ---- storage types
+
+// v rounded to nearest even in dt (f16, bf16); v itself for f32.
+float round_to(smezo::DType dt, float v);
+// Every element of v rounded to dt by round_to.
+std::vector<float> rounded(smezo::DType dt, std::vector<float> v);
+
+// ---- guarded outputs
+
+// The value poisoned host buffers are filled with before an op writes them.
+constexpr float kPoison = 12345.678f;
+
+// Host memory for a (rows, cols) fp32 tensor `t`, poisoned (kPoison), with kGuard poisoned
+// floats on each side that the op must leave alone.
+struct PoisonedBuffer {
+  static constexpr int64_t kGuard = 16;
+  std::vector<float> buf;
+  smezo::Tensor t;
+  PoisonedBuffer(int64_t rows, int64_t cols);
+  // Whether both guards still hold kPoison.
+  bool guards_intact() const;
+  // All rows of t (without the guards).
+  std::vector<float> values() const;
+  // Rows [r0, r0 + n) of t.
+  std::vector<float> rows(int64_t r0, int64_t n) const;
+};
+
+// A (rows, cols) backend tensor with one guard row above and one below: `view` is what the op
+// sees; the guard rows hold random values (top, bottom) that must come back bit-identical.
+struct GuardedTensor {
+  smezo::Tensor full;  // (rows + 2, cols)
+  smezo::Tensor view;  // rows 1 .. rows of full
+  std::vector<float> top, bottom;
+};
+// A GuardedTensor of dtype dt on be: guard rows random in [-3, 3) from seed and seed + 1
+// (rounded to dt), the middle `contents` or, when contents is empty, NaN (fp32 outputs only).
+GuardedTensor make_guarded(smezo::Backend& be, int64_t rows, int64_t cols, smezo::DType dt,
+                           const std::vector<float>& contents, uint32_t seed);
+// The middle rows of g, downloaded; fails the test when a guard row changed (`what` names the
+// writer in the message, "the <backend> op" when empty).
+std::vector<float> download_checked(smezo::Backend& be, const GuardedTensor& g,
+                                    const std::string& what = "");
+// All of t, downloaded as fp32.
+std::vector<float> download(smezo::Backend& be, const smezo::Tensor& t);
+
+// ---- parameters
+
+// A parameter on be of dtype dt holding `values` (already representable in dt), with `info`.
+smezo::Param make_param(smezo::Backend& be, int64_t rows, int64_t cols, smezo::DType dt,
+                        const std::vector<float>& values, const smezo::ParamInfo& info);
+// A host-memory fp32 parameter viewing `values` (for the CPU backend and cpu_read_param).
+smezo::Param host_param(std::vector<float>& values, int64_t rows, int64_t cols,
+                        const smezo::ParamInfo& info);
+// ParamInfo of a linear weight named "test.weight" with noise stream tensor_id (defaults else).
+smezo::ParamInfo linear_weight_info(uint32_t tensor_id);
 
 }  // namespace smezo_test
 

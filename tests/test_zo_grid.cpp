@@ -11,6 +11,7 @@
 #include "test_util.h"
 
 using smezo_test::make_temp_dir;
+using smezo_test::occurrences;
 using smezo_test::read_file;
 using smezo_test::run_command;
 using testing::HasSubstr;
@@ -20,12 +21,6 @@ namespace {
 bool exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
-}
-
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) n++;
-  return n;
 }
 
 }  // namespace
@@ -46,9 +41,9 @@ TEST(ZoGrid, TableFromFakeRuns) {
   EXPECT_THAT(table, HasSubstr("| rte | MeZO | 0, 1e-6 | 3 | 61.0 ± 2.0 | 62.0 | 400 (1.0×) | 50 | 700 |"));
   EXPECT_THAT(table, HasSubstr("| rte | R-MeZO | 0.8, 5e-6 | 1 | 54.0 ± 0.0 | 55.0 | not reached | 50 | 700 |"));
   EXPECT_THAT(table, HasSubstr("| rte | S-MeZO | 0.8, 5e-6 | 3 | 70.0 ± 1.0 | 68.0 | 100 (4.0×) | 40 | 700 |"));
-  EXPECT_EQ(count(table, "\n"), 6);  // header, rule, zero-shot and three methods
+  EXPECT_EQ(occurrences(table, "\n"), 6u);  // header, rule, zero-shot and three methods
   const std::string svg = read_file(report + "/dev_acc_rte.svg");
-  EXPECT_EQ(count(svg, "<path "), 3);
+  EXPECT_EQ(occurrences(svg, "<path "), 3u);
   EXPECT_THAT(svg, HasSubstr("S-MeZO (s 0.8, lr 5e-6)"));
   EXPECT_THAT(svg, HasSubstr("zero-shot (test)"));
 }
