@@ -69,4 +69,7 @@ TEST(CiSummary, ExpectedSkipsNameRealTests) {
                            "emu-fwd EmuSelfTest.MisalignedFloat4LoadIsReported"})
     EXPECT_THAT(list, HasSubstr(name));
   EXPECT_THAT(list, testing::Not(HasSubstr("\nemu-san ")));  // the sanitized run skips nothing
+  // The sanitized CPU run is the NO_MPI=1 build: there the MPI-refusal test must run.
+  EXPECT_THAT(list, HasSubstr("\ncpu-asan MpiTrain.TwoAndThreeRanksEqualOneProcessAndReplay"));
+  EXPECT_THAT(list, testing::Not(HasSubstr("cpu-asan MpiTrain.BuildWithoutMpiRefusesSeveralProcesses")));
 }
