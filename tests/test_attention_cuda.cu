@@ -320,12 +320,12 @@ TEST(AttentionCuda, RejectsBadShapes) {
   ap.q = ap.out = gpu.alloc(4, 16, DTYPE_F32);
   ap.k = ap.v = gpu.alloc(4, 8, DTYPE_F32);
   ap.seqs = {AttentionSeq{0, 4, 0, 3}};  // more queries than keys
-  EXPECT_THROW(gpu.attention(ap), Error);
+  EXPECT_THROW_MSG(gpu.attention(ap), "attention: sequence 0 has q_len 4 and kv_len 3");
   ap.seqs = {AttentionSeq{0, 4, 1, 4}};  // keys past the end of k/v
-  EXPECT_THROW(gpu.attention(ap), Error);
+  EXPECT_THROW_MSG(gpu.attention(ap), "attention: sequence 0 key rows [1, 5) exceed k/v (4, 4 rows)");
   ap.seqs = {AttentionSeq{2, 4, 0, 4}};  // queries past the end of q/out
-  EXPECT_THROW(gpu.attention(ap), Error);
+  EXPECT_THROW_MSG(gpu.attention(ap), "attention: sequence 0 query rows [2, 6) exceed q/out (4, 4 rows)");
   ap.n_kv_heads = 3;  // 2 heads are not a multiple of 3 kv heads
   ap.seqs = {AttentionSeq{0, 4, 0, 4}};
-  EXPECT_THROW(gpu.attention(ap), Error);
+  EXPECT_THROW_MSG(gpu.attention(ap), "attention: n_heads 2 must be a positive multiple of n_kv_heads 3");
 }

@@ -50,5 +50,5 @@ TEST(LinearBench, F16AndRejectsF32) {
   opt.flush_bytes = int64_t(1) << 20;
   EXPECT_EQ(run_linear_bench(opt), 0);
   opt.dtype = DTYPE_F32;
-  EXPECT_THROW(run_linear_bench(opt), smezo::Error);
+  EXPECT_THROW_MSG(run_linear_bench(opt), "bench --kernel linear: --dtype must be bf16 or f16 (got F32)");
 }
