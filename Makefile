@@ -150,12 +150,15 @@ info:
 profile:
 	$(MAKE) PROFILE=1 all
 
+# rm first: `ar r` keeps the members of objects that no longer exist (a file moved or deleted).
 $(BUILD)/libsmezo.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/libsmezo_bench.a: $(BENCH_OBJ)
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
@@ -259,7 +262,7 @@ ifneq ($(DEPS),)
 FUZZ_CXXFLAGS += -I$(DEPS)/usr/include
 FUZZ_LDLIBS   := -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu $(FUZZ_LDLIBS)
 endif
-FUZZ_LIB_SRC    := $(wildcard src/common/*.cpp src/formats/*.cpp src/model/*.cpp \
+FUZZ_LIB_SRC    := $(wildcard src/common/*.cpp src/backend/*.cpp src/formats/*.cpp src/model/*.cpp \
                    src/tokenizer/*.cpp src/tasks/*.cpp)
 FUZZ_LIB_OBJ    := $(FUZZ_LIB_SRC:%.cpp=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS       := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
@@ -271,6 +274,7 @@ $(FUZZ_BUILD)/%.o: %.cpp
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/libsmezo_fuzz.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
 	ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.cpp tests/fuzz/fuzz_util.h $(FUZZ_BUILD)/libsmezo_fuzz.a
@@ -392,8 +396,10 @@ $(EMU_PLAIN)/src/dist/world_mpi.o $(EMU_PLAIN)/src/dist/world_single.o $(EMU_PLA
 $(EMU_TEST_OBJ): EMU_CXXFLAGS += -DSMEZO_BUILD_DIR='"$(EMU_PLAIN)"'
 
 $(EMU_BUILD)/libsmezo.a: $(EMU_LIB_OBJ)
+	@rm -f $@
 	ar rcs $@ $^
 $(EMU_BUILD)/libsmezo_bench.a: $(EMU_BENCH_OBJ)
+	@rm -f $@
 	ar rcs $@ $^
 $(EMU_BUILD)/smezo: $(EMU_CLI_OBJ) $(EMU_BUILD)/libsmezo_bench.a $(EMU_BUILD)/libsmezo.a
 	$(CXX) $(EMU_DEV_CXXFLAGS) -o $@ $^ $(EMU_LDFLAGS) $(EMU_LDLIBS)

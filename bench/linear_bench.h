@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tensor.h"
+#include "backend/tensor.h"
 
 namespace smezo {
 

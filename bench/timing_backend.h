@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace smezo {
 

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace smezo {
 

@@ -19,7 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "model/tensor.h"  // DType
+#include "backend/tensor.h"  // DType
 
 namespace smezo {
 

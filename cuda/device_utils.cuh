@@ -35,7 +35,7 @@
 
 #include "common/check.h"
 #include "common/noise_spec.h"
-#include "model/tensor.h"
+#include "backend/tensor.h"
 #include "probe_args.h"  // MaskArgs, mask_args
 
 namespace smezo {

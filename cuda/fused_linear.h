@@ -21,7 +21,7 @@
 #include <cstdint>
 
 #include "common/noise_spec.h"
-#include "model/tensor.h"
+#include "backend/tensor.h"
 #include "probe_args.h"
 
 namespace smezo {

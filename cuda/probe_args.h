@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "common/noise_spec.h"
-#include "model/tensor.h"
+#include "backend/tensor.h"
 
 namespace smezo {
 

@@ -1,4 +1,4 @@
-// Backend conformance: every op of src/model/backend.h (attention aside: see
+// Backend conformance: every op of src/backend/backend.h (attention aside: see
 // tests/test_attention_cuda.cu) run on the CUDA backend and on the CPU reference, from tables of
 // cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops. Plus the
 // stories260K model end to end on both backends. Every test skips with

@@ -22,7 +22,7 @@
 
 #include "common/check.h"
 #include "common/half.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace smezo_test {
 

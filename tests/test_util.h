@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json_fwd.hpp>
 
-#include "model/tensor.h"
+#include "backend/tensor.h"
 
 namespace smezo {
 class Backend;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cpu/cpu_gemm.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace smezo {
 

@@ -5,7 +5,7 @@
 
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
-#include "model/weight_source.h"
+#include "backend/dtype_convert.h"
 
 namespace smezo {
 

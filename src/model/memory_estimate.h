@@ -21,9 +21,9 @@
 #include <string>
 
 #include "cuda/cuda_plan.h"  // the CUDA backend's chunks, workspace and linear scratch plan
-#include "model/backend.h"   // BackendKind
+#include "backend/backend.h"   // BackendKind
 #include "model/model_stage.h"
-#include "model/tensor.h"
+#include "backend/tensor.h"
 #include "smezo/model_config.h"
 
 namespace smezo {

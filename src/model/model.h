@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model_stage.h"
 #include "model/weight_source.h"
 

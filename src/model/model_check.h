@@ -9,7 +9,7 @@
 // Format readers check their own fields first, under the names their files use
 // (num_hidden_layers, n_layers, ...); check_model_config is the common floor below them, for
 // every reader including future ones. The values themselves (NaN/Inf) are checked as they
-// are converted, in Model's load (convert_to_f32_checked, weight_source.h).
+// are converted, in Model's load (convert_to_f32_checked, backend/dtype_convert.h).
 #pragma once
 
 #include <string>

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/tensor.h"
+#include "backend/tensor.h"
 #include "smezo/model_config.h"
 
 namespace smezo {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/check.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace smezo_fuzz {
 

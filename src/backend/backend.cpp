@@ -1,9 +1,9 @@
 // The Backend interface's default streaming upload (see backend.h).
-#include "model/backend.h"
+#include "backend/backend.h"
 
 #include <vector>
 
-#include "model/weight_source.h"
+#include "backend/dtype_convert.h"
 
 namespace smezo {
 

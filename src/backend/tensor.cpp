@@ -1,5 +1,5 @@
 // Names and sizes of the storage dtypes.
-#include "model/tensor.h"
+#include "backend/tensor.h"
 
 namespace smezo {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/tensor.h"
+#include "backend/tensor.h"
 #include "smezo/model_config.h"
 
 namespace smezo {
@@ -51,7 +51,7 @@ class Backend {
   virtual int64_t bytes_allocated() const = 0;
   // Streaming load: dst.numel() elements stored as src_dtype at src (typically inside a
   // mapped model file, so any alignment) into dst, converted to dst.dtype on the backend,
-  // checking every value as dst stores it (first_non_finite_in's rule, weight_source.h).
+  // checking every value as dst stores it (first_non_finite_in's rule, dtype_convert.h).
   // Returns the index of the first value that is NaN/Inf in the file or becomes Inf in
   // dst.dtype (a finite value out of its range: f32 70000 into F16), or -1; dst holds
   // garbage when it is >= 0. No host copy of the tensor is made by the CPU and CUDA backends
