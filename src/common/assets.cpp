@@ -1,19 +1,15 @@
 // Locating the shared public assets (see assets.h).
 #include "common/assets.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
+#include "common/file_util.h"
+
 namespace smezo {
 
 namespace {
-
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 std::string parent_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');

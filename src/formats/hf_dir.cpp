@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "common/mapped_file.h"
 #include "formats/json_read.h"
 #include "formats/safetensors.h"
@@ -31,23 +32,9 @@ using json = nlohmann::json;
 
 // --- small file helpers
 
-bool path_exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-bool is_regular_file(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Parses a whole JSON file strictly (json_read.h); errors name the file.
@@ -454,13 +441,13 @@ WeightSource load_hf_dir(const std::string& path) {
   WeightSource ws;
   ws.path = path;
   const std::string config_path = join_path(dir, "config.json");
-  SMEZO_REQUIRE(is_regular_file(config_path), "model directory %s has no config.json; a Hugging "
+  SMEZO_REQUIRE(is_file(config_path), "model directory %s has no config.json; a Hugging "
                 "Face model directory needs config.json and model.safetensors (or "
                 "model.safetensors.index.json)", dir.c_str());
   ws.config = parse_hf_config(config_path);
 
   const std::string index_path = join_path(dir, "model.safetensors.index.json");
-  if (single.empty() && is_regular_file(join_path(dir, "model.safetensors")))
+  if (single.empty() && is_file(join_path(dir, "model.safetensors")))
     single = join_path(dir, "model.safetensors");
 
   if (!single.empty()) {
@@ -470,7 +457,7 @@ WeightSource load_hf_dir(const std::string& path) {
     return ws;
   }
 
-  if (!is_regular_file(index_path)) {
+  if (!is_file(index_path)) {
     bool has_bin = path_exists(join_path(dir, "pytorch_model.bin")) ||
                    path_exists(join_path(dir, "pytorch_model.bin.index.json"));
     throw_error("model directory %s has config.json but neither model.safetensors nor "
@@ -507,7 +494,7 @@ WeightSource load_hf_dir(const std::string& path) {
   std::map<std::string, std::unique_ptr<SafetensorsFile>> shards;
   for (const std::string& name : shard_names) {
     const std::string shard_path = join_path(dir, name);
-    SMEZO_REQUIRE(is_regular_file(shard_path), "safetensors index %s lists shard '%s', but %s "
+    SMEZO_REQUIRE(is_file(shard_path), "safetensors index %s lists shard '%s', but %s "
                   "is missing; download every shard of the model", ip, printable(name).c_str(),
                   printable(shard_path).c_str());
     auto file = std::make_unique<SafetensorsFile>(shard_path);

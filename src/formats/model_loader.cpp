@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "formats/gguf_llama.h"
 #include "formats/hf_dir.h"
 #include "formats/llama2c.h"
@@ -12,10 +13,6 @@
 namespace smezo {
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // The format reader for path (dispatch by what path is).
 WeightSource read_weight_files(const std::string& path) {

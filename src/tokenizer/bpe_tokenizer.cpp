@@ -2,12 +2,12 @@
 // (see bpe_tokenizer.h).
 #include "tokenizer/bpe_tokenizer.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "tokenizer/bpe_bytes.h"
 
 namespace smezo {
@@ -138,9 +138,8 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
 
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_hf_dir(const std::string& dir) {
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  struct stat st;
-  if (stat((base + "tokenizer.json").c_str(), &st) == 0) return load_bpe_tokenizer_json(base + "tokenizer.json");
-  SMEZO_REQUIRE(stat((base + "vocab.json").c_str(), &st) == 0 && stat((base + "merges.txt").c_str(), &st) == 0,
+  if (path_exists(base + "tokenizer.json")) return load_bpe_tokenizer_json(base + "tokenizer.json");
+  SMEZO_REQUIRE(path_exists(base + "vocab.json") && path_exists(base + "merges.txt"),
                 "%s has no byte-level BPE tokenizer: neither tokenizer.json nor vocab.json + merges.txt", dir.c_str());
   return std::make_unique<BpeTokenizer>(bpe_vocab_from_gpt2_files(dir));
 }

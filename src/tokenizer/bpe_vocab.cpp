@@ -2,8 +2,6 @@
 // supported subset is listed in bpe_vocab.h).
 #include "tokenizer/bpe_vocab.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <unordered_map>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "common/mapped_file.h"
 #include "tokenizer/bpe_bytes.h"
 #include "tokenizer/bpe_pretokenizer.h"
@@ -54,11 +53,6 @@ void bpe_vocab_validate(const BpeVocab& v) {
 namespace {
 
 using json = nlohmann::json;
-
-bool is_file(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 json read_json_object(const std::string& path) {
   std::shared_ptr<MappedFile> file = MappedFile::open(path);

@@ -1,13 +1,12 @@
 // Tokenizer files for Hugging Face model directories (see tokenizer_files.h).
 #include "tokenizer/tokenizer_files.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "formats/gguf.h"
 #include "tokenizer/bpe_pretokenizer.h"
 
@@ -16,20 +15,6 @@ namespace smezo {
 namespace {
 
 using nlohmann::json;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool is_file(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 void copy_file(const std::string& from, const std::string& to) {
   std::ifstream in(from, std::ios::binary);

@@ -1,10 +1,10 @@
 // Which tokenizer a model needs: sentencepiece (LLaMA, Mistral) or byte-level BPE (GPT-2,
 // OPT, SmolLM2), from a GGUF file's metadata or a Hugging Face directory's files.
-#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "common/mapped_file.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -24,11 +24,6 @@ TokenizerKind tokenizer_kind_for_gguf_model(const std::string& ggml_model, const
 
 TokenizerKind tokenizer_kind_of_gguf(const std::string& path) {
   return tokenizer_kind_for_gguf_model(GgufFile::open(path)->get_string("tokenizer.ggml.model"), path);
-}
-
-static bool is_file(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir) {
