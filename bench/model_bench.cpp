@@ -2,7 +2,6 @@
 #include "bench/model_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -15,6 +14,7 @@
 
 #include "bench/timing_backend.h"
 #include "common/check.h"
+#include "common/stopwatch.h"
 #include "model/model.h"
 #include "run/summary.h"
 #include "setup/model_setup.h"
@@ -187,10 +187,10 @@ int run_model_bench(const ModelBenchOptions& o) {
   std::unique_ptr<TimingBackend> timed;
   if (o.profile) timed = std::make_unique<TimingBackend>(*inner);
   Backend& backend = timed ? static_cast<Backend&>(*timed) : *inner;
-  const auto t_load = std::chrono::steady_clock::now();
+  const Stopwatch load_timer;
   // the workspace holds a probe pair's two copies of the longest batch
   Model model(random_source(config, o.seed, o.shape), backend, storage, 2 * o.batch * max_t, 2 * o.batch);
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  const double load_s = load_timer.seconds();
   Sync sync(backend);
 
   std::vector<std::string> modes;
@@ -238,13 +238,13 @@ int run_model_bench(const ModelBenchOptions& o) {
       for (int r = 0; r < o.warmup + o.reps; r++) {
         sync();
         if (timed) timed->reset();
-        const auto t0 = std::chrono::steady_clock::now();
+        const Stopwatch rep;
         {
           PhaseRange nvtx(range);
           fn(r);
           sync();
         }
-        const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double dt = 1e3 * rep.seconds();
         if (r >= o.warmup) ms.push_back(dt);
       }
       return ms;

@@ -3,13 +3,13 @@
 // written by `smezo train` it takes the run's data settings from its smezo_run.json
 // (train/checkpoint.h) unless the command line gives them, and says so.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
 #include "common/assets.h"
 #include "common/check.h"
+#include "common/stopwatch.h"
 #include "run/number_format.h"
 #include "run/run_dir.h"
 #include "run/summary.h"
@@ -146,10 +146,10 @@ int run_eval(EvalState& s) {
                    mean, (long long)s.shots, (long long)fewest);
   }
 
-  auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch timer;
   const double acc = s.examples_out.empty() ? accuracy(*lm.model, encoded, s.batch)
                                             : accuracy_writing_examples(*lm.model, encoded, xs, prefix, s);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = timer.seconds();
   std::printf("%s %s %s (%zu examples, %s%s): accuracy %s  [%.1f s]\n", lm.model_path.c_str(),
               splits.name.c_str(), s.split.c_str(), xs.size(), s.mode.c_str(),
               s.mode == "icl" ? (", k=" + std::to_string(s.shots)).c_str() : "", format_accuracy(acc).c_str(), secs);

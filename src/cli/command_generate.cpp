@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "common/check.h"
+#include "common/stopwatch.h"
 #include "model/generate.h"
 
 namespace smezo {
@@ -31,14 +32,14 @@ int run_generate(GenerateState& s) {
   s.model.max_tokens = opts.new_tokens > 0 ? (int64_t)opts.prompt.size() + 2 + opts.new_tokens : opts.steps;
   s.model.max_logit_rows = 1;
   LoadedModel lm = open_model(s.model);
-  auto start = std::chrono::steady_clock::now();
+  const Stopwatch timer;
   std::vector<int32_t> tokens = generate(*lm.model, *lm.tokenizer, opts, [](const std::string& piece) {
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
   });
   std::printf("\n");
   if (s.stats) {
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double secs = timer.seconds();
     std::fprintf(stderr, "generated %zu positions in %.3f s (%.1f tok/s) on %s\n", tokens.size(), secs,
                  (tokens.size() - 1) / secs, lm.backend->name());
   }

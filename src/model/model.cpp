@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <new>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/stopwatch.h"
 #include "model/model_check.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
@@ -89,7 +89,7 @@ namespace {
 class LoadProgress {
  public:
   LoadProgress(int64_t tensors, int64_t bytes)
-      : tensors_(tensors), bytes_(bytes), start_(Clock::now()), tty_(isatty(2) != 0) {}
+      : tensors_(tensors), bytes_(bytes), start_(SteadyClock::now()), tty_(isatty(2) != 0) {}
   void tensor_done(int64_t bytes) {
     done_tensors_++;
     done_bytes_ += bytes;
@@ -104,8 +104,7 @@ class LoadProgress {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  double seconds() const { return seconds_since(start_); }
   void print(const char* pre, const char* post) {
     const double t = seconds();
     std::fprintf(stderr, "%sloading weights: %lld/%lld tensors, %s/%s, %.2f GB/s in %.1f s%s", pre,
@@ -115,7 +114,7 @@ class LoadProgress {
     std::fflush(stderr);
   }
   int64_t tensors_, bytes_, done_tensors_ = 0, done_bytes_ = 0;
-  Clock::time_point start_;
+  SteadyClock::time_point start_;
   bool tty_;
   double last_print_ = -1.0;
 };

@@ -1,12 +1,11 @@
 // Opening model + tokenizer + backend (see model_setup.h).
 #include "setup/model_setup.h"
 
-#include <sys/stat.h>
-
-#include <chrono>
 
 #include "common/assets.h"
 #include "common/check.h"
+#include "common/file_util.h"
+#include "common/stopwatch.h"
 #include "cpu/cpu_backend.h"
 #include "formats/model_loader.h"
 #include "tokenizer/tokenizer.h"
@@ -19,28 +18,13 @@ namespace smezo {
 
 namespace {
 
-bool file_exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool path_exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-bool is_directory(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// A Hugging Face folder's tokenizer files: sentencepiece, tokenizer.json or vocab.json (+ merges).
+bool hf_dir_has_tokenizer(const std::string& dir) {
+  return is_file(dir + "/tokenizer.model") || is_file(dir + "/tokenizer.json") || is_file(dir + "/vocab.json");
 }
 
 std::string directory_of(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path;
+  if (is_dir(path)) return path;
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
@@ -83,7 +67,7 @@ DType storage_dtype(const std::string& device, const std::string& dtype) {
 std::string find_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
   std::string beside = directory_of(model_path) + "/tokenizer.model";
-  if (file_exists(beside)) return beside;
+  if (is_file(beside)) return beside;
   if (model_path == default_model_path()) return asset_path("tokenizers/tinystories-512.model");
   return "";
 }
@@ -121,16 +105,15 @@ OpenedTokenizer open_gguf_tokenizer(const std::string& path, bool explicit_path)
 OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     const std::string& t = explicit_path;
-    if (is_directory(t)) return open_hf_dir_tokenizer(t);
+    if (is_dir(t)) return open_hf_dir_tokenizer(t);
     if (ends_with(t, ".gguf")) return open_gguf_tokenizer(t, true);
     if (ends_with(t, ".json")) return {load_bpe_tokenizer_json(t), t};
     return {load_sentencepiece_tokenizer(t), t};
   }
   if (ends_with(model_path, ".gguf")) return open_gguf_tokenizer(model_path, false);
-  if (is_directory(model_path) || ends_with(model_path, ".safetensors")) {
+  if (is_dir(model_path) || ends_with(model_path, ".safetensors")) {
     const std::string dir = directory_of(model_path);
-    SMEZO_REQUIRE(file_exists(dir + "/tokenizer.model") || file_exists(dir + "/tokenizer.json") ||
-                      file_exists(dir + "/vocab.json"),
+    SMEZO_REQUIRE(hf_dir_has_tokenizer(dir),
                   "no tokenizer for %s (no tokenizer.model, tokenizer.json or vocab.json + merges.txt in %s) "
                   "---> HINT: pass --tokenizer PATH (a sentencepiece .model, a tokenizer.json or a GGUF file)",
                   model_path.c_str(), dir.c_str());
@@ -143,10 +126,9 @@ OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::s
 bool model_tokenizer_available(const std::string& model_path, const std::string& explicit_path) {
   if (!explicit_path.empty()) return true;
   if (ends_with(model_path, ".gguf")) return tokenizer_kind_of_gguf(model_path) == TOKENIZER_BPE;
-  if (is_directory(model_path) || ends_with(model_path, ".safetensors")) {
+  if (is_dir(model_path) || ends_with(model_path, ".safetensors")) {
     const std::string dir = directory_of(model_path);
-    return file_exists(dir + "/tokenizer.model") || file_exists(dir + "/tokenizer.json") ||
-           file_exists(dir + "/vocab.json");
+    return hf_dir_has_tokenizer(dir);
   }
   return !find_tokenizer_path(model_path, "").empty();
 }
@@ -177,11 +159,7 @@ LoadedModel open_model(const ModelOpenOptions& o) {
 }
 
 LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> backend) {
-  using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  const auto t_open = Clock::now();
+  const auto t_open = SteadyClock::now();
   SMEZO_REQUIRE(backend != nullptr, "open_model_on: no backend given");
   LoadedModel lm;
   const DType storage = storage_dtype(o.device, o.dtype);
@@ -203,7 +181,7 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
                                       lm.backend->kind(), stage);
   require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
   lm.open_s = seconds_since(t_open);
-  const auto t_load = Clock::now();
+  const auto t_load = SteadyClock::now();
   lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows, stage);
   lm.load_s = seconds_since(t_load);
   return lm;

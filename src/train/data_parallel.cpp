@@ -80,7 +80,7 @@ double batch_loss_ranks(World& world, Model& model, const std::vector<const Enco
   const ExampleScores local = score_examples(model, shard, probe, !as_classification);
   const ExampleScores scores = gather_example_scores(
       world, local, batch, probe.scale >= 0 ? "the + probe's scores" : "the - probe's scores");
-  return as_classification ? classification_loss(scores, batch) : gold_token_loss(scores, batch);
+  return task_loss(scores, batch, as_classification);
 }
 
 std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
@@ -93,10 +93,7 @@ std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
   const std::vector<ExampleScores> scores = gather_shard_scores(
       world, world.size(), [](int r) { return r; }, {std::move(local.first), std::move(local.second)}, batch, 2,
       "the probes' scores");
-  auto loss = [&](const ExampleScores& s) {
-    return as_classification ? classification_loss(s, batch) : gold_token_loss(s, batch);
-  };
-  return {loss(scores[0]), loss(scores[1])};
+  return {task_loss(scores[0], batch, as_classification), task_loss(scores[1], batch, as_classification)};
 }
 
 double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,

@@ -96,9 +96,6 @@ void score_all(Model& model, const std::vector<const EncodedExample*>& examples,
   for (const ScoringChunk& chunk : chunks) run_chunk(model, chunk, probe, out);
 }
 
-double loss_of(const Scores& scores, const std::vector<const EncodedExample*>& examples, bool as_classification) {
-  return as_classification ? classification_loss(scores, examples) : gold_token_loss(scores, examples);
-}
 
 }  // namespace
 
@@ -158,6 +155,11 @@ std::vector<std::vector<CandidateScore>> score_examples(Model& model,
   return out[0];
 }
 
+double task_loss(const std::vector<std::vector<CandidateScore>>& scores,
+                 const std::vector<const EncodedExample*>& examples, bool as_classification) {
+  return as_classification ? classification_loss(scores, examples) : gold_token_loss(scores, examples);
+}
+
 double classification_loss(const std::vector<std::vector<CandidateScore>>& scores,
                            const std::vector<const EncodedExample*>& examples) {
   double total = 0.0;
@@ -185,7 +187,7 @@ double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
 
 double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                   bool as_classification) {
-  return loss_of(score_examples(model, examples, probe, !as_classification), examples, as_classification);
+  return task_loss(score_examples(model, examples, probe, !as_classification), examples, as_classification);
 }
 
 std::pair<Scores, Scores> score_examples_pair(Model& model, const std::vector<const EncodedExample*>& examples,
@@ -199,7 +201,7 @@ std::pair<Scores, Scores> score_examples_pair(Model& model, const std::vector<co
 std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
                                           const Probe& pair, bool as_classification) {
   const std::pair<Scores, Scores> s = score_examples_pair(model, examples, pair, !as_classification);
-  return {loss_of(s.first, examples, as_classification), loss_of(s.second, examples, as_classification)};
+  return {task_loss(s.first, examples, as_classification), task_loss(s.second, examples, as_classification)};
 }
 
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples) {

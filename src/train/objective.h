@@ -54,6 +54,9 @@ double classification_loss(const std::vector<std::vector<CandidateScore>>& score
                            const std::vector<const EncodedExample*>& examples);
 double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
                        const std::vector<const EncodedExample*>& examples);
+// The task's loss: classification_loss, or gold_token_loss when !as_classification (COPA).
+double task_loss(const std::vector<std::vector<CandidateScore>>& scores,
+                 const std::vector<const EncodedExample*>& examples, bool as_classification);
 
 // The scores under the + and - halves of a probe pair, from one forward pass per chunk.
 std::pair<std::vector<std::vector<CandidateScore>>, std::vector<std::vector<CandidateScore>>> score_examples_pair(

@@ -140,10 +140,7 @@ std::pair<double, double> pipeline_loss_pair(World& world, const PipelineLayout&
   const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, probes, "a training step");
   const std::vector<ExampleScores> scores =
       gather_last_stage_scores(world, layout, local, batch, 2, "the probes' scores");
-  auto loss = [&](const ExampleScores& s) {
-    return as_classification ? classification_loss(s, batch) : gold_token_loss(s, batch);
-  };
-  return {loss(scores[0]), loss(scores[1])};
+  return {task_loss(scores[0], batch, as_classification), task_loss(scores[1], batch, as_classification)};
 }
 
 double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& model,

@@ -1,8 +1,6 @@
 // The training driver (see trainer.h).
 #include "train/trainer.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +12,8 @@
 #include "setup/model_setup.h"
 #include "common/assets.h"
 #include "common/check.h"
+#include "common/file_util.h"
+#include "common/stopwatch.h"
 #include "dist/device.h"
 #include "dist/world.h"
 #include "run/metrics_log.h"
@@ -98,13 +98,7 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);  // the thresholds
 }
 
-bool file_exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using Clock = SteadyClock;
 
 // "open 0.01 s, load 0.20 s, ..." in the order the phases ran.
 std::string describe_phases(const nlohmann::ordered_json& phases) {
@@ -131,7 +125,7 @@ nlohmann::json completed_summary(const std::string& out_dir, int64_t steps) {
 // The training step the weights in out_dir/checkpoint are from; -1 when there is none.
 int64_t checkpoint_step(const std::string& out_dir) {
   const std::string dir = out_dir + "/checkpoint";
-  if (!file_exists(dir + "/model.safetensors")) return -1;
+  if (!path_exists(dir + "/model.safetensors")) return -1;
   const nlohmann::json run = checkpoint_read_run_settings(dir);
   return run.is_object() && run.contains("step") && run["step"].is_number_integer() ? run["step"].get<int64_t>() : -1;
 }
@@ -228,7 +222,7 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
 
   const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
   // A resumed run continues with its own noise unless the options name one (then it must match).
-  if (o.resume && o.spsa.noise == NOISE_AUTO && file_exists(seed_log_path))
+  if (o.resume && o.spsa.noise == NOISE_AUTO && path_exists(seed_log_path))
     o.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path).header.value("spsa", nlohmann::json::object()),
                                      seed_log_path);
   t_phase = Clock::now();
