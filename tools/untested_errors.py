@@ -56,16 +56,21 @@ def source_files(root, exts):
                 yield os.path.join(dirpath, name)
 
 
+def quoted_end(text, i):
+    """The index of the quote closing the string or character literal that opens at text[i]."""
+    j = i + 1
+    while j < len(text) and text[j] != text[i]:
+        j += 2 if text[j] == "\\" else 1
+    return j
+
+
 def call_text(text, start):
     """The text from start (just after the opening parenthesis) to the matching close."""
     depth, i, n = 1, start, len(text)
     while i < n:
         c = text[i]
         if c == '"' or c == "'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
+            i = quoted_end(text, i) + 1
             continue
         if c == "/" and text.startswith("//", i):
             i = text.find("\n", i)
@@ -88,9 +93,7 @@ def split_args(call):
     while i < n:
         c = call[i]
         if c == '"' or c == "'":
-            j = i + 1
-            while j < n and call[j] != c:
-                j += 2 if call[j] == "\\" else 1
+            j = quoted_end(call, i)
             cur.append(call[i:j + 1])
             i = j + 1
             continue

@@ -175,6 +175,8 @@ std::string write_error_hint(int err) {
     case EPERM:
     case EROFS:
       return "the folder or file is not writable by you: make it writable";
+    case ENOENT:
+      return "its folder does not exist: check the path";
     default:
       return "";
   }

@@ -75,11 +75,7 @@ void run_check_writable(const std::string& path, const char* what) {
   // The same temporary file run_write_file_atomic() will create, made and removed now.
   const std::string probe = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    throw WriteError(format_string("cannot write %s %s: %s", what, path.c_str(), std::strerror(err)),
-                     err == ENOENT ? "check that its folder exists" : write_error_hint(err), err);
-  }
+  if (fd < 0) throw_write_error((std::string("write ") + what).c_str(), path, errno);
   ::close(fd);
   ::unlink(probe.c_str());
 }
