@@ -263,17 +263,15 @@ int run_model_bench(const ModelBenchOptions& o) {
       for (const std::string& mode : modes) {
         int64_t step = 1;
         auto ms = time_reps(phase.c_str(), [&](int) {
-          if (mode == "pair") {
-            opt.step_pair(step++, [&](const Probe& pair) {
-              model.forward(batch, pair, &logits);
-              return std::make_pair(mean_nll(logits, 0, B, V, targets), mean_nll(logits, B, B, V, targets));
-            });
-          } else {
-            opt.step(step++, [&](const Probe& probe) {
+          opt.step(step++, mode == "pair", [&](const std::vector<Probe>& probes) {
+            std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
+            for (const Probe& probe : probes) {
               model.forward(batch, probe, &logits);
-              return mean_nll(logits, 0, B, V, targets);
-            });
-          }
+              for (size_t h = 0; h < probe_halves(probe); h++)
+                losses.push_back(mean_nll(logits, static_cast<int64_t>(h) * B, B, V, targets));
+            }
+            return losses;
+          });
         });
         report(phase.c_str(), mode.c_str(), ms);
         if (timed) timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T));

@@ -88,7 +88,7 @@ TEST(MpiTrain, TwoAndThreeRanksEqualOneProcessAndReplay) {
   ASSERT_EQ(run_command(mpirun(2) + kSmezo + kRun + " --out " + dir + "/two", &out), 0) << out;
   EXPECT_THAT(out, testing::Not(HasSubstr("rank 1"))) << "only rank 0 speaks: " << out;
   ASSERT_EQ(run_command(mpirun(3) + kSmezo + kRun + " --out " + dir + "/three", &out), 0) << out;
-  // and with the probes in two passes (one exchange each)
+  // and with the probes in two passes (both probes' scores still in one exchange)
   ASSERT_EQ(run_command(mpirun(2) + kSmezo + kRun + " --probes separate --out " + dir + "/separate", &out), 0) << out;
   // one progress line per step, from rank 0 alone
   size_t lines = 0;

@@ -19,7 +19,7 @@ double lone_candidate_logprob(Model& model, const EncodedCandidate& c) {
   EncodedExample alone;
   alone.candidates = {c};
   alone.gold = 0;
-  return score_examples(model, {&alone}, Probe{}, false)[0][0].sum_logprob;
+  return score_examples(model, {&alone}, {Probe{}}, false)[0][0][0].sum_logprob;
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ TEST(Objective, SharedPrefixScoringEqualsSeparateCandidates) {
     for (const TaskExample& x : splits.train) enc.push_back(encode_example(*lm.tokenizer, x, 96));
     std::vector<const EncodedExample*> batch;
     for (const auto& e : enc) batch.push_back(&e);
-    auto scores = score_examples(*lm.model, batch, Probe{}, false);
+    auto scores = score_examples(*lm.model, batch, {Probe{}}, false)[0];
     for (size_t e = 0; e < enc.size(); e++) {
       for (size_t c = 0; c < enc[e].candidates.size(); c++) {
         const EncodedCandidate& cand = enc[e].candidates[c];
@@ -65,7 +65,7 @@ TEST(Objective, SharedPrefixPathOnSingleTokenOptions) {
     ex.candidates.push_back(c);
   }
   ex.gold = 1;
-  auto scores = score_examples(*lm.model, {&ex}, Probe{}, false);
+  auto scores = score_examples(*lm.model, {&ex}, {Probe{}}, false)[0];
   for (size_t c = 0; c < 3; c++) {
     EXPECT_EQ(scores[0][c].n_tokens, 1);
     EXPECT_EQ(scores[0][c].sum_logprob, lone_candidate_logprob(*lm.model, ex.candidates[c])) << c;
@@ -87,5 +87,34 @@ TEST(Objective, GoldTokenLossIsMeanNllOfGoldOptionTokens) {
     nll -= lone_candidate_logprob(*lm.model, gold);
     n += (int64_t)gold.tokens.size() - gold.option_start;
   }
-  EXPECT_NEAR(batch_loss(*lm.model, batch, Probe{}, false), nll / n, 1e-12);
+  EXPECT_NEAR(batch_loss(*lm.model, batch, {Probe{}}, false)[0], nll / n, 1e-12);
+}
+
+// The probe list: one loss per half, in order, whatever the list mixes. A pair's halves equal
+// the + and - probes run on their own exactly (CPU; EXPECT_EQ on doubles is exact), a list of several probes gives each
+// probe's own losses, and an unperturbed probe differs from both.
+TEST(Objective, BatchLossOverAProbeListGivesEachHalfInOrder) {
+  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 512, 64);
+  for (Param* p : lm.model->params()) p->info.noise = NOISE_GAUSSIAN;
+  for (const char* task : {"sst2", "copa"}) {  // classification and gold-token losses
+    TaskSplits splits = load_task(task, 5, 5, 0, 0);
+    std::vector<EncodedExample> enc;
+    for (const TaskExample& x : splits.train) enc.push_back(encode_example(*lm.tokenizer, x, 96));
+    std::vector<const EncodedExample*> batch;
+    for (const auto& e : enc) batch.push_back(&e);
+    const bool as_classification = std::string(task) != "copa";
+    const Probe pair{1e-2f, 77, true}, plus = half_probe(pair, +1), minus = half_probe(pair, -1);
+    const std::vector<double> mixed = batch_loss(*lm.model, batch, {pair, Probe{}, minus, plus}, as_classification);
+    ASSERT_EQ(mixed.size(), 5u) << task;
+    const double alone_plus = batch_loss(*lm.model, batch, {plus}, as_classification)[0];
+    const double alone_minus = batch_loss(*lm.model, batch, {minus}, as_classification)[0];
+    const double plain = batch_loss(*lm.model, batch, {Probe{}}, as_classification)[0];
+    EXPECT_EQ(mixed[0], alone_plus) << task;
+    EXPECT_EQ(mixed[1], alone_minus) << task;
+    EXPECT_EQ(mixed[2], plain) << task;
+    EXPECT_EQ(mixed[3], alone_minus) << task;
+    EXPECT_EQ(mixed[4], alone_plus) << task;
+    EXPECT_NE(alone_plus, plain) << task;
+    EXPECT_NE(alone_plus, alone_minus) << task;
+  }
 }

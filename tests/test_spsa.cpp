@@ -85,7 +85,7 @@ QuadraticRun run_quadratic(Method method, double sparsity, int steps, Model& mod
         r.floor += (w - f.target[t][i]) * (w - f.target[t][i]);
     }
   }
-  for (int s = 1; s <= steps; s++) opt.step(s, [&](const Probe& p) { return f(p); });
+  for (int s = 1; s <= steps; s++) opt.step(s, false, each_probe([&](const Probe& p) { return f(p); }));
   r.f1 = f(Probe{});
   return r;
 }
@@ -218,8 +218,37 @@ TEST(Spsa, NonFiniteLossStopsWithoutTouchingWeights) {
   SpsaOptions o;
   SpsaOptimizer opt(m, o);
   auto before = snapshot(m);
-  EXPECT_THAT([&] { opt.step(7, [](const Probe& p) { return p.scale > 0 ? 1.0 : NAN; }); },
+  EXPECT_THAT([&] { opt.step(7, false, each_probe([](const Probe& p) { return p.scale > 0 ? 1.0 : NAN; })); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("NaN at step 7")));
+  auto after = snapshot(m);
+  for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
+}
+
+// The probes a step hands its losses function: one pair in one pass, else + then -; a losses
+// function that answers with another count than two is an error, and W stays untouched.
+TEST(Spsa, StepProbesAndTheLossCount) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 13), be, DTYPE_F32, 8, 8);
+  SpsaOptions o;
+  o.eps = 2e-3f;
+  SpsaOptimizer opt(m, o);
+  const uint64_t seed = opt.step_seed(4);
+  const std::vector<Probe> pair = opt.step_probes(seed, true), separate = opt.step_probes(seed, false);
+  ASSERT_EQ(pair.size(), 1u);
+  EXPECT_TRUE(pair[0].pair);
+  EXPECT_EQ(pair[0].scale, 2e-3f);
+  EXPECT_EQ(pair[0].seed, seed);
+  ASSERT_EQ(separate.size(), 2u);
+  EXPECT_FALSE(separate[0].pair || separate[1].pair);
+  EXPECT_EQ(separate[0].scale, 2e-3f);
+  EXPECT_EQ(separate[1].scale, -2e-3f);
+  EXPECT_EQ(separate[1].seed, seed);
+  auto before = snapshot(m);
+  EXPECT_THAT([&] { opt.step(4, true, [](const std::vector<Probe>&) { return std::vector<double>{1.0}; }); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("step 4: 1 losses for the two probes")));
+  EXPECT_THAT([&] { opt.step(4, true, each_probe([](const Probe&) { return 1.0; })); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("each_probe: a function of one probe cannot take a "
+                                                               "probe pair")));
   auto after = snapshot(m);
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
 }
@@ -231,7 +260,7 @@ TEST(Spsa, GradientOverflowStopsWithoutTouchingWeights) {
   SpsaOptions o;
   SpsaOptimizer opt(m, o);
   auto before = snapshot(m);
-  EXPECT_THAT([&] { opt.step(3, [](const Probe& p) { return p.scale > 0 ? 1e36 : -1e36; }); },
+  EXPECT_THAT([&] { opt.step(3, false, each_probe([](const Probe& p) { return p.scale > 0 ? 1e36 : -1e36; })); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("the projected gradient overflowed at step 3")));
   auto after = snapshot(m);
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
@@ -288,7 +317,7 @@ TEST(Spsa, QuadraticConvergesForEveryNoiseKind) {
     o.noise = kind;
     SpsaOptimizer opt(m, o);
     const double f0 = f(Probe{});
-    for (int s = 1; s <= 2000; s++) opt.step(s, [&](const Probe& p) { return f(p); });
+    for (int s = 1; s <= 2000; s++) opt.step(s, false, each_probe([&](const Probe& p) { return f(p); }));
     EXPECT_LT(f(Probe{}), 0.1 * f0) << noise_name(kind);
   }
 }

@@ -53,10 +53,10 @@ TEST(Train, FixedBatchLossFallsOnStories260K) {
   o.lr = 3e-3f;
   o.total_steps = 150;
   SpsaOptimizer opt(*lm.model, o);
-  const double before = batch_loss(*lm.model, batch, Probe{}, true);
+  const double before = batch_loss(*lm.model, batch, {Probe{}}, true)[0];
   for (int s = 1; s <= 150; s++)
-    opt.step(s, [&](const Probe& p) { return batch_loss(*lm.model, batch, p, true); });
-  const double after = batch_loss(*lm.model, batch, Probe{}, true);
+    opt.step(s, false, [&](const std::vector<Probe>& probes) { return batch_loss(*lm.model, batch, probes, true); });
+  const double after = batch_loss(*lm.model, batch, {Probe{}}, true)[0];
   EXPECT_LT(after, 0.8 * before) << before << " -> " << after;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/noise_spec.h"  // MaskKind, NoiseKind
 
@@ -68,6 +69,15 @@ struct Probe {
 // The single probe of one half of a pair: sign +1 (rows [0, M/2)) or -1 (rows [M/2, M)).
 inline Probe half_probe(const Probe& pair, int sign) {
   return Probe{sign > 0 ? pair.scale : -pair.scale, pair.seed, false};
+}
+
+// The results a probe stands for: a pair's two halves (+, then -), a single probe's one. A list
+// of probes gives its results half by half, in order: what every layer of a step returns.
+inline size_t probe_halves(const Probe& probe) { return probe.pair ? 2 : 1; }
+inline size_t probe_halves(const std::vector<Probe>& probes) {
+  size_t n = 0;
+  for (const Probe& p : probes) n += probe_halves(p);
+  return n;
 }
 
 }  // namespace smezo

@@ -74,7 +74,7 @@ double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>
   for (size_t start = 0; start < encoded.size(); start += s.batch) {
     std::vector<const EncodedExample*> batch;
     for (size_t i = start; i < std::min(encoded.size(), start + s.batch); i++) batch.push_back(&encoded[i]);
-    const auto scores = score_examples(model, batch, Probe{}, false);
+    const auto scores = score_examples(model, batch, {Probe{}}, false)[0];
     for (size_t e = 0; e < batch.size(); e++) {
       const TaskExample& x = xs[start + e];
       int best = 0;

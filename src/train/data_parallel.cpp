@@ -63,37 +63,17 @@ std::vector<ExampleScores> gather_shard_scores(World& world, int shards, const s
   return out;
 }
 
-ExampleScores gather_example_scores(World& world, const ExampleScores& local,
-                                    const std::vector<const EncodedExample*>& batch, const std::string& what) {
-  if (world.size() == 1) return local;
-  const Shard mine = shard_of(static_cast<int64_t>(batch.size()), world.rank(), world.size());
-  SMEZO_REQUIRE(static_cast<int64_t>(local.size()) == mine.size(), "%shas scores of %zu examples, its shard has %lld",
-                world.rank_prefix().c_str(), local.size(), (long long)mine.size());
-  return gather_shard_scores(world, world.size(), [](int r) { return r; }, {local}, batch, 1, what)[0];
-}
-
-double batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
-                        const Probe& probe, bool as_classification) {
-  if (world.size() == 1) return batch_loss(model, batch, probe, as_classification);
+std::vector<double> batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
+                                     const std::vector<Probe>& probes, bool as_classification) {
+  if (world.size() == 1) return batch_loss(model, batch, probes, as_classification);
   const Shard mine = shard_of(static_cast<int64_t>(batch.size()), world.rank(), world.size());
   const std::vector<const EncodedExample*> shard(batch.begin() + mine.begin, batch.begin() + mine.end);
-  const ExampleScores local = score_examples(model, shard, probe, !as_classification);
-  const ExampleScores scores = gather_example_scores(
-      world, local, batch, probe.scale >= 0 ? "the + probe's scores" : "the - probe's scores");
-  return task_loss(scores, batch, as_classification);
-}
-
-std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
-                                                const std::vector<const EncodedExample*>& batch, const Probe& pair,
-                                                bool as_classification) {
-  if (world.size() == 1) return batch_loss_pair(model, batch, pair, as_classification);
-  const Shard mine = shard_of(static_cast<int64_t>(batch.size()), world.rank(), world.size());
-  const std::vector<const EncodedExample*> shard(batch.begin() + mine.begin, batch.begin() + mine.end);
-  std::pair<ExampleScores, ExampleScores> local = score_examples_pair(model, shard, pair, !as_classification);
-  const std::vector<ExampleScores> scores = gather_shard_scores(
-      world, world.size(), [](int r) { return r; }, {std::move(local.first), std::move(local.second)}, batch, 2,
-      "the probes' scores");
-  return {task_loss(scores[0], batch, as_classification), task_loss(scores[1], batch, as_classification)};
+  const std::vector<ExampleScores> local = score_examples(model, shard, probes, !as_classification);
+  std::vector<double> losses;
+  for (const ExampleScores& scores : gather_shard_scores(world, world.size(), [](int r) { return r; }, local, batch,
+                                                         local.size(), "the probes' scores"))
+    losses.push_back(task_loss(scores, batch, as_classification));
+  return losses;
 }
 
 double accuracy_ranks(World& world, Model& model, const std::vector<EncodedExample>& examples,

@@ -7,14 +7,13 @@
 // the other rows of its forward (src/cpu/cpu_gemm.cpp), so the scores, the loss, g and the
 // update are bit-identical to one process, and identical on every rank. Weights never travel.
 //
-// Bytes per exchange: 16 per candidate of every example and probe (the score's sum of log-probs
-// as a float64 and its token count); one exchange per step for a probe pair (both probes'
-// scores), two with --probes separate (the + and the - probe).
+// Bytes per exchange: 16 per candidate of every example and probe half (the score's sum of
+// log-probs as a float64 and its token count); one exchange per step, carrying every probe's
+// scores (a probe pair's two halves, or the + and the - probe with --probes separate).
 #pragma once
 
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "dist/world.h"
@@ -22,35 +21,22 @@
 
 namespace smezo {
 
-using ExampleScores = std::vector<std::vector<CandidateScore>>;  // [example][candidate]
-
-// THE hook between a training step and the ranks: this rank's scores of
-// batch[shard.begin, shard.end) -> the scores of every example of `batch`, in batch order, the
-// same on every rank. One process: returns `local` as it is. `what` names the exchange in a
-// timeout message.
-ExampleScores gather_example_scores(World& world, const ExampleScores& local,
-                                    const std::vector<const EncodedExample*>& batch, const std::string& what);
-
-// The general form, for several probes and for pipelines: the examples of `batch` are split
-// into `shards` contiguous shards (shard_of); scorer(s) is the rank that scored shard s and
-// contributes `local` (per probe: the scores of its shard's examples), every other rank
-// contributes nothing (`local` empty). Returns per probe the scores of every example of
-// `batch`, in batch order, the same on every rank: one exchange. One process: `local`.
+// THE hook between a training step and the ranks. The examples of `batch` are split into
+// `shards` contiguous shards (shard_of); scorer(s) is the rank that scored shard s and
+// contributes `local` (per probe half: the scores of its shard's examples), every other rank
+// contributes nothing (`local` empty; a pipeline's earlier stages). Returns per probe half the
+// scores of every example of `batch`, in batch order, the same on every rank: one exchange.
+// One process: `local` as it is. `what` names the exchange in a timeout message.
 std::vector<ExampleScores> gather_shard_scores(World& world, int shards, const std::function<int(int)>& scorer,
                                                const std::vector<ExampleScores>& local,
                                                const std::vector<const EncodedExample*>& batch, size_t probes,
                                                const std::string& what);
 
-// batch_loss (objective.h) over the ranks: this rank scores its shard, the scores are gathered,
-// the loss is reduced as on one process.
-double batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
-                        const Probe& probe, bool as_classification);
-
-// batch_loss_pair (objective.h) over the ranks: each rank runs its shard once with both probes
-// side by side; one exchange carries both probes' scores.
-std::pair<double, double> batch_loss_pair_ranks(World& world, Model& model,
-                                                const std::vector<const EncodedExample*>& batch, const Probe& pair,
-                                                bool as_classification);
+// batch_loss (objective.h) over the ranks: this rank scores its shard under every probe (a pair
+// with both halves side by side), one exchange carries every half's scores, and each loss is
+// reduced as on one process. One loss per half (probe_halves), the same on every rank.
+std::vector<double> batch_loss_ranks(World& world, Model& model, const std::vector<const EncodedExample*>& batch,
+                                     const std::vector<Probe>& probes, bool as_classification);
 
 // accuracy (objective.h) over the ranks: each rank counts the correct examples of its shard;
 // the counts are exchanged and added (integers: exact).

@@ -46,14 +46,12 @@ double token_logprob(const float* logits, int64_t vocab, int32_t target) {
 }
 
 // out[0]: the scores under the probe (or the + half of a pair), out[1]: the - half of a pair.
-using Scores = std::vector<std::vector<CandidateScore>>;
-
-void run_chunk(Model& model, const ScoringChunk& chunk, const Probe& probe, Scores* out) {
+void run_chunk(Model& model, const ScoringChunk& chunk, const Probe& probe, ExampleScores* out) {
   std::vector<float> logits;
   model.forward(chunk.batch, probe, &logits);
   const int64_t vocab = model.config().vocab_size;
   const size_t half = chunk.batch.logit_rows.size() * static_cast<size_t>(vocab);  // a pair's - rows follow
-  for (int h = 0; h < (probe.pair ? 2 : 1); h++) add_chunk_scores(chunk, logits.data() + h * half, vocab, &out[h]);
+  for (size_t h = 0; h < probe_halves(probe); h++) add_chunk_scores(chunk, logits.data() + h * half, vocab, &out[h]);
 }
 
 // The sequences that score an example's candidates (all, or just the gold one).
@@ -88,11 +86,11 @@ std::vector<PendingSequence> plan_example(size_t e, const EncodedExample& ex, bo
 // chunks hold half the workspace each (the model runs them twice side by side); chunking
 // never changes a score, since every row depends only on its own sequence.
 void score_all(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
-               bool gold_only, Scores* out) {
+               bool gold_only, ExampleScores* out) {
   const std::vector<ScoringChunk> chunks =
       plan_scoring(examples, gold_only, model.batch_tokens_capacity(probe), model.batch_logit_rows_capacity(probe),
                    probe.pair ? " per half of a probe pair" : "");
-  for (int h = 0; h < (probe.pair ? 2 : 1); h++) out[h] = empty_scores(examples);
+  for (size_t h = 0; h < probe_halves(probe); h++) out[h] = empty_scores(examples);
   for (const ScoringChunk& chunk : chunks) run_chunk(model, chunk, probe, out);
 }
 
@@ -131,14 +129,13 @@ std::vector<ScoringChunk> plan_scoring(const std::vector<const EncodedExample*>&
   return chunks;
 }
 
-std::vector<std::vector<CandidateScore>> empty_scores(const std::vector<const EncodedExample*>& examples) {
-  std::vector<std::vector<CandidateScore>> out(examples.size());
+ExampleScores empty_scores(const std::vector<const EncodedExample*>& examples) {
+  ExampleScores out(examples.size());
   for (size_t e = 0; e < examples.size(); e++) out[e].resize(examples[e]->candidates.size());
   return out;
 }
 
-void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab,
-                      std::vector<std::vector<CandidateScore>>* scores) {
+void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab, ExampleScores* scores) {
   for (const ScoreTarget& t : chunk.targets) {
     CandidateScore& s = (*scores)[t.example][t.candidate];
     s.sum_logprob += token_logprob(logits + t.logit_row * vocab, vocab, t.token);
@@ -146,22 +143,22 @@ void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vo
   }
 }
 
-std::vector<std::vector<CandidateScore>> score_examples(Model& model,
-                                                        const std::vector<const EncodedExample*>& examples,
-                                                        const Probe& probe, bool gold_only) {
-  SMEZO_REQUIRE(!probe.pair, "score_examples takes a single probe (batch_loss_pair takes pairs)");
-  Scores out[1];
-  score_all(model, examples, probe, gold_only, out);
-  return out[0];
+std::vector<ExampleScores> score_examples(Model& model, const std::vector<const EncodedExample*>& examples,
+                                          const std::vector<Probe>& probes, bool gold_only) {
+  std::vector<ExampleScores> out(probe_halves(probes));
+  size_t half = 0;
+  for (const Probe& probe : probes) {
+    score_all(model, examples, probe, gold_only, &out[half]);
+    half += probe_halves(probe);
+  }
+  return out;
 }
 
-double task_loss(const std::vector<std::vector<CandidateScore>>& scores,
-                 const std::vector<const EncodedExample*>& examples, bool as_classification) {
+double task_loss(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples, bool as_classification) {
   return as_classification ? classification_loss(scores, examples) : gold_token_loss(scores, examples);
 }
 
-double classification_loss(const std::vector<std::vector<CandidateScore>>& scores,
-                           const std::vector<const EncodedExample*>& examples) {
+double classification_loss(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples) {
   double total = 0.0;
   for (size_t e = 0; e < scores.size(); e++) {
     double max_score = -INFINITY;
@@ -173,8 +170,7 @@ double classification_loss(const std::vector<std::vector<CandidateScore>>& score
   return total / static_cast<double>(scores.size());
 }
 
-double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
-                       const std::vector<const EncodedExample*>& examples) {
+double gold_token_loss(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples) {
   double nll = 0.0;
   int64_t n = 0;
   for (size_t e = 0; e < scores.size(); e++) {
@@ -185,23 +181,12 @@ double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
   return nll / static_cast<double>(n);
 }
 
-double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
-                  bool as_classification) {
-  return task_loss(score_examples(model, examples, probe, !as_classification), examples, as_classification);
-}
-
-std::pair<Scores, Scores> score_examples_pair(Model& model, const std::vector<const EncodedExample*>& examples,
-                                              const Probe& pair, bool gold_only) {
-  SMEZO_REQUIRE(pair.pair, "score_examples_pair takes a probe pair");
-  Scores out[2];
-  score_all(model, examples, pair, gold_only, out);
-  return {std::move(out[0]), std::move(out[1])};
-}
-
-std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
-                                          const Probe& pair, bool as_classification) {
-  const std::pair<Scores, Scores> s = score_examples_pair(model, examples, pair, !as_classification);
-  return {task_loss(s.first, examples, as_classification), task_loss(s.second, examples, as_classification)};
+std::vector<double> batch_loss(Model& model, const std::vector<const EncodedExample*>& examples,
+                               const std::vector<Probe>& probes, bool as_classification) {
+  std::vector<double> losses;
+  for (const ExampleScores& scores : score_examples(model, examples, probes, !as_classification))
+    losses.push_back(task_loss(scores, examples, as_classification));
+  return losses;
 }
 
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples) {
@@ -209,13 +194,12 @@ int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& ex
   for (size_t start = 0; start < examples.size(); start += batch_examples) {
     const std::vector<const EncodedExample*> batch(examples.begin() + start,
                                                    examples.begin() + std::min(examples.size(), start + batch_examples));
-    correct += count_best_is_gold(score_examples(model, batch, Probe{}, false), batch);
+    correct += count_best_is_gold(score_examples(model, batch, {Probe{}}, false)[0], batch);
   }
   return correct;
 }
 
-int64_t count_best_is_gold(const std::vector<std::vector<CandidateScore>>& scores,
-                           const std::vector<const EncodedExample*>& examples) {
+int64_t count_best_is_gold(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples) {
   int64_t correct = 0;
   for (size_t e = 0; e < examples.size(); e++) {
     int best = 0;  // the first of equal scores

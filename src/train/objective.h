@@ -8,7 +8,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -21,6 +20,7 @@ struct CandidateScore {
   int64_t n_tokens = 0;
   double mean_logprob() const { return n_tokens ? sum_logprob / n_tokens : 0.0; }
 };
+using ExampleScores = std::vector<std::vector<CandidateScore>>;  // [example][candidate]
 
 // The forwards that score a set of examples: every candidate's sequence (or one shared-prefix
 // sequence for single-token options) packed into batches of at most max_tokens tokens and
@@ -38,45 +38,34 @@ struct ScoringChunk {
 };
 std::vector<ScoringChunk> plan_scoring(const std::vector<const EncodedExample*>& examples, bool gold_only,
                                        int64_t max_tokens, int64_t max_rows, const std::string& capacity_note = "");
-// Zeroed scores, [example][candidate].
-std::vector<std::vector<CandidateScore>> empty_scores(const std::vector<const EncodedExample*>& examples);
+// Zeroed scores.
+ExampleScores empty_scores(const std::vector<const EncodedExample*>& examples);
 // Adds the log-probs of the chunk's targets, from its logits (batch.logit_rows.size(), vocab),
 // to scores[example][candidate].
-void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab,
-                      std::vector<std::vector<CandidateScore>>* scores);
+void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab, ExampleScores* scores);
 
-// Scores of each example's candidates (gold_only: just the gold one; the rest stay empty).
-std::vector<std::vector<CandidateScore>> score_examples(Model& model,
-                                                        const std::vector<const EncodedExample*>& examples,
-                                                        const Probe& probe, bool gold_only);
+// Scores of each example's candidates (gold_only: just the gold one; the rest stay empty)
+// under every probe of `probes`, one set per half (probe_halves: a pair's + and - halves from
+// one forward per chunk, both side by side; a single probe's one). Each half's scores are bit
+// for bit those of its single probe on the CPU backend (on CUDA within the GEMM rounding:
+// Backend::linear).
+std::vector<ExampleScores> score_examples(Model& model, const std::vector<const EncodedExample*>& examples,
+                                          const std::vector<Probe>& probes, bool gold_only);
 
-double classification_loss(const std::vector<std::vector<CandidateScore>>& scores,
-                           const std::vector<const EncodedExample*>& examples);
-double gold_token_loss(const std::vector<std::vector<CandidateScore>>& scores,
-                       const std::vector<const EncodedExample*>& examples);
+double classification_loss(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples);
+double gold_token_loss(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples);
 // The task's loss: classification_loss, or gold_token_loss when !as_classification (COPA).
-double task_loss(const std::vector<std::vector<CandidateScore>>& scores,
-                 const std::vector<const EncodedExample*>& examples, bool as_classification);
+double task_loss(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples, bool as_classification);
 
-// The scores under the + and - halves of a probe pair, from one forward pass per chunk.
-std::pair<std::vector<std::vector<CandidateScore>>, std::vector<std::vector<CandidateScore>>> score_examples_pair(
-    Model& model, const std::vector<const EncodedExample*>& examples, const Probe& pair, bool gold_only);
-
-// The training loss of a minibatch under a (single) probe.
-double batch_loss(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
-                  bool as_classification);
-// The losses under the + and - halves of a probe pair (Probe::pair), from one forward pass per
-// chunk with both halves side by side; bit-identical to batch_loss under each half's probe on
-// the CPU backend (on CUDA within the GEMM rounding: Backend::linear).
-std::pair<double, double> batch_loss_pair(Model& model, const std::vector<const EncodedExample*>& examples,
-                                          const Probe& pair, bool as_classification);
+// The training loss of a minibatch under every probe, one per half (score_examples).
+std::vector<double> batch_loss(Model& model, const std::vector<const EncodedExample*>& examples,
+                               const std::vector<Probe>& probes, bool as_classification);
 
 // Length-normalised candidate log-likelihood accuracy, in batches of batch_examples.
 // count_correct: the number of examples whose highest-scoring candidate is the gold one.
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples);
 double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples);
 // The examples whose highest-scoring candidate (the first of equal ones) is the gold one.
-int64_t count_best_is_gold(const std::vector<std::vector<CandidateScore>>& scores,
-                           const std::vector<const EncodedExample*>& examples);
+int64_t count_best_is_gold(const ExampleScores& scores, const std::vector<const EncodedExample*>& examples);
 
 }  // namespace smezo

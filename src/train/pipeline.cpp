@@ -51,7 +51,12 @@ PipelineLayout pipeline_layout(const World& world, int stages) {
 }
 
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
-                                                 bool gold_only, int64_t micro_batches, const Probe& probe) {
+                                                 bool gold_only, int64_t micro_batches, const std::vector<Probe>& probes) {
+  SMEZO_REQUIRE(!probes.empty(), "pipeline_micro_batches: no probe");
+  // the probe that needs the most room per chunk: a pair runs two copies side by side
+  const Probe& probe = *std::max_element(probes.begin(), probes.end(), [](const Probe& a, const Probe& b) {
+    return probe_halves(a) < probe_halves(b);
+  });
   const int64_t capacity = model.batch_tokens_capacity(probe), rows = model.batch_logit_rows_capacity(probe);
   const std::string note = probe.pair ? " per half of a probe pair" : "";
   std::vector<ScoringChunk> chunks = plan_scoring(examples, gold_only, capacity, rows, note);
@@ -76,7 +81,7 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
   size_t halves = 0;
   for (const Probe& p : probes) {
     first_half.push_back(halves);
-    halves += p.pair ? 2 : 1;
+    halves += probe_halves(p);
   }
   std::vector<ExampleScores> scores;
   if (layout.last_stage()) scores.assign(halves, empty_scores(examples));
@@ -92,7 +97,7 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
                          chunks.size(), p.pair ? "probe pair" : p.scale >= 0 ? "+ probe" : "- probe", what.c_str());
   };
   auto hidden_bytes = [&](size_t item) {  // a pair runs the micro-batch twice
-    return static_cast<size_t>(chunk_of(item).batch.tokens.size()) * (probe_of(item).pair ? 2 : 1) *
+    return static_cast<size_t>(chunk_of(item).batch.tokens.size()) * probe_halves(probe_of(item)) *
            static_cast<size_t>(dim) * sizeof(float);
   };
   // Two buffers each way: one in use, one in flight.
@@ -120,7 +125,7 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
     } else {
       model.forward_stage(chunk.batch, probe, in[item % 2], &logits);
       const size_t half = chunk.batch.logit_rows.size() * static_cast<size_t>(vocab);  // a pair's - rows follow
-      for (int h = 0; h < (probe.pair ? 2 : 1); h++)
+      for (size_t h = 0; h < probe_halves(probe); h++)
         add_chunk_scores(chunk, logits.data() + h * half, vocab, &scores[first_half[item / chunks.size()] + h]);
     }
   }
@@ -128,19 +133,18 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
   return scores;
 }
 
-std::pair<double, double> pipeline_loss_pair(World& world, const PipelineLayout& layout, Model& model,
-                                             const std::vector<const EncodedExample*>& batch, const Probe& pair,
-                                             bool as_classification, int64_t micro_batches, bool in_one_pass) {
-  SMEZO_REQUIRE(pair.pair, "pipeline_loss_pair takes a probe pair");
+std::vector<double> pipeline_loss(World& world, const PipelineLayout& layout, Model& model,
+                                  const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes,
+                                  bool as_classification, int64_t micro_batches) {
   const std::vector<const EncodedExample*> shard = shard_of_batch(batch, layout);
   const bool gold_only = !as_classification;
-  const std::vector<Probe> probes =
-      in_one_pass ? std::vector<Probe>{pair} : std::vector<Probe>{half_probe(pair, +1), half_probe(pair, -1)};
-  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, gold_only, micro_batches, probes[0]);
+  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, gold_only, micro_batches, probes);
   const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, probes, "a training step");
-  const std::vector<ExampleScores> scores =
-      gather_last_stage_scores(world, layout, local, batch, 2, "the probes' scores");
-  return {task_loss(scores[0], batch, as_classification), task_loss(scores[1], batch, as_classification)};
+  std::vector<double> losses;
+  for (const ExampleScores& scores :
+       gather_last_stage_scores(world, layout, local, batch, probe_halves(probes), "the probes' scores"))
+    losses.push_back(task_loss(scores, batch, as_classification));
+  return losses;
 }
 
 double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& model,
@@ -149,7 +153,7 @@ double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& mode
   std::vector<const EncodedExample*> all;
   for (const EncodedExample& x : examples) all.push_back(&x);
   const std::vector<const EncodedExample*> shard = shard_of_batch(all, layout);
-  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, false, micro_batches, Probe{});
+  const std::vector<ScoringChunk> chunks = pipeline_micro_batches(model, shard, false, micro_batches, {Probe{}});
   const std::vector<ExampleScores> local = pipeline_run(world, layout, model, shard, chunks, {Probe{}}, "an evaluation");
   const int64_t correct = layout.last_stage() ? count_best_is_gold(local[0], shard) : 0;
   return static_cast<double>(sum_over_ranks(world, correct, "evaluation counts")) / static_cast<double>(examples.size());

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,11 +51,11 @@ struct PipelineLayout {
 // rank count is a multiple of the stage count.
 PipelineLayout pipeline_layout(const World& world, int stages);
 
-// The micro-batches `examples` are scored in under `probe`: the plan_scoring chunks of the
-// model's workspace (half of it for a probe pair), cut smaller when that gives fewer than
-// `micro_batches`, so that many can be in flight.
+// The micro-batches `examples` are scored in under every probe of `probes`: the plan_scoring
+// chunks of the model's workspace (half of it when a probe pair is among them), cut smaller
+// when that gives fewer than `micro_batches`, so that many can be in flight.
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
-                                                 bool gold_only, int64_t micro_batches, const Probe& probe);
+                                                 bool gold_only, int64_t micro_batches, const std::vector<Probe>& probes);
 
 // Runs `chunks` under every probe of `probes` (in that order; a probe pair runs each chunk with
 // both halves side by side) through this replica's stages. On the last stage: the scores of
@@ -67,13 +66,14 @@ std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layo
                                         const std::vector<ScoringChunk>& chunks, const std::vector<Probe>& probes,
                                         const std::string& what);
 
-// (l+, l-) of a probe pair's halves over all pipelines: each replica scores its shard of batch
-// (in_one_pass: both halves side by side in each micro-batch, each weight's noise generated once
-// for both; else the + micro-batches, then the - ones), the last stages' scores are gathered,
-// every rank reduces the losses as one process does.
-std::pair<double, double> pipeline_loss_pair(World& world, const PipelineLayout& layout, Model& model,
-                                             const std::vector<const EncodedExample*>& batch, const Probe& pair,
-                                             bool as_classification, int64_t micro_batches, bool in_one_pass);
+// batch_loss (objective.h) over all pipelines: each replica scores its shard of batch under
+// every probe (a pair: both halves side by side in each micro-batch, each weight's noise
+// generated once for both; single probes: one after the other, each with all its micro-batches),
+// the last stages' scores are gathered, every rank reduces the losses as one process does. One
+// loss per half (probe_halves), the same on every rank.
+std::vector<double> pipeline_loss(World& world, const PipelineLayout& layout, Model& model,
+                                  const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes,
+                                  bool as_classification, int64_t micro_batches);
 
 // accuracy (objective.h) over all pipelines: the correct counts of the replicas' last stages, added.
 double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& model,

@@ -159,26 +159,31 @@ float SpsaOptimizer::lr_at(int64_t step) const {
   return static_cast<float>(opts_.lr * (frac > 0.0 ? frac : 0.0));
 }
 
-SpsaStep SpsaOptimizer::step(int64_t step, const std::function<double(const Probe&)>& loss) {
-  SpsaStep r;
-  r.step = step;
-  r.seed = step_seed(step);
-  r.lr = lr_at(step);
-  r.loss_plus = loss(Probe{opts_.eps, r.seed});
-  r.loss_minus = loss(Probe{-opts_.eps, r.seed});
-  finish_step(&r);
-  return r;
+ProbeLosses each_probe(std::function<double(const Probe&)> loss) {
+  return [loss = std::move(loss)](const std::vector<Probe>& probes) {
+    std::vector<double> losses;
+    for (const Probe& p : probes) {
+      SMEZO_REQUIRE(!p.pair, "each_probe: a function of one probe cannot take a probe pair");
+      losses.push_back(loss(p));
+    }
+    return losses;
+  };
 }
 
-SpsaStep SpsaOptimizer::step_pair(int64_t step,
-                                  const std::function<std::pair<double, double>(const Probe&)>& losses) {
+std::vector<Probe> SpsaOptimizer::step_probes(uint64_t seed, bool in_one_pass) const {
+  if (in_one_pass) return {Probe{opts_.eps, seed, true}};
+  return {Probe{opts_.eps, seed}, Probe{-opts_.eps, seed}};
+}
+
+SpsaStep SpsaOptimizer::step(int64_t step, bool in_one_pass, const ProbeLosses& losses) {
   SpsaStep r;
   r.step = step;
   r.seed = step_seed(step);
   r.lr = lr_at(step);
-  const std::pair<double, double> l = losses(Probe{opts_.eps, r.seed, true});
-  r.loss_plus = l.first;
-  r.loss_minus = l.second;
+  const std::vector<double> l = losses(step_probes(r.seed, in_one_pass));
+  SMEZO_REQUIRE(l.size() == 2, "step %lld: %zu losses for the two probes", (long long)step, l.size());
+  r.loss_plus = l[0];
+  r.loss_minus = l[1];
   finish_step(&r);
   return r;
 }

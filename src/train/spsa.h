@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +48,11 @@ struct SpsaStep {
   float lr = 0;
 };
 
+// The losses of a minibatch under a list of probes, one per half (probe_halves), in order.
+using ProbeLosses = std::function<std::vector<double>(const std::vector<Probe>&)>;
+// The ProbeLosses of a function of one single probe (never a pair): each probe in turn.
+ProbeLosses each_probe(std::function<double(const Probe&)> loss);
+
 class SpsaOptimizer {
  public:
   // Validates opts, fixes the masks from the model's current (base) weights and sets every
@@ -59,13 +63,15 @@ class SpsaOptimizer {
   uint64_t step_seed(int64_t step) const;
   float lr_at(int64_t step) const;
 
-  // Two probes and the update. loss(probe) evaluates the minibatch under a probe. Throws
-  // smezo::Error without touching W when either loss is NaN or infinite.
-  SpsaStep step(int64_t step, const std::function<double(const Probe&)>& loss);
-  // The same step with both probes in one pass: losses(pair) gets a probe pair (Probe::pair)
-  // and returns (l+, l-). Bit-identical to step() when the losses are.
-  SpsaStep step_pair(int64_t step, const std::function<std::pair<double, double>(const Probe&)>& losses);
+  // The probes of a step with seed `seed`: in_one_pass, one probe pair (both halves side by side
+  // in one forward: Probe::pair); else the + probe, then the - probe.
+  std::vector<Probe> step_probes(uint64_t seed, bool in_one_pass) const;
 
+  // Two probes and the update. losses(probes) evaluates the minibatch under step_probes(seed,
+  // in_one_pass) and returns one loss per half (probe_halves): l+, then l-. The same g and
+  // update either way when the losses are the same. Throws smezo::Error without touching W when
+  // either loss is NaN or infinite.
+  SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);
 

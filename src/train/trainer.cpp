@@ -410,19 +410,12 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
   po.plain_every = o.progress_every > 0 ? o.progress_every : std::max<int64_t>(1, o.steps / 20);
   std::optional<ProgressBar> bar;
   if (root) bar.emplace(po);
-  // One SPSA step: the losses over a pipeline, a probe pair (on every rank's shard), or two passes.
+  // One SPSA step: the losses of the probes over a pipeline or over the ranks' shards.
   const bool as_classification = splits.train_as_classification;
   auto train_step = [&](int64_t step, const std::vector<const EncodedExample*>& batch) {
-    if (pipelined)
-      return optimizer.step_pair(step, [&](const Probe& pair) {
-        return pipeline_loss_pair(world, layout, model, batch, pair, as_classification, micro_batches, probe_pair);
-      });
-    if (probe_pair)
-      return optimizer.step_pair(step, [&](const Probe& pair) {
-        return batch_loss_pair_ranks(world, model, batch, pair, as_classification);
-      });
-    return optimizer.step(step, [&](const Probe& probe) {
-      return batch_loss_ranks(world, model, batch, probe, as_classification);
+    return optimizer.step(step, probe_pair, [&](const std::vector<Probe>& probes) {
+      return pipelined ? pipeline_loss(world, layout, model, batch, probes, as_classification, micro_batches)
+                       : batch_loss_ranks(world, model, batch, probes, as_classification);
     });
   };
   const std::vector<const EncodedExample*> fixed = minibatch(data.train, o.batch, o.data_seed, 1);
