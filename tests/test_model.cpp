@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
@@ -273,4 +275,46 @@ TEST(Model, QueryWidthOtherThanDimMatchesADoubleReference) {
   }
   EXPECT_GT(max_abs, 0.1);  // the logits are not all near zero
   EXPECT_LT(max_err, 1e-5 * (1.0 + max_abs)) << "max abs " << max_abs;
+}
+
+// Each parameter's role comes from the architecture's map at load; checked here against the
+// Hugging Face naming conventions, written out independently (LLaMA with biases and an untied
+// head, OPT with LayerNorm biases and learned positions).
+TEST(Model, ParameterRolesFollowTheArchitectureMap) {
+  auto expected_role = [](const std::string& name) -> std::pair<std::string, bool> {
+    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    const std::pair<const char*, const char*> table[] = {
+        {"embed_tokens", "embedding"}, {"embed_positions", "position-embedding"}, {"norm", "norm"},
+        {"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"o_proj", "o"}, {"out_proj", "o"},
+        {"gate_proj", "gate"}, {"up_proj", "up"}, {"fc1", "up"}, {"down_proj", "down"}, {"fc2", "down"},
+        {"lm_head", "head"}};
+    for (const auto& [part, role] : table)
+      if (name.find(part) != std::string::npos) return {role, bias};
+    return {"?", bias};
+  };
+  ModelConfig llama = tiny_llama_config();
+  llama.linear_bias = true;
+  llama.tied_lm_head = false;
+  for (const ModelConfig& c : {llama, smezo_test::tiny_opt_config()}) {
+    CpuBackend be;
+    Model m(random_weight_source(c, 3), be, DTYPE_F32, 16, 8);
+    std::map<std::string, int> count;
+    for (const Param* p : m.params()) {
+      const auto [role, bias] = expected_role(p->info.name);
+      EXPECT_EQ(param_role_name(p->info.role), role) << p->info.name;
+      EXPECT_EQ(p->info.is_bias, bias) << p->info.name;
+      const bool projection = p->info.role >= ROLE_ATTN_Q && p->info.role <= ROLE_LM_HEAD;
+      EXPECT_EQ(p->info.is_linear, projection && !bias) << p->info.name;
+      count[role + std::string(bias ? " bias" : "")]++;
+    }
+    const int layers = static_cast<int>(c.n_layers);
+    EXPECT_EQ(count["embedding"], 1) << c.arch;
+    EXPECT_EQ(count["head"], 1) << c.arch;
+    EXPECT_EQ(count["q"], layers) << c.arch;
+    EXPECT_EQ(count["down bias"], layers) << c.arch;
+    EXPECT_EQ(count["norm"], 2 * layers + 1) << c.arch;
+    EXPECT_EQ(count["position-embedding"], c.arch == ARCH_OPT ? 1 : 0) << c.arch;
+    EXPECT_EQ(count["gate"], c.arch == ARCH_OPT ? 0 : layers) << c.arch;
+    EXPECT_EQ(count["norm bias"], c.arch == ARCH_OPT ? 2 * layers + 1 : 0) << c.arch;
+  }
 }

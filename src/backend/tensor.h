@@ -31,8 +31,33 @@ struct Tensor {
 // pointer moves).
 Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n);
 
+// What a parameter is in its architecture: set once at load from the architecture's own tensor
+// map (model/model_params.cpp) and read wherever a rule depends on it (freezes, weight decay,
+// pipeline placement, checkpoint layout), never guessed from a tensor's name.
+enum ParamRole : int {
+  ROLE_OTHER,  // a tensor made outside a model's map (tests, benchmarks)
+  ROLE_TOKEN_EMBEDDING,
+  ROLE_POSITION_EMBEDDING,  // OPT's learned positions
+  ROLE_NORM,                // RMSNorm/LayerNorm weights, and LayerNorm biases (is_bias)
+  ROLE_ATTN_Q,
+  ROLE_ATTN_K,
+  ROLE_ATTN_V,
+  ROLE_ATTN_O,
+  ROLE_MLP_GATE,
+  ROLE_MLP_UP,    // OPT's fc1
+  ROLE_MLP_DOWN,  // OPT's fc2
+  ROLE_LM_HEAD,
+};
+// "other", "embedding", "position-embedding", "norm", "q", "k", "v", "o", "gate", "up", "down", "head"
+const char* param_role_name(ParamRole role);
+inline bool role_is_embedding(ParamRole role) {
+  return role == ROLE_TOKEN_EMBEDDING || role == ROLE_POSITION_EMBEDDING;
+}
+
 struct ParamInfo {
   std::string name;          // Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
+  ParamRole role = ROLE_OTHER;
+  bool is_bias = false;      // the bias of its role's layer (a linear's, or a LayerNorm's)
   uint32_t tensor_id = 0;    // noise stream id: index in the model's canonical parameter list
   bool is_linear = false;    // a linear layer's weight matrix (the only kind that is masked)
   bool trainable = true;     // false: never perturbed nor updated

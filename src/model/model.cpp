@@ -179,6 +179,8 @@ void Model::load(const WeightSource& source, DType storage) {
     p.info.name = slot.name;
     p.info.tensor_id = tensor_ids[i];
     p.info.is_linear = slot.is_linear;
+    p.info.role = slot.role;
+    p.info.is_bias = slot.is_bias;
     param_list_.push_back(&p);
   }
   progress.finish();

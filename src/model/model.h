@@ -133,6 +133,8 @@ struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;
   bool is_linear;
+  ParamRole role;
+  bool is_bias;
 };
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 

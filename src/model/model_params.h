@@ -12,7 +12,9 @@ namespace smezo {
 struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
-  bool is_linear;
+  bool is_linear;    // a linear layer's weight matrix
+  ParamRole role;    // from the architecture's map (tensor.h)
+  bool is_bias;
   Param* param;  // the ModelParams field it fills
   // Where it sits in the forward pass: -1 before the layers (embeddings), 0..n_layers-1 in
   // that layer, n_layers after them (final norm, LM head). Pipeline stages split on it.
@@ -25,6 +27,14 @@ bool stage_holds(const ModelStage& stage, const ModelConfig& config, const Param
 // Whether the stage is the one that owns the slot's values (the first stage for the token
 // embedding a tied head shares; the only holder otherwise): the one that writes it out.
 bool stage_owns(const ModelStage& stage, const ParamSlot& slot);
+
+// The tensors whose rows a change of RoPE layout permutes: the q and k projection weights.
+inline bool rope_permutes_rows(ParamRole role, bool is_bias) {
+  return !is_bias && (role == ROLE_ATTN_Q || role == ROLE_ATTN_K);
+}
+// (rows, cols) with interleaved pairs (2i, 2i+1) per head of head_dim rows -> the rotate-half
+// layout (i, i + head_dim/2): GGUF/llama2.c q and k weights written as Hugging Face's.
+void interleaved_rows_to_rotate_half(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out);
 
 // Resizes weights.layers to the config and lists every parameter slot in canonical order.
 std::vector<ParamSlot> list_param_slots(const ModelConfig& config, ModelParams& weights);

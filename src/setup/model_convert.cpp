@@ -11,27 +11,13 @@
 #include "formats/model_loader.h"
 #include "formats/safetensors.h"
 #include "model/model.h"
+#include "model/model_params.h"
 #include "setup/model_setup.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace smezo {
 
 namespace {
-
-bool is_qk(const std::string& name) {
-  return name.find("self_attn.q_proj.weight") != std::string::npos ||
-         name.find("self_attn.k_proj.weight") != std::string::npos;
-}
-
-// (rows, cols) with interleaved pairs (2i, 2i+1) per head of hd rows -> rotate-half (i, i + hd/2).
-void interleaved_rows_to_rotate_half(const float* in, int64_t rows, int64_t cols, int64_t hd, float* out) {
-  for (int64_t h = 0; h < rows / hd; h++)
-    for (int64_t i = 0; i < hd / 2; i++)
-      for (int64_t k = 0; k < cols; k++) {
-        out[(h * hd + i) * cols + k] = in[(h * hd + 2 * i) * cols + k];
-        out[(h * hd + i + hd / 2) * cols + k] = in[(h * hd + 2 * i + 1) * cols + k];
-      }
-}
 
 }  // namespace
 
@@ -64,7 +50,7 @@ ConvertResult convert_to_hf_dir(const ConvertOptions& o) {
     f32.resize(static_cast<size_t>(n));
     view->read_f32(f32.data());
     const float* values = f32.data();
-    if (permute && is_qk(e.name)) {
+    if (permute && rope_permutes_rows(e.role, e.is_bias)) {
       permuted.resize(f32.size());
       interleaved_rows_to_rotate_half(f32.data(), e.shape[0], n / e.shape[0], config.head_dim,
                                       permuted.data());

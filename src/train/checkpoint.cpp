@@ -17,6 +17,7 @@
 #include "common/half.h"
 #include "formats/hf_dir.h"
 #include "formats/safetensors.h"
+#include "model/model_params.h"
 #include "model/model_size.h"
 #include "run/summary.h"
 #include "tokenizer/tokenizer_files.h"
@@ -24,23 +25,6 @@
 namespace smezo {
 
 namespace {
-
-bool is_qk(const std::string& name) {
-  return name.find("self_attn.q_proj.weight") != std::string::npos ||
-         name.find("self_attn.k_proj.weight") != std::string::npos;
-}
-
-// Interleaved pairs (2i, 2i+1) of each head -> rotate-half rows (i, i + hd/2).
-std::vector<float> permute_to_rotate_half(const std::vector<float>& w, int64_t rows, int64_t cols, int64_t hd) {
-  std::vector<float> out(w.size());
-  for (int64_t h = 0; h < rows / hd; h++)
-    for (int64_t i = 0; i < hd / 2; i++)
-      for (int64_t k = 0; k < cols; k++) {
-        out[(h * hd + i) * cols + k] = w[(h * hd + 2 * i) * cols + k];
-        out[(h * hd + i + hd / 2) * cols + k] = w[(h * hd + 2 * i + 1) * cols + k];
-      }
-  return out;
-}
 
 DType parse_checkpoint_dtype(const std::string& name, DType storage) {
   if (name.empty()) return storage;
@@ -117,8 +101,10 @@ void fill_tensor(const CheckpointSource& source, const CheckpointPlan& plan, siz
   for (size_t i = 0; i < host->size(); i++)
     SMEZO_REQUIRE(std::isfinite((*host)[i]), "not writing checkpoint %s: tensor %s holds a non-finite value (%g at "
                   "index %zu); the previous checkpoint is kept", dir.c_str(), t.name.c_str(), (*host)[i], i);
-  if (plan.permute_qk && is_qk(t.name))
-    *host = permute_to_rotate_half(*host, t.rows, t.cols, plan.config.head_dim);
+  if (plan.permute_qk && rope_permutes_rows(t.role, t.is_bias)) {
+    const std::vector<float> interleaved = *host;
+    interleaved_rows_to_rotate_half(interleaved.data(), t.rows, t.cols, plan.config.head_dim, host->data());
+  }
   const std::vector<float>& w = *host;
   if (plan.dtype == DTYPE_F32) {
     std::memcpy(out, w.data(), w.size() * sizeof(float));
@@ -163,7 +149,7 @@ CheckpointSource checkpoint_source(Model& model) {
   CheckpointSource source;
   source.config = model.config();
   source.storage = model.params().front()->w.dtype;
-  for (const Param* p : model.params()) source.tensors.push_back({p->info.name, p->w.rows, p->w.cols});
+  for (const Param* p : model.params()) source.tensors.push_back({p->info.name, p->w.rows, p->w.cols, p->info.role, p->info.is_bias});
   source.fetch = [&model](size_t i, std::vector<float>* values) {
     const Param* p = model.params()[i];
     values->resize(static_cast<size_t>(p->w.numel()));

@@ -43,6 +43,8 @@ void save_hf_checkpoint(Model& model, const std::string& dir, const std::string&
 struct CheckpointTensor {
   std::string name;  // Hugging Face name
   int64_t rows = 1, cols = 1;
+  ParamRole role = ROLE_OTHER;
+  bool is_bias = false;
 };
 struct CheckpointSource {
   ModelConfig config;

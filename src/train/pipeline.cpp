@@ -205,7 +205,7 @@ CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& 
       if (stage_owns(model_stage(model.config(), s, layout.stages), slots[i])) owner[i] = s;
     (*owned)[owner[i]]++;
     const int64_t rows = slots[i].shape.size() == 2 ? slots[i].shape[0] : 1;
-    source.tensors.push_back({slots[i].name, rows, slots[i].shape.back()});
+    source.tensors.push_back({slots[i].name, rows, slots[i].shape.back(), slots[i].role, slots[i].is_bias});
   }
   std::vector<Param*> local(slots.size(), nullptr);
   for (Param* p : model.params()) local[p->info.tensor_id] = p;

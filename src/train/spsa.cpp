@@ -11,9 +11,9 @@ namespace smezo {
 
 namespace {
 
-bool is_norm(const ParamInfo& p) { return p.name.find("norm") != std::string::npos; }
-bool is_bias(const ParamInfo& p) { return p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0; }
-bool is_embedding(const ParamInfo& p) { return p.name.find("embed") != std::string::npos; }
+bool is_norm(const ParamInfo& p) { return p.role == ROLE_NORM; }  // LayerNorm biases too
+bool is_bias(const ParamInfo& p) { return p.is_bias; }
+bool is_embedding(const ParamInfo& p) { return role_is_embedding(p.role); }
 
 std::string float_hex_bits(float f) {
   uint32_t u;
