@@ -1,8 +1,7 @@
-// The training driver (see trainer.h).
+// The training driver (see trainer.h): one run as a sequence of phases over a Topology.
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -26,9 +25,9 @@
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
-#include "train/data_parallel.h"
+#include "train/data_parallel.h"  // require_same_on_all_ranks
 #include "train/objective.h"
-#include "train/pipeline.h"
+#include "train/topology.h"
 
 namespace smezo {
 
@@ -98,7 +97,6 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   opt.check_matches(logged.value("spsa", nlohmann::json::object()), path);  // the thresholds
 }
 
-using Clock = SteadyClock;
 
 // "open 0.01 s, load 0.20 s, ..." in the order the phases ran.
 std::string describe_phases(const nlohmann::ordered_json& phases) {
@@ -140,13 +138,8 @@ double host_peak_rss_mb() {
   return j.value("peak_host_rss_bytes", 0.0) / 1e6;
 }
 
-}  // namespace
-
-// The run on every rank of `world` (one process: the world of one). Every rank computes;
-// rank 0 alone writes (seed log, metrics, plot, checkpoints, summary, progress).
-static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
-  const bool root = world.is_root();
-  TrainOptions o = in;
+// The option checks that need no model or data (the topology checks --pipeline-stages).
+TrainOptions checked_options(const TrainOptions& o, bool root) {
   SMEZO_REQUIRE(!o.out_dir.empty(), "train: an output directory is required (--out DIR)");
   SMEZO_REQUIRE(o.batch > 0 && o.steps > 0, "train: --batch %lld and --steps %lld must be positive", (long long)o.batch,
                 (long long)o.steps);
@@ -160,404 +153,473 @@ static TrainResult train_on_ranks(const TrainOptions& in, World& world) {
     std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
                  "weights up (MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway\n",
                  o.spsa.lr, kLrWarnAbove);
-  SMEZO_REQUIRE(o.pipeline_stages >= 1 && o.micro_batches >= 0, "train: --pipeline-stages %d must be at least 1 "
-                "and --micro-batches %lld at least 0", o.pipeline_stages, (long long)o.micro_batches);
-  const bool pipelined = o.pipeline_stages > 1;
-  SMEZO_REQUIRE(!pipelined || world.size() > 1, "--pipeline-stages %d splits the model over %d MPI ranks, but this is "
-                "one process ---> HINT: mpirun -np %d smezo train ... (a build with MPI: make info shows ✓ MPI)",
-                o.pipeline_stages, o.pipeline_stages, o.pipeline_stages);
-  const PipelineLayout layout = pipelined ? pipeline_layout(world, o.pipeline_stages) : PipelineLayout{};
-  // Micro-batches in flight (per probe with --probes separate): a bubble of (K-1)/(m+K-1) of the
-  // step, but each one regenerates the noise of every weight it passes. Default: K on cuda
-  // (compute-bound GEMMs: the overlap wins), 1 on cpu (noise-bound: measured in RESULTS.md).
-  const int64_t micro_batches =
-      o.micro_batches > 0 ? o.micro_batches : o.device == "cuda" ? int64_t{o.pipeline_stages} : 1;
-  // the later stages of the first pipeline hand their tensors to rank 0 for checkpoints
-  const bool serves_checkpoint = pipelined && layout.replica == 0 && !layout.first_stage();
-  o.spsa.total_steps = o.steps;
-  if (o.data_seed == 0) o.data_seed = o.spsa.seed;
-  spsa_validate(o.spsa);
-  const auto t_start = std::chrono::steady_clock::now();
+  return o;
+}
+
+// One run on one rank of a world (one process: the world of one). Every rank computes; rank 0
+// alone writes (seed log, metrics, plot, checkpoints, summary, progress). The phases, in order,
+// the same for one process, data parallel and a pipeline (what differs is the Topology's):
+//   load                 data, model, tokens, optimizer (S-MeZO thresholds), run header
+//   agree_on_run_folder  every rank the same run; a fresh start or a resume; lock and clean
+//   start                a fresh seed log, or the weights rebuilt from the logged updates
+//   train_steps          the step loop, with its periodic evaluations and checkpoints
+//   evaluate_at_end      final dev and test accuracy
+//   finish               summary.json, the plot, the final checkpoint
+class TrainRun {
+ public:
+  TrainRun(const TrainOptions& options, World& world);
+  TrainResult run();
+
+ private:
+  void load();
+  void agree_on_run_folder();
+  bool start();  // false: the run had already finished (result_ holds it)
+  void complete_finished_run(const nlohmann::json& done, const SeedLog& log);
+  void replay(const SeedLog& log);
+  void read_history();
+  void train_steps();
+  void record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset);
+  void record_stop(const Error& e, int64_t steps_done);
+  void evaluate_at_end();
+  void finish();
+  nlohmann::json completed_summary_json(int64_t parameters, int64_t tuned) const;
+
+  Model& model() { return *lm_.model; }
+  bool evaluates() const { return !data_.dev.empty(); }  // --dev-examples 0: no dev evaluation at all
+  bool tests() const { return !o_.skip_test && !data_.test.empty(); }
+  std::string title() const { return splits_.name + " · " + method_name(o_.spsa.method) + " · " + o_.model_path; }
+  double evaluate_dev(int64_t step, const std::vector<EncodedExample>& set);
+  std::string save_checkpoint(int64_t step);  // "" or why it failed (a warning)
+
+  TrainOptions o_;
+  Topology topo_;
+  const bool root_;
+  SteadyClock::time_point t_start_;
   // Start-up and end phases, wall seconds, in the order they run (summary.json "startup_s",
   // "finish_s", and one line on screen).
-  nlohmann::ordered_json startup, finish;
-  auto t_phase = Clock::now();
+  nlohmann::ordered_json startup_, finish_;
+  TaskSplits splits_;
+  LoadedModel lm_;
+  EncodedSplits data_;
+  std::unique_ptr<SpsaOptimizer> optimizer_;
+  nlohmann::json header_;        // the run's identity: the seed log's header
+  nlohmann::json run_settings_;  // what `smezo eval` needs to measure a checkpoint as the run did
+  std::string seed_log_path_, metrics_path_;
+  std::optional<RunDirLock> lock_;  // rank 0, for the whole run
+  std::unique_ptr<SeedLogWriter> seed_log_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::optional<ProgressBar> bar_;
+  int64_t first_step_ = 1;
+  PlotSeries loss_series_, dev_series_;  // the plot's history (from the metrics file when resuming)
+  bool final_dev_logged_ = false;        // a resumed, already finished run: its final evaluation too
+  double train_wall_ = 0;
+  TrainResult result_;
+};
 
-  TaskSplits splits = load_task(o.task, o.data_seed, o.n_train, o.n_dev, o.n_test,
-                                o.data_dir.empty() ? asset_path("data") : o.data_dir);
-  SMEZO_REQUIRE(!splits.train.empty(), "task %s has no training examples", o.task.c_str());
+TrainRun::TrainRun(const TrainOptions& options, World& world)
+    : o_(checked_options(options, world.is_root())),
+      topo_(world, o_.pipeline_stages, o_.micro_batches, o_.device),
+      root_(world.is_root()) {
+  o_.spsa.total_steps = o_.steps;
+  if (o_.data_seed == 0) o_.data_seed = o_.spsa.seed;
+  spsa_validate(o_.spsa);
+  t_start_ = SteadyClock::now();
+}
+
+TrainResult TrainRun::run() {
+  load();
+  agree_on_run_folder();
+  if (!start()) return result_;
+  if (root_) metrics_ = std::make_unique<MetricsLog>(metrics_path_, o_.resume);
+  read_history();
+  train_steps();
+  evaluate_at_end();
+  finish();
+  return result_;
+}
+
+void TrainRun::load() {
+  auto t_phase = SteadyClock::now();
+  splits_ = load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
+                      o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
+  SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
   ModelOpenOptions mo;
-  mo.model_path = o.model_path;
-  mo.tokenizer_path = o.tokenizer_path;
-  mo.device = o.device;
-  mo.dtype = o.dtype;
+  mo.model_path = o_.model_path;
+  mo.tokenizer_path = o_.tokenizer_path;
+  mo.device = o_.device;
+  mo.dtype = o_.dtype;
   // The workspace is sized from the run's batch and length (memory_estimate.h), not a fixed
   // token count: device memory = weights + what this batch needs. A probe pair runs two copies
   // of a chunk side by side: room for two longest candidates (on every rank: data-parallel
   // shards and pipeline micro-batches run the pair too).
-  const bool probe_pair = o.probe_pair;
-  const int64_t copies = probe_pair ? 2 : 1;
-  const WorkspaceRows ws = workspace_for_batch(o.batch, o.max_len, o.max_tokens);
-  mo.max_tokens = std::max(ws.tokens, copies * o.max_len);
-  mo.max_logit_rows = std::max(ws.logit_rows, copies * o.max_len);
-  if (pipelined) {  // this rank's stage: only its layers are loaded
-    mo.stage_index = layout.stage;
-    mo.stage_count = layout.stages;
-  }
-  dist_select_device(world, o.device);
-  startup["data"] = seconds_since(t_phase);
-  LoadedModel lm = open_model(mo);
-  startup["open"] = lm.open_s;
-  startup["load"] = lm.load_s;
-  t_phase = Clock::now();
-  o.model_path = lm.model_path;
-  Model& model = *lm.model;
-  checkpoint_dtype(model, o.checkpoint_dtype);  // a bad name fails now, not after training
-  const int64_t max_len = std::min(o.max_len, model.config().max_seq_len);
-  EncodedSplits data;
-  data.train = encode_all(*lm.tokenizer, splits.train, max_len);
-  data.dev = encode_all(*lm.tokenizer, splits.dev, max_len);
-  if (!o.skip_test) data.test = encode_all(*lm.tokenizer, splits.test, max_len);
-  startup["tokenize"] = seconds_since(t_phase);
+  const int64_t copies = o_.probe_pair ? 2 : 1;
+  const WorkspaceRows ws = workspace_for_batch(o_.batch, o_.max_len, o_.max_tokens);
+  mo.max_tokens = std::max(ws.tokens, copies * o_.max_len);
+  mo.max_logit_rows = std::max(ws.logit_rows, copies * o_.max_len);
+  topo_.select_stage(&mo);  // a pipeline stage loads only its layers
+  dist_select_device(topo_.world(), o_.device);
+  startup_["data"] = seconds_since(t_phase);
+  lm_ = open_model(mo);
+  startup_["open"] = lm_.open_s;
+  startup_["load"] = lm_.load_s;
+  t_phase = SteadyClock::now();
+  o_.model_path = lm_.model_path;
+  checkpoint_dtype(model(), o_.checkpoint_dtype);  // a bad name fails now, not after training
+  const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len);
+  data_.train = encode_all(*lm_.tokenizer, splits_.train, max_len);
+  data_.dev = encode_all(*lm_.tokenizer, splits_.dev, max_len);
+  if (!o_.skip_test) data_.test = encode_all(*lm_.tokenizer, splits_.test, max_len);
+  startup_["tokenize"] = seconds_since(t_phase);
 
-  const std::string seed_log_path = o.out_dir + "/seed_log.txt", metrics_path = o.out_dir + "/metrics.jsonl";
+  seed_log_path_ = o_.out_dir + "/seed_log.txt";
+  metrics_path_ = o_.out_dir + "/metrics.jsonl";
   // A resumed run continues with its own noise unless the options name one (then it must match).
-  if (o.resume && o.spsa.noise == NOISE_AUTO && path_exists(seed_log_path))
-    o.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path).header.value("spsa", nlohmann::json::object()),
-                                     seed_log_path);
-  t_phase = Clock::now();
-  SpsaOptimizer optimizer(model, o.spsa);  // S-MeZO: the per-tensor thresholds
-  startup["thresholds"] = seconds_since(t_phase);
-  nlohmann::json header = run_header(o, optimizer, model);
-  // The run folder: what it holds decides between a fresh start and a resume, before any write
-  // (every rank reads it: ranks share the file system; the agreement below orders it before
-  // rank 0 writes anything).
+  if (o_.resume && o_.spsa.noise == NOISE_AUTO && path_exists(seed_log_path_))
+    o_.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path_).header.value("spsa", nlohmann::json::object()),
+                                      seed_log_path_);
+  t_phase = SteadyClock::now();
+  optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
+  startup_["thresholds"] = seconds_since(t_phase);
+  header_ = run_header(o_, *optimizer_, model());
+  run_settings_ = {{"written_by", "smezo train"}, {"task", splits_.name}, {"max_len", o_.max_len},
+                   {"data_seed", o_.data_seed}, {"n_train", o_.n_train}, {"n_dev", o_.n_dev},
+                   {"n_test", o_.n_test}, {"data_dir", o_.data_dir}};
+}
+
+// The run folder: what it holds decides between a fresh start and a resume, before any write
+// (every rank reads it: ranks share the file system; the agreement below orders it before rank
+// 0 writes anything).
+void TrainRun::agree_on_run_folder() {
   std::string foreign;
-  const RunDirKind kind = run_dir_kind(o.out_dir, &foreign);
+  const RunDirKind kind = run_dir_kind(o_.out_dir, &foreign);
   // one exchange for both (tests/test_mpi.cpp counts the exchanges): a rank that saw the folder
   // differently is reported with the run options
   // (pipeline stages hold the thresholds of their own tensors: compared once merged)
-  nlohmann::json compared = header;
-  if (pipelined) compared["spsa"].erase("thresholds_f32_bits");
-  require_same_on_all_ranks(world, compared.dump() + "\nrun folder kind " + std::to_string(kind) +
-                                       (pipelined ? "\npipeline stages " + std::to_string(o.pipeline_stages) +
-                                                        ", micro-batches " + std::to_string(micro_batches)
-                                                  : ""),
+  nlohmann::json compared = header_;
+  if (topo_.pipelined()) compared["spsa"].erase("thresholds_f32_bits");
+  require_same_on_all_ranks(topo_.world(), compared.dump() + "\nrun folder kind " + std::to_string(kind) +
+                                               topo_.describe(),
                             "run options (model, data, method)");
-  if (pipelined)  // the seed log header names every tensor's threshold, as one process's does
-    header["spsa"]["thresholds_f32_bits"] =
-        pipeline_merge_objects(world, header["spsa"]["thresholds_f32_bits"], "the S-MeZO thresholds");
-  SMEZO_REQUIRE(!o.resume || kind != RUN_DIR_OTHER, "--resume: %s is not a smezo run folder: it holds %s and no "
-                "seed_log.txt ---> HINT: check --out, or start the run without --resume", o.out_dir.c_str(),
+  // the seed log header names every tensor's threshold, as one process's does
+  header_["spsa"]["thresholds_f32_bits"] =
+      topo_.whole_model_object(header_["spsa"]["thresholds_f32_bits"], "the S-MeZO thresholds");
+  SMEZO_REQUIRE(!o_.resume || kind != RUN_DIR_OTHER, "--resume: %s is not a smezo run folder: it holds %s and no "
+                "seed_log.txt ---> HINT: check --out, or start the run without --resume", o_.out_dir.c_str(),
                 foreign.c_str());
-  SMEZO_REQUIRE(o.resume || kind != RUN_DIR_RUN, "%s already holds a run ---> HINT: pass --resume to continue it, "
-                "or choose another --out", o.out_dir.c_str());
-  if (o.resume && kind == RUN_DIR_NOTHING) {
-    if (root)
+  SMEZO_REQUIRE(o_.resume || kind != RUN_DIR_RUN, "%s already holds a run ---> HINT: pass --resume to continue it, "
+                "or choose another --out", o_.out_dir.c_str());
+  if (o_.resume && kind == RUN_DIR_NOTHING) {
+    if (root_)
       std::fprintf(stderr, "resume: nothing is logged in %s yet (the run stopped before its seed log was written): "
-                   "starting it at step 1\n", o.out_dir.c_str());
-    o.resume = false;
+                   "starting it at step 1\n", o_.out_dir.c_str());
+    o_.resume = false;
   }
+  if (!root_) return;
   std::error_code mkdir_error;
-  if (root) std::filesystem::create_directories(o.out_dir, mkdir_error);
-  if (mkdir_error) throw_write_error("create the run folder", o.out_dir, mkdir_error.value());
-  std::optional<RunDirLock> lock;
-  if (root) {
-    lock.emplace(run_dir_lock(o.out_dir));
-    std::string cleaned;
-    for (const std::string& name : run_dir_clean(o.out_dir)) cleaned += (cleaned.empty() ? "" : ", ") + name;
-    if (!cleaned.empty())
-      std::fprintf(stderr, "removed what an interrupted write left in %s: %s\n", o.out_dir.c_str(), cleaned.c_str());
-  }
+  std::filesystem::create_directories(o_.out_dir, mkdir_error);
+  if (mkdir_error) throw_write_error("create the run folder", o_.out_dir, mkdir_error.value());
+  lock_.emplace(run_dir_lock(o_.out_dir));
+  std::string cleaned;
+  for (const std::string& name : run_dir_clean(o_.out_dir)) cleaned += (cleaned.empty() ? "" : ", ") + name;
+  if (!cleaned.empty())
+    std::fprintf(stderr, "removed what an interrupted write left in %s: %s\n", o_.out_dir.c_str(), cleaned.c_str());
+}
 
-  // Start fresh, or rebuild the weights of a killed run from its seed log.
-  int64_t first_step = 1;
-  std::unique_ptr<SeedLogWriter> seed_log;
-  TrainResult result;
-  // What `smezo eval` needs to measure this run's checkpoint as the run did (checkpoint.h).
-  const nlohmann::json run_settings = {{"written_by", "smezo train"}, {"task", splits.name}, {"max_len", o.max_len},
-                                       {"data_seed", o.data_seed}, {"n_train", o.n_train}, {"n_dev", o.n_dev},
-                                       {"n_test", o.n_test}, {"data_dir", o.data_dir}};
-  // A failed checkpoint is a warning: the seed log holds the run, and smezo replay rebuilds it.
-  auto save_checkpoint = [&](int64_t step) -> std::string {
-    if (serves_checkpoint) {
-      pipeline_serve_checkpoint(world, layout, model);
-      return "";
-    }
-    if (!root) return "";
-    nlohmann::json settings = run_settings;
-    settings["step"] = step;
-    try {
-      if (pipelined)
-        save_hf_checkpoint(pipeline_checkpoint_source(world, layout, model), o.out_dir + "/checkpoint",
-                           lm.tokenizer_path, settings, o.checkpoint_dtype);
-      else
-        save_hf_checkpoint(model, o.out_dir + "/checkpoint", lm.tokenizer_path, settings, o.checkpoint_dtype);
-      return "";
-    } catch (const PeerTimeout&) {
-      throw;  // a pipeline stage is gone: the job cannot go on
-    } catch (const Error& e) {
-      std::fprintf(stderr, "smezo: warning: the checkpoint of step %lld was not written: %s\n", (long long)step,
-                   e.what());
-      return e.message();
-    }
-  };
-  if (o.resume) {
-    t_phase = Clock::now();
-    SeedLog log = seed_log_read(seed_log_path);
-    check_resume_header(log.header, header, optimizer, seed_log_path);
-    auto replay_log = [&] {
-      for (const SeedRecord& r : log.records) {
-        SMEZO_REQUIRE(r.seed == optimizer.step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
-                      seed_log_path.c_str(), (long long)r.step, (unsigned long long)r.seed,
-                      (unsigned long long)optimizer.step_seed(r.step));
-        optimizer.apply_update(r.seed, r.g, r.lr);
-      }
-    };
-    const int64_t last = log.records.empty() ? 0 : log.records.back().step;
-    // every rank sees the same summary: rank 0 has written nothing since the agreement above
-    const nlohmann::json done = last == o.steps ? completed_summary(o.out_dir, o.steps) : nlohmann::json(nullptr);
-    if (done.is_object()) {
-      // A finished run: its files stay as they are, unless its final checkpoint is missing.
-      result.steps_done = o.steps;
-      result.first_loss = json_number(done, "first_loss", 0);
-      result.last_loss = json_number(done, "final_loss", 0);
-      result.final_dev_acc = json_number(done, "final_dev_acc", -1);
-      result.best_dev_acc = json_number(done, "best_dev_acc", -1);
-      result.test_acc = json_number(done, "test_acc", -1);
-      result.wall_s = json_number(done, "wall_time_s", 0);
-      // Rank 0 decides whether the checkpoint is there (its clean-up may just have restored
-      // checkpoint.old); a pipeline's stages follow its answer, as they must serve it tensors.
-      int64_t have_checkpoint = checkpoint_step(o.out_dir);
-      if (pipelined) have_checkpoint = value_of_rank0(world, have_checkpoint, "the final checkpoint's step");
-      if (!root && !serves_checkpoint) return result;
-      if (have_checkpoint == o.steps) {
-        if (root)
-          std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
-                       (long long)o.steps, o.out_dir.c_str());
-        return result;
-      }
-      if (root)
-        std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is missing: rebuilding "
-                     "it from the seed log\n", (long long)o.steps);
-      replay_log();
-      if (!root) {  // a later pipeline stage: its tensors go to rank 0
-        save_checkpoint(o.steps);
-        return result;
-      }
-      nlohmann::json summary = done;
-      result.checkpoint_error = save_checkpoint(o.steps);
-      summary["checkpoint"]["status"] = result.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
-                                                                        : "failed: " + result.checkpoint_error;
-      summary_write(o.out_dir + "/summary.json", summary);
-      return result;
-    }
-    replay_log();
-    first_step = log.records.empty() ? 1 : log.records.back().step + 1;
-    startup["replay"] = seconds_since(t_phase);
-    // every rank has read the log (and replayed the same updates) before rank 0 touches it
-    require_same_on_all_ranks(world, log.records.empty() ? "" : seed_log_format_record(log.records.back()),
-                              "last step in " + seed_log_path);
-    if (root) {
-      metrics_log_truncate_after(metrics_path, first_step - 1);
-      seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::open_append(seed_log_path, o.flush_every));
-      std::fprintf(stderr, "resuming %s at step %lld (replayed %zu logged updates)\n", o.out_dir.c_str(),
-                   (long long)first_step, log.records.size());
-    }
-  } else if (root) {
-    seed_log = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path, header, o.flush_every));
+// Start fresh, or rebuild the weights of a killed run from its seed log.
+bool TrainRun::start() {
+  if (!o_.resume) {
+    if (root_) seed_log_ = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every));
+    return true;
   }
-  std::unique_ptr<MetricsLog> metrics;
-  if (root) metrics = std::make_unique<MetricsLog>(metrics_path, o.resume);
+  const auto t_phase = SteadyClock::now();
+  const SeedLog log = seed_log_read(seed_log_path_);
+  check_resume_header(log.header, header_, *optimizer_, seed_log_path_);
+  const int64_t last = log.records.empty() ? 0 : log.records.back().step;
+  // every rank sees the same summary: rank 0 has written nothing since the agreement above
+  const nlohmann::json done = last == o_.steps ? completed_summary(o_.out_dir, o_.steps) : nlohmann::json(nullptr);
+  if (done.is_object()) {
+    complete_finished_run(done, log);
+    return false;
+  }
+  replay(log);
+  first_step_ = last + 1;
+  startup_["replay"] = seconds_since(t_phase);
+  // every rank has read the log (and replayed the same updates) before rank 0 touches it
+  require_same_on_all_ranks(topo_.world(), log.records.empty() ? "" : seed_log_format_record(log.records.back()),
+                            "last step in " + seed_log_path_);
+  if (root_) {
+    metrics_log_truncate_after(metrics_path_, first_step_ - 1);
+    seed_log_ = std::make_unique<SeedLogWriter>(SeedLogWriter::open_append(seed_log_path_, o_.flush_every));
+    std::fprintf(stderr, "resuming %s at step %lld (replayed %zu logged updates)\n", o_.out_dir.c_str(),
+                 (long long)first_step_, log.records.size());
+  }
+  return true;
+}
 
-  // Loss and accuracy history for the plot (from the metrics file when resuming).
-  PlotSeries loss_series, dev_series;
-  bool final_dev_logged = false;  // a resumed, already finished run: its final evaluation too
-  for (const nlohmann::json& rec : root ? metrics_log_read(metrics_path) : std::vector<nlohmann::json>()) {
+// A finished run: its files stay as they are, unless its final checkpoint is missing.
+void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& log) {
+  result_.steps_done = o_.steps;
+  result_.first_loss = json_number(done, "first_loss", 0);
+  result_.last_loss = json_number(done, "final_loss", 0);
+  result_.final_dev_acc = json_number(done, "final_dev_acc", -1);
+  result_.best_dev_acc = json_number(done, "best_dev_acc", -1);
+  result_.test_acc = json_number(done, "test_acc", -1);
+  result_.wall_s = json_number(done, "wall_time_s", 0);
+  // Rank 0 decides whether the checkpoint is there (its clean-up may just have restored
+  // checkpoint.old); a pipeline's stages follow its answer, as they must serve it tensors.
+  const int64_t have_checkpoint = topo_.checkpoint_decision(checkpoint_step(o_.out_dir), "the final checkpoint's step");
+  if (!root_ && !topo_.serves_checkpoint()) return;
+  if (have_checkpoint == o_.steps) {
+    if (root_)
+      std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
+                   (long long)o_.steps, o_.out_dir.c_str());
+    return;
+  }
+  if (root_)
+    std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is missing: rebuilding "
+                 "it from the seed log\n", (long long)o_.steps);
+  replay(log);
+  if (!root_) {  // a later pipeline stage: its tensors go to rank 0
+    save_checkpoint(o_.steps);
+    return;
+  }
+  nlohmann::json summary = done;
+  result_.checkpoint_error = save_checkpoint(o_.steps);
+  summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
+                                                                     : "failed: " + result_.checkpoint_error;
+  summary_write(o_.out_dir + "/summary.json", summary);
+}
+
+void TrainRun::replay(const SeedLog& log) {
+  for (const SeedRecord& r : log.records) {
+    SMEZO_REQUIRE(r.seed == optimizer_->step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
+                  seed_log_path_.c_str(), (long long)r.step, (unsigned long long)r.seed,
+                  (unsigned long long)optimizer_->step_seed(r.step));
+    optimizer_->apply_update(r.seed, r.g, r.lr);
+  }
+}
+
+// The loss and accuracy history of the steps already run, from the metrics file (rank 0).
+void TrainRun::read_history() {
+  for (const nlohmann::json& rec : root_ ? metrics_log_read(metrics_path_) : std::vector<nlohmann::json>()) {
     if (rec.contains("loss") && rec["loss"].is_number()) {
-      loss_series.push_back({rec["step"], rec["loss"]});
-      if (rec["step"] == 1) result.first_loss = rec["loss"].get<double>();
+      loss_series_.push_back({rec["step"], rec["loss"]});
+      if (rec["step"] == 1) result_.first_loss = rec["loss"].get<double>();
     }
-    if (rec.contains("dev_acc") && rec["step"] == o.steps && rec.value("dev_examples", 0) == (int64_t)data.dev.size())
-      final_dev_logged = true;
+    if (rec.contains("dev_acc") && rec["step"] == o_.steps && rec.value("dev_examples", 0) == (int64_t)data_.dev.size())
+      final_dev_logged_ = true;
     if (rec.contains("dev_acc") && rec["dev_acc"].is_number()) {
-      dev_series.push_back({rec["step"], rec["dev_acc"]});
-      result.best_dev_acc = std::max(result.best_dev_acc, rec["dev_acc"].get<double>());
+      dev_series_.push_back({rec["step"], rec["dev_acc"]});
+      result_.best_dev_acc = std::max(result_.best_dev_acc, rec["dev_acc"].get<double>());
     }
   }
-  if (!loss_series.empty()) result.last_loss = loss_series.back().second;  // a resume with no step left to run
-  const std::vector<EncodedExample> dev_subset =
-      o.eval_examples > 0 && o.eval_examples < (int64_t)data.dev.size()
-          ? std::vector<EncodedExample>(data.dev.begin(), data.dev.begin() + o.eval_examples)
-          : data.dev;
-  const bool evaluate = !data.dev.empty();  // --dev-examples 0: no dev evaluation at all
-  auto measure_accuracy = [&](const std::vector<EncodedExample>& set) {
-    return pipelined ? pipeline_accuracy(world, layout, model, set, micro_batches)
-                     : accuracy_ranks(world, model, set, o.batch);
-  };
-  auto evaluate_dev = [&](int64_t step, const std::vector<EncodedExample>& set) {
-    double acc = measure_accuracy(set);
-    if (root) metrics->write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
-    dev_series.push_back({static_cast<double>(step), acc});
-    result.best_dev_acc = std::max(result.best_dev_acc, acc);
-    return acc;
-  };
-  const std::string title = splits.name + " · " + method_name(o.spsa.method) + " · " + o.model_path;
+  if (!loss_series_.empty()) result_.last_loss = loss_series_.back().second;  // a resume with no step left to run
+}
 
+void TrainRun::train_steps() {
+  const std::vector<EncodedExample> dev_subset =
+      o_.eval_examples > 0 && o_.eval_examples < (int64_t)data_.dev.size()
+          ? std::vector<EncodedExample>(data_.dev.begin(), data_.dev.begin() + o_.eval_examples)
+          : data_.dev;
   ProgressOptions po;
-  po.total_steps = o.steps;
-  po.start_step = first_step - 1;
-  po.plain_every = o.progress_every > 0 ? o.progress_every : std::max<int64_t>(1, o.steps / 20);
-  std::optional<ProgressBar> bar;
-  if (root) bar.emplace(po);
-  // One SPSA step: the losses of the probes over a pipeline or over the ranks' shards.
-  const bool as_classification = splits.train_as_classification;
-  auto train_step = [&](int64_t step, const std::vector<const EncodedExample*>& batch) {
-    return optimizer.step(step, probe_pair, [&](const std::vector<Probe>& probes) {
-      return pipelined ? pipeline_loss(world, layout, model, batch, probes, as_classification, micro_batches)
-                       : batch_loss_ranks(world, model, batch, probes, as_classification);
-    });
-  };
-  const std::vector<const EncodedExample*> fixed = minibatch(data.train, o.batch, o.data_seed, 1);
-  std::string status = "completed";
-  int64_t step = first_step;
-  const auto t_loop = std::chrono::steady_clock::now();
+  po.total_steps = o_.steps;
+  po.start_step = first_step_ - 1;
+  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / 20);
+  if (root_) bar_.emplace(po);
+  const bool as_classification = splits_.train_as_classification;
+  const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
+  int64_t step = first_step_;
+  const auto t_loop = SteadyClock::now();
   try {
-    for (; step <= o.steps; step++) {
-      if (step == first_step) t_phase = Clock::now();
-      const auto batch = o.fixed_batch ? fixed : minibatch(data.train, o.batch, o.data_seed, step);
-      const SpsaStep s = train_step(step, batch);
-      const double loss = 0.5 * (s.loss_plus + s.loss_minus);
-      if (step == first_step) startup["first_step"] = seconds_since(t_phase);
-      if (step == 1) result.first_loss = loss;
-      result.last_loss = loss;
-      loss_series.push_back({static_cast<double>(step), loss});
-      // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
-      // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
-      if (root) {
-        metrics->write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
-                        {"g", s.g}, {"lr", s.lr}});
-        bar->update(step, loss);
-      }
-      if (evaluate && o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
-        const double acc = evaluate_dev(step, dev_subset);
-        if (root) bar->set_dev_accuracy(acc, step);
-        if (root) write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
-      }
-      if (root) seed_log->append(SeedRecord{s.step, s.seed, s.g, s.lr});
-      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step < o.steps && (root || serves_checkpoint)) {
-        if (root) seed_log->flush();
-        save_checkpoint(step);  // a failure warns; training goes on
-      }
+    for (; step <= o_.steps; step++) {
+      const auto t_step = SteadyClock::now();
+      const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed, step);
+      // the probes' losses over this run's topology (a pipeline, or every rank's shard)
+      const SpsaStep s = optimizer_->step(step, o_.probe_pair, [&](const std::vector<Probe>& probes) {
+        return topo_.losses(model(), batch, probes, as_classification);
+      });
+      if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
+      record_step(s, dev_subset);
     }
   } catch (const Error& e) {
     // A non-finite loss: W is untouched, so the log so far and any checkpoint stay good.
-    if (!root) throw;
-    seed_log->flush();
-    bar->finish();
-    status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
-    nlohmann::json summary = {{"status", status}, {"task", splits.name}, {"steps_done", step - 1},
-                              {"hyperparameters", header}, {"startup_s", startup}};
-    summary_add_standard_fields(&summary);
-    summary_write(o.out_dir + "/summary.json", summary);
+    if (root_) record_stop(e, step - 1);
     throw;
   }
-  if (root) seed_log->flush();
-  if (root) bar->finish();
-  result.steps_done = o.steps;
-  const double train_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
-  const int64_t steps_run = o.steps - first_step + 1;
+  if (root_) seed_log_->flush();
+  if (root_) bar_->finish();
+  result_.steps_done = o_.steps;
+  train_wall_ = seconds_since(t_loop);
+}
 
-  const bool test = !o.skip_test && !data.test.empty();
-  t_phase = Clock::now();
-  if ((evaluate || test) && root)
-    std::fprintf(stderr, "evaluating on %s%s%s examples...\n", evaluate ? (std::to_string(data.dev.size()) + " dev").c_str() : "",
-                 evaluate && test ? " and " : "", test ? (std::to_string(data.test.size()) + " test").c_str() : "");
-  if (!evaluate) {
-    result.final_dev_acc = -1;
-  } else if (final_dev_logged) {  // resumed after the end: measure again, do not log it twice
-    result.final_dev_acc = measure_accuracy(data.dev);
+// A step's loss into the results, metrics, progress and seed log; the evaluation and the
+// checkpoint due after it.
+void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
+  const int64_t step = s.step;
+  const double loss = 0.5 * (s.loss_plus + s.loss_minus);
+  if (step == 1) result_.first_loss = loss;
+  result_.last_loss = loss;
+  loss_series_.push_back({static_cast<double>(step), loss});
+  // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
+  // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
+  if (root_) {
+    metrics_->write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
+                     {"g", s.g}, {"lr", s.lr}});
+    bar_->update(step, loss);
+  }
+  if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
+    const double acc = evaluate_dev(step, dev_subset);
+    if (root_) bar_->set_dev_accuracy(acc, step);
+    if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
+  }
+  if (root_) seed_log_->append(SeedRecord{s.step, s.seed, s.g, s.lr});
+  if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
+      (root_ || topo_.serves_checkpoint())) {
+    if (root_) seed_log_->flush();
+    save_checkpoint(step);  // a failure warns; training goes on
+  }
+}
+
+// Rank 0, when a step stops the run: the log so far made durable, and a summary saying why.
+void TrainRun::record_stop(const Error& e, int64_t steps_done) {
+  seed_log_->flush();
+  bar_->finish();
+  const std::string status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
+  nlohmann::json summary = {{"status", status}, {"task", splits_.name}, {"steps_done", steps_done},
+                            {"hyperparameters", header_}, {"startup_s", startup_}};
+  summary_add_standard_fields(&summary);
+  summary_write(o_.out_dir + "/summary.json", summary);
+}
+
+double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& set) {
+  const double acc = topo_.accuracy(model(), set, o_.batch);
+  if (root_) metrics_->write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
+  dev_series_.push_back({static_cast<double>(step), acc});
+  result_.best_dev_acc = std::max(result_.best_dev_acc, acc);
+  return acc;
+}
+
+void TrainRun::evaluate_at_end() {
+  const bool test = tests();
+  const auto t_phase = SteadyClock::now();
+  if ((evaluates() || test) && root_)
+    std::fprintf(stderr, "evaluating on %s%s%s examples...\n",
+                 evaluates() ? (std::to_string(data_.dev.size()) + " dev").c_str() : "",
+                 evaluates() && test ? " and " : "", test ? (std::to_string(data_.test.size()) + " test").c_str() : "");
+  if (!evaluates()) {
+    result_.final_dev_acc = -1;
+  } else if (final_dev_logged_) {  // resumed after the end: measure again, do not log it twice
+    result_.final_dev_acc = topo_.accuracy(model(), data_.dev, o_.batch);
   } else {
-    result.final_dev_acc = evaluate_dev(o.steps, data.dev);
+    result_.final_dev_acc = evaluate_dev(o_.steps, data_.dev);
   }
-  if (test) result.test_acc = measure_accuracy(data.test);
-  finish["evaluation"] = seconds_since(t_phase);
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  // a pipeline stage holds part of the model: the counts are added over the stages
-  const int64_t parameters = pipelined ? pipeline_sum_owned(world, layout, model, [](const Param& p) {
-    return p.w.numel();
-  }) : model.parameter_count();
-  const int64_t tuned = pipelined ? pipeline_sum_owned(world, layout, model, [](const Param& p) {
-    return p.info.trainable ? p.w.numel() : int64_t{0};
-  }) : optimizer.tuned_parameter_count();
-  if (!root) {
-    if (serves_checkpoint) save_checkpoint(o.steps);
-    return result;
-  }
-  write_training_plot_svg(o.out_dir + "/plot.svg", title, loss_series, dev_series);
+  if (test) result_.test_acc = topo_.accuracy(model(), data_.test, o_.batch);
+  finish_["evaluation"] = seconds_since(t_phase);
+  result_.wall_s = seconds_since(t_start_);
+}
 
+// A failed checkpoint is a warning: the seed log holds the run, and smezo replay rebuilds it.
+std::string TrainRun::save_checkpoint(int64_t step) {
+  nlohmann::json settings = run_settings_;
+  settings["step"] = step;
+  const std::string dir = o_.out_dir + "/checkpoint";
+  if (!root_) {  // a pipeline stage serves rank 0 its tensors; other ranks have nothing to do
+    topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
+    return "";
+  }
+  try {
+    topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
+    return "";
+  } catch (const PeerTimeout&) {
+    throw;  // a pipeline stage is gone: the job cannot go on
+  } catch (const Error& e) {
+    std::fprintf(stderr, "smezo: warning: the checkpoint of step %lld was not written: %s\n", (long long)step,
+                 e.what());
+    return e.message();
+  }
+}
+
+void TrainRun::finish() {
+  // a pipeline stage holds part of the model: the counts are added over the stages
+  const int64_t parameters = topo_.sum_over_model(model(), [](const Param& p) { return p.w.numel(); });
+  const int64_t tuned =
+      topo_.sum_over_model(model(), [](const Param& p) { return p.info.trainable ? p.w.numel() : int64_t{0}; });
+  if (!root_) {
+    if (topo_.serves_checkpoint()) save_checkpoint(o_.steps);
+    return;
+  }
+  write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
+  // The summary (the run's result) is durable before the final checkpoint is tried, and says
+  // how the checkpoint went once it has been.
+  nlohmann::json summary = completed_summary_json(parameters, tuned);
+  summary_write(o_.out_dir + "/summary.json", summary);
+  const auto t_phase = SteadyClock::now();
+  result_.checkpoint_error = save_checkpoint(o_.steps);
+  finish_["checkpoint"] = seconds_since(t_phase);
+  summary["finish_s"] = finish_;
+  summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written" : "failed: " + result_.checkpoint_error;
+  summary_write(o_.out_dir + "/summary.json", summary);
+  std::string done = evaluates() ? "dev acc " + format_accuracy(result_.final_dev_acc) + " (best " +
+                                       format_accuracy(result_.best_dev_acc) + ")"
+                                 : std::string("no dev evaluation");
+  if (tests()) done += ", test acc " + format_accuracy(result_.test_acc);
+  if (!result_.checkpoint_error.empty())
+    done += "; no final checkpoint (see the warning; once fixed, the same command with --resume writes it)";
+  std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup_).c_str(), describe_phases(finish_).c_str());
+  std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o_.out_dir + "/summary.json").c_str());
+}
+
+// summary.json of a completed run, its final checkpoint still being written.
+nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tuned) const {
   nlohmann::json summary;
-  summary["status"] = status;
-  summary["task"] = splits.name;
-  summary["split_note"] = splits.split_note;
-  summary["sizes"] = {{"train", splits.train.size()}, {"dev", splits.dev.size()}, {"test", splits.test.size()}};
-  summary["method"] = method_name(o.spsa.method);
-  summary["noise"] = noise_name(optimizer.options().noise);  // the kind the run used (never "auto")
-  summary["probes"] = probe_pair ? "pair" : "separate";
-  summary["pipeline_stages"] = o.pipeline_stages;  // 1: every rank holds the whole model
-  summary["micro_batches"] = pipelined ? nlohmann::json(micro_batches) : nlohmann::json(nullptr);
-  summary["model"] = o.model_path;
-  summary["device"] = lm.backend->name();
-  summary["ranks"] = world.size();  // MPI ranks: pipeline stages × data-parallel replicas (1: one process)
-  summary["hyperparameters"] = header;
+  summary["status"] = "completed";
+  summary["task"] = splits_.name;
+  summary["split_note"] = splits_.split_note;
+  summary["sizes"] = {{"train", splits_.train.size()}, {"dev", splits_.dev.size()}, {"test", splits_.test.size()}};
+  summary["method"] = method_name(o_.spsa.method);
+  summary["noise"] = noise_name(optimizer_->options().noise);  // the kind the run used (never "auto")
+  summary["probes"] = o_.probe_pair ? "pair" : "separate";
+  summary["pipeline_stages"] = o_.pipeline_stages;  // 1: every rank holds the whole model
+  summary["micro_batches"] = topo_.pipelined() ? nlohmann::json(topo_.micro_batches()) : nlohmann::json(nullptr);
+  summary["model"] = o_.model_path;
+  summary["device"] = lm_.backend->name();
+  summary["ranks"] = topo_.world().size();  // MPI ranks: pipeline stages × data-parallel replicas (1: one process)
+  summary["hyperparameters"] = header_;
   summary["hyperparameters"]["spsa"].erase("thresholds_f32_bits");  // in the seed log
   summary["parameters"] = parameters;
   // entries of the tensors that are tuned; S-MeZO/R-MeZO masks then pick a subset of the linear ones
   summary["parameters_in_tuned_tensors"] = tuned;
-  summary["steps"] = o.steps;
-  summary["resumed_at_step"] = o.resume ? nlohmann::json(first_step) : nlohmann::json(nullptr);
-  summary["first_loss"] = result.first_loss;
-  summary["final_loss"] = result.last_loss;
+  summary["steps"] = o_.steps;
+  summary["resumed_at_step"] = o_.resume ? nlohmann::json(first_step_) : nlohmann::json(nullptr);
+  summary["first_loss"] = result_.first_loss;
+  summary["final_loss"] = result_.last_loss;
   auto measured = [](double acc) { return acc >= 0 ? nlohmann::json(acc) : nlohmann::json(nullptr); };
-  summary["final_dev_acc"] = measured(result.final_dev_acc);  // null: no dev evaluation
-  summary["best_dev_acc"] = measured(result.best_dev_acc);
-  summary["test_acc"] = measured(result.test_acc);            // null: --skip-test or no test set
-  summary["wall_time_s"] = result.wall_s;
-  summary["steps_per_s"] = steps_run > 0 ? nlohmann::json(steps_run / train_wall) : nlohmann::json(nullptr);
-  summary["peak_backend_memory_MB"] = lm.backend->bytes_allocated() / 1e6;
-  summary["estimated_backend_memory_MB"] = lm.estimate.total / 1e6;
-  summary["startup_s"] = startup;
-  summary["finish_s"] = finish;
+  summary["final_dev_acc"] = measured(result_.final_dev_acc);  // null: no dev evaluation
+  summary["best_dev_acc"] = measured(result_.best_dev_acc);
+  summary["test_acc"] = measured(result_.test_acc);            // null: --skip-test or no test set
+  summary["wall_time_s"] = result_.wall_s;
+  const int64_t steps_run = o_.steps - first_step_ + 1;
+  summary["steps_per_s"] = steps_run > 0 ? nlohmann::json(steps_run / train_wall_) : nlohmann::json(nullptr);
+  summary["peak_backend_memory_MB"] = lm_.backend->bytes_allocated() / 1e6;
+  summary["estimated_backend_memory_MB"] = lm_.estimate.total / 1e6;
+  summary["startup_s"] = startup_;
+  summary["finish_s"] = finish_;
   summary["peak_host_memory_MB"] = host_peak_rss_mb();
-  // The summary (the run's result) is durable before the final checkpoint is tried, and
-  // says how the checkpoint went once it has been.
-  summary["checkpoint"] = {{"dir", "checkpoint"}, {"step", o.steps},
-                           {"dtype", dtype_name(checkpoint_dtype(model, o.checkpoint_dtype))}, {"status", "writing"}};
+  summary["checkpoint"] = {{"dir", "checkpoint"}, {"step", o_.steps},
+                           {"dtype", dtype_name(checkpoint_dtype(*lm_.model, o_.checkpoint_dtype))},
+                           {"status", "writing"}};
   summary_add_standard_fields(&summary);
-  summary_write(o.out_dir + "/summary.json", summary);
-  t_phase = Clock::now();
-  result.checkpoint_error = save_checkpoint(o.steps);
-  finish["checkpoint"] = seconds_since(t_phase);
-  summary["finish_s"] = finish;
-  summary["checkpoint"]["status"] = result.checkpoint_error.empty() ? "written" : "failed: " + result.checkpoint_error;
-  summary_write(o.out_dir + "/summary.json", summary);
-  std::string done = evaluate ? "dev acc " + format_accuracy(result.final_dev_acc) + " (best " +
-                                     format_accuracy(result.best_dev_acc) + ")"
-                               : std::string("no dev evaluation");
-  if (test) done += ", test acc " + format_accuracy(result.test_acc);
-  if (!result.checkpoint_error.empty())
-    done += "; no final checkpoint (see the warning; once fixed, the same command with --resume writes it)";
-  std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup).c_str(), describe_phases(finish).c_str());
-  std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o.out_dir + "/summary.json").c_str());
-  return result;
+  return summary;
 }
+
+}  // namespace
 
 TrainResult train(const TrainOptions& o) {
   World& world = dist_world();
   world.set_timeout_s(o.mpi_timeout_s);
-  if (world.size() == 1) return train_on_ranks(o, world);
+  if (world.size() == 1) return TrainRun(o, world).run();
   try {
-    return train_on_ranks(o, world);
+    return TrainRun(o, world).run();
   } catch (const std::exception& e) {  // one rank's error ends the whole job, naming the rank
     world.abort_job(e.what());
   }
