@@ -1,5 +1,5 @@
 // Causal grouped-query attention on the GPU, flash style: CudaBackend::attention.
-// Same semantics as the CPU reference (src/cpu/cpu_attention.cpp): for every AttentionSeq,
+// Same semantics as the CPU reference (src/cpu/attention.cpp): for every AttentionSeq,
 // query i sits at absolute position pos = kv_len - q_len + i and attends keys t in
 // [first, pos], first = max(0, pos - sliding_window + 1) when sliding_window > 0, else 0;
 // key t is row kv_row + t of k/v; query head h reads kv head h / (n_heads / n_kv_heads);
