@@ -1,7 +1,7 @@
 // CPU noise benchmark (issue #11 "Cheaper noise", #14 "CPU replay is slow"): the library's
 // own paths, timed on this machine.
 //
-//   make NO_CUDA=1 BUILD=build-cpu build-cpu/noise_bench && build-cpu/noise_bench [N_UPDATE]
+//   make bench-cpu && build/noise_bench [N_UPDATE]   (or NO_CUDA=1 BUILD=build-cpu: build-cpu/noise_bench)
 //
 //   generator noise_z8 alone into a buffer, one thread (spec-v2 headers only)
 //   generate  cpu_read_param of a 2^24-element fp32 tensor of zeros with scale 1 and a dense
