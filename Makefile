@@ -207,8 +207,7 @@ test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded
 #   build/cpu_bench    CPU backend throughput at SmolLM2-135M's shape with random weights, op by op
 #   build/noise_bench  the CPU noise paths: generator, cpu_read_param, update (normals/s)
 bench-cpu: info $(BUILD)/cpu_bench $(BUILD)/noise_bench
-$(BUILD)/bench/cpu_bench.o: CXXFLAGS += -Itests
-$(BUILD)/cpu_bench: $(BUILD)/bench/cpu_bench.o $(BUILD)/tests/model_fixture.o $(BUILD)/libsmezo.a
+$(BUILD)/cpu_bench: $(BUILD)/bench/cpu_bench.o $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 $(BUILD)/noise_bench: $(BUILD)/bench/noise_bench.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
