@@ -114,7 +114,7 @@ CU_SRC   := $(if $(NVCC),$(wildcard cuda/*.cu),)
 # bench/: what measures the kernels and the model (smezo bench), outside the production
 # library: build/libsmezo_bench.a, linked into the CLI and the tests beside libsmezo.a. The
 # benchmark programs of their own (a main each: make bench-cpu) are not in it.
-BENCH_PROGRAMS := bench/cpu_bench.cpp bench/noise_bench.cpp
+BENCH_PROGRAMS := bench/cpu_bench.cpp bench/noise_bench.cpp bench/op_bench_main.cpp
 BENCH_SRC := $(filter-out $(BENCH_PROGRAMS),$(wildcard bench/*.cpp)) $(if $(NVCC),$(wildcard bench/*.cu),)
 TEST_SRC := $(wildcard tests/*.cpp)
 TEST_CU  := $(if $(NVCC),$(wildcard tests/*.cu),)
@@ -203,13 +203,17 @@ test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded
 	./$(BUILD)/smezo_tests
 	rm -rf $(BUILD)/test_tmp/embedded && ./$(BUILD)/examples/train_embedded $(BUILD)/test_tmp/embedded
 
-# The CPU benchmark programs (not part of `all`; bench/cpu_bench.cpp, bench/noise_bench.cpp):
+# The benchmark programs (not part of `all`; bench/cpu_bench.cpp, noise_bench.cpp, op_bench_main.cpp):
 #   build/cpu_bench    CPU backend throughput at SmolLM2-135M's shape with random weights, op by op
 #   build/noise_bench  the CPU noise paths: generator, cpu_read_param, update (normals/s)
-bench-cpu: info $(BUILD)/cpu_bench $(BUILD)/noise_bench
+#   build/op_bench     every case of bench/op_cases.h (the conformance test's list) timed on one
+#                      backend (--device cpu|cuda)
+bench-cpu: info $(BUILD)/cpu_bench $(BUILD)/noise_bench $(BUILD)/op_bench
 $(BUILD)/cpu_bench: $(BUILD)/bench/cpu_bench.o $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 $(BUILD)/noise_bench: $(BUILD)/bench/noise_bench.o $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/op_bench: $(BUILD)/bench/op_bench_main.o $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp

@@ -67,6 +67,6 @@ int main(int argc, char** argv) {
   for (const auto& kv : timed.ms()) total += kv.second;
   std::printf("time per op over all %lld forward passes:\n", (long long)(2 * reps));
   for (const auto& kv : timed.ms())
-    std::printf("  %-18s %8.3f s  %5.1f%%\n", kv.first.c_str(), kv.second / 1e3, 100.0 * kv.second / total);
+    std::printf("  %-22s %8.3f s  %5.1f%%\n", kv.first.c_str(), kv.second / 1e3, 100.0 * kv.second / total);
   return 0;
 }
