@@ -9,7 +9,7 @@
 //
 // This slice holds the embedding, norm, RoPE and elementwise ops. Still in their own tables:
 // linear (tests/test_backend_ops.cu, bench/linear_bench.cu), attention
-// (tests/test_attention_cuda.cu), update and abs_quantile (tests/test_backend_ops.cu).
+// (tests/test_attention.cu), update and abs_quantile (tests/test_backend_ops.cu).
 #pragma once
 
 #include <cstdint>

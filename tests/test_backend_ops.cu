@@ -1,5 +1,5 @@
 // Backend conformance: every op of src/backend/backend.h (attention aside: see
-// tests/test_attention_cuda.cu) run on the CUDA backend and on the CPU reference, from tables of
+// tests/test_attention.cu) run on the CUDA backend and on the CPU reference, from tables of
 // cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops: the
 // embedding, norm, RoPE and elementwise cases come from bench/op_cases.h, the list the op
 // benchmark (bench/op_bench.cpp) times; the linear, update and abs_quantile cases are still
