@@ -112,8 +112,10 @@ LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.cpp))
 CLI_SRC  := $(wildcard src/cli/*.cpp)
 CU_SRC   := $(if $(NVCC),$(wildcard cuda/*.cu),)
 # bench/: what measures the kernels and the model (smezo bench), outside the production
-# library: build/libsmezo_bench.a, linked into the CLI and the tests beside libsmezo.a.
-BENCH_SRC := $(wildcard bench/*.cpp) $(if $(NVCC),$(wildcard bench/*.cu),)
+# library: build/libsmezo_bench.a, linked into the CLI and the tests beside libsmezo.a. The
+# benchmark programs of their own (a main each: make bench-cpu) are not in it.
+BENCH_PROGRAMS := bench/cpu_bench.cpp bench/noise_bench.cpp bench/op_bench_main.cpp
+BENCH_SRC := $(filter-out $(BENCH_PROGRAMS),$(wildcard bench/*.cpp)) $(if $(NVCC),$(wildcard bench/*.cu),)
 TEST_SRC := $(wildcard tests/*.cpp)
 TEST_CU  := $(if $(NVCC),$(wildcard tests/*.cu),)
 
@@ -201,10 +203,17 @@ test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded
 	./$(BUILD)/smezo_tests
 	rm -rf $(BUILD)/test_tmp/embedded && ./$(BUILD)/examples/train_embedded $(BUILD)/test_tmp/embedded
 
-# CPU backend throughput at SmolLM2-135M's shape with random weights (tools/cpu_bench.cpp)
-bench-cpu: info $(BUILD)/cpu_bench
-$(BUILD)/tools/cpu_bench.o: CXXFLAGS += -Itests
-$(BUILD)/cpu_bench: $(BUILD)/tools/cpu_bench.o $(BUILD)/tests/model_fixture.o $(BUILD)/libsmezo.a
+# The benchmark programs (not part of `all`; bench/cpu_bench.cpp, noise_bench.cpp, op_bench_main.cpp):
+#   build/cpu_bench    CPU backend throughput at SmolLM2-135M's shape with random weights, op by op
+#   build/noise_bench  the CPU noise paths: generator, cpu_read_param, update (normals/s)
+#   build/op_bench     every case of bench/op_cases.h (the conformance test's list) timed on one
+#                      backend (--device cpu|cuda)
+bench-cpu: info $(BUILD)/cpu_bench $(BUILD)/noise_bench $(BUILD)/op_bench
+$(BUILD)/cpu_bench: $(BUILD)/bench/cpu_bench.o $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/noise_bench: $(BUILD)/bench/noise_bench.o $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/op_bench: $(BUILD)/bench/op_bench_main.o $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp
@@ -308,10 +317,6 @@ fuzz-ci: fuzz-build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# CPU noise benchmark (not part of `all`): tools/noise_bench.cpp
-$(BUILD)/noise_bench: tools/noise_bench.cpp $(BUILD)/libsmezo.a
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
-
 ifneq ($(filter fuzz%,$(MAKECMDGOALS)),)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 endif
@@ -342,7 +347,7 @@ EMU_CU_ALL   := $(wildcard cuda/*.cu)
 EMU_LIB_OBJ  := $(LIB_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_CU_ALL:%.cu=$(EMU_BUILD)/%.cu.o) \
                 $(EMU_RT_SRC:%.cpp=$(EMU_BUILD)/%.o)
 EMU_CLI_OBJ  := $(CLI_SRC:%.cpp=$(EMU_PLAIN)/%.o)
-EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_PLAIN)/%.o,$(wildcard bench/*.cpp)) \
+EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_PLAIN)/%.o,$(filter-out $(BENCH_PROGRAMS),$(wildcard bench/*.cpp))) \
                  $(patsubst %.cu,$(EMU_BUILD)/%.cu.o,$(wildcard bench/*.cu))
 EMU_TEST_CU  := $(wildcard tests/*.cu) $(wildcard cuda/emu/tests/*.cu)
 EMU_TEST_OBJ := $(TEST_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUILD)/%.cu.o)

@@ -1,5 +1,5 @@
 // A Backend that forwards every op to another one and adds up the wall time of each op kind
-// (`smezo bench --shape ... --profile`). After each op it synchronises the inner backend (a
+// (`smezo bench --shape ... --profile`, build/cpu_bench). After each op it synchronises the inner backend (a
 // one-float download), so on CUDA a time is the op's kernels plus one synchronisation (~10 us):
 // a breakdown of where a step goes, not a replacement for Nsight. Linears are split by weight
 // (q_proj, gate_proj, lm_head, ...), as are updates (by parameter kind).
@@ -73,6 +73,8 @@ class TimingBackend : public Backend {
   float abs_quantile(const Param& p, double q) override { return inner_.abs_quantile(p, q); }
 
   void reset() { ms_.clear(); }
+  // Milliseconds per op kind since the last reset.
+  const std::map<std::string, double>& ms() const { return ms_; }
   // One line per op kind, largest first, with its share of the total (stderr).
   void print_profile(const std::string& title) const {
     std::vector<std::pair<double, std::string>> rows;

@@ -1,10 +1,10 @@
 // Causal grouped-query attention on the GPU, flash style: CudaBackend::attention.
-// Same semantics as the CPU reference (src/cpu/cpu_attention.cpp): for every AttentionSeq,
+// Same semantics as the CPU reference (src/cpu/attention.cpp): for every AttentionSeq,
 // query i sits at absolute position pos = kv_len - q_len + i and attends keys t in
 // [first, pos], first = max(0, pos - sliding_window + 1) when sliding_window > 0, else 0;
 // key t is row kv_row + t of k/v; query head h reads kv head h / (n_heads / n_kv_heads);
 // scores are scaled by 1/sqrt(head_dim); softmax and every accumulation are fp32.
-// Tested against the CPU reference in tests/test_attention_cuda.cu.
+// Tested against the CPU reference in tests/test_attention.cu.
 //
 // Design (version 1: plain fp32 FMAs, no tensor cores):
 //   * Work list. The host cuts every sequence into blocks of BQ consecutive queries and

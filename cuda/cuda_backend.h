@@ -2,15 +2,22 @@
 // (the model's storage dtype); activations, norms, softmax and accumulation are fp32.
 // Parameters are read through the Probe exactly as the CPU reference reads them
 // (src/common/noise_spec.h), so the same (seed, tensor, index) gives the same z on both.
-// One op family per file:
+// One op family per file, named as its CPU reference in src/cpu/ (<op>.cu <-> <op>.cpp;
+// the backend object itself: cuda_backend.cu <-> cpu_backend.cpp):
 //   cuda_backend.cu    memory (alloc/upload/download), stream, cuBLAS handle, scratch
-//   upload_stored.cu   streaming weight upload (file dtype -> storage dtype on the GPU)
+//   upload_stored.cu   streaming weight upload (file dtype -> storage dtype on the GPU) and
+//                      free_memory_bytes (cudaMemGetInfo)
 //   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
-//   elementwise.cu     rope, swiglu, relu, add, gather_rows, copy_rows
 //   linear.cu          linear: cuBLAS GEMM; a perturbed probe materialises W' for one layer
-//                      into the scratch buffer first (the fused kernel is its own issue)
+//                      into the scratch buffer first, or runs the fused kernel
+//                      (fused_linear.cu) where cuda_plan.h says so
+//   rope.cu            rope (rotate-half and interleaved pairs)
 //   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
+//   elementwise.cu     swiglu, relu, add, gather_rows, copy_rows
 //   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
+// Not ops: cuda_device.cu (error reporting, device discovery; cuda_check.h), noise.cu (whole
+// buffers of z for tests and benchmarks; noise.h), cuda_plan.h (the linear's plan),
+// device_utils.cuh and probe_args.h (helpers shared by the op files).
 // Host-side vectors (tokens, positions, rows, attention seqs) are copied to device buffers
 // that grow as needed; the one workspace of the model is allocated once by Model.
 #pragma once

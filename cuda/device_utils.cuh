@@ -2,6 +2,9 @@
 //
 //   ceil_div(a, b)                        host+device, int64_t
 //   grid_blocks(items, block)             host: blocks for a grid-stride loop, in [1, 65536]
+//   SMEZO_GRID_STRIDE(i, n) { ... }       device: for (int64_t i = this thread's first; i < n;
+//                                         i += all threads of the grid)
+//   require_f32(t, op, what)              host: throws unless tensor t is fp32
 //   to_float(T) / from_float<T>(f)        device: fp32/fp16/bf16 <-> float, round to nearest even
 //   load4(p, i, n, v) / store4(p, i, n, v)  device: elements i..i+3 (those < n) as float; one
 //                                         16-byte (fp32) or 8-byte (fp16/bf16) access when the
@@ -45,6 +48,16 @@ __host__ __device__ __forceinline__ int64_t ceil_div(int64_t a, int64_t b) { ret
 // Blocks for a grid-stride loop over `items` work items (the loop covers the rest).
 inline unsigned grid_blocks(int64_t items, int block) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(ceil_div(items, block), 65536)));
+}
+
+// A grid-stride loop over [0, n) with int64_t indices (launch with grid_blocks(n, block)).
+#define SMEZO_GRID_STRIDE(i, n)                                                             \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// An op's check of an fp32-only operand: "<op>: <what> must be fp32 (got <dtype>)".
+inline void require_f32(const Tensor& t, const char* op, const char* what) {
+  SMEZO_REQUIRE(t.dtype == DTYPE_F32, "%s: %s must be fp32 (got %s)", op, what, dtype_name(t.dtype));
 }
 
 // ---- dtype conversions

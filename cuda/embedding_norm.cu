@@ -1,6 +1,6 @@
 // CUDA ops: token embedding, learned position embedding (OPT) and RMSNorm/LayerNorm.
 // Parameters are read through the probe exactly as cpu_read_param does
-// (src/cpu/cpu_optimizer.cpp): element idx of a table gets z = entry idx%8 of
+// (src/cpu/optimizer.cpp): element idx of a table gets z = entry idx%8 of
 // noise_z8(kind, seed, tensor_id, idx/8) and w' = perturbed_value(w, z, scale, keep).
 //
 //   embed_rows_kernel  one thread per noise group (8 table elements) of a row: gathers rows (optionally
@@ -10,7 +10,7 @@
 //   norm_kernel        one block per row (grid-stride over rows), fp32 math, warp-shuffle
 //                      block reductions; LayerNorm takes the mean first (two passes, as the
 //                      CPU does). Safe in place (out == in).
-// Reference: src/cpu/cpu_embedding_norm.cpp. Tests: the backend conformance suite.
+// Reference: src/cpu/embedding_norm.cpp. Tests: the backend conformance suite.
 #include <algorithm>
 #include <vector>
 

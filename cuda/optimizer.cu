@@ -4,7 +4,7 @@
 //   update_kernel          one thread per group of 8 elements (one noise_z8 for z, whatever
 //                          the kind; two Philox calls for an R-MeZO mask, two for stochastic
 //                          rounding bits), mask from the CURRENT w, the CPU's element rule
-//                          (src/cpu/cpu_optimizer.cpp) in float with explicit FMAs, stored
+//                          (src/cpu/optimizer.cpp) in float with explicit FMAs, stored
 //                          rounded to nearest even in the storage dtype (or stochastically to
 //                          bf16). Groups with no kept entry skip the noise and the store.
 //                          Bit-exact with the CPU update followed by the same rounding.
@@ -17,7 +17,7 @@
 //                          bin holding rank k and narrows the prefix: 4 passes for fp32, 3 for
 //                          fp16 (the low 13 bits of an upcast half are zero), 2 for bf16. No
 //                          copy of the tensor; O(1) scratch.
-// Reference: src/cpu/cpu_optimizer.cpp.
+// Reference: src/cpu/optimizer.cpp.
 #include <cmath>
 #include <cstring>
 #include <type_traits>

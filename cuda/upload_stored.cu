@@ -15,7 +15,7 @@
 // never more (model/memory_estimate.cpp counts it). Host memory: none beyond the driver's
 // pinned staging of pageable copies.
 // The test is first_non_finite_in's (src/backend/dtype_convert.h) on the stored value: an
-// all-ones exponent. Tested by tests/test_upload_stored_cuda.cu.
+// all-ones exponent. Tested by tests/test_upload_stored.cu.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

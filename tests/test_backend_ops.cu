@@ -1,7 +1,9 @@
 // Backend conformance: every op of src/backend/backend.h (attention aside: see
-// tests/test_attention_cuda.cu) run on the CUDA backend and on the CPU reference, from tables of
-// cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops. Plus the
-// stories260K model end to end on both backends. Every test skips with
+// tests/test_attention.cu) run on the CUDA backend and on the CPU reference, from tables of
+// cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops: the
+// embedding, norm, RoPE and elementwise cases come from bench/op_cases.h, the list the op
+// benchmark (bench/op_bench.cpp) times; the linear, update and abs_quantile cases are still
+// here. Plus the stories260K model end to end on both backends. Every test skips with
 // "no CUDA device: skipped" where no GPU is present.
 //
 // Method. Inputs are fresh random values (never zeros), from seeds derived from
@@ -66,6 +68,7 @@
 
 #include "../cuda/cuda_backend.h"
 #include "../cuda/cuda_check.h"
+#include "bench/op_cases.h"
 #include "common/assets.h"
 #include "common/half.h"
 #include "cpu/cpu_backend.h"
@@ -117,15 +120,6 @@ std::vector<float> small_ints(int64_t n, uint32_t seed, int lo, int hi) {
   std::uniform_int_distribution<int> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = static_cast<float>(dist(rng));
-  return v;
-}
-
-template <typename T>
-std::vector<T> random_indices(int64_t n, uint32_t seed, int64_t lo, int64_t hi) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(dist(rng));
   return v;
 }
 
@@ -217,25 +211,9 @@ constexpr DType kAllDtypes[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
 // ---------------------------------------------------------------- embedding
 
 TEST_F(BackendOps, Embedding) {
-  struct Case {
-    int64_t vocab, dim, M;
-    DType dt;
-    float scale;
-    MaskKind mask;
-    bool trainable;
-  };
-  const Case cases[] = {
-      {37, 8, 1, DTYPE_F32, 0.0f, MASK_DENSE, true},
-      {37, 8, 5, DTYPE_F32, 1e-3f, MASK_DENSE, true},
-      {100, 257, 13, DTYPE_F16, -1e-3f, MASK_DENSE, true},
-      {100, 257, 13, DTYPE_BF16, 1e-3f, MASK_DENSE, true},
-      {1000, 288, 64, DTYPE_F32, 0.25f, MASK_MAGNITUDE, true},
-      {513, 33, 7, DTYPE_BF16, -0.25f, MASK_RANDOM, true},
-      {50, 31, 9, DTYPE_F16, 0.0f, MASK_DENSE, true},
-      {50, 31, 9, DTYPE_F32, 1e-3f, MASK_DENSE, false},  // untrainable: never perturbed
-  };
-  for (size_t ci = 0; ci < std::size(cases); ++ci) {
-    const Case& c = cases[ci];
+  const std::vector<EmbeddingCase> cases = embedding_cases();
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const EmbeddingCase& c = cases[ci];
     SCOPED_TRACE(testing::Message() << "embedding case " << ci << ": vocab " << c.vocab << " dim "
                                     << c.dim << " M " << c.M << " " << dt_str(c.dt) << " scale "
                                     << c.scale << " " << mask_str(c.mask) << " "
@@ -258,19 +236,9 @@ TEST_F(BackendOps, Embedding) {
 }
 
 TEST_F(BackendOps, AddPositionEmbedding) {
-  struct Case {
-    int64_t n_pos, dim, M, offset;
-    DType dt;
-    float scale;
-  };
-  const Case cases[] = {
-      {10, 8, 1, 2, DTYPE_F32, 0.0f},
-      {66, 96, 17, 2, DTYPE_F32, 1e-3f},
-      {130, 257, 40, 2, DTYPE_F16, -1e-3f},
-      {130, 257, 40, 0, DTYPE_BF16, 0.5f},
-  };
-  for (size_t ci = 0; ci < std::size(cases); ++ci) {
-    const Case& c = cases[ci];
+  const std::vector<PositionEmbeddingCase> cases = position_embedding_cases();
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const PositionEmbeddingCase& c = cases[ci];
     SCOPED_TRACE(testing::Message()
                  << "position case " << ci << ": " << dt_str(c.dt) << " dim " << c.dim << " M "
                  << c.M << " scale " << c.scale << " " << noise_str(noise_of_case(ci)) << " "
@@ -296,28 +264,9 @@ TEST_F(BackendOps, AddPositionEmbedding) {
 // ---------------------------------------------------------------- norm
 
 TEST_F(BackendOps, Norm) {
-  struct Case {
-    int64_t M, dim;
-    NormKind kind;
-    bool bias;
-    DType dt;
-    float scale;
-    bool in_place;
-  };
-  const Case cases[] = {
-      {1, 8, NORM_RMS, false, DTYPE_F32, 0.0f, false},
-      {7, 33, NORM_RMS, false, DTYPE_F32, 1e-3f, false},
-      {64, 288, NORM_RMS, false, DTYPE_BF16, -1e-3f, false},
-      {5, 4096, NORM_RMS, false, DTYPE_F16, 0.0f, false},
-      {3, 1000, NORM_RMS, false, DTYPE_F32, 0.0f, true},  // norm(last, last): in place
-      {1, 8, NORM_LAYER, true, DTYPE_F32, 0.0f, false},
-      {9, 257, NORM_LAYER, true, DTYPE_F32, 1e-3f, false},
-      {33, 768, NORM_LAYER, true, DTYPE_F16, 1e-3f, false},
-      {4, 5120, NORM_LAYER, true, DTYPE_BF16, -1e-3f, true},
-      {6, 100, NORM_LAYER, false, DTYPE_F32, 0.0f, false},
-  };
-  for (size_t ci = 0; ci < std::size(cases); ++ci) {
-    const Case& c = cases[ci];
+  const std::vector<NormCase> cases = norm_cases();
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const NormCase& c = cases[ci];
     SCOPED_TRACE(testing::Message()
                  << "norm case " << ci << ": " << (c.kind == NORM_RMS ? "rms" : "layer") << " M "
                  << c.M << " dim " << c.dim << " bias " << c.bias << " " << dt_str(c.dt)
@@ -706,18 +655,9 @@ TEST_F(BackendOps, LinearProbePairMatchesSeparateProbes) {
 // ---------------------------------------------------------------- rope
 
 TEST_F(BackendOps, Rope) {
-  struct Case {
-    int64_t M, n_heads, head_dim;
-    float theta;
-    int32_t max_pos;
-  };
-  const Case cases[] = {
-      {1, 1, 2, 10000.0f, 0},     {7, 4, 8, 10000.0f, 50},        {5, 3, 6, 10000.0f, 9},
-      {33, 6, 64, 10000.0f, 500}, {16, 32, 128, 500000.0f, 4000}, {20, 8, 128, 1e6f, 30000},
-  };
   uint64_t ci = 0;
-  for (const Case& c : cases)
-    for (RopeStyle style : {ROPE_ROTATE_HALF, ROPE_INTERLEAVED}) {
+  for (const RopeCase& c : rope_cases())
+    for (RopeStyle style : kRopeStyles) {
       SCOPED_TRACE(testing::Message()
                    << "rope M " << c.M << " heads " << c.n_heads << " head_dim " << c.head_dim
                    << " theta " << c.theta << " max_pos " << c.max_pos << " style "
@@ -752,18 +692,18 @@ TEST_F(BackendOps, Rope) {
 // ---------------------------------------------------------------- elementwise
 
 TEST_F(BackendOps, Swiglu) {
-  const int64_t shapes[][2] = {{1, 1}, {7, 33}, {64, 1000}, {3, 11008}};
   uint64_t ci = 0;
-  for (const auto& s : shapes)
+  for (const ActivationCase& s : swiglu_cases())
     for (bool in_place : {false, true}) {  // the model calls swiglu(h_up, h_gate, h_up)
-      SCOPED_TRACE(testing::Message() << "swiglu M " << s[0] << " H " << s[1] << " in_place "
+      SCOPED_TRACE(testing::Message() << "swiglu M " << s.rows << " H " << s.cols << " in_place "
                                       << in_place << " " << seed_note());
-      const std::vector<float> gate = uniform(s[0] * s[1], seed32(6, ci, 0), -8, 8);
-      const std::vector<float> up = uniform(s[0] * s[1], seed32(6, ci, 1), -2, 2);
+      const std::vector<float> gate = uniform(s.rows * s.cols, seed32(6, ci, 0), -8, 8);
+      const std::vector<float> up = uniform(s.rows * s.cols, seed32(6, ci, 1), -2, 2);
       auto run = [&](Backend& be) {
-        GuardedTensor g = make_guarded(be, s[0], s[1], DTYPE_F32, gate, seed32(6, ci, 2));
-        GuardedTensor u = make_guarded(be, s[0], s[1], DTYPE_F32, up, seed32(6, ci, 3));
-        GuardedTensor out = in_place ? u : make_guarded(be, s[0], s[1], DTYPE_F32, {}, seed32(6, ci, 4));
+        GuardedTensor g = make_guarded(be, s.rows, s.cols, DTYPE_F32, gate, seed32(6, ci, 2));
+        GuardedTensor u = make_guarded(be, s.rows, s.cols, DTYPE_F32, up, seed32(6, ci, 3));
+        GuardedTensor out =
+            in_place ? u : make_guarded(be, s.rows, s.cols, DTYPE_F32, {}, seed32(6, ci, 4));
         be.swiglu(out.view, g.view, u.view);
         expect_exact(download_checked(be, g), gate);
         return download_checked(be, out);
@@ -775,21 +715,20 @@ TEST_F(BackendOps, Swiglu) {
 }
 
 TEST_F(BackendOps, ReluAndAdd) {
-  const int64_t shapes[][2] = {{1, 1}, {7, 33}, {64, 1000}, {5, 11008}};
   uint64_t ci = 0;
-  for (const auto& s : shapes) {
+  for (const ActivationCase& s : relu_add_cases()) {
     SCOPED_TRACE(testing::Message()
-                 << "relu/add M " << s[0] << " cols " << s[1] << " " << seed_note());
-    const std::vector<float> x = uniform(s[0] * s[1], seed32(7, ci, 0), -1, 1);
-    const std::vector<float> y = uniform(s[0] * s[1], seed32(7, ci, 1), -1, 1);
+                 << "relu/add M " << s.rows << " cols " << s.cols << " " << seed_note());
+    const std::vector<float> x = uniform(s.rows * s.cols, seed32(7, ci, 0), -1, 1);
+    const std::vector<float> y = uniform(s.rows * s.cols, seed32(7, ci, 1), -1, 1);
     auto run_relu = [&](Backend& be) {
-      GuardedTensor t = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 2));
+      GuardedTensor t = make_guarded(be, s.rows, s.cols, DTYPE_F32, x, seed32(7, ci, 2));
       be.relu(t.view);
       return download_checked(be, t);
     };
     auto run_add = [&](Backend& be) {
-      GuardedTensor tx = make_guarded(be, s[0], s[1], DTYPE_F32, x, seed32(7, ci, 3));
-      GuardedTensor ty = make_guarded(be, s[0], s[1], DTYPE_F32, y, seed32(7, ci, 4));
+      GuardedTensor tx = make_guarded(be, s.rows, s.cols, DTYPE_F32, x, seed32(7, ci, 3));
+      GuardedTensor ty = make_guarded(be, s.rows, s.cols, DTYPE_F32, y, seed32(7, ci, 4));
       be.add(tx.view, ty.view);
       expect_exact(download_checked(be, ty), y);
       return download_checked(be, tx);
@@ -801,12 +740,8 @@ TEST_F(BackendOps, ReluAndAdd) {
 }
 
 TEST_F(BackendOps, GatherRows) {
-  struct Case {
-    int64_t in_rows, cols, out_rows;
-  };
-  const Case cases[] = {{1, 1, 1}, {10, 7, 3}, {64, 288, 64}, {513, 1000, 100}};
   uint64_t ci = 0;
-  for (const Case& c : cases) {
+  for (const GatherRowsCase& c : gather_rows_cases()) {
     SCOPED_TRACE(testing::Message() << "gather_rows " << c.in_rows << "x" << c.cols << " -> "
                                     << c.out_rows << " " << seed_note());
     const std::vector<float> x = uniform(c.in_rows * c.cols, seed32(8, ci, 0), -1, 1);
@@ -826,13 +761,8 @@ TEST_F(BackendOps, GatherRows) {
 }
 
 TEST_F(BackendOps, CopyRows) {
-  struct Case {
-    int64_t dst_rows, src_rows, cols, dst_row;
-  };
-  const Case cases[] = {
-      {1, 1, 1, 0}, {10, 3, 7, 0}, {10, 3, 7, 7}, {200, 1, 96, 123}, {64, 17, 1000, 20}};
   uint64_t ci = 0;
-  for (const Case& c : cases) {
+  for (const CopyRowsCase& c : copy_rows_cases()) {
     SCOPED_TRACE(testing::Message()
                  << "copy_rows " << c.src_rows << " rows into " << c.dst_rows << " at " << c.dst_row
                  << ", cols " << c.cols << " " << seed_note());

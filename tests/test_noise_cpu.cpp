@@ -1,4 +1,4 @@
-// The CPU backend's noise paths (src/cpu/cpu_optimizer.cpp) against the spec, element by
+// The CPU backend's noise paths (src/cpu/optimizer.cpp) against the spec, element by
 // element: cpu_read_param over aligned and unaligned ranges, and CpuBackend::update, for every
 // noise kind and mask kind, on tensors large enough to be spread over the cores with OpenMP;
 // the results are bit-identical whatever the thread count (1, 2, 3 and 8 threads).

@@ -48,7 +48,7 @@
 //    nvcc can neither contract a*b+c into an FMA nor apply -use_fast_math to them; on the
 //    host they are plain operators (the Makefile builds with -ffp-contract=off, SSE math)
 //    and std::fma(float), which is correctly rounded (a libm call unless the caller is
-//    compiled for FMA hardware, see src/cpu/cpu_optimizer.cpp: same bits either way).
+//    compiled for FMA hardware, see src/cpu/optimizer.cpp: same bits either way).
 //    gaussian-v1's elementary functions:
 //    ln u  (noise_log): u = 2^e * m with m in [sqrt(1/2), sqrt(2)) (exact bit split),
 //          f = m - 1 (exact), s = f/(2+f), w = s*s, ln m = 2 atanh(s) = 2s + s*R with

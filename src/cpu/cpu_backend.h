@@ -1,11 +1,20 @@
 // The CPU reference backend: fp32 storage. It runs the whole program (forward, noise, masks,
 // updates) without a GPU and is the reference every CUDA op is tested against. The linear
-// goes through OpenBLAS (cpu_linear.cpp, cpu_gemm.cpp; its plain-loop definition is
+// goes through OpenBLAS (linear.cpp, cpu_gemm.cpp; its plain-loop definition is
 // cpu_linear_reference); the other ops are readable loops, parallel over rows, sequences or
 // heads with OpenMP where it pays. Every op gives bit-identical results for any OpenMP thread
 // count, and a token row's results never depend on the other rows in the call.
-// One op family per file: cpu_memory.cpp, cpu_embedding_norm.cpp, cpu_linear.cpp,
-// cpu_attention.cpp, cpu_elementwise.cpp, cpu_optimizer.cpp.
+// One op family per file, named as its CUDA twin in cuda/ (<op>.cpp <-> <op>.cu):
+//   cpu_backend.cpp     memory: alloc, upload, download          (cuda_backend.cu)
+//   upload_stored.cpp   upload_stored, free_memory_bytes         (upload_stored.cu)
+//   embedding_norm.cpp  embedding, add_position_embedding, norm  (embedding_norm.cu)
+//   linear.cpp          linear (OpenBLAS; cpu_gemm.cpp: its row-independent sgemm schemes),
+//                       cpu_linear_reference, cpu_linear_path    (linear.cu, fused_linear.cu)
+//   rope.cpp            rope                                     (rope.cu)
+//   attention.cpp       causal GQA attention (sliding window)    (attention.cu)
+//   elementwise.cpp     swiglu, relu, add, gather_rows, copy_rows (elementwise.cu)
+//   optimizer.cpp       cpu_read_param(_pair): parameters under a probe; update, abs_quantile
+//                                                                (optimizer.cu)
 #pragma once
 
 #include <memory>
@@ -54,7 +63,7 @@ class CpuBackend : public Backend {
   std::vector<std::unique_ptr<float[]>> blocks_;
   int64_t bytes_ = 0;
   // linear workspaces, reused between calls: the input rows laid out for sgemm (activation
-  // sized) and one group of perturbed weight rows (cpu_linear.cpp's kGroupRows rows)
+  // sized) and one group of perturbed weight rows (linear.cpp's kGroupRows rows)
   // (index 1: the second half of a probe pair)
   GemmPanel linear_rows_[2];
   std::vector<float> linear_weights_[2];

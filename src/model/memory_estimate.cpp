@@ -27,7 +27,7 @@ struct Bytes {
 // probe pair (M/2 rows per probe).
 int64_t linear_scratch(int64_t N, int64_t K, int64_t M, DType storage, BackendKind backend) {
   if (backend == BACKEND_CPU) {
-    // cpu_linear.cpp: the packed input panels (M rows plus guard rows) and one group of 768
+    // src/cpu/linear.cpp: the packed input panels (M rows plus guard rows) and one group of 768
     // perturbed weight rows per probe (two for a pair).
     return ((M + 64) * K + 2 * std::min<int64_t>(768, N) * K) * 4;
   }

@@ -1,7 +1,7 @@
 // CPU noise benchmark (issue #11 "Cheaper noise", #14 "CPU replay is slow"): the library's
 // own paths, timed on this machine.
 //
-//   make NO_CUDA=1 BUILD=build-cpu build-cpu/noise_bench && build-cpu/noise_bench [N_UPDATE]
+//   make bench-cpu && build/noise_bench [N_UPDATE]   (or NO_CUDA=1 BUILD=build-cpu: build-cpu/noise_bench)
 //
 //   generator noise_z8 alone into a buffer, one thread (spec-v2 headers only)
 //   generate  cpu_read_param of a 2^24-element fp32 tensor of zeros with scale 1 and a dense
@@ -13,10 +13,11 @@
 // For an instruction count per normal: OMP_NUM_THREADS=1 valgrind --tool=callgrind
 // build-cpu/noise_bench --gen-only 1048576 [KIND] (inclusive Ir of cpu_read_param / 2^20), or
 // --generator-only 1048576 KIND (inclusive Ir of generate / 2^20). Compiles against spec-v1 headers too (no noise kinds:
-// only the one Gaussian), so the same file measures the code before and after.
+// only the one Gaussian; common/stopwatch.h copied beside them), so the same file measures the
+// code before and after. Timing: common/stopwatch.h.
 #include <omp.h>
 
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "common/noise_spec.h"
+#include "common/stopwatch.h"
 #include "cpu/cpu_backend.h"
 
 #if __has_include("smezo/noise.h")
@@ -33,10 +35,6 @@
 using namespace smezo;
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 struct Kind {
   const char* name;
@@ -119,9 +117,9 @@ int main(int argc, char** argv) {
   for (const Kind& k : kKinds) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
-      const double t0 = now_s();
+      const Stopwatch watch;
       generate(static_cast<NoiseKind>(k.kind), 11 + static_cast<uint64_t>(rep), n_gen, out.data());
-      best = std::min(best, now_s() - t0);
+      best = std::min(best, watch.seconds());
     }
     std::printf("generator %-19s 1 thread : %8.1f M normals/s (noise_z8 alone)\n", k.name,
                 n_gen / best / 1e6);
@@ -133,9 +131,9 @@ int main(int argc, char** argv) {
     cpu_read_param(p, Probe{1.0f, 1}, 0, 1 << 16, out.data());  // warm-up
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
-      const double t0 = now_s();
+      const Stopwatch watch;
       cpu_read_param(p, Probe{1.0f, 7 + static_cast<uint64_t>(rep)}, 0, n_gen, out.data());
-      best = std::min(best, now_s() - t0);
+      best = std::min(best, watch.seconds());
     }
     std::printf("generate %-20s 1 thread : %8.1f M normals/s (%.3f s for 2^24)\n", k.name,
                 n_gen / best / 1e6, best);
@@ -148,9 +146,9 @@ int main(int argc, char** argv) {
       Param p = make_param(local, n_update, k.kind, mask);
       for (int threads : {1, max_threads}) {
         omp_set_num_threads(threads);
-        const double t0 = now_s();
+        const Stopwatch watch;
         be.update(p, 1e-3f, 0.0f, 42);
-        const double dt = now_s() - t0;
+        const double dt = watch.seconds();
         std::printf("update   %-20s %-6s %2d thread(s): %7.3f s for %lld elements (%7.1f M/s)\n",
                     k.name, mask == MASK_DENSE ? "dense" : "rmezo", threads, dt,
                     (long long)n_update, n_update / dt / 1e6);

@@ -1,9 +1,9 @@
-// CPU reference: rotary embeddings and causal grouped-query attention (optional sliding
-// window), one query row at a time: scores, softmax, weighted sum of values.
+// CPU reference: causal grouped-query attention (optional sliding window), one query row at a
+// time: scores, softmax, weighted sum of values. Rotary embeddings are their own op (rope.cpp).
 //
-// Threads: RoPE splits rows, attention splits (sequence, head) pairs; every output is
-// computed by one thread in a fixed order, so results do not depend on the thread count, and
-// a query row's result depends only on its own sequence's keys and values.
+// Threads: attention splits (sequence, head) pairs; every output is computed by one thread in
+// a fixed order, so results do not depend on the thread count, and a query row's result
+// depends only on its own sequence's keys and values.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -69,38 +69,6 @@ void weighted_sum(float* o, const float* w, int64_t count, const float* v, int64
 }
 
 }  // namespace
-
-void CpuBackend::rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
-                      int64_t head_dim, float theta, RopeStyle style) {
-  SMEZO_REQUIRE(x.cols == n_heads * head_dim && head_dim % 2 == 0, "rope: bad shape");
-  const int64_t half = head_dim / 2;
-  std::vector<float> freq(half);
-  for (int64_t j = 0; j < half; j++)
-    freq[j] = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
-#pragma omp parallel if (cpu_parallel_worth(x.rows * (half * 60 + n_heads * head_dim * 2)))
-  {
-    std::vector<float> cos_t(half), sin_t(half);  // this row's rotation, shared by its heads
-#pragma omp for schedule(static)
-    for (int64_t m = 0; m < x.rows; m++) {
-      const float pos = static_cast<float>(positions[m]);
-      for (int64_t j = 0; j < half; j++) {
-        const float angle = pos * freq[j];
-        cos_t[j] = std::cos(angle);
-        sin_t[j] = std::sin(angle);
-      }
-      for (int64_t h = 0; h < n_heads; h++) {
-        float* v = x.f32() + m * x.cols + h * head_dim;
-        for (int64_t j = 0; j < half; j++) {
-          const int64_t a = style == ROPE_INTERLEAVED ? 2 * j : j;
-          const int64_t b = style == ROPE_INTERLEAVED ? 2 * j + 1 : j + half;
-          const float v0 = v[a], v1 = v[b];
-          v[a] = v0 * cos_t[j] - v1 * sin_t[j];
-          v[b] = v0 * sin_t[j] + v1 * cos_t[j];
-        }
-      }
-    }
-  }
-}
 
 void CpuBackend::attention(const AttentionParams& p) {
   const int64_t hd = p.head_dim;

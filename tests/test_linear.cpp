@@ -1,4 +1,4 @@
-// The CPU linear through OpenBLAS (src/cpu/cpu_linear.cpp, cpu_gemm.cpp) against its plain-loop
+// The CPU linear through OpenBLAS (src/cpu/linear.cpp, cpu_gemm.cpp) against its plain-loop
 // reference, and the determinism it promises: a row's output does not depend on the other
 // rows in the call, and nothing depends on the OpenMP thread count.
 //

@@ -1,5 +1,5 @@
 // CudaBackend::attention (cuda/attention.cu) against the CPU reference
-// (src/cpu/cpu_attention.cpp), case by case: head_dim 8/64/128 (plus 4, 6, 12, 80, 96, 256),
+// (src/cpu/attention.cpp), case by case: head_dim 8/64/128 (plus 4, 6, 12, 80, 96, 256),
 // grouped-query 8/2 and multi-head 4/4, single sequences of 1..300 tokens, packed sequences
 // with gaps between them, cached generation (q_len < kv_len, kv tensor longer than kv_len),
 // sliding windows, a 2000-token sequence, and the preconditions. Every GPU test skips with

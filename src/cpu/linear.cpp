@@ -2,7 +2,7 @@
 //
 // - cpu_linear_reference: plain loops, one output at a time, k in order, each weight row
 //   formed once (noise regenerated once per element per call). The readable definition that
-//   the fast path is tested against (tests/test_cpu_linear.cpp).
+//   the fast path is tested against (tests/test_linear.cpp).
 // - CpuBackend::linear: OpenBLAS sgemm. The weight is cut into blocks of kBlockRows rows
 //   (fixed by N alone) and the token rows into the chunks of a row-independent scheme
 //   (cpu_gemm.h); each (block, chunk) product is one single-threaded sgemm and the products

@@ -1,0 +1,47 @@
+// CPU reference: rotary position embeddings (RoPE), rotate-half or interleaved pairs, in place.
+// The per-pair frequencies 1/theta^(2j/head_dim) are computed once per call; each row's
+// cos/sin are computed once and shared by its heads.
+//
+// Threads: rows are split between OpenMP threads; every output is computed by one thread in a
+// fixed order, so results do not depend on the thread count. The CUDA twin: cuda/rope.cu.
+#include <cmath>
+#include <vector>
+
+#include "common/check.h"
+#include "cpu/cpu_backend.h"
+
+namespace smezo {
+
+void CpuBackend::rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
+                      int64_t head_dim, float theta, RopeStyle style) {
+  SMEZO_REQUIRE(x.cols == n_heads * head_dim && head_dim % 2 == 0, "rope: bad shape");
+  const int64_t half = head_dim / 2;
+  std::vector<float> freq(half);
+  for (int64_t j = 0; j < half; j++)
+    freq[j] = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+#pragma omp parallel if (cpu_parallel_worth(x.rows * (half * 60 + n_heads * head_dim * 2)))
+  {
+    std::vector<float> cos_t(half), sin_t(half);  // this row's rotation, shared by its heads
+#pragma omp for schedule(static)
+    for (int64_t m = 0; m < x.rows; m++) {
+      const float pos = static_cast<float>(positions[m]);
+      for (int64_t j = 0; j < half; j++) {
+        const float angle = pos * freq[j];
+        cos_t[j] = std::cos(angle);
+        sin_t[j] = std::sin(angle);
+      }
+      for (int64_t h = 0; h < n_heads; h++) {
+        float* v = x.f32() + m * x.cols + h * head_dim;
+        for (int64_t j = 0; j < half; j++) {
+          const int64_t a = style == ROPE_INTERLEAVED ? 2 * j : j;
+          const int64_t b = style == ROPE_INTERLEAVED ? 2 * j + 1 : j + half;
+          const float v0 = v[a], v1 = v[b];
+          v[a] = v0 * cos_t[j] - v1 * sin_t[j];
+          v[b] = v0 * sin_t[j] + v1 * cos_t[j];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace smezo

@@ -1,0 +1,28 @@
+// Weight upload on the CPU (Backend::upload_stored): a tensor straight from a mapped model
+// file in its stored dtype, converted to fp32 and checked for NaN/Inf with no host copy; and
+// the free-memory query (MemAvailable). The CUDA twin: cuda/upload_stored.cu.
+#include <cstdio>
+
+#include "common/check.h"
+#include "cpu/cpu_backend.h"
+#include "backend/dtype_convert.h"
+
+namespace smezo {
+
+int64_t CpuBackend::upload_stored(const Tensor& dst, const void* src, DType src_dtype) {
+  SMEZO_REQUIRE(dst.dtype == DTYPE_F32, "the CPU backend stores fp32 only");
+  return convert_to_f32_checked(src, src_dtype, dst.numel(), dst.f32());
+}
+
+int64_t CpuBackend::free_memory_bytes() const {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long kb = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb < 0 ? -1 : static_cast<int64_t>(kb) * 1024;
+}
+
+}  // namespace smezo
