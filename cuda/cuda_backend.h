@@ -9,8 +9,8 @@
 //                      free_memory_bytes (cudaMemGetInfo)
 //   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
 //   linear.cu          linear: cuBLAS GEMM; a perturbed probe materialises W' for one layer
-//                      into the scratch buffer first, or runs the fused kernel
-//                      (fused_linear.cu) where cuda_plan.h says so
+//                      (a probe pair: W+ and W- from one noise generation) into the scratch
+//                      buffer first, on the path cuda_plan.h chooses
 //   rope.cu            rope (rotate-half and interleaved pairs)
 //   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
 //   elementwise.cu     swiglu, relu, add, gather_rows, copy_rows

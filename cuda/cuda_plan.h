@@ -9,8 +9,6 @@
 //                             pair on this path runs each row half on its own (noise twice)
 //   LINEAR_MATERIALISE_PAIR   W+ and W- written from ONE noise generation, then one strided-
 //                             batched GEMM (batch 2: each row half times its copy)
-//   LINEAR_FUSED              mask + Philox + GEMM in one kernel, nothing W-sized written
-//                             (cuda/fused_linear.cu; single probes only)
 // And what each path asks of the scratch buffer (linear_scratch_plan), which the memory
 // estimate counts. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
 // CPU-only build compiles no file under cuda/ but still estimates a GPU's memory.
@@ -30,7 +28,7 @@ constexpr int64_t kCudaUploadChunkBytes = int64_t(64) << 20;
 // larger one is assumed.
 constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
 
-enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR, LINEAR_FUSED };
+enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR };
 
 struct LinearCall {
   int64_t rows_per_probe = 0;  // token rows under each probe (M, or M/2 for a pair)
@@ -42,12 +40,6 @@ struct LinearCall {
 };
 
 struct LinearThresholds {
-  // The fused kernel for perturbed single probes of at most this many rows (bf16/f16 W only).
-  // 0: never. Fused v0 measured 10-50x slower than cuBLAS at LLaMA-7B shapes (issue #11), so
-  // it stays off until the GPU benchmark shows a shape where it wins.
-  int64_t fused_max_rows = 0;
-  // ... and only for weights of at least this many elements (below, launch cost dominates).
-  int64_t fused_min_weight_elems = int64_t(1) << 20;
   // A pair's two materialised copies must fit this much scratch; larger weights (e.g. a 128k
   // vocabulary LM head) take LINEAR_MATERIALISE per half instead of doubling the scratch.
   int64_t pair_scratch_max_bytes = int64_t(1) << 30;
@@ -59,9 +51,6 @@ constexpr LinearThresholds kLinearThresholds{};
 inline LinearPath linear_path_choose(const LinearCall& c, const LinearThresholds& t = kLinearThresholds) {
   if (!c.perturbed) return LINEAR_GEMM;
   const int64_t elems = c.n * c.k;
-  const bool half_storage = c.storage == DTYPE_BF16 || c.storage == DTYPE_F16;
-  if (!c.pair && half_storage && c.rows_per_probe <= t.fused_max_rows && elems >= t.fused_min_weight_elems)
-    return LINEAR_FUSED;
   if (c.pair && 2 * elems * dtype_size(c.storage) <= t.pair_scratch_max_bytes) return LINEAR_MATERIALISE_PAIR;
   return LINEAR_MATERIALISE;
 }
@@ -72,7 +61,6 @@ inline const char* linear_path_name(LinearPath path) {
     case LINEAR_GEMM: return "gemm";
     case LINEAR_MATERIALISE: return "materialise";
     case LINEAR_MATERIALISE_PAIR: return "materialise-pair";
-    case LINEAR_FUSED: return "fused";
   }
   return "?";
 }
@@ -96,14 +84,13 @@ struct LinearScratch {
   int64_t total() const { return copies * w_bytes + x_bytes; }
 };
 
-// The scratch of one call on `path` (linear_path_choose(call)). LINEAR_FUSED needs none. A
+// The scratch of one call on `path` (linear_path_choose(call)). A
 // pair on LINEAR_MATERIALISE runs each half as a single-probe call: the plan is one half's.
 inline int64_t linear_align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
                                          int64_t chunk_bytes = kCudaWeightChunkBytes) {
   LinearScratch s;
-  if (path == LINEAR_FUSED) return s;
   const int64_t sz = dtype_size(c.storage);
   const bool halves_alone = path == LINEAR_MATERIALISE && c.pair;  // two single-probe calls
   const int64_t rows = c.pair && !halves_alone ? 2 * c.rows_per_probe : c.rows_per_probe;

@@ -49,7 +49,6 @@
 #include "cuda_check.h"
 #include "cuda_plan.h"
 #include "device_utils.cuh"
-#include "fused_linear.h"
 
 namespace smezo {
 
@@ -366,10 +365,6 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   call.pair = probe.pair;
   call.storage = wt;
   const LinearPath path = linear_path_choose(call);
-  if (path == LINEAR_FUSED) {  // single probes only (linear_path_choose)
-    fused_linear(*this, out, in, weight, bias, probe);
-    return;
-  }
   if (path == LINEAR_MATERIALISE && probe.pair) {  // a weight too large for two copies
     const int64_t Mh = M / 2;
     linear(tensor_rows(out, 0, Mh), tensor_rows(in, 0, Mh), weight, bias, half_probe(probe, +1));

@@ -199,35 +199,24 @@ TEST(LinearDispatch, ChoosesByShapeAndThresholds) {
   EXPECT_EQ(linear_path_choose(c), LINEAR_GEMM);
   c.pair = true;
   EXPECT_EQ(linear_path_choose(c), LINEAR_GEMM);
-  // the shipped thresholds: fused v0 never wins, a pair materialises both copies at once
+  // a pair materialises both copies at once
   c.perturbed = true;
   EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE_PAIR);
   c.pair = false;
-  EXPECT_EQ(kLinearThresholds.fused_max_rows, 0);
   EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE);
   // a weight whose two copies exceed the pair scratch limit: per half
   c.pair = true;
   c.n = 128256;  // LLaMA-3's LM head: 2 x 128256 x 4096 x 2 B = 2.1 GB
   EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE);
   c.n = 4096;
-  // thresholds as the GPU benchmark may set them
+  // a pair scratch limit as the GPU benchmark may set it
   LinearThresholds t;
-  t.fused_max_rows = 256;
-  t.fused_min_weight_elems = 1 << 20;
+  t.pair_scratch_max_bytes = 2 * 4096 * 4096 * 2 - 1;  // one byte short of two bf16 copies
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);
+  t.pair_scratch_max_bytes += 1;
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE_PAIR);
   c.pair = false;
-  EXPECT_EQ(linear_path_choose(c, t), LINEAR_FUSED);
-  c.rows_per_probe = 257;
-  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // above the crossover
-  c.rows_per_probe = 256;
-  c.storage = DTYPE_F32;
-  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // fused takes 16-bit W only
-  c.storage = DTYPE_F16;
-  c.n = 64;
-  c.k = 64;
-  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // too small for the fused kernel
-  c.n = c.k = 4096;
-  c.pair = true;
-  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE_PAIR);  // fused v0 takes single probes
+  EXPECT_EQ(linear_path_choose(c, t), LINEAR_MATERIALISE);  // a single probe: one copy
   EXPECT_STREQ(linear_path_name(LINEAR_MATERIALISE_PAIR), "materialise-pair");
 }
 
@@ -273,11 +262,10 @@ TEST(LinearDispatch, ScratchPlanBlocksTheWeightAndCountsBothCopiesOfAPair) {
   s = linear_scratch_plan(c, LINEAR_MATERIALISE);
   EXPECT_EQ(s.copies, 1);
   EXPECT_EQ(s.x_bytes, 32 * 576 * 2);
-  // unperturbed: x only (both halves of a pair); fused: nothing
+  // unperturbed: x only (both halves of a pair)
   s = linear_scratch_plan(c, LINEAR_GEMM);
   EXPECT_EQ(s.block_rows, 0);
   EXPECT_EQ(s.total(), 64 * 576 * 2);
-  EXPECT_EQ(linear_scratch_plan(c, LINEAR_FUSED).total(), 0);
   // a row wider than an eighth of the chunk: blocks of 8 rows, never fewer
   c.k = int64_t(8) << 20;
   c.n = 100;

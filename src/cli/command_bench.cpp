@@ -25,7 +25,6 @@
 #include "train/spsa.h"
 
 #ifdef SMEZO_WITH_CUDA
-#include "cuda/fused_linear.h"
 #include "bench/linear_bench.h"
 #endif
 
@@ -119,8 +118,6 @@ int run_bench(const BenchState& s) {
   opt.warmup = static_cast<int>(s.warmup);
   opt.mask_quantile = s.quantile;
   opt.json_path = s.json;
-  opt.fused = fused_linear_bench_hook;  // v0 (cuda/fused_linear.cu): validated, then timed
-  opt.fused_name = "fused-v0";
   return run_linear_bench(opt);
 #else
   (void)shapes;

@@ -9,7 +9,7 @@
 //   upload_stored.cpp   upload_stored, free_memory_bytes         (upload_stored.cu)
 //   embedding_norm.cpp  embedding, add_position_embedding, norm  (embedding_norm.cu)
 //   linear.cpp          linear (OpenBLAS; cpu_gemm.cpp: its row-independent sgemm schemes),
-//                       cpu_linear_reference, cpu_linear_path    (linear.cu, fused_linear.cu)
+//                       cpu_linear_reference, cpu_linear_path    (linear.cu)
 //   rope.cpp            rope                                     (rope.cu)
 //   attention.cpp       causal GQA attention (sliding window)    (attention.cu)
 //   elementwise.cpp     swiglu, relu, add, gather_rows, copy_rows (elementwise.cu)
