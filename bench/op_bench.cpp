@@ -62,7 +62,8 @@ struct Bench {
       run();
     }
     const auto it = be.ms().find(op);
-    const double ms = it == be.ms().end() ? 0.0 : it->second / reps;
+    SMEZO_REQUIRE(it != be.ms().end(), "op bench: the timing backend recorded no '%s' for %s", op, what.c_str());
+    const double ms = it->second / reps;
     std::fprintf(out, "%-20s %-58s %10.4f ms\n", op, what.c_str(), ms);
     std::fflush(out);
     ++cases;
@@ -154,6 +155,33 @@ void run_all(Bench& b) {
     b.time("gather_rows",
            dims("%lld x %lld -> %lld rows", (long long)c.in_rows, (long long)c.cols, (long long)c.out_rows),
            [&] { be.gather_rows(out, in, rows); });
+  }
+  for (const LinearCase& c : linear_cases()) {
+    Param w = b.param(c.N, c.K, c.dt, "mlp.up_proj.weight", c.mask, c.trainable, -0.5f, 0.5f);
+    Param bias = b.param(1, c.N, c.dt, "mlp.up_proj.bias", MASK_DENSE, c.trainable, -1, 1);
+    w.info.role = bias.info.role = ROLE_MLP_UP;  // TimingBackend's key: "linear up"
+    w.info.noise = bias.info.noise = c.noise;
+    Tensor in = b.tensor(c.M, c.K, -1, 1);
+    Tensor out = be.alloc(c.M, c.N, DTYPE_F32);
+    const Probe probe{c.scale, 14};
+    b.time("linear up",
+           dims("M %lld N %lld K %lld %s%s scale %g", (long long)c.M, (long long)c.N, (long long)c.K,
+                dt_name(be, c.dt), c.bias ? " +bias" : "", c.scale),
+           [&] { be.linear(out, in, w, c.bias ? &bias : nullptr, probe); });
+  }
+  for (const UpdateCase& c : update_cases()) {
+    const std::vector<float> w0 = random_values(c.rows * c.cols, b.seed++, -1, 1);
+    Param p = b.param(c.rows, c.cols, DTYPE_BF16, "self_attn.o_proj.weight", c.mask, c.trainable, -1, 1);
+    p.info.role = ROLE_ATTN_O;  // TimingBackend's key: "update o"
+    b.time("update o",
+           dims("%lld x %lld %s coef %g decay %g%s", (long long)c.rows, (long long)c.cols, dt_name(be, DTYPE_BF16),
+                c.coef, c.decay, c.trainable ? "" : " untrainable"),
+           [&] { be.update(p, c.coef, c.decay, 15); }, [&] { be.upload(p.w, w0.data()); });
+  }
+  for (const AbsQuantileCase& c : abs_quantile_cases()) {
+    Param p = b.param(c.rows, c.cols, DTYPE_BF16, "weight", MASK_DENSE, true, -1, 1);
+    b.time("abs_quantile", dims("%lld x %lld %s q 0.75", (long long)c.rows, (long long)c.cols, dt_name(be, DTYPE_BF16)),
+           [&] { be.abs_quantile(p, 0.75); });
   }
   for (const CopyRowsCase& c : copy_rows_cases()) {
     Tensor dst = b.tensor(c.dst_rows, c.cols, -1, 1);

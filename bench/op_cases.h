@@ -7,9 +7,10 @@
 // A case added here is checked and timed. Cases are plain data; the order of a list is part of
 // the test's seeds (case index), so add new cases at the end.
 //
-// This slice holds the embedding, norm, RoPE and elementwise ops. Still in their own tables:
-// linear (tests/test_backend_ops.cu, bench/linear_bench.cu), attention
-// (tests/test_attention.cu), update and abs_quantile (tests/test_backend_ops.cu).
+// It holds the embedding, norm, RoPE, elementwise, linear, update and abs_quantile ops. Still
+// in its own tests: attention (tests/test_attention.cu, hand-written sequence layouts) and the
+// linear's probe pair (tests/test_backend_ops.cu). bench/linear_bench.cu (smezo bench --kernel
+// linear) times the linear at model shapes against cuBLAS, as the op benchmark does not.
 #pragma once
 
 #include <cstdint>
@@ -128,5 +129,91 @@ struct CopyRowsCase {
 inline std::vector<CopyRowsCase> copy_rows_cases() {
   return {{1, 1, 1, 0}, {10, 3, 7, 0}, {10, 3, 7, 7}, {200, 1, 96, 123}, {64, 17, 1000, 20}};
 }
+
+// Backend::linear: out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias). Three groups: small integer
+// inputs (the result must be exact), random unperturbed operands (odd shapes, M = 1, model-like
+// ones), and perturbed ones (every mask and storage dtype, the noise kinds in turn, an
+// untrainable weight, W' larger than one 64 MiB block). seed_index seeds the case's inputs.
+enum LinearGroup { LINEAR_SMALL_INT, LINEAR_RANDOM, LINEAR_PERTURBED };
+struct LinearCase {
+  int64_t M, N, K;
+  DType dt;
+  bool bias;
+  float scale;  // sigma * eps; 0 = unperturbed
+  MaskKind mask;
+  bool trainable;
+  LinearGroup group;
+  NoiseKind noise;
+  uint64_t seed_index;
+};
+inline std::vector<LinearCase> linear_cases() {
+  constexpr DType dts[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
+  constexpr NoiseKind noises[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+  std::vector<LinearCase> out;
+  uint64_t i = 0;
+  const int64_t exact[][3] = {{1, 1, 1}, {1, 7, 5}, {7, 13, 17}, {64, 96, 128}, {33, 255, 513}, {130, 64, 1000}};
+  for (const auto& s : exact)
+    for (DType dt : dts)
+      for (bool bias : {false, true})
+        out.push_back({s[0], s[1], s[2], dt, bias, 0.0f, MASK_DENSE, true, LINEAR_SMALL_INT, NOISE_GAUSSIAN, i++});
+  i = 100;
+  const int64_t random[][3] = {{1, 1, 1},       {1, 300, 77},    {5, 1000, 288}, {17, 129, 1001},
+                               {128, 512, 256}, {300, 37, 4096}, {64, 768, 768}, {1, 32000, 64}};
+  for (const auto& s : random)
+    for (DType dt : dts)
+      for (bool bias : {false, true})
+        out.push_back({s[0], s[1], s[2], dt, bias, 0.0f, MASK_DENSE, true, LINEAR_RANDOM, NOISE_GAUSSIAN, i++});
+  // sigma = +1, -1 (scale = sigma * eps) and 0, every mask kind: large scales make a wrong z or
+  // mask obvious; eps = 1e-3 is the training value.
+  i = 300;
+  const int64_t perturbed[][3] = {{1, 67, 45}, {13, 129, 257}, {40, 255, 1001}};
+  for (const auto& s : perturbed)
+    for (DType dt : dts)
+      for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM})
+        for (float scale : {1e-3f, -1e-3f, 0.0f, 0.25f}) {
+          out.push_back({s[0], s[1], s[2], dt, i % 2 == 0, scale, mask, true, LINEAR_PERTURBED, noises[i % 3], i});
+          i++;
+        }
+  // a training-sized tile count (many CTAs, the vectorised perturb path), bf16 as on the GPU
+  for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM})
+    for (NoiseKind noise : noises)
+      out.push_back({256, 1024, 512, DTYPE_BF16, true, -1e-3f, mask, true, LINEAR_PERTURBED, noise, i++});
+  // an untrainable weight and bias are read as stored even under a probe
+  out.push_back({9, 70, 33, DTYPE_BF16, true, 0.25f, MASK_DENSE, false, LINEAR_PERTURBED, NOISE_GAUSSIAN, i++});
+  // W' bigger than one 64 MiB block (kCudaWeightChunkBytes): the last block is short and the
+  // noise groups continue across blocks
+  out.push_back({3, 8205, 4096, DTYPE_BF16, true, 1e-3f, MASK_MAGNITUDE, true, LINEAR_PERTURBED, NOISE_GAUSSIAN, i++});
+  out.push_back({2, 4101, 4096, DTYPE_F32, false, -0.25f, MASK_RANDOM, true, LINEAR_PERTURBED, NOISE_RADEMACHER, i++});
+  return out;
+}
+
+// Backend::update: W <- W - coef·m(W)⊙z - decay·m(W)⊙W on a (rows, cols) parameter; the test
+// runs each case in every storage dtype and noise kind.
+struct UpdateCase {
+  int64_t rows, cols;
+  MaskKind mask;
+  float coef, decay;
+  bool trainable;
+};
+inline std::vector<UpdateCase> update_cases() {
+  return {
+      {1, 1, MASK_DENSE, 1e-3f, 0.0f, true},           {7, 13, MASK_DENSE, -2.5e-3f, 0.0f, true},
+      {7, 13, MASK_MAGNITUDE, 0.05f, 0.0f, true},      {333, 517, MASK_RANDOM, 0.05f, 0.0f, true},
+      {333, 517, MASK_MAGNITUDE, -0.01f, 1e-2f, true}, {1024, 1024, MASK_DENSE, 0.02f, 1e-3f, true},
+      {1, 4097, MASK_RANDOM, 1e-3f, 5e-3f, true},      {31, 33, MASK_DENSE, 0.05f, 0.0f, false},
+  };
+}
+
+// Backend::abs_quantile over a (rows, cols) weight, at each of abs_quantile_levels().
+struct AbsQuantileCase {
+  int64_t rows, cols;
+  bool ties;  // values from a handful of levels, both signs: many equal |w|
+};
+inline std::vector<AbsQuantileCase> abs_quantile_cases() {
+  return {{1, 1, false},    {1, 2, false},       {1, 3, true},
+          {1, 7, false},    {10, 100, true},     {1, 4097, false},
+          {257, 255, true}, {1031, 1017, false}, {1, 65537, true}};
+}
+inline std::vector<double> abs_quantile_levels() { return {0.0, 0.25, 1.0 / 3.0, 0.5, 0.7, 0.8, 0.999, 1.0}; }
 
 }  // namespace smezo

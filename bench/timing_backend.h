@@ -1,8 +1,8 @@
 // A Backend that forwards every op to another one and adds up the wall time of each op kind
 // (`smezo bench --shape ... --profile`, build/cpu_bench). After each op it synchronises the inner backend (a
 // one-float download), so on CUDA a time is the op's kernels plus one synchronisation (~10 us):
-// a breakdown of where a step goes, not a replacement for Nsight. Linears are split by weight
-// (q_proj, gate_proj, lm_head, ...), as are updates (by parameter kind).
+// a breakdown of where a step goes, not a replacement for Nsight. Linears and updates are split
+// by the parameter's role (q, gate, head, norm, ...).
 // Every virtual of Backend is forwarded, the ones with a default too (upload_stored,
 // free_memory_bytes): a default here would run the base class's version instead of the inner
 // backend's (a host fp32 copy of each tensor, "free memory unknown").
@@ -49,7 +49,7 @@ class TimingBackend : public Backend {
   }
   void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
               const Probe& probe) override {
-    timed("linear " + kind_of(weight.info.name), [&] { inner_.linear(out, in, weight, bias, probe); });
+    timed("linear " + kind_of(weight.info), [&] { inner_.linear(out, in, weight, bias, probe); });
   }
   void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads, int64_t head_dim, float theta,
             RopeStyle style) override {
@@ -68,9 +68,13 @@ class TimingBackend : public Backend {
     timed("copy_rows", [&] { inner_.copy_rows(dst, dst_row, src); });
   }
   void update(Param& p, float coef, float decay, uint64_t seed) override {
-    timed("update " + kind_of(p.info.name), [&] { inner_.update(p, coef, decay, seed); });
+    timed("update " + kind_of(p.info), [&] { inner_.update(p, coef, decay, seed); });
   }
-  float abs_quantile(const Param& p, double q) override { return inner_.abs_quantile(p, q); }
+  float abs_quantile(const Param& p, double q) override {
+    float h = 0;
+    timed("abs_quantile", [&] { h = inner_.abs_quantile(p, q); });
+    return h;
+  }
 
   void reset() { ms_.clear(); }
   // Milliseconds per op kind since the last reset.
@@ -90,15 +94,9 @@ class TimingBackend : public Backend {
   }
 
  private:
-  // "model.layers.3.self_attn.q_proj.weight" -> "q_proj"; "lm_head.weight" -> "lm_head"
-  static std::string kind_of(const std::string& name) {
-    std::string s = name;
-    const size_t dot = s.rfind('.');
-    if (dot != std::string::npos && (s.compare(dot, std::string::npos, ".weight") == 0 ||
-                                     s.compare(dot, std::string::npos, ".bias") == 0))
-      s = s.substr(0, dot) + (s.compare(dot, std::string::npos, ".bias") == 0 ? " bias" : "");
-    const size_t last = s.rfind('.');
-    return last == std::string::npos ? s : s.substr(last + 1);
+  // The parameter's role (tensor.h): "q", "gate", "head", "norm bias", ...
+  static std::string kind_of(const ParamInfo& info) {
+    return std::string(param_role_name(info.role)) + (info.is_bias ? " bias" : "");
   }
   template <typename Fn>
   void timed(const std::string& key, Fn fn) {

@@ -1,9 +1,8 @@
 // Backend conformance: every op of src/backend/backend.h (attention aside: see
 // tests/test_attention.cu) run on the CUDA backend and on the CPU reference, from tables of
 // cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops: the
-// embedding, norm, RoPE and elementwise cases come from bench/op_cases.h, the list the op
-// benchmark (bench/op_bench.cpp) times; the linear, update and abs_quantile cases are still
-// here. Plus the stories260K model end to end on both backends. Every test skips with
+// cases come from bench/op_cases.h, the list the op benchmark (bench/op_bench.cpp) times (the
+// linear's probe-pair cases are still here). Plus the stories260K model end to end on both backends. Every test skips with
 // "no CUDA device: skipped" where no GPU is present.
 //
 // Method. Inputs are fresh random values (never zeros), from seeds derived from
@@ -322,22 +321,11 @@ TEST_F(BackendOps, Norm) {
 
 namespace {
 
-struct LinearCase {
-  int64_t M, N, K;
-  DType dt;
-  bool bias;
-  float scale;  // sigma * eps; 0 = unperturbed
-  MaskKind mask;
-  bool trainable;
-  bool small_int;  // integer inputs: the result must be exact
-  NoiseKind noise = NOISE_GAUSSIAN;
-};
-
 std::string describe(const LinearCase& c) {
   std::ostringstream s;
   s << "linear M " << c.M << " N " << c.N << " K " << c.K << " " << dt_str(c.dt)
     << (c.bias ? " +bias" : "") << " scale " << c.scale << " " << mask_str(c.mask)
-    << (c.trainable ? "" : " untrainable") << (c.small_int ? " small-int" : "") << " "
+    << (c.trainable ? "" : " untrainable") << (c.group == LINEAR_SMALL_INT ? " small-int" : "") << " "
     << noise_str(c.noise) << " " << seed_note();
   return s.str();
 }
@@ -347,7 +335,8 @@ void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64
   SCOPED_TRACE(describe(c));
   const int64_t M = c.M, N = c.N, K = c.K;
   std::vector<float> x, w, b;
-  if (c.small_int) {
+  const bool small_int = c.group == LINEAR_SMALL_INT;
+  if (small_int) {
     x = small_ints(M * K, seed32(4, ci, 0), -4, 4);
     w = small_ints(N * K, seed32(4, ci, 1), -4, 4);
     b = small_ints(N, seed32(4, ci, 2), -8, 8);
@@ -398,7 +387,7 @@ void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64
     expect_exact(download(gpu, gb.w), b);
   }
 
-  if (c.small_int) {
+  if (small_int) {
     expect_exact(got, ref);
     return;
   }
@@ -416,57 +405,21 @@ void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64
 
 }  // namespace
 
+// The linear cases of bench/op_cases.h, group by group: small integers (exact), random
+// unperturbed operands, perturbed ones (every mask, scale sign, dtype and noise kind).
 TEST_F(BackendOps, LinearSmallIntegersExact) {
-  const int64_t shapes[][3] = {{1, 1, 1},     {1, 7, 5},      {7, 13, 17},
-                               {64, 96, 128}, {33, 255, 513}, {130, 64, 1000}};
-  uint64_t ci = 0;
-  for (const auto& s : shapes)
-    for (DType dt : kAllDtypes)
-      for (bool bias : {false, true})
-        check_linear(cpu_, *gpu_, {s[0], s[1], s[2], dt, bias, 0.0f, MASK_DENSE, true, true}, ci++);
+  for (const LinearCase& c : linear_cases())
+    if (c.group == LINEAR_SMALL_INT) check_linear(cpu_, *gpu_, c, c.seed_index);
 }
 
 TEST_F(BackendOps, LinearRandom) {
-  // Odd shapes (N, K not multiples of 8 or 16), M = 1 (generation), and model-like ones.
-  const int64_t shapes[][3] = {{1, 1, 1},       {1, 300, 77},    {5, 1000, 288}, {17, 129, 1001},
-                               {128, 512, 256}, {300, 37, 4096}, {64, 768, 768}, {1, 32000, 64}};
-  uint64_t ci = 100;
-  for (const auto& s : shapes)
-    for (DType dt : kAllDtypes)
-      for (bool bias : {false, true})
-        check_linear(cpu_, *gpu_, {s[0], s[1], s[2], dt, bias, 0.0f, MASK_DENSE, true, false},
-                     ci++);
+  for (const LinearCase& c : linear_cases())
+    if (c.group == LINEAR_RANDOM) check_linear(cpu_, *gpu_, c, c.seed_index);
 }
 
 TEST_F(BackendOps, LinearPerturbed) {
-  // sigma = +1, -1 (scale = sigma * eps) and 0, every mask kind, every storage type, the
-  // noise kinds in turn; the bias is perturbed densely with the same probe. Large scales make
-  // a wrong z or mask obvious; eps = 1e-3 is the training value.
-  const int64_t shapes[][3] = {{1, 67, 45}, {13, 129, 257}, {40, 255, 1001}};
-  const float scales[] = {1e-3f, -1e-3f, 0.0f, 0.25f};
-  const MaskKind masks[] = {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM};
-  uint64_t ci = 300;
-  for (const auto& s : shapes)
-    for (DType dt : kAllDtypes)
-      for (MaskKind mask : masks)
-        for (float scale : scales)
-          check_linear(cpu_, *gpu_,
-                       {s[0], s[1], s[2], dt, ci % 2 == 0, scale, mask, true, false, noise_of_case(ci)},
-                       ci++);
-  // A training-sized tile count (many CTAs, the vectorised perturb path), bf16 as on the GPU,
-  // every mask with every noise kind.
-  for (MaskKind mask : masks)
-    for (NoiseKind noise : kNoiseKinds)
-      check_linear(cpu_, *gpu_, {256, 1024, 512, DTYPE_BF16, true, -1e-3f, mask, true, false, noise},
-                   ci++);
-  // An untrainable weight and bias are read as stored even under a probe.
-  check_linear(cpu_, *gpu_, {9, 70, 33, DTYPE_BF16, true, 0.25f, MASK_DENSE, false, false}, ci++);
-  // W' bigger than one 64 MiB block (kCudaWeightChunkBytes): bf16 8192 + 13 rows and fp32
-  // 4096 + 5 rows of 4096, so the last block is short and the noise groups continue across
-  // blocks.
-  check_linear(cpu_, *gpu_, {3, 8205, 4096, DTYPE_BF16, true, 1e-3f, MASK_MAGNITUDE, true, false}, ci++);
-  check_linear(cpu_, *gpu_, {2, 4101, 4096, DTYPE_F32, false, -0.25f, MASK_RANDOM, true, false,
-                             NOISE_RADEMACHER}, ci++);
+  for (const LinearCase& c : linear_cases())
+    if (c.group == LINEAR_PERTURBED) check_linear(cpu_, *gpu_, c, c.seed_index);
 }
 
 // ---- the probe pair (Probe::pair, issue #11)
@@ -782,20 +735,8 @@ TEST_F(BackendOps, CopyRows) {
 // ---------------------------------------------------------------- optimiser
 
 TEST_F(BackendOps, UpdateBitExact) {
-  struct Case {
-    int64_t rows, cols;
-    MaskKind mask;
-    float coef, decay;
-    bool trainable;
-  };
-  const Case cases[] = {
-      {1, 1, MASK_DENSE, 1e-3f, 0.0f, true},           {7, 13, MASK_DENSE, -2.5e-3f, 0.0f, true},
-      {7, 13, MASK_MAGNITUDE, 0.05f, 0.0f, true},      {333, 517, MASK_RANDOM, 0.05f, 0.0f, true},
-      {333, 517, MASK_MAGNITUDE, -0.01f, 1e-2f, true}, {1024, 1024, MASK_DENSE, 0.02f, 1e-3f, true},
-      {1, 4097, MASK_RANDOM, 1e-3f, 5e-3f, true},      {31, 33, MASK_DENSE, 0.05f, 0.0f, false},
-  };
   uint64_t ci = 0;
-  for (const Case& c : cases)
+  for (const UpdateCase& c : update_cases())
     for (DType dt : kAllDtypes)
     for (NoiseKind noise : kNoiseKinds) {
       SCOPED_TRACE(testing::Message()
@@ -835,16 +776,9 @@ TEST_F(BackendOps, UpdateBitExact) {
 }
 
 TEST_F(BackendOps, AbsQuantileExact) {
-  struct Case {
-    int64_t rows, cols;
-    bool ties;  // values from a handful of levels, both signs: many equal |w|
-  };
-  const Case cases[] = {{1, 1, false},    {1, 2, false},       {1, 3, true},
-                        {1, 7, false},    {10, 100, true},     {1, 4097, false},
-                        {257, 255, true}, {1031, 1017, false}, {1, 65537, true}};
-  const double qs[] = {0.0, 0.25, 1.0 / 3.0, 0.5, 0.7, 0.8, 0.999, 1.0};
+  const std::vector<double> qs = abs_quantile_levels();
   uint64_t ci = 0;
-  for (const Case& c : cases)
+  for (const AbsQuantileCase& c : abs_quantile_cases())
     for (DType dt : kAllDtypes) {
       SCOPED_TRACE(testing::Message()
                    << "abs_quantile " << c.rows << "x" << c.cols << " " << dt_str(dt)

@@ -51,7 +51,7 @@ TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
   EXPECT_EQ(seen.size(), 10u);
   const std::string profile = smezo_test::read_file(dir + "/profile.txt");
   EXPECT_THAT(profile, HasSubstr("profile: tiny smezo-step (pair) T=16"));
-  EXPECT_THAT(profile, HasSubstr("linear q_proj"));
+  EXPECT_THAT(profile, HasSubstr("linear q"));
   EXPECT_THAT(profile, HasSubstr("update"));
 }
 

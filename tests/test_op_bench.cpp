@@ -23,7 +23,8 @@ namespace {
 int64_t expected_lines() {
   return static_cast<int64_t>(embedding_cases().size() + position_embedding_cases().size() + norm_cases().size() +
                               2 * rope_cases().size() + 2 * swiglu_cases().size() + 2 * relu_add_cases().size() +
-                              gather_rows_cases().size() + copy_rows_cases().size());
+                              gather_rows_cases().size() + copy_rows_cases().size() + linear_cases().size() +
+                              update_cases().size() + abs_quantile_cases().size());
 }
 
 // Runs the benchmark once per case on be; checks the count and that every case line ends in " ms".
