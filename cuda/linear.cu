@@ -155,8 +155,10 @@ __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int6
         w[l] = load_as_float(a.v, l);
         w[4 + l] = load_as_float(b.v, l);
       }
-    } else {
-      for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
+    } else {  // the tail: unrolled and predicated, so w stays in registers (a runtime index spills)
+#pragma unroll
+      for (int l = 0; l < 8; ++l)
+        if (l < count) w[l] = load_as_float(src, i0 + l);
     }
     float z[8];
     const int64_t group8 = group_base + g;  // the tensor's own group index (row blocks)
@@ -184,10 +186,12 @@ __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int6
       reinterpret_cast<Vec4<T>*>(minus)[2 * g] = ma;
       reinterpret_cast<Vec4<T>*>(minus)[2 * g + 1] = mb;
     } else {
-      for (int l = 0; l < count; ++l) {
-        store_from_float(plus, i0 + l, wp[l]);
-        store_from_float(minus, i0 + l, wm[l]);
-      }
+#pragma unroll
+      for (int l = 0; l < 8; ++l)
+        if (l < count) {
+          store_from_float(plus, i0 + l, wp[l]);
+          store_from_float(minus, i0 + l, wm[l]);
+        }
     }
   }
 }
