@@ -1,7 +1,6 @@
 // The op benchmark (see op_bench.h).
 #include "bench/op_bench.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,16 +69,6 @@ struct Bench {
   }
 };
 
-std::string dims(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string dims(const char* fmt, ...) {
-  char buf[256];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 const char* dt_name(const Backend& be, DType dt) { return dtype_name(be.kind() == BACKEND_CPU ? DTYPE_F32 : dt); }
 
 void run_all(Bench& b) {
@@ -90,7 +79,7 @@ void run_all(Bench& b) {
     const std::vector<int32_t> tokens = random_indices<int32_t>(c.M, b.seed++, 0, c.vocab - 1);
     const Probe probe{c.scale, 11};
     b.time("embedding",
-           dims("vocab %lld dim %lld M %lld %s scale %g", (long long)c.vocab, (long long)c.dim, (long long)c.M,
+           format_string("vocab %lld dim %lld M %lld %s scale %g", (long long)c.vocab, (long long)c.dim, (long long)c.M,
                 dt_name(be, c.dt), c.scale),
            [&] { be.embedding(out, table, tokens, probe); });
   }
@@ -100,7 +89,7 @@ void run_all(Bench& b) {
     const std::vector<int32_t> positions = random_indices<int32_t>(c.M, b.seed++, 0, c.n_pos - 1 - c.offset);
     const Probe probe{c.scale, 12};
     b.time("position_embedding",
-           dims("n_pos %lld dim %lld M %lld %s scale %g", (long long)c.n_pos, (long long)c.dim, (long long)c.M,
+           format_string("n_pos %lld dim %lld M %lld %s scale %g", (long long)c.n_pos, (long long)c.dim, (long long)c.M,
                 dt_name(be, c.dt), c.scale),
            [&] { be.add_position_embedding(out, table, positions, c.offset, probe); });
   }
@@ -113,7 +102,7 @@ void run_all(Bench& b) {
     Tensor out = c.in_place ? in : be.alloc(c.M, c.dim, DTYPE_F32);
     const Probe probe{c.scale, 13};
     b.time("norm",
-           dims("%s M %lld dim %lld%s %s scale %g%s", c.kind == NORM_RMS ? "rms" : "layer", (long long)c.M,
+           format_string("%s M %lld dim %lld%s %s scale %g%s", c.kind == NORM_RMS ? "rms" : "layer", (long long)c.M,
                 (long long)c.dim, c.bias ? " +bias" : "", dt_name(be, c.dt), c.scale, c.in_place ? " in place" : ""),
            [&] { be.norm(out, in, w, c.bias ? &bias : nullptr, c.kind, 1e-5f, probe); },
            [&] { if (c.in_place) be.upload(in, x.data()); });
@@ -125,7 +114,7 @@ void run_all(Bench& b) {
       Tensor t = be.alloc(c.M, cols, DTYPE_F32);
       const std::vector<int32_t> pos = random_indices<int32_t>(c.M, b.seed++, 0, c.max_pos);
       b.time("rope",
-             dims("M %lld heads %lld head_dim %lld max_pos %d %s", (long long)c.M, (long long)c.n_heads,
+             format_string("M %lld heads %lld head_dim %lld max_pos %d %s", (long long)c.M, (long long)c.n_heads,
                   (long long)c.head_dim, c.max_pos, style == ROPE_ROTATE_HALF ? "half" : "interleaved"),
              [&] { be.rope(t, pos, c.n_heads, c.head_dim, c.theta, style); },
              [&] { be.upload(t, x.data()); });
@@ -136,14 +125,14 @@ void run_all(Bench& b) {
       const std::vector<float> up0 = random_values(s.rows * s.cols, b.seed++, -2, 2);
       Tensor up = be.alloc(s.rows, s.cols, DTYPE_F32);
       Tensor out = in_place ? up : be.alloc(s.rows, s.cols, DTYPE_F32);
-      b.time("swiglu", dims("M %lld H %lld%s", (long long)s.rows, (long long)s.cols, in_place ? " in place" : ""),
+      b.time("swiglu", format_string("M %lld H %lld%s", (long long)s.rows, (long long)s.cols, in_place ? " in place" : ""),
              [&] { be.swiglu(out, gate, up); }, [&] { be.upload(up, up0.data()); });
     }
   for (const ActivationCase& s : relu_add_cases()) {
     const std::vector<float> x0 = random_values(s.rows * s.cols, b.seed++, -1, 1);
     Tensor x = be.alloc(s.rows, s.cols, DTYPE_F32);
     Tensor y = b.tensor(s.rows, s.cols, -1, 1);
-    const std::string what = dims("M %lld cols %lld", (long long)s.rows, (long long)s.cols);
+    const std::string what = format_string("M %lld cols %lld", (long long)s.rows, (long long)s.cols);
     auto restore = [&] { be.upload(x, x0.data()); };
     b.time("relu", what, [&] { be.relu(x); }, restore);
     b.time("add", what, [&] { be.add(x, y); }, restore);
@@ -153,7 +142,7 @@ void run_all(Bench& b) {
     Tensor out = be.alloc(c.out_rows, c.cols, DTYPE_F32);
     const std::vector<int64_t> rows = random_indices<int64_t>(c.out_rows, b.seed++, 0, c.in_rows - 1);
     b.time("gather_rows",
-           dims("%lld x %lld -> %lld rows", (long long)c.in_rows, (long long)c.cols, (long long)c.out_rows),
+           format_string("%lld x %lld -> %lld rows", (long long)c.in_rows, (long long)c.cols, (long long)c.out_rows),
            [&] { be.gather_rows(out, in, rows); });
   }
   for (const LinearCase& c : linear_cases()) {
@@ -165,7 +154,7 @@ void run_all(Bench& b) {
     Tensor out = be.alloc(c.M, c.N, DTYPE_F32);
     const Probe probe{c.scale, 14};
     b.time("linear up",
-           dims("M %lld N %lld K %lld %s%s scale %g", (long long)c.M, (long long)c.N, (long long)c.K,
+           format_string("M %lld N %lld K %lld %s%s scale %g", (long long)c.M, (long long)c.N, (long long)c.K,
                 dt_name(be, c.dt), c.bias ? " +bias" : "", c.scale),
            [&] { be.linear(out, in, w, c.bias ? &bias : nullptr, probe); });
   }
@@ -174,20 +163,20 @@ void run_all(Bench& b) {
     Param p = b.param(c.rows, c.cols, DTYPE_BF16, "self_attn.o_proj.weight", c.mask, c.trainable, -1, 1);
     p.info.role = ROLE_ATTN_O;  // TimingBackend's key: "update o"
     b.time("update o",
-           dims("%lld x %lld %s coef %g decay %g%s", (long long)c.rows, (long long)c.cols, dt_name(be, DTYPE_BF16),
+           format_string("%lld x %lld %s coef %g decay %g%s", (long long)c.rows, (long long)c.cols, dt_name(be, DTYPE_BF16),
                 c.coef, c.decay, c.trainable ? "" : " untrainable"),
            [&] { be.update(p, c.coef, c.decay, 15); }, [&] { be.upload(p.w, w0.data()); });
   }
   for (const AbsQuantileCase& c : abs_quantile_cases()) {
     Param p = b.param(c.rows, c.cols, DTYPE_BF16, "weight", MASK_DENSE, true, -1, 1);
-    b.time("abs_quantile", dims("%lld x %lld %s q 0.75", (long long)c.rows, (long long)c.cols, dt_name(be, DTYPE_BF16)),
+    b.time("abs_quantile", format_string("%lld x %lld %s q 0.75", (long long)c.rows, (long long)c.cols, dt_name(be, DTYPE_BF16)),
            [&] { be.abs_quantile(p, 0.75); });
   }
   for (const CopyRowsCase& c : copy_rows_cases()) {
     Tensor dst = b.tensor(c.dst_rows, c.cols, -1, 1);
     Tensor src = b.tensor(c.src_rows, c.cols, -1, 1);
     b.time("copy_rows",
-           dims("%lld rows into %lld at %lld, cols %lld", (long long)c.src_rows, (long long)c.dst_rows,
+           format_string("%lld rows into %lld at %lld, cols %lld", (long long)c.src_rows, (long long)c.dst_rows,
                 (long long)c.dst_row, (long long)c.cols),
            [&] { be.copy_rows(dst, c.dst_row, src); });
   }
