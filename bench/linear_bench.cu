@@ -705,16 +705,28 @@ void bench_rows(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s,
     row.shape = {N, K};
     row.m = M;
     row.s = s;
+    // Each output poisoned (all-ones bytes: NaN) before the path that must write it, so an
+    // entry left unwritten fails its check. (compute-sanitizer initcheck on an H200 reported the
+    // rows that cuBLAS's nvjet GEMMs wrote as uninitialised when the host read them, though they
+    // held the right values: its reads now see bytes set by the memset, whatever it tracks.)
+    auto poison = [&](const Tensor& y) {
+      CUDA_CHECK(cudaMemsetAsync(y.data, 0xff, static_cast<size_t>(M * N) * sizeof(float), stream));
+    };
+    poison(y0);
     b.linear(y0, x, ws, nullptr, plain);
     const CheckResult c_lin = check_plain(b, y0.f32(), N, ref_s);
+    poison(y1);
     gemm();
     const CheckResult c_gemm = check_plain(b, y1.f32(), N, ref_s);
+    poison(y1);
     smezo();
     const CheckResult c_s = check_delta(b, y1.f32(), y0.f32(), N, ref_s);
+    poison(y1);
     mezo();
     const CheckResult c_d = check_delta(b, y1.f32(), y0.f32(), N, ref_d);
     CheckResult c_f;
     if (B.opt.fused != nullptr) {
+      poison(y1);
       B.opt.fused(b, y1, x, ws, probe);
       CUDA_CHECK_LAUNCH();
       c_f = check_delta(b, y1.f32(), y0.f32(), N, ref_s);

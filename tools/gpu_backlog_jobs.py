@@ -18,6 +18,7 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TOOLS)
 sys.path.insert(0, TOOLS)
 sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
+import gpu_prebuilt  # noqa: E402  (the binaries prepare builds here for the GPU machine)
 import zo_grid  # noqa: E402  (the grid's size and planning figures)
 
 FINISH_MARGIN_S = 20  # kept from a call's budget for writing the outputs (the grid stops this much earlier too)
@@ -32,9 +33,20 @@ CPU_TABLE = {("sst2", "zero-shot"): (100, 58.0), ("rte", "zero-shot"): (50, 48.0
              ("boolq", "zero-shot"): (50, 60.0), ("sst2", "icl"): (30, 83.3),
              ("rte", "icl"): (30, 46.7), ("boolq", "icl"): (30, 40.0)}
 
-# Measured seconds per job on an H100, to replace the estimates below once a GPU has run the
-# backlog (backlog.md lists each job's time): {"1.build": (172, "2026-11-24")}.
-MEASURED_S = {}
+# Measured seconds per job, replacing the estimates below (backlog.md lists each job's time).
+# 2026-11-25, one H200 (16 cores), main 4fc3b59: the item-1 jobs and 6.mpi at once, in each other's company (so a parallel job's time includes its slowdown). initcheck was
+# stopped by the budget at 372 s with one of its 2 shards unfinished: at least that.
+MEASURED_S = {
+    "1.tests": (91, "H200 2026-11-25, 4 shards"),
+    "1.oracle": (72, "H200 2026-11-25"),
+    "1.memcheck": (157, "H200 2026-11-25, 2 shards"),
+    "1.racecheck": (231, "H200 2026-11-25, 4 shards"),
+    "1.synccheck": (153, "H200 2026-11-25, 2 shards"),
+    "1.initcheck": (420, "H200 2026-11-25: > 372 s, 2 shards, unfinished"),
+    "1.determinism-bf16": (76, "H200 2026-11-25"),
+    "1.determinism-f32": (82, "H200 2026-11-25"),
+    "6.mpi": (19, "H200 2026-11-25"),
+}
 
 
 def q(s):
@@ -122,8 +134,12 @@ class Job:
     machine (a fresh machine redoes it, in est_redo_s seconds)."""
 
     def __init__(self, jid, title, est_s, basis, cmd, post=None, needs=("build",), tools=(),
-                 exclusive=False, resumable=False, share_s=0, per_machine=False, fallback=None, est_redo_s=None):
+                 exclusive=False, resumable=False, share_s=0, per_machine=False, fallback=None, est_redo_s=None,
+                 lost_on_new_machine_s=None):
         self.id, self.title, self.est_s, self.basis = jid, title, est_s, basis
+        # a resumable job whose finished parts come back and are carried to the next machine
+        # (the grid's finished runs): what a new machine loses of it, the parts in flight
+        self.lost_on_new_machine_s = lost_on_new_machine_s
         self.est_redo_s = est_s if est_redo_s is None else est_redo_s
         self.item = int(jid.split(".")[0])
         self.cmd, self.post, self.needs, self.tools = cmd, post or post_rc, needs, tools
@@ -156,7 +172,8 @@ def post_count(pattern_ok, pattern_bad):
 def post_build(ctx, job, rc, log):
     ok = rc == 0 and os.access(os.path.join(ROOT, ctx.smezo), os.X_OK) and \
         (not ctx.need_tests or os.access(os.path.join(ROOT, ctx.tests), os.X_OK))
-    head = ("built" if ok else "build FAILED") + (
+    prebuilt = re.search(r"^\[prebuilt\] (.*)$", log, re.M)
+    head = ("built" if ok else "build FAILED") + (" (%s)" % prebuilt.group(1) if prebuilt else "") + (
         " (dry run: the given binaries)" if ctx.mode == "cuda-emu" else
         " (dry run: make -n only, the binaries there)" if ctx.dry else "")
     return ("done" if ok else "failed"), [head] + (lines_matching(log, r"^(✓|✗|.*[Ee]rror)", 12) or tail(log, 6))
@@ -164,6 +181,48 @@ def post_build(ctx, job, rc, log):
 
 def shards_cmd(n, prefix, argv):
     return "python3 tools/gpu_backlog.py _shards %d %s %s" % (n, q(prefix), argv)
+
+
+def sanitizer_sites(text, limit=8):
+    """compute-sanitizer's reports grouped by what and where: "N x message @ site", most frequent
+    first. A report is the lines from "========= <message>" to the next "========= " alone; its
+    site is the kernel of a race or device access ("at kernel+0x..", with file:line when built
+    with -lineinfo), else the first host frame in a smezo source file (a host API access)."""
+    counts, block = {}, []
+
+    def close():
+        if not block:
+            return
+        msg = re.sub(r"0x[0-9a-f]+", "ADDR", block[0].strip())
+        site = ""
+        for ln in block[1:] + block[:1]:
+            m = re.search(r"\bat (?:0x[0-9a-f]+ in )?(.+?)\+0x[0-9a-f]+(?: in (\S+:\d+))?", ln)
+            if m:
+                site = m.group(1) + (" (%s)" % m.group(2) if m.group(2) else "")
+                break
+        if not site:  # the innermost three frames in source files of ours (callers follow "<")
+            frames = [m.group(1) for m in (re.search(r"Host Frame: .* in (\S+\.(?:cu|cpp|h):\d+)", ln)
+                                           for ln in block) if m]
+            site = "host " + " < ".join(frames[:3]) if frames else ""
+        key = "%s @ %s" % (msg[:160], site or "?")
+        counts[key] = counts.get(key, 0) + 1
+
+    for ln in text.splitlines():
+        if not ln.startswith("========= "):
+            continue
+        body = ln[len("========= "):]
+        if not body.strip():
+            close()
+            block = []
+        elif not body.startswith(" ") and not re.match(r"(ERROR|RACECHECK|LEAK) SUMMARY|COMPUTE-SANITIZER|"
+                                                       r"Target application|Error: process didn't", body):
+            close()
+            block = [body]
+        elif block:
+            block.append(body)
+    close()
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return ["%d x %s" % (n, key) for key, n in ranked[:limit]]
 
 
 def post_shards(ctx, job, rc, log):
@@ -176,15 +235,21 @@ def post_shards(ctx, job, rc, log):
         m = re.search(r"(?:smezo_tests|emulated): (\d+) passed, (\d+) failed, (\d+) skipped", ln)
         if m:
             counts = [a + int(b) for a, b in zip(counts, m.groups())]
-    errors = sum(int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", log))
+    # "ERROR SUMMARY: N errors" (memcheck, synccheck, initcheck) or "RACECHECK SUMMARY: N hazards
+    # displayed"; not "ERROR SUMMARY: M errors were not printed", which repeats part of N
+    errors = sum(int(n) for n in re.findall(r"(?:ERROR SUMMARY: (\d+) errors?(?![\w ]*were not)|"
+                                           r"RACECHECK SUMMARY: (\d+) hazards?)", log) for n in n if n)
     head = "%d shard(s), %d exited non-zero; tests: %d passed, %d failed, %d skipped" % (
         len(shards), sum(" rc=0 " not in ln for ln in shards), counts[0], counts[1], counts[2])
     if "compute-sanitizer" in job.cmd(ctx) and job.id not in ctx.fallback_ids:
         head += "; sanitizer errors: %d" % errors
     figures = [head] + lines_matching(log, r"^\[shards\] (failed|rerun)", 4) + shards
-    skips = 0
-    for path in glob.glob(os.path.join(ctx.logs(job.id), "*.log")):
-        skips += open(path, errors="replace").read().count("no CUDA device: skipped")
+    skips, shard_logs = 0, ""
+    for path in sorted(glob.glob(os.path.join(ctx.logs(job.id), "*.log"))):
+        text = open(path, errors="replace").read()
+        skips += text.count("no CUDA device: skipped")
+        shard_logs += text + "\n"
+    figures += ["sanitizer: %s" % site for site in sanitizer_sites(shard_logs)]
     if not ctx.dry and skips:
         return "failed", figures + ["%d GPU tests skipped (no CUDA device): this build or machine sees no GPU" % skips]
     return ("done" if rc == 0 and len(shards) else "failed"), figures
@@ -330,11 +395,22 @@ def build_cmd(ctx):
     unpack = "tools/deps.sh unpack && " if carried else ""
     deps = "DEPS=deps/root " if unpack else ""
     tests = " build/smezo_tests" if ctx.need_tests else ""  # item 1 done: the CLI is enough
-    return unpack + ". tools/mpi_env.sh && make -j$(nproc) %sall%s" % (deps, tests)
+    make = "make -j$(nproc) %sall%s" % (deps, tests)
+    if ctx.listing or os.path.exists(os.path.join(ctx.state, "carry", gpu_prebuilt.TARBALL)):
+        # the binaries built by prepare, if they are of these sources and run here; else make
+        make = "{ python3 tools/gpu_backlog.py _prebuilt %s || %s; }" % (q(ctx.state), make)
+    return unpack + ". tools/mpi_env.sh && " + make
+
+
+# cuBLAS's Hopper GEMM kernels (nvjet_sm90_*, CUDA 13): racecheck reports shared-memory hazards
+# inside them (2026-11-25, H200: 35 reports, all in nvjet kernels, none in ours). They are the
+# library's code, which smezo cannot change; racecheck checks every kernel of ours without them.
+RACECHECK_EXCLUDE = "kns=nvjet"
 
 
 def sanitizer_job(tool, shards, est, basis):
-    extra = " --leak-check full" if tool == "memcheck" else ""
+    extra = {"memcheck": " --leak-check full", "racecheck": " --kernel-name-exclude " + RACECHECK_EXCLUDE}.get(tool, "")
+    extra += " --print-limit 2000"  # every report counted by site (post_shards), not only the first 100
 
     def cmd(ctx):
         # the dry run on the CPU uses the same selection; the GPU suites skip themselves there
@@ -376,6 +452,26 @@ def evals_cmd(ctx):
     return "pids=; " + " ".join(cmds) + " rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc"
 
 
+# The suite's SmolLM2 tests (the CUDA logits and greedy text against transformers' among them)
+# skip in 1.tests, which runs before the GGUF has arrived: here they run with it.
+SMOLLM2_TESTS = "*SmolLM2*:ModelTokenizer.GenerateWithoutBosNeedsAPrompt"
+
+
+def smollm2_suite_cmd(ctx):
+    where = "" if ctx.dry else "env SMEZO_SMOLLM2=%s " % q(ctx.gguf)
+    return shards_cmd(1, os.path.join(ctx.logs("2.suite-smollm2"), "tests"),
+                      "%s%s --gtest_filter='%s'" % (where, q(ctx.tests), SMOLLM2_TESTS))
+
+
+def post_smollm2_suite(ctx, job, rc, log):
+    status, figures = post_shards(ctx, job, rc, log)
+    missing = sum(open(p, errors="replace").read().count("SmolLM2 GGUF not found")
+                  for p in glob.glob(os.path.join(ctx.logs(job.id), "*.log")))
+    if missing and not ctx.dry:
+        return "failed", figures + ["%d tests skipped: the GGUF was not found at %s" % (missing, ctx.gguf)]
+    return status, figures
+
+
 def greedy_cmd(ctx):
     out = ctx.work("2.greedy")
     if ctx.dry:
@@ -394,11 +490,13 @@ def all_jobs():
     sst2_s = zo_grid.grid_seconds(grid_sst2, grid_sst2["step_ms"], grid_sst2["speedup"]) + 30
     rest_s = zo_grid.grid_seconds(grid_rest, grid_rest["step_ms"], grid_rest["speedup"]) + 60
     grid_basis = "zo_grid.py plan at the planned ms/step and speed-up (estimates), + model loads"
+    # a new machine restarts the runs that were in flight: one run's time with 4 at once
+    wave_s = grid_sst2["steps"] * grid_sst2["step_ms"] / 1000.0 * 4 / grid_sst2["speedup"]
     return [
-        Job("1.build", "deps unpacked, make -j all build/smezo_tests (the tests only while item 1 is pending; "
-            "skipped while the sources are unchanged)", 180,
-            "116 C++ + 19 CUDA files (sm_90a) on 16 cores; without the 53 test files on a later machine: 2 min "
-            "(estimate)", build_cmd, post_build, needs=(), per_machine=True, est_redo_s=120),
+        Job("1.build", "deps unpacked, the binaries prepare built here put in place and run once; if they cannot "
+            "be used, make -j all build/smezo_tests (skipped while the sources are unchanged)", 45,
+            "carried binaries: untar and a smoke test (estimate); make on the machine instead: 337 s measured "
+            "(H200, 16 cores, 2026-11-25)", build_cmd, post_build, needs=(), per_machine=True, est_redo_s=45),
         Job("1.tests", "the whole test suite on CUDA, 4 shards at once (failures rerun alone)", 180,
             "not timed on the GPU machine; ~400 tests, 4 shards (estimate)",
             lambda c: shards_cmd(2 if c.dry else 4, os.path.join(c.logs("1.tests"), "tests"),
@@ -422,6 +520,9 @@ def all_jobs():
         Job("2.gguf", "SmolLM2 GGUF joined from the carried parts, sha256 checked", 10, "gunzip of 88 MiB",
             lambda c: "python3 tools/gpu_backlog.py _join-gguf %s%s" % (q(c.state), "" if c.dry else " --install"),
             needs=("parts",), per_machine=True),
+        Job("2.suite-smollm2", "the suite's SmolLM2 tests with the GGUF (skipped in 1.tests, before it came)", 60,
+            "about 15 tests, the CUDA logits and greedy text against transformers' among them (estimate)",
+            smollm2_suite_cmd, post_smollm2_suite, needs=("build", "gguf")),
         Job("2.greedy", "SmolLM2 greedy text on CUDA = transformers' (tests/fixtures/smollm2_greedy.json)", 20,
             "2 x 24 tokens (estimate)", greedy_cmd, post_greedy, needs=("build", "gguf")),
         Job("2.evals", "SmolLM2 zero-shot and 16-shot SST-2/RTE/BoolQ on CUDA = the CPU table", 60,
@@ -436,7 +537,7 @@ def all_jobs():
         Job("3.grid", "lease grid, SST-2: MeZO/R-MeZO/S-MeZO x 3 lrs, 3 seeds, 1,500 steps; table + SVGs",
             round(sst2_s), grid_basis, lambda c: grid_cmd(c, "sst2", os.path.join(c.work("3.grid"), "report")),
             post_grid, needs=("build", "gguf", "3.calibrate"), exclusive=True, resumable=True,
-            share_s=round(1.5 * sst2_s)),
+            share_s=round(1.5 * sst2_s), lost_on_new_machine_s=wave_s),
         Job("4.step-bench", "step_bench smollm2-135m and llama-7b beside the PyTorch peer (same session)", 180,
             "smezo ~1 min, torch_mezo.py ~2 min for the two shapes (estimate)",
             lambda c: step_bench_cmd(c, "4.step-bench", "smollm2-135m llama-7b", ""),
@@ -469,7 +570,8 @@ def all_jobs():
             post_count(r"^(demo: SST-2 dev accuracy|done: dev acc)", r"^smezo: error"), needs=("build", "gguf")),
         Job("8.grid-rest", "lease grid, RTE and BoolQ (when the budget allows; not in the 40 minutes)",
             round(rest_s), grid_basis, lambda c: grid_cmd(c, "rte,boolq", os.path.join(c.work("8.grid-rest"), "report")),
-            post_grid, needs=("build", "gguf", "3.grid"), exclusive=True, resumable=True),
+            post_grid, needs=("build", "gguf", "3.grid"), exclusive=True, resumable=True,
+            lost_on_new_machine_s=wave_s),
     ]
 
 
@@ -497,6 +599,8 @@ SHOWS = {
     "1.determinism-bf16": "two runs identical, kill -9 + --resume identical, replay bit for bit",
     "1.determinism-f32": "the same, and a CPU replay of the GPU run bit for bit",
     "2.gguf": "sha256 b179c952… after the join",
+    "2.suite-smollm2": "every test passes, none skips (GgufSmolLM2.LogitsMatchTransformersOnCuda, "
+                       "ModelTokenizer.SmolLM2GreedyMatchesTransformersOnCuda among them)",
     "2.greedy": "transformers' greedy text, token for token (2 prompts x 24 tokens)",
     "2.evals": "the CPU table's accuracies: zero-shot 58.0/48.0/60.0, 16-shot 83.3/46.7/40.0 (SST-2/RTE/BoolQ)",
     "3.calibrate": "ms/step of SmolLM2 on the H100 (replaces the 40 ms estimate) and the best runs-at-once",
