@@ -83,10 +83,11 @@ void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weig
                           const Param* bias, const Probe& probe);
 
 // Whether an op of about this many CPU cycles of work is worth an OpenMP team. A parallel
-// region costs microseconds to fork and join, and afterwards its idle threads spin for
-// milliseconds (libgomp's default wait policy), which on a busy machine takes CPU from the
-// thread doing the work. So ops of less than ~1.5 ms (stories260K's, and small ones of any
-// model) stay on one thread. Parallel or not, an op computes the same bits.
+// region costs microseconds to fork and join (more with smezo's passive wait policy, whose
+// idle threads sleep: cpu_threads.h; with libgomp's own default they spin for milliseconds,
+// which on a busy machine takes CPU from the thread doing the work). So ops of less than
+// ~1.5 ms (stories260K's, and small ones of any model) stay on one thread. Parallel or not,
+// an op computes the same bits.
 inline bool cpu_parallel_worth(int64_t cycles) { return cycles >= (int64_t{1} << 22); }
 
 // How CpuBackend::linear computes with a weight of N rows and K columns on this machine: the
