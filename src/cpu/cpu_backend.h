@@ -59,6 +59,11 @@ class CpuBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
+  // Profiling (`smezo bench --shape ... --profile`, bench/timing_backend.h): while set, linear
+  // adds here the wall milliseconds it spends forming perturbed weight rows (the noise; the
+  // reference loops' noise is not split out). nullptr, the default, costs a branch per group.
+  void set_linear_noise_timer(double* ms) { linear_noise_ms_ = ms; }
+
  private:
   std::vector<std::unique_ptr<float[]>> blocks_;
   int64_t bytes_ = 0;
@@ -67,6 +72,7 @@ class CpuBackend : public Backend {
   // (index 1: the second half of a probe pair)
   GemmPanel linear_rows_[2];
   std::vector<float> linear_weights_[2];
+  double* linear_noise_ms_ = nullptr;
 };
 
 // Effective values of elements [start, start + count) of a parameter under a probe:
