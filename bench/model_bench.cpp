@@ -91,6 +91,12 @@ double mean_nll(const std::vector<float>& logits, int64_t row0, int64_t rows, in
   return total / static_cast<double>(rows);
 }
 
+// --profile's split in the JSON line: ms per step of each part (gemm + noise + attention + rest = step).
+nlohmann::json profile_json(const ProfileSplit& p) {
+  return {{"step_ms", p.step_ms}, {"gemm_ms", p.gemm_ms}, {"noise_ms", p.noise_ms}, {"attention_ms", p.attention_ms},
+          {"rest_ms", p.rest_ms}, {"outside_ops_ms", p.outside_ops_ms}};
+}
+
 }  // namespace
 
 std::vector<std::string> model_bench_shape_names() {
@@ -142,7 +148,7 @@ int run_model_bench(const ModelBenchOptions& o) {
   std::unique_ptr<Backend> inner = make_backend(o.device);
   // --profile wraps the backend to time each op (CPU: exact wall time per op; see timing_backend.h)
   std::unique_ptr<TimingBackend> timed;
-  if (o.profile) timed = std::make_unique<TimingBackend>(*inner);
+  if (o.profile) timed = std::make_unique<TimingBackend>(*inner, /*split_linear_noise=*/true);
   Backend& backend = timed ? static_cast<Backend&>(*timed) : *inner;
   const Stopwatch load_timer;
   // the workspace holds a probe pair's two copies of the longest batch
@@ -167,6 +173,7 @@ int run_model_bench(const ModelBenchOptions& o) {
     }
     std::vector<float> logits;
     const int64_t V = config.vocab_size, B = o.batch;
+    double sum_ms = 0;  // of the timed reps, for the profile
     auto report = [&](const char* phase, const char* probes, const std::vector<double>& ms) {
       nlohmann::json j;
       j["bench"] = "model";
@@ -185,6 +192,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       j["parameters"] = model.parameter_count();
       j["backend_allocated_MB"] = backend.bytes_allocated() / 1e6;
       j["load_s"] = load_s;
+      if (timed) j["profile"] = profile_json(profile_split(timed->ms(), sum_ms, o.reps));
       summary_add_standard_fields(&j);  // peak host RSS, host name, time
       j.erase("written_at");
       std::printf("%s\n", j.dump().c_str());
@@ -194,7 +202,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       std::vector<double> ms;
       for (int r = 0; r < o.warmup + o.reps; r++) {
         sync();
-        if (timed) timed->reset();
+        if (timed && r == o.warmup) timed->reset();  // the profile sums the timed reps
         const Stopwatch rep;
         {
           PhaseRange nvtx(range);
@@ -204,10 +212,12 @@ int run_model_bench(const ModelBenchOptions& o) {
         const double dt = 1e3 * rep.seconds();
         if (r >= o.warmup) ms.push_back(dt);
       }
+      sum_ms = 0;
+      for (double m : ms) sum_ms += m;
       return ms;
     };
     report("forward", nullptr, time_reps("forward", [&](int) { model.forward(batch, Probe{}, &logits); }));
-    if (timed) timed->print_profile(o.shape + " forward T=" + std::to_string(T));
+    if (timed) timed->print_profile(o.shape + " forward T=" + std::to_string(T), sum_ms, o.reps);
     for (Method method : {METHOD_MEZO, METHOD_SMEZO}) {
       SpsaOptions so;
       so.method = method;
@@ -231,7 +241,8 @@ int run_model_bench(const ModelBenchOptions& o) {
           });
         });
         report(phase.c_str(), mode.c_str(), ms);
-        if (timed) timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T));
+        if (timed)
+          timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T), sum_ms, o.reps);
       }
     }
   }

@@ -10,9 +10,11 @@
 // stream), so a time is the wall clock of the whole phase, host launches included.
 // Output: one JSON object per (T, phase) on stdout (JSON lines), with ms (median, min),
 // tokens/s (batch*T per forward, per probe for a step), the backend's allocated bytes and,
-// on CUDA, the device memory in use at the end; --profile adds the per-op time breakdown of
-// one step on the CPU (the CUDA breakdown comes from Nsight: NVTX ranges name each phase
-// when built with `make profile`).
+// on CUDA, the device memory in use at the end. --profile adds, per phase, the split of a
+// step into GEMM, noise, attention and rest (bench/timing_backend.h's ProfileSplit: on stderr
+// as ms and shares, and as the JSON line's "profile" object), then the time per op kind, all
+// means over the timed reps; on the CPU exact wall time per op (the CUDA breakdown comes from
+// Nsight: NVTX ranges name each phase when built with `make profile`).
 #pragma once
 
 #include <cstdint>

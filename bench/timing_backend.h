@@ -2,7 +2,10 @@
 // (`smezo bench --shape ... --profile`, build/cpu_bench). After each op it synchronises the inner backend (a
 // one-float download), so on CUDA a time is the op's kernels plus one synchronisation (~10 us):
 // a breakdown of where a step goes, not a replacement for Nsight. Linears and updates are split
-// by the parameter's role (q, gate, head, norm, ...).
+// by the parameter's role (q, gate, head, norm, ...). With split_linear_noise on the CPU backend
+// a linear's time is cut in two: "linear q noise", forming the perturbed weight rows
+// (CpuBackend::set_linear_noise_timer), and "linear q", the rest (packing, sgemm, writing out).
+// profile_split sums the op kinds into the four parts `smezo bench --profile` prints.
 // Every virtual of Backend is forwarded, the ones with a default too (upload_stored,
 // free_memory_bytes): a default here would run the base class's version instead of the inner
 // backend's (a host fp32 copy of each tensor, "free memory unknown").
@@ -17,12 +20,56 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cpu/cpu_backend.h"
 
 namespace smezo {
 
+// A step cut into the parts issue 25 item 4 asks for, in ms per step (means over the reps).
+// gemm + noise + attention + rest = step.
+struct ProfileSplit {
+  double step_ms = 0;         // the step's wall time
+  double gemm_ms = 0;         // the linears less their noise: packing, sgemm, writing the output
+  double noise_ms = 0;        // forming perturbed weights inside the linears, and the updates
+  double attention_ms = 0;    // the attention op
+  double rest_ms = 0;         // every other op (norm, rope, swiglu, embedding, ...) and outside_ops_ms
+  double outside_ops_ms = 0;  // the step's time in no op: the loss on the host, the optimizer's bookkeeping
+};
+
+// op_ms: milliseconds per op kind (TimingBackend::ms) summed over reps steps that took
+// step_ms_total together.
+inline ProfileSplit profile_split(const std::map<std::string, double>& op_ms, double step_ms_total, int reps) {
+  auto starts = [](const std::string& s, const char* p) { return s.rfind(p, 0) == 0; };
+  auto ends = [](const std::string& s, const std::string& x) {
+    return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  ProfileSplit p;
+  const double n = reps > 0 ? reps : 1;
+  double ops = 0;
+  for (const auto& kv : op_ms) {
+    const double ms = kv.second / n;
+    ops += ms;
+    if (starts(kv.first, "update ") || (starts(kv.first, "linear ") && ends(kv.first, " noise"))) p.noise_ms += ms;
+    else if (starts(kv.first, "linear ")) p.gemm_ms += ms;
+    else if (kv.first == "attention") p.attention_ms += ms;
+  }
+  p.step_ms = step_ms_total / n;
+  p.outside_ops_ms = p.step_ms - ops;
+  p.rest_ms = p.step_ms - p.gemm_ms - p.noise_ms - p.attention_ms;
+  return p;
+}
+
 class TimingBackend : public Backend {
  public:
-  explicit TimingBackend(Backend& inner) : inner_(inner), one_(inner.alloc(1, 1, DTYPE_F32)) {}
+  explicit TimingBackend(Backend& inner, bool split_linear_noise = false)
+      : inner_(inner), one_(inner.alloc(1, 1, DTYPE_F32)) {
+    cpu_ = split_linear_noise ? dynamic_cast<CpuBackend*>(&inner) : nullptr;
+    if (cpu_) cpu_->set_linear_noise_timer(&linear_noise_ms_);
+  }
+  ~TimingBackend() override {
+    if (cpu_) cpu_->set_linear_noise_timer(nullptr);
+  }
+  TimingBackend(const TimingBackend&) = delete;
+  TimingBackend& operator=(const TimingBackend&) = delete;
   const char* name() const override { return inner_.name(); }
   BackendKind kind() const override { return inner_.kind(); }
 
@@ -49,7 +96,14 @@ class TimingBackend : public Backend {
   }
   void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
               const Probe& probe) override {
-    timed("linear " + kind_of(weight.info), [&] { inner_.linear(out, in, weight, bias, probe); });
+    const std::string key = "linear " + kind_of(weight.info);
+    const double noise_before = linear_noise_ms_;
+    timed(key, [&] { inner_.linear(out, in, weight, bias, probe); });
+    const double noise = linear_noise_ms_ - noise_before;
+    if (noise > 0) {
+      ms_[key] -= noise;
+      ms_[key + " noise"] += noise;
+    }
   }
   void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads, int64_t head_dim, float theta,
             RopeStyle style) override {
@@ -79,18 +133,21 @@ class TimingBackend : public Backend {
   void reset() { ms_.clear(); }
   // Milliseconds per op kind since the last reset.
   const std::map<std::string, double>& ms() const { return ms_; }
-  // One line per op kind, largest first, with its share of the total (stderr).
-  void print_profile(const std::string& title) const {
+  // The split of the reps steps since the last reset, which took step_ms_total together, then
+  // one line per op kind, largest first, with its share of the step (stderr; ms per step).
+  void print_profile(const std::string& title, double step_ms_total, int reps) const {
+    const ProfileSplit p = profile_split(ms_, step_ms_total, reps);
+    const double n = reps > 0 ? reps : 1;
+    auto pct = [&](double ms) { return p.step_ms > 0 ? 100 * ms / p.step_ms : 0.0; };
+    std::fprintf(stderr, "profile: %s, mean of %d reps: %.3f ms a step\n", title.c_str(), reps, p.step_ms);
+    std::fprintf(stderr, "  split: GEMM %.2f ms %.1f%% | noise %.2f ms %.1f%% | attention %.2f ms %.1f%% | "
+                 "rest %.2f ms %.1f%% (%.2f of it outside ops)\n", p.gemm_ms, pct(p.gemm_ms), p.noise_ms,
+                 pct(p.noise_ms), p.attention_ms, pct(p.attention_ms), p.rest_ms, pct(p.rest_ms), p.outside_ops_ms);
     std::vector<std::pair<double, std::string>> rows;
-    double total = 0;
-    for (const auto& kv : ms_) {
-      rows.push_back({kv.second, kv.first});
-      total += kv.second;
-    }
+    for (const auto& kv : ms_) rows.push_back({kv.second / n, kv.first});
     std::sort(rows.rbegin(), rows.rend());
-    std::fprintf(stderr, "profile: %s, last rep, %.3f ms in ops\n", title.c_str(), total);
     for (const auto& r : rows)
-      std::fprintf(stderr, "  %-28s %10.3f ms %5.1f%%\n", r.second.c_str(), r.first, total > 0 ? 100 * r.first / total : 0.0);
+      std::fprintf(stderr, "  %-28s %10.3f ms %5.1f%%\n", r.second.c_str(), r.first, pct(r.first));
   }
 
  private:
@@ -110,6 +167,8 @@ class TimingBackend : public Backend {
   Backend& inner_;
   Tensor one_;
   std::map<std::string, double> ms_;
+  CpuBackend* cpu_ = nullptr;    // the inner backend, when split_linear_noise and it is the CPU's
+  double linear_noise_ms_ = 0;   // its linears' noise time so far
 };
 
 }  // namespace smezo

@@ -1,12 +1,15 @@
 // `smezo bench --shape` on the CPU backend at the tiny shape: one JSON line per (T, phase,
-// probes) with positive times and token rates, the profile on stderr, bad shapes refused;
-// the profiling wrapper (bench/timing_backend.h) forwards the Backend virtuals that have a
-// default.
+// probes) with positive times and token rates, the profile on stderr and its split (GEMM,
+// noise, attention, rest) in the JSON adding up to the step, tools/profile_rows.py's rows,
+// bad shapes refused; the profiling wrapper (bench/timing_backend.h) forwards the Backend
+// virtuals that have a default and cuts the CPU linear's noise out only when asked.
 // (The named large shapes are for the GPU machine: tools/step_bench.sh.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -41,6 +44,17 @@ TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
     EXPECT_LE(j["ms_min"].get<double>(), j["ms"].get<double>());
     EXPECT_GT(j["tokens_per_s"].get<double>(), 0.0);
     EXPECT_GT(j["backend_allocated_MB"].get<double>(), 0.0);
+    // --profile's split: the four parts make up the step; a forward has no noise, a step has
+    const nlohmann::json& p = j["profile"];
+    const double parts = p["gemm_ms"].get<double>() + p["noise_ms"].get<double>() +
+                         p["attention_ms"].get<double>() + p["rest_ms"].get<double>();
+    EXPECT_NEAR(parts, p["step_ms"].get<double>(), 1e-9 * p["step_ms"].get<double>()) << line;
+    EXPECT_GT(p["gemm_ms"].get<double>(), 0.0) << line;
+    EXPECT_GT(p["attention_ms"].get<double>(), 0.0) << line;
+    EXPECT_GT(p["rest_ms"].get<double>(), 0.0) << line;
+    EXPECT_LE(p["outside_ops_ms"].get<double>(), p["rest_ms"].get<double>()) << line;
+    if (j["phase"] == "forward") EXPECT_EQ(p["noise_ms"].get<double>(), 0.0) << line;
+    else EXPECT_GT(p["noise_ms"].get<double>(), 0.0) << line;
     seen.insert(j["phase"].get<std::string>() + "/" + j.value("probes", std::string("-")) + "/" +
                 std::to_string(j["seq"].get<int64_t>()));
   }
@@ -52,7 +66,61 @@ TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
   const std::string profile = smezo_test::read_file(dir + "/profile.txt");
   EXPECT_THAT(profile, HasSubstr("profile: tiny smezo-step (pair) T=16"));
   EXPECT_THAT(profile, HasSubstr("linear q"));
+  EXPECT_THAT(profile, HasSubstr("linear q noise"));  // the CPU linear's noise, cut out
   EXPECT_THAT(profile, HasSubstr("update"));
+  EXPECT_THAT(profile, HasSubstr("  split: GEMM "));
+  // tools/profile_rows.py: a markdown row per JSON line, for RESULTS.md's before/after tables
+  smezo_test::write_file(dir + "/bench.jsonl", out);
+  std::string rows;
+  ASSERT_EQ(smezo_test::run_command("python3 tools/profile_rows.py --header --label before " + dir + "/bench.jsonl",
+                                    &rows), 0) << rows;
+  EXPECT_THAT(rows, HasSubstr("| run | shape | phase | T | step ms | GEMM ms (share) |"));
+  EXPECT_THAT(rows, HasSubstr("| before | tiny b2 | smezo-step (pair) | 16 | "));
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 2 + 10);
+  smezo_test::write_file(dir + "/plain.jsonl", "{\"phase\": \"forward\"}\n");  // no --profile
+  EXPECT_EQ(smezo_test::run_command("python3 tools/profile_rows.py " + dir + "/plain.jsonl 2>&1", &rows), 1);
+  EXPECT_THAT(rows, HasSubstr("run the bench with --profile"));
+}
+
+// Which op kinds make GEMM, noise, attention and rest, per step; the rest takes what no op
+// timed, so the parts add up to the step.
+TEST(ModelBench, ProfileSplitSortsOpKinds) {
+  const std::map<std::string, double> ms = {{"linear q", 20},       {"linear q noise", 6}, {"linear head", 10},
+                                            {"update q", 4},        {"update norm", 2},    {"attention", 8},
+                                            {"norm", 1},            {"swiglu", 3},         {"download", 0.5},
+                                            {"abs_quantile", 1.5}};
+  const ProfileSplit p = profile_split(ms, 70.0, 2);  // two steps of 35 ms
+  EXPECT_DOUBLE_EQ(p.step_ms, 35.0);
+  EXPECT_DOUBLE_EQ(p.gemm_ms, 15.0);
+  EXPECT_DOUBLE_EQ(p.noise_ms, 6.0);
+  EXPECT_DOUBLE_EQ(p.attention_ms, 4.0);
+  EXPECT_DOUBLE_EQ(p.outside_ops_ms, 35.0 - 28.0);
+  EXPECT_DOUBLE_EQ(p.rest_ms, 3.0 + p.outside_ops_ms);
+  EXPECT_DOUBLE_EQ(p.gemm_ms + p.noise_ms + p.attention_ms + p.rest_ms, p.step_ms);
+}
+
+// The linear's noise is cut out only where asked (the op benchmark times whole linears).
+TEST(ModelBench, TimingBackendSplitsTheCpuLinearsNoiseOnlyWhenAsked) {
+  CpuBackend cpu;
+  const int64_t M = 4, K = 64, N = 200;  // a BLAS path shape on any machine, else the reference (not split)
+  Param w;
+  w.w = cpu.alloc(N, K, DTYPE_F32);
+  std::vector<float> host(N * K, 0.5f), x(M * K, 1.0f);
+  cpu.upload(w.w, host.data());
+  w.info.name = "model.layers.0.self_attn.q_proj.weight";
+  w.info.role = ROLE_ATTN_Q;
+  w.info.is_linear = true;
+  Tensor in = cpu.alloc(M, K, DTYPE_F32), out = cpu.alloc(M, N, DTYPE_F32);
+  cpu.upload(in, x.data());
+  const Probe probe{1e-3f, 5};
+  for (bool split : {false, true}) {
+    TimingBackend timed(cpu, split);
+    timed.linear(out, in, w, nullptr, probe);
+    timed.linear(out, in, w, nullptr, Probe{});  // unperturbed: no noise
+    EXPECT_EQ(timed.ms().count("linear q"), 1u);
+    const bool blas = std::string(cpu_linear_path(N, K)) != "reference";
+    EXPECT_EQ(timed.ms().count("linear q noise"), split && blas ? 1u : 0u) << split;
+  }
 }
 
 TEST(ModelBench, ShapesAreKnownAndChecked) {

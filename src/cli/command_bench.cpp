@@ -154,7 +154,9 @@ Command register_bench(CLI::App& smezo) {
   cmd->add_option("--probes", s->probes, "--shape: time the steps with the probe pair, two passes, or both")
       ->check(one_of({"pair", "separate", "both"}));
   cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher"}));
-  cmd->add_flag("--profile", s->profile, "--shape: time per op kind of the last rep (stderr)");
+  cmd->add_flag("--profile", s->profile, "--shape: each phase's step split into GEMM, noise, attention and rest, "
+                                         "then time per op kind, means of the timed reps (stderr; the split also "
+                                         "as \"profile\" in the JSON line)");
   cmd->add_option("--shapes", s->shapes, "weight shapes, out x in features, comma-separated: 11008x4096,4096x4096")
       ->type_name("NxK,...")
       ->default_str("LLaMA-7B's");

@@ -1,5 +1,6 @@
 // smezo info MODEL: architecture, every tensor's shape and dtype, the parameter count, and
-// the backend memory a training run would need (memory_estimate.h) for --batch/--max-len.
+// the backend memory a training run would need (memory_estimate.h) for --batch/--max-len, and
+// the CPU backend's OpenMP threads and wait policy, with where each came from (cpu_threads.h).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "common/check.h"
+#include "cpu/cpu_threads.h"
 #include "formats/model_loader.h"
 #include "model/memory_estimate.h"
 #include "model/model.h"
@@ -67,6 +69,8 @@ int run_info(const InfoState& s) {
               describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, BACKEND_CUDA)).c_str());
   std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
               describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU)).c_str());
+  std::printf("\ncpu backend (OpenMP):\n");
+  for (const std::string& line : cpu_threads_describe()) std::printf("  %s\n", line.c_str());
   return 0;
 }
 
@@ -74,7 +78,8 @@ int run_info(const InfoState& s) {
 
 Command register_info(CLI::App& smezo) {
   auto s = std::make_shared<InfoState>();
-  CLI::App* cmd = add_command(smezo, "info", "a model's architecture, tensor shapes and dtypes, and parameter count");
+  CLI::App* cmd = add_command(smezo, "info", "a model's architecture, tensor shapes and dtypes, parameter count and memory "
+                                             "estimate; the CPU backend's threads and OpenMP wait policy");
   cmd->add_option("MODEL", s->positional, "the model (or --model)")
       ->type_name("PATH")
       ->default_str("the bundled stories260K");

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/version.h"
 #include "common/check.h"
+#include "cpu/cpu_threads.h"
 
 namespace {
 
@@ -55,6 +56,9 @@ int report_extras(const std::vector<std::string>& extras, const std::string& com
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenMP's defaults (thread count, passive wait) before anything runs: may re-execute this
+  // program once with them in the environment (cpu/cpu_threads.h)
+  smezo::cpu_threads_apply_defaults(argv);
   // Past a file-size limit (ulimit -f) the kernel would kill us with SIGXFSZ mid-write, with no
   // message; ignored, the write fails with EFBIG and the writer reports it like a full disk.
   std::signal(SIGXFSZ, SIG_IGN);

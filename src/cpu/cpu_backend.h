@@ -59,6 +59,11 @@ class CpuBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
+  // Profiling (`smezo bench --shape ... --profile`, bench/timing_backend.h): while set, linear
+  // adds here the wall milliseconds it spends forming perturbed weight rows (the noise; the
+  // reference loops' noise is not split out). nullptr, the default, costs a branch per group.
+  void set_linear_noise_timer(double* ms) { linear_noise_ms_ = ms; }
+
  private:
   std::vector<std::unique_ptr<float[]>> blocks_;
   int64_t bytes_ = 0;
@@ -67,6 +72,7 @@ class CpuBackend : public Backend {
   // (index 1: the second half of a probe pair)
   GemmPanel linear_rows_[2];
   std::vector<float> linear_weights_[2];
+  double* linear_noise_ms_ = nullptr;
 };
 
 // Effective values of elements [start, start + count) of a parameter under a probe:
@@ -83,10 +89,11 @@ void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weig
                           const Param* bias, const Probe& probe);
 
 // Whether an op of about this many CPU cycles of work is worth an OpenMP team. A parallel
-// region costs microseconds to fork and join, and afterwards its idle threads spin for
-// milliseconds (libgomp's default wait policy), which on a busy machine takes CPU from the
-// thread doing the work. So ops of less than ~1.5 ms (stories260K's, and small ones of any
-// model) stay on one thread. Parallel or not, an op computes the same bits.
+// region costs microseconds to fork and join (more with smezo's passive wait policy, whose
+// idle threads sleep: cpu_threads.h; with libgomp's own default they spin for milliseconds,
+// which on a busy machine takes CPU from the thread doing the work). So ops of less than
+// ~1.5 ms (stories260K's, and small ones of any model) stay on one thread. Parallel or not,
+// an op computes the same bits.
 inline bool cpu_parallel_worth(int64_t cycles) { return cycles >= (int64_t{1} << 22); }
 
 // How CpuBackend::linear computes with a weight of N rows and K columns on this machine: the

@@ -13,10 +13,13 @@
 //   reference loops instead; so does every shape with SMEZO_CPU_LINEAR=reference in the
 //   environment (for measuring the speed-up; RESULTS.md). A probe pair (Probe::pair) forms
 //   the group's W+ and W- from one noise generation and runs each row half's products on its
-//   own copy.
+//   own copy. Under --profile (set_linear_noise_timer) the forming of perturbed rows is timed.
 // Results are bit-identical for any thread count and for any set of other rows in the call
 // (cpu_gemm.cpp); they differ from the reference by the rounding of another summation order.
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <memory>
@@ -128,6 +131,9 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
       const int64_t rows = std::min(group_rows, N - g0);
       const float* w[2] = {weight.w.f32() + g0 * K, weight.w.f32() + g0 * K};
       if (perturbed) {
+        // --profile: thread 0's wall time from here to the loop's closing barrier
+        const bool timing = linear_noise_ms_ && omp_get_thread_num() == 0;
+        const auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
         // one noise generation per weight element for both halves of a pair
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
@@ -137,6 +143,8 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
           else
             cpu_read_param(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
         }
+        if (timing)
+          *linear_noise_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         w[0] = linear_weights_[0].data();
         w[1] = linear_weights_[1].data();
       }
