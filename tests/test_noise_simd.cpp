@@ -9,7 +9,8 @@
 //   - the transform alone on Philox words covering every radius and every angle the spec can
 //     make (gaussian, rademacher: every 16-bit half in both places; gaussian-v1: every 24-bit
 //     uniform of the radius and of the angle), so the tails of the distribution are included;
-//   - the CPU backend on the path (noise_path_set) for 1, 2 and 3 OpenMP threads.
+//   - the CPU backend on the path (noise_path_set) for 1, 2 and 3 OpenMP threads;
+//   - SMEZO_NOISE_PATH: checked when the CPU backend is made (the CLI with each value).
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -299,4 +300,24 @@ TEST(NoiseSimd, ActivePathRunsHere) {
   }
   EXPECT_STREQ(noise_path_name(NOISE_PATH_AVX512), "avx512");
   EXPECT_NE(noise_path_fns(NOISE_PATH_SCALAR), nullptr);
+}
+
+// SMEZO_NOISE_PATH naming no path, or one this CPU cannot run, stops the program when the CPU
+// backend is made, with a message saying what to set; a path it runs is taken.
+TEST(NoiseSimd, NoisePathVariableIsCheckedAtStart) {
+  const std::string run = " " + smezo_test::smezo_binary() + " bench --shape tiny --device cpu --reps 1 --warmup 0";
+  std::string out;
+  EXPECT_NE(smezo_test::run_command("SMEZO_NOISE_PATH=avx9" + run, &out), 0);
+  EXPECT_NE(out.find("SMEZO_NOISE_PATH=avx9 is not a noise path: use scalar, avx2 or avx512"), std::string::npos)
+      << out;
+  for (int p = 0; p < NOISE_PATH_COUNT; ++p) {
+    const NoisePath path = static_cast<NoisePath>(p);
+    const int rc = smezo_test::run_command(std::string("SMEZO_NOISE_PATH=") + noise_path_name(path) + run, &out);
+    if (noise_path_fns(path) != nullptr) {
+      EXPECT_EQ(rc, 0) << noise_path_name(path) << ": " << out;
+    } else {
+      EXPECT_NE(rc, 0) << noise_path_name(path);
+      EXPECT_NE(out.find("this build or this CPU cannot run it"), std::string::npos) << out;
+    }
+  }
 }

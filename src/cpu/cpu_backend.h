@@ -29,6 +29,7 @@ namespace smezo {
 
 class CpuBackend : public Backend {
  public:
+  CpuBackend();  // picks the noise path (noise_path.h)
   const char* name() const override { return "cpu"; }
   BackendKind kind() const override { return BACKEND_CPU; }
 
