@@ -9,6 +9,11 @@
 //             runs it (normals per second, per noise kind)
 //   update    CpuBackend::update of an N_UPDATE-element tensor (default 100M) with one thread
 //             and with all of them (OMP_NUM_THREADS), dense and with an R-MeZO random mask
+//   path      (where src/cpu/noise_path.h exists) each noise path this CPU runs (scalar, avx2,
+//             avx512), one thread: generate as above, the probe pair (cpu_read_param_pair of
+//             the 2^24 zeros, dense) and the update of 2^24 elements dense and R-MeZO, per kind;
+//             rates per second of the thread's CPU time (per core, on a shared machine too).
+//             `build/noise_bench --paths` runs this section alone.
 //
 // For an instruction count per normal: OMP_NUM_THREADS=1 valgrind --tool=callgrind
 // build-cpu/noise_bench --gen-only 1048576 [KIND] (inclusive Ir of cpu_read_param / 2^20), or
@@ -16,6 +21,7 @@
 // only the one Gaussian; common/stopwatch.h copied beside them), so the same file measures the
 // code before and after. Timing: common/stopwatch.h.
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -30,6 +36,10 @@
 
 #if __has_include("smezo/noise.h")
 #define NOISE_BENCH_KINDS 1
+#endif
+#if __has_include("cpu/noise_path.h")
+#include "cpu/noise_path.h"
+#define NOISE_BENCH_PATHS 1
 #endif
 
 using namespace smezo;
@@ -80,6 +90,63 @@ void generate(NoiseKind kind, uint64_t seed, int64_t n, float* out) {
 }
 #endif
 
+#ifdef NOISE_BENCH_PATHS
+// CPU seconds of the calling thread: the rate per core, even where other processes share it.
+double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Best of 3 of fn(rep)'s thread CPU seconds (the work runs on this thread: one OpenMP thread).
+template <typename Fn>
+double best_of_3(Fn fn) {
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = thread_cpu_seconds();
+    fn(rep);
+    best = std::min(best, thread_cpu_seconds() - t0);
+  }
+  return best;
+}
+
+// Each noise path this CPU runs, one thread, on 2^24 elements: generate, pair, update; rates per
+// second of the thread's CPU time.
+void bench_paths(CpuBackend& be) {
+  const int64_t n = int64_t(1) << 24;
+  std::vector<float> out(n), out2(n);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const NoisePath active = noise_path_active();
+  for (int pi = 0; pi < NOISE_PATH_COUNT; ++pi) {
+    const NoisePath path = static_cast<NoisePath>(pi);
+    if (noise_path_fns(path) == nullptr) {
+      std::printf("path %-7s not run by this CPU\n", noise_path_name(path));
+      continue;
+    }
+    noise_path_set(path);
+    for (const Kind& k : kKinds) {
+      Param p = make_param(be, n, k.kind, MASK_DENSE);
+      cpu_read_param(p, Probe{1.0f, 1}, 0, 1 << 16, out.data());  // warm-up
+      const double gen = best_of_3([&](int rep) {
+        cpu_read_param(p, Probe{1.0f, 7 + static_cast<uint64_t>(rep)}, 0, n, out.data());
+      });
+      const double pair = best_of_3([&](int rep) {
+        cpu_read_param_pair(p, Probe{1.0f, 9 + static_cast<uint64_t>(rep)}, 0, n, out.data(), out2.data());
+      });
+      const double upd = best_of_3([&](int rep) { be.update(p, 1e-3f, 0.0f, 42 + static_cast<uint64_t>(rep)); });
+      p.info.mask = MASK_RANDOM;
+      const double upd_r = best_of_3([&](int rep) { be.update(p, 1e-3f, 0.0f, 52 + static_cast<uint64_t>(rep)); });
+      std::printf("path %-7s %-12s 1 thread (CPU time): generate %7.1f M normals/s, pair %7.1f M elem/s, "
+                  "update dense %7.1f M/s, rmezo %7.1f M/s\n",
+                  noise_path_name(path), k.name, n / gen / 1e6, n / pair / 1e6, n / upd / 1e6, n / upd_r / 1e6);
+    }
+  }
+  noise_path_set(active);
+  omp_set_num_threads(threads);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +173,13 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+#ifdef NOISE_BENCH_PATHS
+  if (argc >= 2 && std::string(argv[1]) == "--paths") {
+    CpuBackend be;
+    bench_paths(be);
+    return 0;
+  }
+#endif
   const int64_t n_update = argc >= 2 ? std::atoll(argv[1]) : 100000000;
   const int max_threads = omp_get_max_threads();
   CpuBackend be;
@@ -139,6 +213,9 @@ int main(int argc, char** argv) {
                 n_gen / best / 1e6, best);
   }
   omp_set_num_threads(max_threads);
+#ifdef NOISE_BENCH_PATHS
+  bench_paths(be);
+#endif
 
   for (const Kind& k : kKinds) {
     for (MaskKind mask : {MASK_DENSE, MASK_RANDOM}) {

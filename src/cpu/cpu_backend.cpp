@@ -5,8 +5,13 @@
 
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/noise_path.h"
 
 namespace smezo {
+
+// The noise path is chosen here, outside any OpenMP region: a SMEZO_NOISE_PATH this CPU cannot
+// run is an error when the backend is made, not an exception inside a parallel linear.
+CpuBackend::CpuBackend() { noise_path_active(); }
 
 Tensor CpuBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
   SMEZO_REQUIRE(dtype == DTYPE_F32, "the CPU backend stores fp32 only (asked for %s)",

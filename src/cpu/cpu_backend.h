@@ -15,6 +15,8 @@
 //   elementwise.cpp     swiglu, relu, add, gather_rows, copy_rows (elementwise.cu)
 //   optimizer.cpp       cpu_read_param(_pair): parameters under a probe; update, abs_quantile
 //                                                                (optimizer.cu)
+//     noise_path.h      its noise loops, one build per instruction set (noise_range_scalar.cpp,
+//                       noise_range_avx2.cpp, noise_range_avx512.cpp; noise_path.cpp picks)
 #pragma once
 
 #include <memory>
@@ -27,6 +29,7 @@ namespace smezo {
 
 class CpuBackend : public Backend {
  public:
+  CpuBackend();  // picks the noise path (noise_path.h)
   const char* name() const override { return "cpu"; }
   BackendKind kind() const override { return BACKEND_CPU; }
 
