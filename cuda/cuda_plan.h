@@ -5,10 +5,11 @@
 // CPU and the crossovers are named constants that the GPU benchmark (smezo bench --shape,
 // tools/step_bench.sh) sets. Paths:
 //   LINEAR_GEMM               W as stored, one cuBLAS GEMM (unperturbed, or untrainable W)
-//   LINEAR_MATERIALISE        W' = W + scale·m(W)⊙z written to scratch, then cuBLAS; a probe
-//                             pair on this path runs each row half on its own (noise twice)
+//   LINEAR_MATERIALISE        W' = W + scale·m(W)⊙z written to scratch, then cuBLAS (a
+//                             single probe)
 //   LINEAR_MATERIALISE_PAIR   W+ and W- written from ONE noise generation, then one strided-
-//                             batched GEMM (batch 2: each row half times its copy)
+//                             batched GEMM (batch 2: each row half times its copy): every
+//                             probe pair, whatever the weight's size (see linear_path_choose)
 // And what each path asks of the scratch buffer (linear_scratch_plan), which the memory
 // estimate counts. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
 // CPU-only build compiles no file under cuda/ but still estimates a GPU's memory.
@@ -39,20 +40,14 @@ struct LinearCall {
   DType storage = DTYPE_BF16;  // W's storage dtype
 };
 
-struct LinearThresholds {
-  // A pair's two materialised copies must fit this much scratch; larger weights (e.g. a 128k
-  // vocabulary LM head) take LINEAR_MATERIALISE per half instead of doubling the scratch.
-  int64_t pair_scratch_max_bytes = int64_t(1) << 30;
-};
-
-// The thresholds CudaBackend::linear uses.
-constexpr LinearThresholds kLinearThresholds{};
-
-inline LinearPath linear_path_choose(const LinearCall& c, const LinearThresholds& t = kLinearThresholds) {
+// A perturbed weight is materialised in row blocks (linear_scratch_plan): a pair's W+ and W-
+// share one block of at most kCudaWeightChunkBytes, so a pair never asks more scratch than a
+// single probe, however large the weight, and always takes the one-noise-generation path.
+// (Until 2026-11-25 a 1 GiB limit on the whole weight's two copies, older than the row blocks,
+// sent a 128k-vocabulary LM head or OPT-30B's through two noise generations: issue #25 item 7.)
+inline LinearPath linear_path_choose(const LinearCall& c) {
   if (!c.perturbed) return LINEAR_GEMM;
-  const int64_t elems = c.n * c.k;
-  if (c.pair && 2 * elems * dtype_size(c.storage) <= t.pair_scratch_max_bytes) return LINEAR_MATERIALISE_PAIR;
-  return LINEAR_MATERIALISE;
+  return c.pair ? LINEAR_MATERIALISE_PAIR : LINEAR_MATERIALISE;
 }
 
 
@@ -84,16 +79,14 @@ struct LinearScratch {
   int64_t total() const { return copies * w_bytes + x_bytes; }
 };
 
-// The scratch of one call on `path` (linear_path_choose(call)). A
-// pair on LINEAR_MATERIALISE runs each half as a single-probe call: the plan is one half's.
+// The scratch of one call on `path` (linear_path_choose(call)).
 inline int64_t linear_align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
                                          int64_t chunk_bytes = kCudaWeightChunkBytes) {
   LinearScratch s;
   const int64_t sz = dtype_size(c.storage);
-  const bool halves_alone = path == LINEAR_MATERIALISE && c.pair;  // two single-probe calls
-  const int64_t rows = c.pair && !halves_alone ? 2 * c.rows_per_probe : c.rows_per_probe;
+  const int64_t rows = c.pair ? 2 * c.rows_per_probe : c.rows_per_probe;
   if (c.storage != DTYPE_F32) s.x_bytes = linear_align256(rows * c.k * sz);
   if (path == LINEAR_GEMM) return s;
   s.copies = path == LINEAR_MATERIALISE_PAIR ? 2 : 1;

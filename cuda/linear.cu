@@ -369,12 +369,6 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   call.pair = probe.pair;
   call.storage = wt;
   const LinearPath path = linear_path_choose(call);
-  if (path == LINEAR_MATERIALISE && probe.pair) {  // a weight too large for two copies
-    const int64_t Mh = M / 2;
-    linear(tensor_rows(out, 0, Mh), tensor_rows(in, 0, Mh), weight, bias, half_probe(probe, +1));
-    linear(tensor_rows(out, Mh, Mh), tensor_rows(in, Mh, Mh), weight, bias, half_probe(probe, -1));
-    return;
-  }
   const bool perturb_w = path != LINEAR_GEMM;
   const bool pair_w = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
 
