@@ -56,6 +56,19 @@ TEST(CiSummary, SumsRunsAndChecksTheSkippedSet) {
   EXPECT_EQ(summarize(dir, "emu=" + dir + "/emu.log").rc, 1);
   smezo_test::write_file(dir + "/det.log", "determinism  cuda/f32 FAIL  two runs differ\n");
   EXPECT_EQ(summarize(dir, "checks=" + dir + "/det.log").rc, 1);
+  // "RUN? Suite.Test": a test that may skip or run there (the CPU's instruction sets); either
+  // passes and the line says which, while the other lists still hold.
+  smezo_test::write_file(dir + "/expected", "emu A.NeedsGpu\nemu? D.Avx512\n");
+  smezo_test::write_file(dir + "/emu.log", gtest_log(10, 0, {"A.NeedsGpu", "D.Avx512"}));
+  s = summarize(dir, "emu=" + dir + "/emu.log");
+  EXPECT_EQ(s.rc, 0) << s.out;
+  EXPECT_THAT(s.out, HasSubstr("ci: emu: D.Avx512 skipped (it may skip on this machine)"));
+  smezo_test::write_file(dir + "/emu.log", gtest_log(10, 0, {"A.NeedsGpu"}));
+  s = summarize(dir, "emu=" + dir + "/emu.log");
+  EXPECT_EQ(s.rc, 0) << s.out;
+  EXPECT_THAT(s.out, HasSubstr("ci: emu: D.Avx512 ran (it may skip on this machine)"));
+  smezo_test::write_file(dir + "/emu.log", gtest_log(10, 0, {"D.Avx512"}));
+  EXPECT_EQ(summarize(dir, "emu=" + dir + "/emu.log").rc, 1);  // A.NeedsGpu must still skip
   smezo_test::write_file(dir + "/none.log", "make: *** [test] Error 1\n");
   s = summarize(dir, "cpu=" + dir + "/none.log");
   EXPECT_EQ(s.rc, 1);
