@@ -296,7 +296,8 @@ TEST(ModelTokenizer, SmolLM2GreedyMatchesTransformersOnCuda) {
 #endif
 }
 
-// --- tools/demo.sh (README command 1): without a GPU it runs the CPU default, stories260K.
+// --- tools/demo.sh (README command 1): SmolLM2 on the device there is (the CPU here), the
+// bundled stories260K when SmolLM2 cannot be fetched.
 
 TEST(Demo, CpuPathIsReadmeCommandOne) {
   std::string out;
@@ -304,20 +305,47 @@ TEST(Demo, CpuPathIsReadmeCommandOne) {
   ASSERT_EQ(run_command(env + "tools/demo.sh --dry-run", &out), 0) << out;
   if (out.find("demo: device cuda") != std::string::npos) GTEST_SKIP() << "a GPU is visible: the demo takes the GPU path";
   EXPECT_THAT(out, testing::HasSubstr("demo: device cpu"));
-  EXPECT_THAT(out, testing::HasSubstr("+ " + kSmezo + " train --task sst2 --steps 200 --batch 8 --max-len 64 --lr "
-                                      "2e-3 --eval-every 50 --dev-examples 100 --test-examples 200 --out runs/demo\n"));
+  EXPECT_THAT(out, testing::HasSubstr("+ weights/fetch_smollm2.sh\n"));
+  EXPECT_THAT(out, testing::HasSubstr("+ " + kSmezo + " eval --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --device cpu "
+                                      "--task sst2 --mode zero-shot --split dev"));
+  EXPECT_THAT(out, testing::HasSubstr("+ " + kSmezo + " train --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --device cpu "
+                                      "--task sst2 --method smezo"));
   EXPECT_THAT(smezo_test::read_file("README.md"), testing::HasSubstr("make -j2 && tools/demo.sh"));
 }
 
-TEST(Demo, CpuPathRuns) {
+// No network, no SmolLM2: the demo says so and trains the bundled stories260K instead (3 steps
+// here); asked for SmolLM2 alone, it stops with the reason.
+TEST(Demo, FallsBackToStories260KWhenTheFetchFails) {
   const std::string dir = smezo_test::make_temp_dir("demo") + "/run";
   std::string out;
-  ASSERT_EQ(run_command("SMEZO=" + kSmezo + " SMEZO_DEMO_DEVICE=cpu SMEZO_DEMO_STEPS=3 tools/demo.sh --out " + dir,
-                        &out), 0) << out;
+  ASSERT_EQ(run_command("SMEZO=" + kSmezo + " SMEZO_DEMO_DEVICE=cpu SMEZO_DEMO_FETCH=false SMEZO_DEMO_STEPS=3 "
+                        "tools/demo.sh --out " + dir, &out), 0) << out;
+  EXPECT_THAT(out, testing::HasSubstr("demo: SmolLM2 could not be fetched (above): the bundled stories260K instead"));
+  EXPECT_THAT(out, testing::HasSubstr("+ " + kSmezo + " train --task sst2 --steps 3 --batch 8 --max-len 64 --lr "
+                                      "2e-3 --eval-every 50 --dev-examples 100 --test-examples 200 --device cpu --out "));
   const nlohmann::json summary = nlohmann::json::parse(smezo_test::read_file(dir + "/summary.json"));
   EXPECT_EQ(summary["steps"].get<int64_t>(), 3);
   EXPECT_EQ(summary["status"].get<std::string>(), "completed");
   EXPECT_EQ(summary["task"].get<std::string>(), "sst2");
+  EXPECT_NE(run_command("SMEZO=" + kSmezo + " SMEZO_DEMO_DEVICE=cpu SMEZO_DEMO_MODEL=smollm2 SMEZO_DEMO_FETCH=false "
+                        "tools/demo.sh --out " + dir + "2", &out), 0) << out;
+  EXPECT_THAT(out, testing::HasSubstr("demo: error: SmolLM2 could not be fetched"));
+}
+
+// The SmolLM2 path on the CPU, tiny: 2 steps, 8 dev and test examples; prints the zero-shot
+// accuracy and the curve. Needs the GGUF in weights/ (the demo's own path; never downloaded here).
+TEST(Demo, SmolLM2CpuPathRuns) {
+  if (run_command("test -f weights/SmolLM2-135M-Instruct.Q4_1.gguf", nullptr) != 0)
+    GTEST_SKIP() << "SmolLM2 GGUF not found at weights/SmolLM2-135M-Instruct.Q4_1.gguf; run weights/fetch_smollm2.sh";
+  const std::string dir = smezo_test::make_temp_dir("demo_smollm2") + "/run";
+  std::string out;
+  ASSERT_EQ(run_command("SMEZO=" + kSmezo + " SMEZO_DEMO_DEVICE=cpu SMEZO_DEMO_MODEL=smollm2 SMEZO_DEMO_STEPS=2 "
+                        "SMEZO_DEMO_EXAMPLES=8 tools/demo.sh --out " + dir, &out), 0) << out;
+  EXPECT_THAT(out, testing::ContainsRegex("demo: SmolLM2-135M, SST-2 dev accuracy \\(8 examples\\), zero-shot: 0?\\.[0-9]+"));
+  EXPECT_THAT(out, testing::HasSubstr("demo: the curve is drawn in " + dir + "/plot.svg"));
+  const nlohmann::json summary = nlohmann::json::parse(smezo_test::read_file(dir + "/summary.json"));
+  EXPECT_EQ(summary["steps"].get<int64_t>(), 2);
+  EXPECT_EQ(summary["status"].get<std::string>(), "completed");
 }
 
 TEST(Demo, GpuPathCommands) {
