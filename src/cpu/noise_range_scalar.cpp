@@ -32,16 +32,26 @@ inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, co
                    info.tensor_id, 2 * group8 + 1, keep + 4);
 }
 
-// The groups of 8 that [start, start + count) touches: fn(group8, lo, hi) with the group's
-// elements [lo, hi) in the range (0 <= lo < hi <= 8). Whole groups take a branch-free body.
+// The groups of 8 that [start, start + count) touches, each with its weights and noise:
+// fn(group8, lo, hi, v, z, keep) with the group's elements [lo, hi) in the range
+// (0 <= lo < hi <= 8), v their current values (0 outside the range), z and keep from
+// group_noise. Whole groups take a branch-free body.
 template <typename Fn>
-inline void for_each_group(int64_t start, int64_t count, Fn fn) {
+inline void for_each_noise_group(const ParamInfo& info, const float* w, uint64_t seed, int64_t start,
+                                 int64_t count, Fn fn) {
+  auto group = [&](int64_t g, auto lo, auto hi) {
+    float v[8], z[8];
+    bool keep[8];
+    for (int j = 0; j < 8; ++j) v[j] = (j >= lo && j < hi) ? w[8 * g + j] : 0.0f;
+    group_noise(info, seed, g, v, z, keep);
+    fn(g, lo, hi, v, z, keep);
+  };
   const int64_t end = start + count;
   for (int64_t g = start >> 3; 8 * g < end; ++g) {
     const int lo = static_cast<int>(std::max<int64_t>(start - 8 * g, 0));
     const int hi = static_cast<int>(std::min<int64_t>(end - 8 * g, 8));
-    if (lo == 0 && hi == 8) fn(g, std::integral_constant<int, 0>(), std::integral_constant<int, 8>());
-    else fn(g, lo, hi);
+    if (lo == 0 && hi == 8) group(g, std::integral_constant<int, 0>(), std::integral_constant<int, 8>());
+    else group(g, lo, hi);
   }
 }
 
@@ -49,11 +59,8 @@ inline void for_each_group(int64_t start, int64_t count, Fn fn) {
 SMEZO_CPU_CLONES
 void read_range(const ParamInfo& info, const float* w, float scale, uint64_t seed, int64_t start,
                 int64_t count, float* out) {
-  for_each_group(start, count, [&](int64_t g, auto lo, auto hi) {
-    float v[8], z[8];
-    bool keep[8];
-    for (int j = 0; j < 8; ++j) v[j] = (j >= lo && j < hi) ? w[8 * g + j] : 0.0f;
-    group_noise(info, seed, g, v, z, keep);
+  for_each_noise_group(info, w, seed, start, count, [&](int64_t g, auto lo, auto hi, const float* v,
+                                                        const float* z, const bool* keep) {
     for (int j = lo; j < hi; ++j) out[8 * g + j - start] = perturbed_value(v[j], z[j], scale, keep[j]);
   });
 }
@@ -62,11 +69,8 @@ void read_range(const ParamInfo& info, const float* w, float scale, uint64_t see
 SMEZO_CPU_CLONES
 void read_range_pair(const ParamInfo& info, const float* w, float scale, uint64_t seed, int64_t start,
                      int64_t count, float* out_plus, float* out_minus) {
-  for_each_group(start, count, [&](int64_t g, auto lo, auto hi) {
-    float v[8], z[8];
-    bool keep[8];
-    for (int j = 0; j < 8; ++j) v[j] = (j >= lo && j < hi) ? w[8 * g + j] : 0.0f;
-    group_noise(info, seed, g, v, z, keep);
+  for_each_noise_group(info, w, seed, start, count, [&](int64_t g, auto lo, auto hi, const float* v,
+                                                        const float* z, const bool* keep) {
     for (int j = lo; j < hi; ++j) {
       out_plus[8 * g + j - start] = perturbed_value(v[j], z[j], scale, keep[j]);
       out_minus[8 * g + j - start] = perturbed_value(v[j], z[j], -scale, keep[j]);
@@ -78,11 +82,8 @@ void read_range_pair(const ParamInfo& info, const float* w, float scale, uint64_
 SMEZO_CPU_CLONES
 void update_range(const ParamInfo& info, float* w, float coef, float decay, uint64_t seed,
                   int64_t start, int64_t count) {
-  for_each_group(start, count, [&](int64_t g, auto lo, auto hi) {
-    float v[8], z[8];
-    bool keep[8];
-    for (int j = 0; j < 8; ++j) v[j] = (j >= lo && j < hi) ? w[8 * g + j] : 0.0f;
-    group_noise(info, seed, g, v, z, keep);
+  for_each_noise_group(info, w, seed, start, count, [&](int64_t g, auto lo, auto hi, const float* v,
+                                                        const float* z, const bool* keep) {
     for (int j = lo; j < hi; ++j) {
       const float w1 = updated_value(v[j], z[j], coef, keep[j]);
       w[8 * g + j] = keep[j] ? fp_fma(-decay, v[j], w1) : w1;
