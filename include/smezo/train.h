@@ -40,6 +40,13 @@ struct TrainOptions {
   std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
+  // Your own data (instead of a built-in task's files): JSON Lines or CSV/TSV with a header,
+  // read through the task spec (a JSON file; src/tasks/task_spec.h). train_file is required
+  // with them; dev/test files are optional (no dev/test evaluation without them).
+  std::string task_spec, train_file, dev_file, test_file;
+  // What the two probes measure: "loss" (the task's loss), "accuracy" (1 - the minibatch's
+  // candidate accuracy) or "f1" (1 - the token F1 of greedy generations; generation tasks).
+  std::string objective = "loss";
   int64_t n_train = 1000, n_dev = 500, n_test = 1000;  // n_dev 0: no dev evaluation
   uint64_t data_seed = 0;        // sampling of the splits
   int64_t max_len = 256;         // tokens per candidate (context truncated from the left)

@@ -78,6 +78,11 @@ struct TaskSplits {
   int64_t train_source_rows = 0;  // rows in the file train/dev came from
   int64_t test_source_rows = 0;   // rows in the file test came from (same file when carved)
   std::string split_note;         // human-readable: which files, sizes, seed, carving
+  // Generation tasks (every example has references): evaluation decodes greedily at most
+  // max_new_tokens tokens after the prompt and cuts the text at the first stop string.
+  bool generation = false;
+  int64_t max_new_tokens = 32;
+  std::vector<std::string> stop;
 };
 
 TaskSplits load_task(const std::string& name, uint64_t seed, int64_t n_train = 1000,

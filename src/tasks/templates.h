@@ -33,6 +33,11 @@ struct TaskExample {
   std::vector<std::string> contexts;  // (n_candidates) prompt text of each candidate
   std::vector<std::string> options;   // (n_candidates) verbalized continuation of each candidate
   int gold = 0;                       // index of the correct candidate
+  // Generation examples (a task spec of kind "generation", src/tasks/task_spec.h): one
+  // candidate, contexts[0] the prompt and options[0] the training completion; evaluation
+  // decodes greedily from the prompt and scores the text against these references (exact
+  // match, token F1). Empty for classification examples.
+  std::vector<std::string> references;
 };
 
 // Each takes the raw fields of one row and the label already mapped to MeZO's candidate index
