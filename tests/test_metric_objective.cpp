@@ -169,6 +169,37 @@ TEST(GenerationTrain, F1ObjectiveLogsBothAndReplays) {
   EXPECT_EQ(read_file(dir + "/run/seed_log.txt"), read_file(dir + "/again/seed_log.txt"));
 }
 
+// A generation run with the f1 objective and dev evaluations, cut after step 3 (its seed log
+// truncated, the later files gone) and resumed, ends as the straight run does: the same
+// weights, and each dev evaluation logged once.
+TEST(GenerationTrain, F1RunResumesToTheStraightRun) {
+  const std::string dir = make_temp_dir("gen_resume");
+  const TaskSplits splits = story_task(3);
+  TrainOptions o = small_run(dir + "/straight");
+  o.objective = "f1";
+  o.eval_every = 2;
+  o.skip_test = true;
+  train_on_splits(o, splits);
+  const std::string log = read_file(dir + "/straight/seed_log.txt");
+  size_t cut = log.find("\n4 ");
+  ASSERT_NE(cut, std::string::npos);
+  ASSERT_EQ(run_command("mkdir -p " + dir + "/cut", nullptr), 0);
+  smezo_test::write_file(dir + "/cut/seed_log.txt", log.substr(0, cut + 1));
+  smezo_test::write_file(dir + "/cut/metrics.jsonl", read_file(dir + "/straight/metrics.jsonl"));
+  o.out_dir = dir + "/cut";
+  o.resume = true;
+  const TrainResult r = train_on_splits(o, splits);
+  EXPECT_EQ(read_file(dir + "/straight/checkpoint/model.safetensors"), read_file(dir + "/cut/checkpoint/model.safetensors"));
+  EXPECT_EQ(read_file(dir + "/straight/seed_log.txt"), read_file(dir + "/cut/seed_log.txt"));
+  std::vector<int64_t> eval_steps;
+  for (const nlohmann::json& rec : lines_with(dir + "/cut/metrics.jsonl", "dev_f1")) eval_steps.push_back(rec["step"]);
+  EXPECT_EQ(eval_steps, (std::vector<int64_t>{2, 4, 6}));
+  const nlohmann::json straight = read_json(dir + "/straight/summary.json"), resumed = read_json(dir + "/cut/summary.json");
+  EXPECT_EQ(straight["final_dev_f1"], resumed["final_dev_f1"]);
+  EXPECT_EQ(straight["best_dev_f1"], resumed["best_dev_f1"]);
+  EXPECT_EQ(r.best_dev_f1, resumed["best_dev_f1"].get<double>());
+}
+
 // The accuracy objective's values are 1 - the accuracy that objective.h measures, under the
 // null probe and under each half of a pair; the loss beside it is the classification loss.
 TEST(MetricObjective, AccuracyIsOneMinusCandidateAccuracy) {
