@@ -456,6 +456,7 @@ void TrainRun::train_steps() {
   ProgressOptions po;
   po.total_steps = o_.steps;
   po.start_step = first_step_ - 1;
+  if (splits_.generation) po.dev_label = "dev F1";
   po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / 20);
   if (root_) bar_.emplace(po);
   const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
@@ -520,7 +521,7 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
   }
   if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
     const double acc = evaluate_dev(step, dev_subset);
-    if (root_ && !splits_.generation) bar_->set_dev_accuracy(acc, step);
+    if (root_) bar_->set_dev_accuracy(acc, step);  // a generation task's F1
     if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
   }
   if (root_) seed_log_->append(SeedRecord{s.step, s.seed, s.g, s.lr});
