@@ -139,6 +139,7 @@ TEST(GenerationTrain, CompletionLossAndEmF1Summary) {
   EXPECT_EQ(evals[0]["step"], 3);
   EXPECT_TRUE(evals[0].contains("dev_em"));
   EXPECT_EQ(summary["best_dev_f1"].get<double>(), std::max(evals[0]["dev_f1"].get<double>(), dev.f1));
+  EXPECT_THAT(read_file(dir + "/run/plot.svg"), HasSubstr("dev F1"));  // the plot names what it shows
 }
 
 // --objective f1: SPSA on 1 - the minibatch's mean F1; the loss is logged beside it, and

@@ -197,6 +197,11 @@ class TrainRun {
   std::string title() const { return splits_.name + " · " + method_name(o_.spsa.method) + " · " + o_.model_path; }
   double evaluate_dev(int64_t step, const std::vector<EncodedExample>& set);
   // Generation tasks: exact match and F1 of greedy generations instead of candidate accuracy.
+  TrainingPlotOptions plot_options() const {
+    TrainingPlotOptions p;
+    if (splits_.generation) p.dev_label = "dev F1";
+    return p;
+  }
   GenerationLimits limits() const { return GenerationLimits{splits_.max_new_tokens, splits_.stop}; }
   GenerationScore evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set);
   void evaluate_generation_at_end();
@@ -522,7 +527,7 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
   if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
     const double acc = evaluate_dev(step, dev_subset);
     if (root_) bar_->set_dev_accuracy(acc, step);  // a generation task's F1
-    if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
+    if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
   }
   if (root_) seed_log_->append(SeedRecord{s.step, s.seed, s.g, s.lr});
   if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
@@ -633,7 +638,7 @@ void TrainRun::finish() {
     if (topo_.serves_checkpoint()) save_checkpoint(o_.steps);
     return;
   }
-  write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
+  write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
   // The summary (the run's result) is durable before the final checkpoint is tried, and says
   // how the checkpoint went once it has been.
   nlohmann::json summary = completed_summary_json(parameters, tuned);
