@@ -13,6 +13,7 @@
 #include "setup/model_setup.h"
 #include "tasks/task_encode.h"
 #include "train/generation_eval.h"
+#include "test_util.h"
 #ifdef SMEZO_WITH_CUDA
 #include "cuda/cuda_check.h"
 #endif
@@ -65,27 +66,38 @@ std::string plain_greedy(Model& model, const Tokenizer& tok, const EncodedExampl
 
 uint64_t fresh_seed() { return std::random_device{}() | 1; }
 
-}  // namespace
-
-TEST(GenerationEval, NullProbeMatchesGenerate) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1024, 64);
+// Greedy texts at the null probe against `smezo generate`'s for the same prompts.
+void expect_null_probe_matches_generate(const std::string& model_path, int64_t new_tokens) {
+  LoadedModel lm = open_model_paths(model_path, "", "cpu", 1024, 64);
   const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
-  const GenerationLimits limits{24, {}};
+  const GenerationLimits limits{new_tokens, {}};
   const auto texts = greedy_generations(*lm.model, *lm.tokenizer, pointers(enc), {Probe{}}, limits);
   ASSERT_EQ(texts.size(), 1u);
   ASSERT_EQ(texts[0].size(), kPrompts.size());
+  const int64_t bos = tokenizer_wants_bos(*lm.tokenizer) ? 1 : 0;
   for (size_t i = 0; i < kPrompts.size(); i++) {
     GenerateOptions g;
     g.prompt = kPrompts[i];
     g.new_tokens = limits.max_new_tokens;
     std::vector<std::string> pieces;
-    const std::vector<int32_t> all = generate(*lm.model, *lm.tokenizer, g, [&](const std::string& p) { pieces.push_back(p); });
-    const size_t prompt_pieces = enc[i].candidates[0].option_start - 1;  // after BOS
+    generate(*lm.model, *lm.tokenizer, g, [&](const std::string& p) { pieces.push_back(p); });
+    const size_t prompt_pieces = enc[i].candidates[0].option_start - bos;  // generate streams the prompt first
     std::string generated;
     for (size_t k = prompt_pieces; k < pieces.size(); k++) generated += pieces[k];
     EXPECT_FALSE(generated.empty());
     EXPECT_EQ(texts[0][i], generated) << kPrompts[i];
   }
+}
+
+}  // namespace
+
+TEST(GenerationEval, NullProbeMatchesGenerate) { expect_null_probe_matches_generate(default_model_path(), 24); }
+
+// SmolLM2: byte-level BPE pieces and no BOS.
+TEST(GenerationEval, SmolLM2NullProbeMatchesGenerate) {
+  const std::string path = smezo_test::smollm2_path();
+  SKIP_WITHOUT_SMOLLM2(path);
+  expect_null_probe_matches_generate(path, 12);
 }
 
 // A small workspace (64 tokens, 3 logit rows) forces several forwards per new token.
