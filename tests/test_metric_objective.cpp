@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "run/metrics_log.h"
 #include "run/seed_log.h"
 #include "setup/model_setup.h"
@@ -83,6 +84,19 @@ TrainOptions small_run(const std::string& out_dir) {
   return o;
 }
 
+// The task with every training example's references replaced by the base model's own greedy
+// text (F1 1 at the null probe), so that perturbed generations move the F1 and g is not 0.
+TaskSplits answerable(TaskSplits s, const TrainOptions& o) {
+  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 4096, 512);
+  std::vector<EncodedExample> enc;
+  for (const TaskExample& x : s.train) enc.push_back(encode_example(*lm.tokenizer, x, o.max_len));
+  std::vector<const EncodedExample*> xs;
+  for (const EncodedExample& e : enc) xs.push_back(&e);
+  const auto texts = greedy_generations(*lm.model, *lm.tokenizer, xs, {Probe{}}, {s.max_new_tokens, s.stop});
+  for (size_t i = 0; i < s.train.size(); i++) s.train[i].references = {texts[0][i]};
+  return s;
+}
+
 std::vector<nlohmann::json> lines_with(const std::string& metrics_path, const char* key) {
   std::vector<nlohmann::json> out;
   for (const nlohmann::json& rec : metrics_log_read(metrics_path))
@@ -146,13 +160,17 @@ TEST(GenerationTrain, CompletionLossAndEmF1Summary) {
 // the run replays (smezo replay) and repeats bit for bit.
 TEST(GenerationTrain, F1ObjectiveLogsBothAndReplays) {
   const std::string dir = make_temp_dir("gen_f1");
-  const TaskSplits splits = story_task(4);
   TrainOptions o = small_run(dir + "/run");
   o.objective = "f1";
   o.steps = 4;
   o.eval_every = 0;
   o.skip_test = true;
+  o.spsa.eps = 0.1f;
+  const TaskSplits splits = answerable(story_task(4), o);
   train_on_splits(o, splits);
+  int moved = 0;
+  for (const SeedRecord& r : seed_log_read(dir + "/run/seed_log.txt").records) moved += r.g != 0.0f;
+  EXPECT_GT(moved, 0) << "the F1 never differed between the probes: the run did not train";
   for (const nlohmann::json& rec : lines_with(dir + "/run/metrics.jsonl", "loss")) {
     EXPECT_EQ(rec["objective"], "f1");
     for (const char* k : {"objective_plus", "objective_minus", "loss_plus", "loss_minus"}) ASSERT_TRUE(rec[k].is_number());
@@ -265,6 +283,12 @@ TEST(MetricObjective, NonsenseCombinationsAreOneLineErrors) {
   const std::string e = smezo_test::error_of([&] { train_on_splits(o, story_task()); });
   EXPECT_THAT(e, HasSubstr("--objective accuracy scores a choice among candidates, but task stories-gen is a "
                            "generation task"));
+  o.objective = "loss";
+  TaskSplits no_refs = story_task();
+  no_refs.dev[2].references.clear();
+  EXPECT_THAT(smezo_test::error_of([&] { train_on_splits(o, no_refs); }),
+              HasSubstr("generation task: dev example 2 has no reference answer to score against"));
+  EXPECT_FALSE(path_exists(dir + "/c/seed_log.txt"));  // refused before training
   o.objective = "loss-ish";
   EXPECT_THAT(smezo_test::error_of([&] { train_on_splits(o, story_task()); }), HasSubstr("unknown --objective"));
 }

@@ -96,6 +96,18 @@ std::vector<std::string> decode_under(Model& model, const Tokenizer& tok, const 
 
 }  // namespace
 
+void check_generation_examples(const std::vector<TaskExample>& examples, const std::string& split) {
+  for (size_t i = 0; i < examples.size(); i++) {
+    const TaskExample& x = examples[i];
+    SMEZO_REQUIRE(x.contexts.size() == 1 && x.options.size() == 1, "generation task: %s example %zu has %zu "
+                  "candidates; a generation example has one (its prompt and completion)", split.c_str(), i,
+                  x.contexts.size());
+    SMEZO_REQUIRE(!x.options[0].empty(), "generation task: %s example %zu has an empty completion", split.c_str(), i);
+    SMEZO_REQUIRE(!x.references.empty(), "generation task: %s example %zu has no reference answer to score "
+                  "against", split.c_str(), i);
+  }
+}
+
 std::vector<std::vector<std::string>> greedy_generations(Model& model, const Tokenizer& tokenizer,
                                                          const std::vector<const EncodedExample*>& examples,
                                                          const std::vector<Probe>& probes,

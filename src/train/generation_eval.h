@@ -31,6 +31,10 @@ struct GenerationLimits {
   std::vector<std::string> stop;  // cut the text at the first of these; none: decode to the limit
 };
 
+// Checks that the examples of one split (named in the error, e.g. "dev") are generation
+// examples: one candidate with a non-empty completion, and at least one reference.
+void check_generation_examples(const std::vector<TaskExample>& examples, const std::string& split);
+
 // The greedy continuation of every example's prompt under each probe: out[half][example],
 // one half per probe_halves (a pair: +, then -). A sequence that does not fit the model's
 // workspace (Model::batch_tokens_capacity of a single probe) is an error naming its length.

@@ -267,6 +267,9 @@ void TrainRun::load() {
                                       o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
   check_objective(o_.objective, splits_.generation, splits_.name);
+  if (splits_.generation)  // before any training: a bad example would fail only at evaluation
+    for (const auto& [split, xs] : {std::pair{"train", &splits_.train}, {"dev", &splits_.dev}, {"test", &splits_.test}})
+      check_generation_examples(*xs, split);
   // greedy decoding and metric objectives run the whole batch on every rank: not split over stages
   SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == "loss"), "train: --pipeline-stages "
                 "%d does not run generation tasks or --objective %s yet ---> HINT: use data parallel (no "
