@@ -196,12 +196,12 @@ class TrainRun {
   bool tests() const { return !o_.skip_test && !data_.test.empty(); }
   std::string title() const { return splits_.name + " · " + method_name(o_.spsa.method) + " · " + o_.model_path; }
   double evaluate_dev(int64_t step, const std::vector<EncodedExample>& set);
-  // Generation tasks: exact match and F1 of greedy generations instead of candidate accuracy.
-  TrainingPlotOptions plot_options() const {
+  TrainingPlotOptions plot_options() const {  // a generation task plots its dev F1
     TrainingPlotOptions p;
     if (splits_.generation) p.dev_label = "dev F1";
     return p;
   }
+  // Generation tasks: exact match and F1 of greedy generations instead of candidate accuracy.
   GenerationLimits limits() const { return GenerationLimits{splits_.max_new_tokens, splits_.stop}; }
   GenerationScore evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set);
   void evaluate_generation_at_end();
@@ -272,8 +272,8 @@ void TrainRun::load() {
       check_generation_examples(*xs, split);
   // greedy decoding and metric objectives run the whole batch on every rank: not split over stages
   SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == "loss"), "train: --pipeline-stages "
-                "%d does not run generation tasks or --objective %s yet ---> HINT: use data parallel (no "
-                "--pipeline-stages)", o_.pipeline_stages, o_.objective.c_str());
+                "%d does not run %s yet ---> HINT: use data parallel (no --pipeline-stages)", o_.pipeline_stages,
+                splits_.generation ? "generation tasks" : ("--objective " + o_.objective).c_str());
   ModelOpenOptions mo;
   mo.model_path = o_.model_path;
   mo.tokenizer_path = o_.tokenizer_path;
