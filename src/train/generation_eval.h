@@ -13,7 +13,9 @@
 // re-runs the packed forward over every unfinished sequence (prompt and generated tokens),
 // which costs about max_new_tokens times a scoring forward. A probe pair's halves are decoded
 // as two single probes (the halves' sequences diverge), each bit for bit what the pair's half
-// gives on the CPU backend (tensor.h, Probe).
+// gives on the CPU backend (tensor.h, Probe). (One pair forward over both halves' sequences
+// would generate the noise once, but run every sequence at both signs: twice the GEMM rows,
+// and measured slower on the CPU for SmolLM2, where the GEMMs dominate.)
 #pragma once
 
 #include <cstdint>
