@@ -55,6 +55,8 @@ struct TrainOptions {
   uint64_t data_seed = 0;        // sampling of the splits
   int64_t max_len = 256;         // tokens per candidate (context truncated from the left)
   int64_t batch = 16;            // examples per step
+  int64_t accumulate = 1;        // minibatches per step (K), all under the same probes, their
+                                 // losses averaged: an effective batch of K x batch
   int64_t steps = 20000;
   int64_t eval_every = 500;      // 0: only at the end
   int64_t eval_examples = 0;     // dev examples per periodic evaluation; 0: all

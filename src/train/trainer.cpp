@@ -60,6 +60,10 @@ std::vector<const EncodedExample*> minibatch(const std::vector<EncodedExample>& 
   return out;
 }
 
+// The index of minibatch k (0 .. K-1) of a step (minibatch()'s `step`): the run's minibatches
+// in a row, K per step; K = 1 gives the step itself, as before accumulation existed.
+int64_t accumulated_minibatch(int64_t step, int64_t k, int64_t accumulate) { return (step - 1) * accumulate + k + 1; }
+
 nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model& model) {
   nlohmann::json h;
   // Updates round to the storage dtype, so replay and resume must store weights the same way.
@@ -75,6 +79,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["max_len"] = o.max_len;
   h["fixed_batch"] = o.fixed_batch;
   h["model"] = o.model_path;
+  if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   return h;
 }
 
@@ -89,6 +94,9 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
                                     logged.contains(key) ? logged[key].dump().c_str() : "(missing)",
                                     mine[key].dump().c_str()));
   }
+  const int64_t their_k = logged.value("accumulate", int64_t{1}), my_k = mine.value("accumulate", int64_t{1});
+  if (their_k != my_k)
+    diffs.push_back(format_string("accumulate = %lld in the run, %lld here", (long long)their_k, (long long)my_k));
   std::string listed;
   for (const std::string& d : diffs) listed += (listed.empty() ? "" : "; ") + d;
   SMEZO_REQUIRE(diffs.empty(), "%s: this command differs from the run in %zu option%s: %s ---> HINT: resume with "
@@ -146,6 +154,7 @@ TrainOptions checked_options(const TrainOptions& o, bool root) {
   SMEZO_REQUIRE(o.max_len >= 2, "train: --max-len %lld is too small: at least 2 (BOS and one option token)",
                 (long long)o.max_len);
   SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
+  SMEZO_REQUIRE(o.accumulate >= 1, "train: --accumulate %lld must be at least 1", (long long)o.accumulate);
   SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
                 "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
                 o.spsa.weight_decay);
@@ -223,6 +232,12 @@ TrainRun::TrainRun(const TrainOptions& options, World& world)
   o_.spsa.total_steps = o_.steps;
   if (o_.data_seed == 0) o_.data_seed = o_.spsa.seed;
   spsa_validate(o_.spsa);
+  // several probes or minibatches per step are not wired through the ranks' exchanges yet
+  SMEZO_REQUIRE(world.size() == 1 || (o_.spsa.probes == 1 && o_.accumulate == 1 && o_.spsa.method != METHOD_FZOO),
+                "train: --probes-per-step %lld, --accumulate %lld and --method %s run in one process only, not "
+                "under mpirun/srun (%d ranks) ---> HINT: run it without mpirun, or with one probe and minibatch "
+                "per step",
+                (long long)o_.spsa.probes, (long long)o_.accumulate, method_name(o_.spsa.method), world.size());
   t_start_ = SteadyClock::now();
 }
 
@@ -328,7 +343,10 @@ void TrainRun::agree_on_run_folder() {
 // Start fresh, or rebuild the weights of a killed run from its seed log.
 bool TrainRun::start() {
   if (!o_.resume) {
-    if (root_) seed_log_ = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every));
+    const int version = o_.spsa.probes > 1 ? 2 : 1;  // one probe per step: the v1 log, as before
+    if (root_)
+      seed_log_ =
+          std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every, version));
     return true;
   }
   const auto t_phase = SteadyClock::now();
@@ -391,12 +409,7 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
 }
 
 void TrainRun::replay(const SeedLog& log) {
-  for (const SeedRecord& r : log.records) {
-    SMEZO_REQUIRE(r.seed == optimizer_->step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
-                  seed_log_path_.c_str(), (long long)r.step, (unsigned long long)r.seed,
-                  (unsigned long long)optimizer_->step_seed(r.step));
-    optimizer_->apply_update(r.seed, r.g, r.lr);
-  }
+  for (const SeedRecord& r : log.records) optimizer_->apply_record(r, seed_log_path_);
 }
 
 // The loss and accuracy history of the steps already run, from the metrics file (rank 0).
@@ -433,10 +446,19 @@ void TrainRun::train_steps() {
   try {
     for (; step <= o_.steps; step++) {
       const auto t_step = SteadyClock::now();
-      const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed, step);
-      // the probes' losses over this run's topology (a pipeline, or every rank's shard)
+      // the probes' losses over this run's topology (a pipeline, or every rank's shard), averaged
+      // over the step's K minibatches
       const SpsaStep s = optimizer_->step(step, o_.probe_pair, [&](const std::vector<Probe>& probes) {
-        return topo_.losses(model(), batch, probes, as_classification);
+        std::vector<double> sum;
+        for (int64_t k = 0; k < o_.accumulate; k++) {
+          const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed,
+                                                                accumulated_minibatch(step, k, o_.accumulate));
+          const std::vector<double> l = topo_.losses(model(), batch, probes, as_classification);
+          if (k == 0) sum = l;
+          else for (size_t h = 0; h < l.size(); h++) sum[h] += l[h];
+        }
+        for (double& l : sum) l /= static_cast<double>(o_.accumulate);  // K = 1: l / 1 = l exactly
+        return sum;
       });
       if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
       record_step(s, dev_subset);
@@ -456,15 +478,22 @@ void TrainRun::train_steps() {
 // checkpoint due after it.
 void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
   const int64_t step = s.step;
-  const double loss = 0.5 * (s.loss_plus + s.loss_minus);
+  const double loss = s.loss;
   if (step == 1) result_.first_loss = loss;
   result_.last_loss = loss;
   loss_series_.push_back({static_cast<double>(step), loss});
   // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
   // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
   if (root_) {
-    metrics_->write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
-                     {"g", s.g}, {"lr", s.lr}});
+    nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
+                        {"g", s.g}, {"lr", s.lr}};
+    if (s.probes.size() > 1) {  // several probes: each one's g and every half's loss
+      m["probe_g"] = nlohmann::json::array();
+      for (const SeedProbe& p : s.probes) m["probe_g"].push_back(p.g);
+      m["losses"] = s.losses;
+    }
+    if (o_.spsa.method == METHOD_FZOO) m["sigma"] = s.sigma;
+    metrics_->write(m);
     bar_->update(step, loss);
   }
   if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
@@ -472,7 +501,7 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
     if (root_) bar_->set_dev_accuracy(acc, step);
     if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
   }
-  if (root_) seed_log_->append(SeedRecord{s.step, s.seed, s.g, s.lr});
+  if (root_) seed_log_->append(s.record());
   if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
       (root_ || topo_.serves_checkpoint())) {
     if (root_) seed_log_->flush();
