@@ -433,3 +433,35 @@ TEST(Probes, MpiRanksRefuseSeveralProbesAndMinibatches) {
   GTEST_SKIP() << "this smezo was built without MPI: skipped";
 #endif
 }
+
+// Accumulation averages the step's K minibatches, minibatch k of step t being minibatch
+// (t-1)·K + k + 1 of the run's sequence. With eps 1e-30 no weight moves under a probe (every
+// w + 1e-30·z rounds back to w) and lr 0 keeps W, so every loss is the plain minibatch loss:
+// a K-minibatch run's loss at step t is, bit for bit, the mean of the one-minibatch run's losses
+// at steps (t-1)·K + 1 .. t·K, summed in order.
+TEST(Probes, AccumulateAveragesTheStepsMinibatches) {
+  const std::string dir = make_temp_dir("probes_acc"), run = kSmezo + kRun + " --method mezo --lr 0 --eps 1e-30";
+  std::string out;
+  ASSERT_EQ(run_command(run + " --steps 6 --out " + dir + "/k1", &out), 0) << out;
+  auto losses = [](const std::string& metrics) {
+    std::vector<double> l;
+    for (const auto& rec : metrics_log_read(metrics))
+      if (rec.contains("loss")) l.push_back(rec["loss"].get<double>());
+    return l;
+  };
+  const std::vector<double> one = losses(dir + "/k1/metrics.jsonl");
+  ASSERT_EQ(one.size(), 6u);
+  for (int k : {2, 3}) {
+    const std::string kdir = dir + "/k" + std::to_string(k);
+    ASSERT_EQ(run_command(run + " --steps " + std::to_string(6 / k) + " --accumulate " + std::to_string(k) +
+                              " --out " + kdir, &out), 0) << out;
+    const std::vector<double> acc = losses(kdir + "/metrics.jsonl");
+    ASSERT_EQ(acc.size(), static_cast<size_t>(6 / k));
+    for (int t = 0; t < 6 / k; t++) {
+      double sum = 0;
+      for (int j = 0; j < k; j++) sum += one[t * k + j];
+      EXPECT_EQ(acc[t], sum / k) << "K = " << k << ", step " << t + 1;
+      EXPECT_NE(acc[t], one[t]) << "K = " << k << ", step " << t + 1 << ": not a mean of other minibatches";
+    }
+  }
+}
