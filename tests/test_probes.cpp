@@ -465,3 +465,25 @@ TEST(Probes, AccumulateAveragesTheStepsMinibatches) {
     }
   }
 }
+
+// A logged step must have the run's probe count and probe seeds before it is applied.
+TEST(Probes, ReplayRefusesARecordOfAnotherRun) {
+  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  SpsaOptions o;
+  o.probes = 3;
+  SpsaOptimizer opt(*lm.model, o);
+  const auto before = weights_of(*lm.model);
+  SeedRecord r{4, opt.probe_seed(4, 0), 0.5f, 1e-3f, {{opt.probe_seed(4, 1), 0.25f}}};
+  EXPECT_THAT([&] { opt.apply_record(r, "run/seed_log.txt"); },
+              testing::ThrowsMessage<Error>(
+                  HasSubstr("run/seed_log.txt: step 4 logs 2 probes, the run takes 3 per step")));
+  r.more_probes.push_back({opt.probe_seed(5, 2), 0.25f});
+  EXPECT_THAT([&] { opt.apply_record(r, "run/seed_log.txt"); },
+              testing::ThrowsMessage<Error>(HasSubstr("run/seed_log.txt: step 4 has seed " +
+                                                      std::to_string(opt.probe_seed(5, 2)) + ", expected " +
+                                                      std::to_string(opt.probe_seed(4, 2)))));
+  EXPECT_EQ(weights_of(*lm.model), before);
+  r.more_probes.back().seed = opt.probe_seed(4, 2);
+  opt.apply_record(r, "run/seed_log.txt");
+  EXPECT_NE(weights_of(*lm.model), before);
+}
