@@ -412,22 +412,34 @@ TEST(Probes, ThreeProbesTwoMinibatchesOnCudaReplayAndResume) {
 #endif
 }
 
-// Under mpirun the ranks' exchanges carry one probe and one minibatch per step: several are
-// refused with one line before anything is written.
-TEST(Probes, MpiRanksRefuseSeveralProbesAndMinibatches) {
+// Under mpirun the list of probes and the K minibatches go through the ranks' exchanges as one
+// process evaluates them: 2 and 3 data-parallel ranks (uneven shards of the batch of 4) and a
+// 2-stage pipeline write the seed log, metrics and weights of one process, byte for byte.
+TEST(Probes, MpiRanksAndPipelineEqualOneProcess) {
 #ifdef SMEZO_MPI
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found: skipped";
-  const std::string mpirun =
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-      "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 "
-      "OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_plm_rsh_agent=false OMP_NUM_THREADS=1 "
-      "timeout 120 mpirun --oversubscribe -np 2 ";
+  auto mpirun = [](int ranks) {
+    return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+           "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 "
+           "OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_plm_rsh_agent=false OMP_NUM_THREADS=1 "
+           "timeout 240 mpirun --oversubscribe -np " + std::to_string(ranks) + " ";
+  };
   const std::string dir = make_temp_dir("probes_mpi");
   std::string out;
-  for (const char* opts : {" --probes-per-step 2", " --accumulate 2", " --method fzoo --probes-per-step 2"}) {
-    EXPECT_NE(run_command(mpirun + kSmezo + kRun + " --steps 2" + opts + " --out " + dir + "/r", &out), 0) << opts;
-    EXPECT_THAT(out, HasSubstr("run in one process only, not under mpirun/srun (2 ranks)")) << opts;
-    EXPECT_FALSE(path_exists(dir + "/r/seed_log.txt")) << opts;
+  int n = 0;
+  const std::string fzoo = " --method fzoo --probes-per-step 3 --lr 1e-4";
+  for (const std::string& opts : {kQ3 + " --accumulate 2", fzoo}) {
+    std::string batch4 = kRun;
+    batch4.replace(batch4.find("--batch 2"), 9, "--batch 4");
+    const std::string run = kSmezo + batch4 + " --steps 4" + opts, base = dir + "/" + std::to_string(n++);
+    ASSERT_EQ(run_command(run + " --out " + base + "-one", &out), 0) << out;
+    for (const std::string how : {"2", "3", "pipeline"}) {
+      const std::string launch =
+          how == "pipeline" ? mpirun(2) + run + " --pipeline-stages 2" : mpirun(std::stoi(how)) + run;
+      ASSERT_EQ(run_command(launch + " --out " + base + "-" + how, &out), 0) << opts << " " << how << "\n" << out;
+      for (const char* file : {"/seed_log.txt", "/metrics.jsonl", "/checkpoint/model.safetensors"})
+        EXPECT_EQ(read_file(base + "-" + how + file), read_file(base + "-one" + file)) << opts << " " << how << file;
+    }
   }
 #else
   GTEST_SKIP() << "this smezo was built without MPI: skipped";

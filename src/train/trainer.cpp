@@ -232,12 +232,6 @@ TrainRun::TrainRun(const TrainOptions& options, World& world)
   o_.spsa.total_steps = o_.steps;
   if (o_.data_seed == 0) o_.data_seed = o_.spsa.seed;
   spsa_validate(o_.spsa);
-  // several probes or minibatches per step are not wired through the ranks' exchanges yet
-  SMEZO_REQUIRE(world.size() == 1 || (o_.spsa.probes == 1 && o_.accumulate == 1 && o_.spsa.method != METHOD_FZOO),
-                "train: --probes-per-step %lld, --accumulate %lld and --method %s run in one process only, not "
-                "under mpirun/srun (%d ranks) ---> HINT: run it without mpirun, or with one probe and minibatch "
-                "per step",
-                (long long)o_.spsa.probes, (long long)o_.accumulate, method_name(o_.spsa.method), world.size());
   t_start_ = SteadyClock::now();
 }
 
