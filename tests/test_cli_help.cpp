@@ -87,14 +87,15 @@ TEST(CliHelp, TrainHelpShowsDefaultsAndAllowedValues) {
   const std::string out = output_of("help train");
   std::string flat = std::regex_replace(out, std::regex("\\s+"), " ");
   for (const char* want : {"--task NAME", "one of sst2, rte, boolq, wic, multirc, copa, cb", "--method NAME",
-                           "one of mezo, smezo, rmezo", "--lr-schedule NAME", "one of constant, linear",
+                           "one of mezo, smezo, rmezo, fzoo", "--lr-schedule NAME", "one of constant, linear",
                            "--device NAME", "one of cpu, cuda", "--dtype NAME", "one of f32, f16, bf16",
                            "--max-len N", "default: 256; allowed: integer >= 2", "--steps N", "default: 20000",
-                           "--sparsity X", "default: 0.75; mezo: 0; allowed: in [0, 1)", "--lr X",
+                           "--sparsity X", "default: 0.75; mezo, fzoo: 0; allowed: in [0, 1)", "--lr X",
                            "above 0.1 prints a warning", "--dev-examples N", "0: no dev evaluation", "--resume",
                            "--freeze-embeddings", "--stochastic-rounding", "--out DIR", "--noise NAME",
                            "default: gaussian; --resume: the run's own; allowed: one of gaussian, gaussian-v1, "
-                           "rademacher", "--probes NAME", "one of pair, separate"})
+                           "rademacher", "--probes NAME", "one of pair, separate",
+                           "--probes-per-step N", "--accumulate N", "an effective batch of K x --batch"})
     EXPECT_THAT(flat, HasSubstr(want));
   flat = std::regex_replace(output_of("eval --help"), std::regex("\\s+"), " ");
   for (const char* want : {"--mode NAME", "one of zero-shot, icl", "--split NAME", "one of dev, test",

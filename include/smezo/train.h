@@ -12,7 +12,9 @@
 
 namespace smezo {
 
-enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO };
+// METHOD_FZOO: FZOO's one-sided batched Rademacher estimate, its step divided by the spread of
+// the probe losses (src/train/spsa.h); dense, like MeZO.
+enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO, METHOD_FZOO };
 enum LrSchedule { LR_CONSTANT, LR_LINEAR };
 
 struct SpsaOptions {
@@ -31,6 +33,8 @@ struct SpsaOptions {
   NoiseKind noise = NOISE_AUTO;  // z: NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1 or NOISE_RADEMACHER;
                                  // NOISE_AUTO: gaussian for a new run, and on resume the noise
                                  // the run's seed log names (gaussian-v1 for logs without one)
+  int64_t probes = 1;            // probes per step (q): the averaged q-probe SPSA estimate, each
+                                 // probe with its own seed; fzoo: its N one-sided probes (>= 2)
 };
 
 struct TrainOptions {
@@ -51,6 +55,8 @@ struct TrainOptions {
   uint64_t data_seed = 0;        // sampling of the splits
   int64_t max_len = 256;         // tokens per candidate (context truncated from the left)
   int64_t batch = 16;            // examples per step
+  int64_t accumulate = 1;        // minibatches per step (K), all under the same probes, their
+                                 // losses averaged: an effective batch of K x batch
   int64_t steps = 20000;
   int64_t eval_every = 500;      // 0: only at the end
   int64_t eval_examples = 0;     // dev examples per periodic evaluation; 0: all

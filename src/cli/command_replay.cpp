@@ -47,7 +47,7 @@ int run_replay(const ReplayState& s) {
                                       : ("--device cuda --dtype " + logged_dtype_arg).c_str());
   SpsaOptimizer optimizer(*lm.model, opts);
   optimizer.check_matches(log.header["spsa"], s.log_path);
-  for (const SeedRecord& r : log.records) optimizer.apply_update(r.seed, r.g, r.lr);
+  for (const SeedRecord& r : log.records) optimizer.apply_record(r, s.log_path);
   save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
               s.out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");

@@ -43,8 +43,9 @@ int run_train(TrainState& s) {
   o.spsa.noise = noise_parse(s.noise);  // "auto" when not given: resume takes the run's own
   o.probe_pair = s.probes == "pair";
   // defaults that depend on the method and task
-  if (s.sparsity->count() == 0) o.spsa.sparsity = o.spsa.method == METHOD_MEZO ? 0.0 : 0.75;
-  if (s.lr->count() == 0) o.spsa.lr = o.spsa.method == METHOD_MEZO ? 1e-6f : 2e-6f;
+  const bool dense = o.spsa.method == METHOD_MEZO || o.spsa.method == METHOD_FZOO;
+  if (s.sparsity->count() == 0) o.spsa.sparsity = dense ? 0.0 : 0.75;
+  if (s.lr->count() == 0) o.spsa.lr = dense ? 1e-6f : 2e-6f;
   if (s.out->count() == 0) o.out_dir = "runs/" + o.task + "-" + method_name(o.spsa.method);
   // 3: the run finished (summary.json, seed log) but its final checkpoint could not be written
   try {
@@ -76,14 +77,16 @@ Command register_train(CLI::App& smezo) {
       ->check(unsigned_integer())
       ->default_str("0 = the value of --seed");
   cmd->add_option("--method", s->method, "mezo: every entry; smezo: small-magnitude entries of linear "
-                                         "weights; rmezo: a fixed random mask")
-      ->check(one_of({"mezo", "smezo", "rmezo"}));
+                                         "weights; rmezo: a fixed random mask; fzoo: FZOO's one-sided Rademacher "
+                                         "probes (--probes-per-step of them, 2 or more), the step divided by the "
+                                         "spread of their losses")
+      ->check(one_of({"mezo", "smezo", "rmezo", "fzoo"}));
   s->sparsity = cmd->add_option("--sparsity", o.spsa.sparsity, "fraction of each linear weight NOT tuned")
                     ->check(number_where([](double v) { return v >= 0 && v < 1; }, "in [0, 1)"))
-                    ->default_str("0.75; mezo: 0");
+                    ->default_str("0.75; mezo, fzoo: 0");
   s->lr = cmd->add_option("--lr", o.spsa.lr, "learning rate (above 0.1 prints a warning)")
               ->check(number_at_least(0))
-              ->default_str("2e-6; mezo: 1e-6");
+              ->default_str("2e-6; mezo, fzoo: 1e-6");
   cmd->add_option("--eps", o.spsa.eps, "perturbation scale")->check(number_above(0));
   cmd->add_option("--noise", s->noise, "the direction z: Gaussian (8 normals per Philox call), gaussian-v1 "
                                        "(the generator of runs logged before noise spec 2) or rademacher (±1)")
@@ -98,6 +101,12 @@ Command register_train(CLI::App& smezo) {
                                              "(1 - the token F1 of greedy generations; generation tasks); the loss "
                                              "is logged beside it")
       ->check(one_of({"loss", "accuracy", "f1"}));
+  cmd->add_option("--probes-per-step", o.spsa.probes, "probes per step (q): the step averages q SPSA estimates, "
+                  "each from its own seed (all logged for replay); q x 2 forward passes per step (fzoo: q + 1)")
+      ->check(integer_at_least(1));
+  cmd->add_option("--accumulate", o.accumulate, "minibatches per step (K), all under the same probes, their "
+                  "losses averaged: an effective batch of K x --batch at the memory of one")
+      ->check(integer_at_least(1));
   cmd->add_option("--lr-schedule", s->schedule, "constant, or linear decay to 0 over the run")
       ->check(one_of({"constant", "linear"}));
   cmd->add_option("--weight-decay", o.spsa.weight_decay, "decay of the tuned weight entries")

@@ -17,9 +17,12 @@ namespace smezo {
 namespace {
 
 const char* const kMagic = "# smezo seed log v1";
+const char* const kMagicV2 = "# smezo seed log v2";  // steps of several probes
 
-std::string header_text(const nlohmann::json& header) {
-  return std::string(kMagic) + "\n# " +
+const char* magic_of(int version) { return version == 2 ? kMagicV2 : kMagic; }
+
+std::string header_text(const nlohmann::json& header, int version) {
+  return std::string(magic_of(version)) + "\n# " +
          header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -77,27 +80,45 @@ bool file_nonempty(const std::string& path) {
 
 // --- record text
 
-std::string seed_log_format_record(const SeedRecord& r) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%lld %llu %08x %08x\n", static_cast<long long>(r.step),
-                static_cast<unsigned long long>(r.seed), float_bits(r.g), float_bits(r.lr));
-  return buf;
+std::vector<SeedProbe> seed_record_probes(const SeedRecord& r) {
+  std::vector<SeedProbe> probes{{r.seed, r.g}};
+  probes.insert(probes.end(), r.more_probes.begin(), r.more_probes.end());
+  return probes;
 }
 
-bool seed_log_parse_record(const std::string& line, SeedRecord* out) {
-  std::string field[4];
+std::string seed_log_format_record(const SeedRecord& r) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%lld %llu %08x %08x", static_cast<long long>(r.step),
+                static_cast<unsigned long long>(r.seed), float_bits(r.g), float_bits(r.lr));
+  std::string line = buf;
+  for (const SeedProbe& p : r.more_probes) {
+    std::snprintf(buf, sizeof buf, " %llu %08x", static_cast<unsigned long long>(p.seed), float_bits(p.g));
+    line += buf;
+  }
+  return line + "\n";
+}
+
+bool seed_log_parse_record(const std::string& line, SeedRecord* out, int version) {
+  std::vector<std::string> field;
   size_t pos = 0;
-  for (int i = 0; i < 4; ++i) {
-    size_t end = (i < 3) ? line.find(' ', pos) : line.size();
-    if (end == std::string::npos) return false;
-    field[i] = line.substr(pos, end - pos);
+  for (;;) {  // single spaces only: an empty field (two spaces, a leading or trailing one) fails below
+    const size_t end = line.find(' ', pos);
+    field.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (end == std::string::npos) break;
     pos = end + 1;
   }
+  if (field.size() != 4 && !(version == 2 && field.size() > 4 && field.size() % 2 == 0)) return false;
   uint64_t step;
   if (!parse_u64(field[0], &step) || step > static_cast<uint64_t>(INT64_MAX)) return false;
   if (!parse_u64(field[1], &out->seed)) return false;
   if (!parse_bits(field[2], &out->g) || !parse_bits(field[3], &out->lr)) return false;
   out->step = static_cast<int64_t>(step);
+  out->more_probes.clear();
+  for (size_t i = 4; i < field.size(); i += 2) {
+    SeedProbe p;
+    if (!parse_u64(field[i], &p.seed) || !parse_bits(field[i + 1], &p.g)) return false;
+    out->more_probes.push_back(p);
+  }
   return true;
 }
 
@@ -123,9 +144,10 @@ SeedLog seed_log_read(const std::string& path) {
     pos = nl + 1;
     log.complete_bytes = static_cast<int64_t>(pos);
     if (line_no == 1) {
-      SMEZO_REQUIRE(line == kMagic,
-                    "%s line 1: not a smezo seed log (expected '%s', found '%.60s')",
-                    path.c_str(), kMagic, line.c_str());
+      SMEZO_REQUIRE(line == kMagic || line == kMagicV2,
+                    "%s line 1: not a smezo seed log (expected '%s' or '%s', found '%.60s')",
+                    path.c_str(), kMagic, kMagicV2, line.c_str());
+      log.version = line == kMagicV2 ? 2 : 1;
       continue;
     }
     if (line.empty()) continue;
@@ -143,10 +165,11 @@ SeedLog seed_log_read(const std::string& path) {
       continue;
     }
     SeedRecord r;
-    SMEZO_REQUIRE(seed_log_parse_record(line, &r),
-                  "seed log %s line %lld is malformed: '%.80s' (expected 'step seed g lr', "
+    SMEZO_REQUIRE(seed_log_parse_record(line, &r, log.version),
+                  "seed log %s line %lld is malformed: '%.80s' (expected 'step seed g lr'%s, "
                   "g and lr as 8 hex digits)",
-                  path.c_str(), static_cast<long long>(line_no), line.c_str());
+                  path.c_str(), static_cast<long long>(line_no), line.c_str(),
+                  log.version == 2 ? " and ' seed g' per further probe" : "");
     SMEZO_REQUIRE(have_header, "seed log %s line %lld: a record before the run header",
                   path.c_str(), static_cast<long long>(line_no));
     if (!log.records.empty()) {
@@ -173,7 +196,7 @@ int64_t seed_log_truncate_to(const std::string& path, int64_t step) {
                 "seed log and continues after its last step by itself)",
                 path.c_str(), static_cast<long long>(last), static_cast<long long>(step),
                 static_cast<long long>(last));
-  std::string text = header_text(log.header);
+  std::string text = header_text(log.header, log.version);
   int64_t dropped = 0;
   for (const SeedRecord& r : log.records) {
     if (r.step <= step) text += seed_log_format_record(r);
@@ -186,7 +209,8 @@ int64_t seed_log_truncate_to(const std::string& path, int64_t step) {
 // --- writer
 
 SeedLogWriter SeedLogWriter::create(const std::string& path, const nlohmann::json& header,
-                                    int64_t flush_every) {
+                                    int64_t flush_every, int version) {
+  SMEZO_REQUIRE(version == 1 || version == 2, "seed log %s: no format version %d (1 or 2)", path.c_str(), version);
   SMEZO_REQUIRE(header.is_object(), "seed log header for %s must be a JSON object, got %s",
                 path.c_str(), header.type_name());
   SMEZO_REQUIRE(!file_nonempty(path),
@@ -196,8 +220,9 @@ SeedLogWriter SeedLogWriter::create(const std::string& path, const nlohmann::jso
   SeedLogWriter w;
   w.path_ = path;
   w.header_ = header;
+  w.version_ = version;
   w.flush_every_ = flush_every;
-  run_write_file_atomic(path, header_text(header));
+  run_write_file_atomic(path, header_text(header, version));
   w.f_ = std::fopen(path.c_str(), "ab");
   if (w.f_ == nullptr) throw_write_error("open the seed log", path, errno);
   return w;
@@ -212,6 +237,7 @@ SeedLogWriter SeedLogWriter::open_append(const std::string& path, int64_t flush_
   SeedLogWriter w;
   w.path_ = path;
   w.header_ = log.header;
+  w.version_ = log.version;
   w.flush_every_ = flush_every;
   w.has_records_ = !log.records.empty();
   w.last_step_ = w.has_records_ ? log.records.back().step : 0;
@@ -232,6 +258,7 @@ SeedLogWriter& SeedLogWriter::operator=(SeedLogWriter&& o) noexcept {
     f_ = o.f_;
     o.f_ = nullptr;
     header_ = std::move(o.header_);
+    version_ = o.version_;
     flush_every_ = o.flush_every_;
     unflushed_ = o.unflushed_;
     has_records_ = o.has_records_;
@@ -255,6 +282,9 @@ void SeedLogWriter::append(const SeedRecord& r) {
                 static_cast<long long>(last_step_));
   SMEZO_REQUIRE(r.step >= 0, "seed log %s: negative step %lld", path_.c_str(),
                 static_cast<long long>(r.step));
+  SMEZO_REQUIRE(r.more_probes.empty() || version_ == 2,
+                "seed log %s: step %lld has %zu probes, which a version 1 log cannot hold", path_.c_str(),
+                static_cast<long long>(r.step), r.more_probes.size() + 1);
   std::string line = seed_log_format_record(r);
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size()) throw_write_error("write the seed log", path_, errno);
   has_records_ = true;

@@ -1,6 +1,6 @@
 // The seed log: everything needed to replay or resume a zeroth-order run, one line per step.
 //
-// Format (text, UTF-8, '\n' line ends), version 1:
+// Format (text, UTF-8, '\n' line ends), version 1 (one probe per step) and 2 (several):
 //
 //   # smezo seed log v1
 //   # {"method":"smezo","sparsity":0.75,"eps":0.001,"seed":42,"model":"models/opt-1.3b",...}
@@ -8,7 +8,10 @@
 //   2 9223372036854775807 bf800000 358637bd
 //   ...
 //
-// - Line 1 is the magic "# smezo seed log v1".
+// - Line 1 is the magic "# smezo seed log v1", or "# smezo seed log v2" for a run whose steps
+//   take several probes (--probes-per-step q > 1, --method fzoo). A v1 file is a v2 file whose
+//   records all hold one probe; runs of one probe per step still write v1, byte for byte as
+//   before v2 existed.
 // - The run identity is one line "# " + compact JSON object (caller-provided: method,
 //   sparsity, eps, base seed, model path, ...). It comes before any record.
 // - Other lines starting with '#' are comments and are ignored; blank lines are ignored.
@@ -18,6 +21,10 @@
 //     g     float32 projected gradient, as its IEEE-754 bit pattern: exactly 8 lower-case
 //           hex digits, no "0x" (3f800000 is 1.0f, 80000000 is -0.0f);
 //     lr    float32 learning rate used at this step, same 8-hex-digit bit pattern.
+//   v2 only: a step of several probes follows with " seed g" for each further probe, in probe
+//   order (same encodings): "step seed_1 g_1 lr seed_2 g_2 ... seed_q g_q". The update a
+//   record stands for is W <- W - lr·(1/q)·Σ_i g_i·m⊙z(seed_i) (src/train/spsa.h): one probe
+//   is today's record and update, unchanged.
 //   Bit patterns (not decimal or "%a") so every value, NaN payloads and -0.0 included, reads
 //   back bit-exactly and every record has a fixed-width tail. The reader also accepts
 //   upper-case hex digits; nothing else (no signs, spaces, "0x", '\r').
@@ -48,14 +55,25 @@
 
 namespace smezo {
 
-struct SeedRecord {
-  int64_t step;
-  uint64_t seed;  // perturbation seed of this step
-  float g;        // projected gradient
-  float lr;       // learning rate used at this step
+// One probe of a step: its perturbation seed and its projected gradient.
+struct SeedProbe {
+  uint64_t seed;
+  float g;
 };
 
+struct SeedRecord {
+  int64_t step;
+  uint64_t seed;  // perturbation seed of this step (its first probe's)
+  float g;        // projected gradient (of the first probe)
+  float lr;       // learning rate used at this step
+  std::vector<SeedProbe> more_probes = {};  // probes 2..q of a step of several probes (v2 only)
+};
+
+// The record's probes in order, the first one included.
+std::vector<SeedProbe> seed_record_probes(const SeedRecord& r);
+
 struct SeedLog {
+  int version = 1;                  // 1 or 2, from the magic line
   nlohmann::json header;            // the run identity object
   std::vector<SeedRecord> records;  // consecutive steps
   bool partial_tail = false;        // a final line without '\n' was ignored
@@ -66,7 +84,8 @@ struct SeedLog {
 // One record as a line, with the '\n'; and the parse of one line (no '\n'). parse returns
 // false (and leaves *out unspecified) for anything that is not exactly a record.
 std::string seed_log_format_record(const SeedRecord& r);
-bool seed_log_parse_record(const std::string& line, SeedRecord* out);
+// version 1 takes exactly "step seed g lr"; version 2 also the " seed g" pairs of more probes.
+bool seed_log_parse_record(const std::string& line, SeedRecord* out, int version = 1);
 
 // Reads and validates a whole seed log (see the format above).
 SeedLog seed_log_read(const std::string& path);
@@ -79,9 +98,10 @@ int64_t seed_log_truncate_to(const std::string& path, int64_t step);
 class SeedLogWriter {
  public:
   // Starts a new log at `path` with `header` (a JSON object); the header is durable on return.
-  // Refuses to overwrite a non-empty file (delete it, or resume with open_append).
+  // Refuses to overwrite a non-empty file (delete it, or resume with open_append). version 2
+  // (several probes per step) only for runs that need it, so one-probe logs stay v1.
   static SeedLogWriter create(const std::string& path, const nlohmann::json& header,
-                              int64_t flush_every);
+                              int64_t flush_every, int version = 1);
   // Continues an existing log: validates it, cuts a partial final line, and expects the next
   // record to be last step + 1. header() gives the run identity read from the file.
   static SeedLogWriter open_append(const std::string& path, int64_t flush_every);
@@ -92,7 +112,8 @@ class SeedLogWriter {
   SeedLogWriter& operator=(const SeedLogWriter&) = delete;
   ~SeedLogWriter();  // close(), errors swallowed: call close() to see them
 
-  // Appends one record; r.step must be last_step() + 1 (any step for an empty log).
+  // Appends one record; r.step must be last_step() + 1 (any step for an empty log); a record
+  // of several probes needs a version 2 log.
   void append(const SeedRecord& r);
   // Everything appended so far reaches the disk (fflush + fsync).
   void flush();
@@ -100,6 +121,7 @@ class SeedLogWriter {
 
   const nlohmann::json& header() const { return header_; }
   const std::string& path() const { return path_; }
+  int version() const { return version_; }
   bool has_records() const { return has_records_; }
   int64_t last_step() const { return last_step_; }  // meaningful when has_records()
 
@@ -108,6 +130,7 @@ class SeedLogWriter {
   std::string path_;
   FILE* f_ = nullptr;
   nlohmann::json header_;
+  int version_ = 1;
   int64_t flush_every_ = 0;
   int64_t unflushed_ = 0;
   bool has_records_ = false;

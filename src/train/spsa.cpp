@@ -36,7 +36,8 @@ Method method_parse(const std::string& name) {
   if (name == "mezo") return METHOD_MEZO;
   if (name == "smezo" || name == "s-mezo" || name == "sparse-mezo") return METHOD_SMEZO;
   if (name == "rmezo" || name == "r-mezo") return METHOD_RMEZO;
-  throw_error("unknown method '%s' (choose mezo, smezo or rmezo)", name.c_str());
+  if (name == "fzoo") return METHOD_FZOO;
+  throw_error("unknown method '%s' (choose mezo, smezo, rmezo or fzoo)", name.c_str());
 }
 
 const char* method_name(Method m) {
@@ -44,6 +45,7 @@ const char* method_name(Method m) {
     case METHOD_MEZO: return "mezo";
     case METHOD_SMEZO: return "smezo";
     case METHOD_RMEZO: return "rmezo";
+    case METHOD_FZOO: return "fzoo";
   }
   return "?";
 }
@@ -116,11 +118,20 @@ void spsa_validate(const SpsaOptions& o) {
   SMEZO_REQUIRE(o.noise == NOISE_GAUSSIAN || o.noise == NOISE_GAUSSIAN_V1 || o.noise == NOISE_RADEMACHER ||
                     o.noise == NOISE_AUTO,
                 "unknown noise kind %d (choose gaussian, gaussian-v1 or rademacher)", static_cast<int>(o.noise));
+  SMEZO_REQUIRE(o.probes >= 1, "--probes-per-step %lld must be at least 1", (long long)o.probes);
+  if (o.method != METHOD_FZOO) return;
+  SMEZO_REQUIRE(o.probes >= 2, "fzoo divides its step by the spread of its probe losses: it needs "
+                "--probes-per-step 2 or more (got %lld; the paper uses 8)", (long long)o.probes);
+  SMEZO_REQUIRE(o.sparsity == 0.0, "fzoo tunes every entry: --sparsity %g applies to smezo and rmezo only", o.sparsity);
+  SMEZO_REQUIRE(o.weight_decay == 0.0f, "fzoo scales its step by the spread of the losses; --weight-decay %g is "
+                "not defined for it here", o.weight_decay);
+  SMEZO_REQUIRE(o.noise == NOISE_RADEMACHER || o.noise == NOISE_AUTO,
+                "fzoo's probes are Rademacher (±1): --noise %s does not apply to it", noise_name(o.noise));
 }
 
 SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(model), opts_(opts) {
   spsa_validate(opts_);
-  if (opts_.noise == NOISE_AUTO) opts_.noise = NOISE_GAUSSIAN;  // a new run's default
+  if (opts_.noise == NOISE_AUTO) opts_.noise = opts_.method == METHOD_FZOO ? NOISE_RADEMACHER : NOISE_GAUSSIAN;
   const uint64_t mask_seed = splitmix64(opts_.seed ^ 0x524D455A4FULL);  // "RMEZO"
   for (Param* p : model_.params()) {
     ParamInfo& info = p->info;
@@ -175,39 +186,136 @@ std::vector<Probe> SpsaOptimizer::step_probes(uint64_t seed, bool in_one_pass) c
   return {Probe{opts_.eps, seed}, Probe{-opts_.eps, seed}};
 }
 
+uint64_t SpsaOptimizer::probe_seed(int64_t step, int64_t i) const {
+  const uint64_t first = step_seed(step);
+  return i == 0 ? first : splitmix64(first + static_cast<uint64_t>(i));
+}
+
+std::vector<Probe> SpsaOptimizer::probes_of_step(int64_t step, bool in_one_pass) const {
+  std::vector<Probe> probes;
+  if (opts_.method == METHOD_FZOO) probes.push_back(Probe{});  // l_0: the weights themselves
+  for (int64_t i = 0; i < opts_.probes; i++) {
+    if (opts_.method == METHOD_FZOO) {
+      probes.push_back(Probe{opts_.eps, probe_seed(step, i)});
+      continue;
+    }
+    for (const Probe& p : step_probes(probe_seed(step, i), in_one_pass)) probes.push_back(p);
+  }
+  return probes;
+}
+
+SeedRecord SpsaStep::record() const {
+  SeedRecord r{step, seed, g, lr, {}};
+  if (probes.size() > 1) r.more_probes.assign(probes.begin() + 1, probes.end());
+  return r;
+}
+
 SpsaStep SpsaOptimizer::step(int64_t step, bool in_one_pass, const ProbeLosses& losses) {
   SpsaStep r;
   r.step = step;
   r.seed = step_seed(step);
   r.lr = lr_at(step);
-  const std::vector<double> l = losses(step_probes(r.seed, in_one_pass));
-  SMEZO_REQUIRE(l.size() == 2, "step %lld: %zu losses for the two probes", (long long)step, l.size());
-  r.loss_plus = l[0];
-  r.loss_minus = l[1];
+  r.losses = losses(probes_of_step(step, in_one_pass));
+  const size_t want = opts_.method == METHOD_FZOO ? opts_.probes + 1 : 2 * opts_.probes;
+  SMEZO_REQUIRE(r.losses.size() == want, "step %lld: %zu losses for the %s", (long long)step, r.losses.size(),
+                want == 2 ? "two probes" : (std::to_string(want) + " probe halves").c_str());
+  if (opts_.method == METHOD_FZOO) {
+    finish_fzoo_step(&r);
+    return r;
+  }
+  r.loss_plus = r.losses[0];
+  r.loss_minus = r.losses[1];
   finish_step(&r);
   return r;
 }
 
-void SpsaOptimizer::finish_step(SpsaStep* r) {
-  const int64_t step = r->step;
-  SMEZO_REQUIRE(std::isfinite(r->loss_plus) && std::isfinite(r->loss_minus),
-                "the loss became %s at step %lld (l+ = %g, l- = %g); the weights are those after "
-                "step %lld ---> HINT: lower the learning rate or eps",
-                std::isnan(r->loss_plus) || std::isnan(r->loss_minus) ? "NaN" : "infinite",
-                (long long)step, r->loss_plus, r->loss_minus, (long long)(step - 1));
-  r->g = static_cast<float>((r->loss_plus - r->loss_minus) / (2.0 * static_cast<double>(opts_.eps)));
-  SMEZO_REQUIRE(std::isfinite(r->g), "the projected gradient overflowed at step %lld (l+ = %g, l- = %g, eps = %g) "
-                "---> HINT: use a larger eps", (long long)step, r->loss_plus, r->loss_minus, opts_.eps);
-  apply_update(r->seed, r->g, r->lr);
+namespace {
+
+// The non-finite loss stop: W untouched, the log so far good.
+void require_finite_losses(const std::vector<double>& losses, int64_t step) {
+  for (size_t i = 0; i < losses.size(); i++)
+    SMEZO_REQUIRE(std::isfinite(losses[i]),
+                  "the loss became %s at step %lld (probe loss %zu of %zu = %g); the weights are those after "
+                  "step %lld ---> HINT: lower the learning rate or eps", std::isnan(losses[i]) ? "NaN" : "infinite",
+                  (long long)step, i + 1, losses.size(), losses[i], (long long)(step - 1));
 }
 
-void SpsaOptimizer::apply_update(uint64_t seed, float g, float lr) {
-  const float coef = lr * g;
+}  // namespace
+
+void SpsaOptimizer::finish_step(SpsaStep* r) {
+  const int64_t step = r->step;
+  if (opts_.probes == 1)  // the message of one probe, as before several existed
+    SMEZO_REQUIRE(std::isfinite(r->loss_plus) && std::isfinite(r->loss_minus),
+                  "the loss became %s at step %lld (l+ = %g, l- = %g); the weights are those after "
+                  "step %lld ---> HINT: lower the learning rate or eps",
+                  std::isnan(r->loss_plus) || std::isnan(r->loss_minus) ? "NaN" : "infinite",
+                  (long long)step, r->loss_plus, r->loss_minus, (long long)(step - 1));
+  require_finite_losses(r->losses, step);
+  double sum = 0.0;
+  for (double l : r->losses) sum += l;
+  r->loss = sum / static_cast<double>(r->losses.size());  // q = 1: 0.5·(l+ + l-) exactly
+  for (int64_t i = 0; i < opts_.probes; i++) {
+    const double lp = r->losses[2 * i], lm = r->losses[2 * i + 1];
+    const float g = static_cast<float>((lp - lm) / (2.0 * static_cast<double>(opts_.eps)));
+    SMEZO_REQUIRE(std::isfinite(g), "the projected gradient overflowed at step %lld (l+ = %g, l- = %g, eps = %g) "
+                  "---> HINT: use a larger eps", (long long)step, lp, lm, opts_.eps);
+    r->probes.push_back(SeedProbe{probe_seed(step, i), g});
+  }
+  r->g = r->probes[0].g;
+  apply_update(r->probes, r->lr);
+}
+
+void SpsaOptimizer::finish_fzoo_step(SpsaStep* r) {
+  const int64_t step = r->step;
+  require_finite_losses(r->losses, step);
+  const double l0 = r->losses[0];
+  const int64_t n = opts_.probes;
+  double mean = 0.0;
+  for (int64_t i = 1; i <= n; i++) mean += r->losses[i];
+  mean /= static_cast<double>(n);
+  double var = 0.0;
+  for (int64_t i = 1; i <= n; i++) var += (r->losses[i] - mean) * (r->losses[i] - mean);
+  r->sigma = std::sqrt(var / static_cast<double>(n - 1));
+  for (int64_t i = 1; i <= n; i++) {
+    const float g = static_cast<float>((r->losses[i] - l0) / static_cast<double>(opts_.eps));
+    SMEZO_REQUIRE(std::isfinite(g), "the projected gradient overflowed at step %lld (l_%lld = %g, l_0 = %g, eps = %g) "
+                  "---> HINT: use a larger eps", (long long)step, (long long)i, r->losses[i], l0, opts_.eps);
+    r->probes.push_back(SeedProbe{probe_seed(step, i - 1), g});
+  }
+  // every perturbed loss equal: no spread to scale by, and no step
+  r->lr = r->sigma > 0.0 ? static_cast<float>(static_cast<double>(r->lr) / r->sigma) : 0.0f;
+  SMEZO_REQUIRE(std::isfinite(r->lr), "step %lld: the step size lr / sigma overflowed (sigma = %g) ---> HINT: "
+                "use a larger eps or a smaller learning rate", (long long)step, r->sigma);
+  r->loss = l0;
+  r->loss_plus = r->losses[1];
+  r->loss_minus = l0;
+  r->g = r->probes[0].g;
+  apply_update(r->probes, r->lr);
+}
+
+void SpsaOptimizer::apply_update(uint64_t seed, float g, float lr) { apply_update({SeedProbe{seed, g}}, lr); }
+
+void SpsaOptimizer::apply_update(const std::vector<SeedProbe>& probes, float lr) {
+  // q = 1: coef = lr·g / 1 = lr·g, the one-probe update bit for bit
+  const float q = static_cast<float>(probes.size());
   const float decay = lr * opts_.weight_decay;
   for (Param* p : model_.params()) {
     const bool decayed = !is_norm(p->info) && !is_bias(p->info);
-    model_.backend().update(*p, coef, decayed ? decay : 0.0f, seed);
+    for (size_t i = 0; i < probes.size(); i++)
+      model_.backend().update(*p, lr * probes[i].g / q, decayed && i == 0 ? decay : 0.0f, probes[i].seed);
   }
+}
+
+void SpsaOptimizer::apply_record(const SeedRecord& r, const std::string& path) {
+  const std::vector<SeedProbe> probes = seed_record_probes(r);
+  SMEZO_REQUIRE(static_cast<int64_t>(probes.size()) == opts_.probes,
+                "%s: step %lld logs %zu probes, the run takes %lld per step", path.c_str(), (long long)r.step,
+                probes.size(), (long long)opts_.probes);
+  for (size_t i = 0; i < probes.size(); i++)
+    SMEZO_REQUIRE(probes[i].seed == probe_seed(r.step, static_cast<int64_t>(i)),
+                  "%s: step %lld has seed %llu, expected %llu", path.c_str(), (long long)r.step,
+                  (unsigned long long)probes[i].seed, (unsigned long long)probe_seed(r.step, static_cast<int64_t>(i)));
+  apply_update(probes, r.lr);
 }
 
 nlohmann::json SpsaOptimizer::describe() const {
@@ -225,6 +333,7 @@ nlohmann::json SpsaOptimizer::describe() const {
   j["stochastic_rounding"] = opts_.stochastic_rounding;
   j["noise"] = noise_name(opts_.noise);
   j["noise_spec"] = NOISE_SPEC_VERSION;
+  if (opts_.probes != 1) j["probes"] = opts_.probes;  // absent: one (the header of a one-probe run is unchanged)
   nlohmann::json thresholds = nlohmann::json::object();
   for (Param* p : model_.params())
     if (p->info.mask == MASK_MAGNITUDE) thresholds[p->info.name] = float_hex_bits(p->info.threshold);
@@ -248,6 +357,7 @@ SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& s
     o.freeze_biases = j.at("freeze").at("biases").get<bool>();
     o.stochastic_rounding = j.value("stochastic_rounding", false);
     o.noise = spsa_logged_noise(j, source);
+    o.probes = j.value("probes", int64_t{1});
     return o;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the run header is incomplete or malformed: %s", source.c_str(), e.what());
@@ -278,6 +388,9 @@ std::vector<std::string> SpsaOptimizer::differences(const nlohmann::json& header
   compare(t.freeze_norms == m.freeze_norms, "freeze_norms");
   compare(t.freeze_biases == m.freeze_biases, "freeze_biases");
   compare(t.stochastic_rounding == m.stochastic_rounding, "stochastic_rounding");
+  if (t.probes != m.probes)
+    out.push_back(format_string("probes per step = %lld in the run, %lld here", (long long)t.probes,
+                                (long long)m.probes));
   if (t.noise != m.noise)
     out.push_back(format_string("the run used noise %s, this command asks for %s (leave the noise option out to "
                                 "continue with the run's own noise)", noise_name(t.noise), noise_name(m.noise)));

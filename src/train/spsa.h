@@ -7,6 +7,24 @@
 // base weights, per linear tensor (sparsity 0: h = +inf, so S-MeZO is exactly MeZO);
 // R-MeZO a fixed random mask with keep probability 1 - sparsity. Embeddings, norms and
 // biases are tuned densely in every method unless frozen.
+//
+// Several probes per step (SpsaOptions::probes = q > 1): probe i of step t has its own seed
+// s_{t,i} (probe_seed; s_{t,0} is the step seed, so q = 1 is the one-probe step above, bit for
+// bit) and g_i = (l+_i - l-_i) / (2 eps); the averaged q-probe estimate updates
+//   W <- W - lr_t·(1/q)·Σ_i g_i·m(W)⊙z_i.
+// FZOO (METHOD_FZOO; Dang et al., "FZOO: Fast Zeroth-Order Optimizer for Fine-Tuning Large
+// Language Models towards Adam-Scale Speed", arXiv:2506.09034; its update as the paper states it):
+// N = q >= 2 one-sided Rademacher probes u_i, l_0 = L(W), l_i = L(W + eps·u_i),
+// g_i = (l_i - l_0) / eps, sigma = the sample standard deviation (1/(N-1)) of l_1..l_N, and
+//   W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i
+// (sigma = 0, every perturbed loss equal: no step). The paper scores the N probes as one batch;
+// here they are N + 1 forward passes over the list of probes. Both methods log (seed_i, g_i)
+// per probe and the step size that multiplies (1/q)·Σ g_i·z_i (lr_t, or lr_t / sigma for FZOO),
+// so replay and resume apply the same update for either without any loss.
+// The update applies the single-probe update op once per probe, in probe order (weight decay
+// with the first): bit-identical between a run, its resume and replay, on every backend. The
+// mask of probe i is read from the weights after probes 0..i-1 (S-MeZO: an entry crossing the
+// threshold within a step may be in one probe's mask and not the next's).
 #pragma once
 
 #include <cstdint>
@@ -17,12 +35,13 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model.h"
+#include "run/seed_log.h"  // SeedProbe, SeedRecord
 #include "smezo/train.h"  // Method, LrSchedule, SpsaOptions
 
 namespace smezo {
 
 
-Method method_parse(const std::string& name);  // "mezo", "smezo", "rmezo"; else an error
+Method method_parse(const std::string& name);  // "mezo", "smezo", "rmezo", "fzoo"; else an error
 const char* method_name(Method m);
 LrSchedule lr_schedule_parse(const std::string& name);  // "constant", "linear"
 const char* lr_schedule_name(LrSchedule s);
@@ -42,10 +61,15 @@ void spsa_validate(const SpsaOptions& opts);
 
 struct SpsaStep {
   int64_t step = 0;
-  uint64_t seed = 0;
-  double loss_plus = 0, loss_minus = 0;
-  float g = 0;
-  float lr = 0;
+  uint64_t seed = 0;                 // the first probe's (the step seed)
+  double loss_plus = 0, loss_minus = 0;  // the first probe's pair (fzoo: l_1, then l_0)
+  float g = 0;                       // the first probe's
+  float lr = 0;                      // the step size of the update (fzoo: lr_t / sigma)
+  std::vector<SeedProbe> probes;     // every probe's (seed, g), in order
+  std::vector<double> losses;        // every half's loss, in the order of probes_of_step
+  double loss = 0;                   // the step's loss: the mean of the halves (fzoo: l_0)
+  double sigma = 0;                  // fzoo: the spread of the perturbed losses
+  SeedRecord record() const;         // what the seed log holds of it
 };
 
 // The losses of a minibatch under a list of probes, one per half (probe_halves), in order.
@@ -67,13 +91,23 @@ class SpsaOptimizer {
   // in one forward: Probe::pair); else the + probe, then the - probe.
   std::vector<Probe> step_probes(uint64_t seed, bool in_one_pass) const;
 
-  // Two probes and the update. losses(probes) evaluates the minibatch under step_probes(seed,
-  // in_one_pass) and returns one loss per half (probe_halves): l+, then l-. The same g and
-  // update either way when the losses are the same. Throws smezo::Error without touching W when
-  // either loss is NaN or infinite.
+  // The seed of probe i (0 .. probes - 1) of a step; probe 0's is step_seed(step).
+  uint64_t probe_seed(int64_t step, int64_t i) const;
+  // Every probe of a step, in order: SPSA, step_probes of each probe's seed; FZOO, the
+  // unperturbed Probe{} (l_0), then one + probe per seed (never a pair: one-sided).
+  std::vector<Probe> probes_of_step(int64_t step, bool in_one_pass) const;
+
+  // The probes and the update. losses(probes) evaluates the minibatch under
+  // probes_of_step(step, in_one_pass) and returns one loss per half (probe_halves): for one
+  // probe l+, then l-. The same g and update either way when the losses are the same. Throws
+  // smezo::Error without touching W when a loss is NaN or infinite.
   SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);
+  // The update of several probes: W <- W - lr·(1/q)·Σ_i g_i·m⊙z_i, probe by probe in order.
+  void apply_update(const std::vector<SeedProbe>& probes, float lr);
+  // A logged step's update, after checking it has this run's probe count and probe seeds.
+  void apply_record(const SeedRecord& r, const std::string& seed_log_path);
 
   // Run identity for the seed log header: method, hyperparameters, noise kind and noise-spec
   // version, per-tensor thresholds.
@@ -90,6 +124,7 @@ class SpsaOptimizer {
 
  private:
   void finish_step(SpsaStep* r);  // g from the losses (checked finite), then the update
+  void finish_fzoo_step(SpsaStep* r);
 
   Model& model_;
   SpsaOptions opts_;

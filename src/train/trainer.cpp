@@ -62,6 +62,25 @@ std::vector<const EncodedExample*> minibatch(const std::vector<EncodedExample>& 
   return out;
 }
 
+// The index of minibatch k (0 .. K-1) of a step (minibatch()'s `step`): the run's minibatches
+// in a row, K per step; K = 1 gives the step itself, as before accumulation existed.
+int64_t accumulated_minibatch(int64_t step, int64_t k, int64_t accumulate) { return (step - 1) * accumulate + k + 1; }
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());  // two halves: 0.5·(l+ + l-) exactly
+}
+
+// sum += v, element by element (sum empty: sum = v)
+void add_into(std::vector<double>* sum, const std::vector<double>& v) {
+  if (sum->empty()) {
+    *sum = v;
+    return;
+  }
+  for (size_t h = 0; h < v.size(); h++) (*sum)[h] += v[h];
+}
+
 nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model& model) {
   nlohmann::json h;
   // Updates round to the storage dtype, so replay and resume must store weights the same way.
@@ -78,6 +97,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["fixed_batch"] = o.fixed_batch;
   h["model"] = o.model_path;
   h["objective"] = o.objective;  // a log without it ran on the loss (check_resume_header)
+  if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   return h;
 }
 
@@ -95,6 +115,9 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   const std::string objective = logged.value("objective", std::string("loss"));
   if (objective != mine["objective"])
     diffs.push_back("objective = \"" + objective + "\" in the run, " + mine["objective"].dump() + " here");
+  const int64_t their_k = logged.value("accumulate", int64_t{1}), my_k = mine.value("accumulate", int64_t{1});
+  if (their_k != my_k)
+    diffs.push_back(format_string("accumulate = %lld in the run, %lld here", (long long)their_k, (long long)my_k));
   std::string listed;
   for (const std::string& d : diffs) listed += (listed.empty() ? "" : "; ") + d;
   SMEZO_REQUIRE(diffs.empty(), "%s: this command differs from the run in %zu option%s: %s ---> HINT: resume with "
@@ -152,6 +175,7 @@ TrainOptions checked_options(const TrainOptions& o, bool root) {
   SMEZO_REQUIRE(o.max_len >= 2, "train: --max-len %lld is too small: at least 2 (BOS and one option token)",
                 (long long)o.max_len);
   SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
+  SMEZO_REQUIRE(o.accumulate >= 1, "train: --accumulate %lld must be at least 1", (long long)o.accumulate);
   SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
                 "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
                 o.spsa.weight_decay);
@@ -208,6 +232,10 @@ class TrainRun {
   // One value per probe half for SPSA: the task's loss, or (--objective) 1 - the metric, the
   // loss then kept in step_losses_ for the log.
   std::vector<double> probe_values(const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes);
+  // What the step's probes measure, averaged over its K minibatches (--accumulate); the task losses
+  // of a metric objective are averaged the same way into step_losses_.
+  std::vector<double> step_values(int64_t step, const std::vector<const EncodedExample*>& fixed,
+                                  const std::vector<Probe>& probes);
   std::string save_checkpoint(int64_t step);  // "" or why it failed (a warning)
 
   TrainOptions o_;
@@ -361,7 +389,10 @@ void TrainRun::agree_on_run_folder() {
 // Start fresh, or rebuild the weights of a killed run from its seed log.
 bool TrainRun::start() {
   if (!o_.resume) {
-    if (root_) seed_log_ = std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every));
+    const int version = o_.spsa.probes > 1 ? 2 : 1;  // one probe per step: the v1 log, as before
+    if (root_)
+      seed_log_ =
+          std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every, version));
     return true;
   }
   const auto t_phase = SteadyClock::now();
@@ -429,12 +460,7 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
 }
 
 void TrainRun::replay(const SeedLog& log) {
-  for (const SeedRecord& r : log.records) {
-    SMEZO_REQUIRE(r.seed == optimizer_->step_seed(r.step), "%s: step %lld has seed %llu, expected %llu",
-                  seed_log_path_.c_str(), (long long)r.step, (unsigned long long)r.seed,
-                  (unsigned long long)optimizer_->step_seed(r.step));
-    optimizer_->apply_update(r.seed, r.g, r.lr);
-  }
+  for (const SeedRecord& r : log.records) optimizer_->apply_record(r, seed_log_path_);
 }
 
 // The loss and accuracy history of the steps already run, from the metrics file (rank 0).
@@ -473,10 +499,10 @@ void TrainRun::train_steps() {
   try {
     for (; step <= o_.steps; step++) {
       const auto t_step = SteadyClock::now();
-      const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed, step);
-      // the probes' losses over this run's topology (a pipeline, or every rank's shard)
+      // the probes' losses over this run's topology (a pipeline, or every rank's shard), averaged
+      // over the step's K minibatches
       const SpsaStep s = optimizer_->step(step, o_.probe_pair, [&](const std::vector<Probe>& probes) {
-        return probe_values(batch, probes);
+        return step_values(step, fixed, probes);
       });
       if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
       record_step(s, dev_subset);
@@ -490,6 +516,22 @@ void TrainRun::train_steps() {
   if (root_) bar_->finish();
   result_.steps_done = o_.steps;
   train_wall_ = seconds_since(t_loop);
+}
+
+std::vector<double> TrainRun::step_values(int64_t step, const std::vector<const EncodedExample*>& fixed,
+                                          const std::vector<Probe>& probes) {
+  std::vector<double> sum, task_sum;
+  for (int64_t k = 0; k < o_.accumulate; k++) {
+    const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed,
+                                                          accumulated_minibatch(step, k, o_.accumulate));
+    add_into(&sum, probe_values(batch, probes));
+    if (o_.objective != "loss") add_into(&task_sum, step_losses_);
+  }
+  const double k = static_cast<double>(o_.accumulate);  // K = 1: l / 1 = l exactly
+  for (double& l : sum) l /= k;
+  for (double& l : task_sum) l /= k;
+  if (o_.objective != "loss") step_losses_ = task_sum;
+  return sum;
 }
 
 std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExample*>& batch,
@@ -509,22 +551,33 @@ std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExampl
 // checkpoint due after it.
 void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
   const int64_t step = s.step;
-  // with --objective accuracy|f1 SPSA saw 1 - the metric; the loss is logged beside it
-  const bool metric = o_.objective != "loss";
-  const double loss_plus = metric ? step_losses_.at(0) : s.loss_plus, loss_minus = metric ? step_losses_.at(1) : s.loss_minus;
-  const double loss = 0.5 * (loss_plus + loss_minus);
+  // with --objective accuracy|f1 SPSA saw 1 - the metric (s's losses); the task loss is logged beside it
+  const bool metric = o_.objective != "loss", fzoo = o_.spsa.method == METHOD_FZOO;
+  double loss = s.loss, loss_plus = s.loss_plus, loss_minus = s.loss_minus;
+  if (metric) {  // step_losses_ in the order of s.losses (fzoo: l_0 first)
+    loss = fzoo ? step_losses_.at(0) : mean_of(step_losses_);
+    loss_plus = step_losses_.at(fzoo ? 1 : 0);
+    loss_minus = step_losses_.at(fzoo ? 0 : 1);
+  }
   if (step == 1) result_.first_loss = loss;
   result_.last_loss = loss;
   loss_series_.push_back({static_cast<double>(step), loss});
   // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
   // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
   if (root_) {
-    nlohmann::json line = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
-                           {"g", s.g}, {"lr", s.lr}};
+    nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
+                        {"g", s.g}, {"lr", s.lr}};
     if (metric)
-      line.update({{"objective", o_.objective}, {"objective_value", 0.5 * (s.loss_plus + s.loss_minus)},
-                   {"objective_plus", s.loss_plus}, {"objective_minus", s.loss_minus}});
-    metrics_->write(line);
+      m.update({{"objective", o_.objective}, {"objective_value", s.loss}, {"objective_plus", s.loss_plus},
+                {"objective_minus", s.loss_minus}});
+    if (s.probes.size() > 1) {  // several probes: each one's g and every half's loss (metric: objective)
+      m["probe_g"] = nlohmann::json::array();
+      for (const SeedProbe& p : s.probes) m["probe_g"].push_back(p.g);
+      m["losses"] = s.losses;
+      if (metric) m["task_losses"] = step_losses_;
+    }
+    if (fzoo) m["sigma"] = s.sigma;
+    metrics_->write(m);
     bar_->update(step, loss);
   }
   if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
@@ -532,7 +585,7 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
     if (root_) bar_->set_dev_accuracy(acc, step);  // a generation task's F1
     if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
   }
-  if (root_) seed_log_->append(SeedRecord{s.step, s.seed, s.g, s.lr});
+  if (root_) seed_log_->append(s.record());
   if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
       (root_ || topo_.serves_checkpoint())) {
     if (root_) seed_log_->flush();

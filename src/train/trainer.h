@@ -1,7 +1,8 @@
 // `smezo train`: zeroth-order fine-tuning on a task, end to end (DESIGN.md, "Runs").
 //
 // A run directory holds:
-//   seed_log.txt     step, seed, g, lr per step (src/run/seed_log.h): replay and resume read it
+//   seed_log.txt     step, seed, g, lr per step (and seed, g per further probe: src/run/seed_log.h);
+//                    replay and resume read it
 //   metrics.jsonl    one line per step (loss, g, lr) and per evaluation (dev_acc)
 //   summary.json     task, method, hyperparameters, accuracies, wall time, steps/s, memory
 //   plot.svg         training loss and dev accuracy vs step
