@@ -23,6 +23,7 @@
 #include "run/summary.h"
 #include "run/svg_plot.h"
 #include "tasks/task_data.h"
+#include "tasks/task_files.h"
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
@@ -240,8 +241,14 @@ TrainResult TrainRun::run() {
 
 void TrainRun::load() {
   auto t_phase = SteadyClock::now();
-  splits_ = load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
-                      o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
+  if (o_.task_spec.empty()) {
+    splits_ = load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
+                        o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
+  } else {  // your own data; the seed log names the spec's task, so an exported built-in task logs as it
+    splits_ = load_task_files({o_.task_spec, o_.train_file, o_.dev_file, o_.test_file}, o_.n_train, o_.n_dev,
+                              o_.n_test);
+    o_.task = splits_.name;
+  }
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
   ModelOpenOptions mo;
   mo.model_path = o_.model_path;
@@ -284,6 +291,9 @@ void TrainRun::load() {
   run_settings_ = {{"written_by", "smezo train"}, {"task", splits_.name}, {"max_len", o_.max_len},
                    {"data_seed", o_.data_seed}, {"n_train", o_.n_train}, {"n_dev", o_.n_dev},
                    {"n_test", o_.n_test}, {"data_dir", o_.data_dir}};
+  if (!o_.task_spec.empty())
+    run_settings_.update({{"task_spec", o_.task_spec}, {"train_file", o_.train_file}, {"dev_file", o_.dev_file},
+                          {"test_file", o_.test_file}});
 }
 
 // The run folder: what it holds decides between a fresh start and a resume, before any write
