@@ -91,20 +91,25 @@ int run_train(TrainState& s) {
 void add_data_file_options(CLI::App* cmd, TrainState* s) {
   cmd->add_option("--task-spec", s->o.task_spec, "your own data instead of --task: a JSON task spec saying how a "
                   "record becomes an example (README \"Your own data\"; the built-in ones: src/tasks/specs/)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->default_str("none: the built-in --task");
   cmd->add_option("--train-file", s->o.train_file, "with --task-spec: training records, JSON Lines (.jsonl) or CSV/TSV "
                   "with a header (.csv, .tsv), UTF-8; the first --train-examples rows, in order")
-      ->type_name("FILE");
-  cmd->add_option("--dev-file", s->o.dev_file, "with --task-spec: dev records (none: no dev evaluation)")
-      ->type_name("FILE");
-  cmd->add_option("--test-file", s->o.test_file, "with --task-spec: test records (none: no test evaluation)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->default_str("none; required with --task-spec");
+  cmd->add_option("--dev-file", s->o.dev_file, "with --task-spec: dev records, the first --dev-examples rows")
+      ->type_name("FILE")
+      ->default_str("none: no dev evaluation");
+  cmd->add_option("--test-file", s->o.test_file, "with --task-spec: test records, the first --test-examples rows")
+      ->type_name("FILE")
+      ->default_str("none: no test evaluation");
   cmd->add_flag("--check-data", s->check_data, "with --task-spec: report every problem of the spec and the data "
                 "files (file:line: field), then exit (0: clean, 1: problems) without loading a model");
   cmd->add_option("--export-data", s->export_data, "write --task's sampled splits (--data-seed, --train-examples, "
                   "--dev-examples, --test-examples) as DIR/train.jsonl, dev.jsonl, test.jsonl with its spec "
                   "DIR/spec.json, then exit; training from them equals training on --task")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->default_str("none: train");
 }
 
 }  // namespace
