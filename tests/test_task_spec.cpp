@@ -249,8 +249,8 @@ TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {
   const std::string dev = put("dev.csv", "text,extra,stars\nt,e,1\nt,e\nt,e,0\n");
   const std::vector<std::string> problems = check_task_files({spec, train, dev, ""});
   ASSERT_EQ(problems.size(), 5u) << testing::PrintToString(problems);
-  EXPECT_THAT(problems[0], HasSubstr(train + ":3: malformed JSON line"));  // the reader's, first
-  EXPECT_THAT(problems[1], HasSubstr(train + ":2: missing field \"extra\""));
+  EXPECT_THAT(problems[0], HasSubstr(train + ":2: missing field \"extra\""));  // in line order
+  EXPECT_THAT(problems[1], HasSubstr(train + ":3: malformed JSON line"));
   EXPECT_THAT(problems[2], HasSubstr(train + ":5: label 9 is not in the verbalizer"));
   EXPECT_THAT(problems[3], HasSubstr(dev + ":3: expected 3 comma-separated fields"));
   EXPECT_THAT(problems[4], HasSubstr(dev + ":4: label \"0\" is not in the verbalizer"));

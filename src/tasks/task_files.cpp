@@ -1,6 +1,8 @@
 // Task splits from data files, --check-data, and the export of a built-in task; see task_files.h.
 #include "tasks/task_files.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
@@ -29,6 +31,16 @@ std::vector<TaskExample> read_split(const TaskSpec& spec, const std::string& pat
     out.push_back(task_spec_example(spec, file, row));
   }
   return out;
+}
+
+// The reader's problems (bad lines) come before the spec's (bad records): put a file's
+// problems in line order, as a user reads the file. Each starts "<path>:<line>:".
+void sort_by_line(const std::string& path, std::vector<std::string>::iterator begin,
+                  std::vector<std::string>::iterator end) {
+  auto line_of = [&](const std::string& p) {
+    return p.compare(0, path.size() + 1, path + ":") == 0 ? std::atoll(p.c_str() + path.size() + 1) : 0;
+  };
+  std::stable_sort(begin, end, [&](const std::string& a, const std::string& b) { return line_of(a) < line_of(b); });
 }
 
 }  // namespace
@@ -80,6 +92,7 @@ std::vector<std::string> check_task_files(const TaskFiles& files) {
     }
     if (file.rows.empty() && problems.size() == before)
       problems.push_back(format_string("%s holds no records", printable(*path).c_str()));
+    sort_by_line(printable(*path), problems.begin() + static_cast<std::ptrdiff_t>(before), problems.end());
   }
   return problems;
 }
