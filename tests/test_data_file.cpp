@@ -160,6 +160,7 @@ TEST_F(DataFileTest, EachBadInputIsOneLineNamingFileAndLine) {
       {"latin1.jsonl", ok + "{\"a\": \"caf\xe9\"}\n", ":2: byte 0xe9 at column 11 is not UTF-8"},
       {"utf16.jsonl", std::string("\xff\xfe{\0\"\0", 6), ":1: the file is UTF-16"},
       {"latin1.csv", "a,b\nx,caf\xe9\n", ":2: byte 0xe9 at column 6 is not UTF-8"},
+      {"latin1_in_quotes.csv", "a,b\nx,\"two\nlin\xe9s\"\n", ":3: byte 0xe9 at column 4 is not UTF-8"},
       {"fields.csv", "a,b\n1,2\n1,2,3\n", ":3: expected 2 comma-separated fields (the header's), got 3"},
       {"column.csv", "a,c\n1,2\n", ":1: the header has no column \"b\" (columns: \"a\", \"c\"; separated by commas)"},
       {"twice.csv", "a,b,a\n1,2,3\n", ":1: the header names column \"a\" twice"},

@@ -14,6 +14,7 @@
 
 #include "common/assets.h"
 #include "common/check.h"
+#include "cuda/cuda_check.h"
 #include "model_fixture.h"
 #include "tasks/task_files.h"
 #include "tasks/task_spec.h"
@@ -287,31 +288,68 @@ TEST_F(TaskSpecFiles, ExportOfEveryTaskReadsBackAsTheSameExamples) {
   }
 }
 
-TEST_F(TaskSpecFiles, ExportedSst2TrainsToByteIdenticalSeedLogAndWeights) {
+// Built-in SST-2 and its export, trained with the same options on device_args: the same seed
+// log and weights byte for byte; another export (data seed 4) trains differently.
+static void expect_export_trains_like_built_in(const std::string& dir, const std::string& device_args) {
   const std::string smezo = smezo_test::smezo_binary() + " train";
   const std::string sizes = " --train-examples 16 --dev-examples 6 --test-examples 6";
   const std::string run = " --batch 2 --max-len 40 --steps 6 --eval-every 3 --lr 2e-3 --seed 7 --progress-every 1000" +
-                          sizes;
+                          sizes + device_args;
   std::string out;
   for (const char* seed : {"3", "4"})
-    ASSERT_EQ(run_command(smezo + " --task sst2 --data-seed " + seed + sizes + " --export-data " + dir_ + "/exp" + seed,
+    ASSERT_EQ(run_command(smezo + " --task sst2 --data-seed " + seed + sizes + " --export-data " + dir + "/exp" + seed,
                           &out), 0) << out;
-  ASSERT_EQ(run_command(smezo + " --task sst2 --data-seed 3" + run + " --out " + dir_ + "/builtin", &out), 0) << out;
+  ASSERT_EQ(run_command(smezo + " --task sst2 --data-seed 3" + run + " --out " + dir + "/builtin", &out), 0) << out;
   auto from_files = [&](const std::string& exp, const std::string& name) {
     return run_command(smezo + " --data-seed 3" + run + " --task-spec " + exp + "/spec.json --train-file " + exp +
                        "/train.jsonl --dev-file " + exp + "/dev.jsonl --test-file " + exp + "/test.jsonl --out " +
-                       dir_ + "/" + name, &out);
+                       dir + "/" + name, &out);
   };
-  ASSERT_EQ(from_files(dir_ + "/exp3", "files"), 0) << out;
-  const std::string log = read_file(dir_ + "/builtin/seed_log.txt");
+  ASSERT_EQ(from_files(dir + "/exp3", "files"), 0) << out;
+  const std::string log = read_file(dir + "/builtin/seed_log.txt");
   EXPECT_EQ(smezo_test::occurrences(log, "\n"), 2u + 6u) << log;  // two header lines, six steps
-  EXPECT_EQ(read_file(dir_ + "/files/seed_log.txt"), log);
-  EXPECT_EQ(read_file(dir_ + "/files/checkpoint/model.safetensors"),
-            read_file(dir_ + "/builtin/checkpoint/model.safetensors"));
-  EXPECT_EQ(read_file(dir_ + "/files/metrics.jsonl").size(), read_file(dir_ + "/builtin/metrics.jsonl").size());
+  EXPECT_EQ(read_file(dir + "/files/seed_log.txt"), log);
+  EXPECT_EQ(read_file(dir + "/files/checkpoint/model.safetensors"),
+            read_file(dir + "/builtin/checkpoint/model.safetensors"));
   // the comparison can fail: other examples (another data seed's export) train differently
-  ASSERT_EQ(from_files(dir_ + "/exp4", "other"), 0) << out;
-  EXPECT_NE(read_file(dir_ + "/other/seed_log.txt"), log);
-  EXPECT_NE(read_file(dir_ + "/other/checkpoint/model.safetensors"),
-            read_file(dir_ + "/builtin/checkpoint/model.safetensors"));
+  ASSERT_EQ(from_files(dir + "/exp4", "other"), 0) << out;
+  EXPECT_NE(read_file(dir + "/other/seed_log.txt"), log);
+  EXPECT_NE(read_file(dir + "/other/checkpoint/model.safetensors"),
+            read_file(dir + "/builtin/checkpoint/model.safetensors"));
+}
+
+TEST_F(TaskSpecFiles, ExportedSst2TrainsToByteIdenticalSeedLogAndWeights) {
+  expect_export_trains_like_built_in(dir_, "");
+}
+
+// The same through the CUDA backend (fp32): on a GPU, or on the emulated one (make emu-test).
+TEST_F(TaskSpecFiles, ExportedSst2TrainsToByteIdenticalSeedLogAndWeightsOnCuda) {
+#ifdef SMEZO_WITH_CUDA
+  if (!smezo::cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  expect_export_trains_like_built_in(dir_, " --device cuda --dtype f32");
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
+}
+
+// The seed log records the examples' fingerprint: a resume on other data is refused, naming it.
+TEST_F(TaskSpecFiles, ResumeOnOtherDataIsRefused) {
+  const std::string smezo = smezo_test::smezo_binary() + " train";
+  std::string out;
+  for (const char* seed : {"3", "4"})
+    ASSERT_EQ(run_command(smezo + " --task sst2 --data-seed " + seed + " --train-examples 8 --dev-examples 2 "
+                          "--test-examples 2 --export-data " + dir_ + "/exp" + seed, &out), 0) << out;
+  auto train = [&](const std::string& exp, const std::string& extra) {
+    return run_command(smezo + " --data-seed 3 --train-examples 8 --dev-examples 2 --batch 2 --max-len 32 --lr 2e-3 "
+                       "--progress-every 1000 --skip-test --task-spec " + exp + "/spec.json --train-file " + exp +
+                       "/train.jsonl --dev-file " + exp + "/dev.jsonl --out " + dir_ + "/run" + extra, &out);
+  };
+  ASSERT_EQ(train(dir_ + "/exp3", " --steps 3"), 0) << out;
+  EXPECT_NE(train(dir_ + "/exp4", " --steps 3 --resume"), 0);
+  EXPECT_THAT(out, HasSubstr("the train/dev examples differ (data_fingerprint"));
+  EXPECT_EQ(train(dir_ + "/exp3", " --steps 3 --resume"), 0) << out;  // the same data: accepted (and finished)
+  EXPECT_THAT(out, HasSubstr("already finished"));
+  const std::string log = read_file(dir_ + "/run/seed_log.txt");
+  EXPECT_NE(log.find("\"data_fingerprint\":\"" + task_examples_fingerprint(load_task("sst2", 3, 8, 2, 0)) + "\""),
+            std::string::npos) << log;
 }

@@ -160,6 +160,7 @@ std::vector<std::string> csv_record(const std::string& path, const std::vector<s
                     printable(path).c_str(), static_cast<long long>(first));
       fields.back() += '\n';
       line = lines[++*i];
+      require_utf8(path, static_cast<int64_t>(*i) + 1, line);
       p = 0;
       continue;
     }

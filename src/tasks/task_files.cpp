@@ -97,6 +97,24 @@ std::vector<std::string> check_task_files(const TaskFiles& files) {
   return problems;
 }
 
+std::string task_examples_fingerprint(const TaskSplits& splits) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto add = [&](const std::string& text) {  // length first: "ab","c" and "a","bc" differ
+    const std::string bytes = std::to_string(text.size()) + ":" + text;
+    for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  };
+  for (const std::vector<TaskExample>* split : {&splits.train, &splits.dev}) {
+    add("split " + std::to_string(split->size()));
+    for (const TaskExample& ex : *split) {
+      add(std::to_string(ex.gold) + " " + std::to_string(ex.contexts.size()) + " " +
+          std::to_string(ex.references.size()));
+      for (size_t i = 0; i < ex.contexts.size(); i++) add(ex.contexts[i] + "\x01" + ex.options[i]);
+      for (const std::string& r : ex.references) add(r);
+    }
+  }
+  return format_string("%016llx", static_cast<unsigned long long>(h));
+}
+
 namespace {
 
 std::vector<nlohmann::ordered_json> rows_at(const DataFile& file, const std::vector<int64_t>& index) {

@@ -26,6 +26,11 @@ TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_de
 // Reads all rows (no caps): a problem anywhere in a file is reported.
 std::vector<std::string> check_task_files(const TaskFiles& files);
 
+// A hash (FNV-1a 64, 16 hex digits) of the train and dev examples' text, candidates and gold:
+// the seed log records it so a resume refuses other data, whatever file or task it came from
+// (an export of a built-in task hashes as the task).
+std::string task_examples_fingerprint(const TaskSplits& splits);
+
 // Writes DIR/spec.json (the task's built-in spec) and DIR/train.jsonl, dev.jsonl, test.jsonl
 // holding the records load_task(name, seed, ...) samples, in its order, so that training
 // from them sees the same examples; returns a one-line description. Creates DIR.

@@ -90,6 +90,9 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
                                     logged.contains(key) ? logged[key].dump().c_str() : "(missing)",
                                     mine[key].dump().c_str()));
   }
+  if (logged.contains("data_fingerprint") && logged["data_fingerprint"] != mine["data_fingerprint"])
+    diffs.push_back("the train/dev examples differ (data_fingerprint " + logged["data_fingerprint"].dump() +
+                    " in the run, " + mine["data_fingerprint"].dump() + " here)");
   std::string listed;
   for (const std::string& d : diffs) listed += (listed.empty() ? "" : "; ") + d;
   SMEZO_REQUIRE(diffs.empty(), "%s: this command differs from the run in %zu option%s: %s ---> HINT: resume with "
@@ -288,6 +291,7 @@ void TrainRun::load() {
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
   startup_["thresholds"] = seconds_since(t_phase);
   header_ = run_header(o_, *optimizer_, model());
+  header_["data_fingerprint"] = task_examples_fingerprint(splits_);  // the examples, wherever they came from
   run_settings_ = {{"written_by", "smezo train"}, {"task", splits_.name}, {"max_len", o_.max_len},
                    {"data_seed", o_.data_seed}, {"n_train", o_.n_train}, {"n_dev", o_.n_dev},
                    {"n_test", o_.n_test}, {"data_dir", o_.data_dir}};
