@@ -90,7 +90,11 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
                                     logged.contains(key) ? logged[key].dump().c_str() : "(missing)",
                                     mine[key].dump().c_str()));
   }
-  if (logged.contains("data_fingerprint") && logged["data_fingerprint"] != mine["data_fingerprint"])
+  // the examples themselves, when the options that choose them agree (data files edited or swapped)
+  bool same_data_options = true;
+  for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir"})
+    same_data_options = same_data_options && logged.contains(key) && logged[key] == mine[key];
+  if (same_data_options && logged.contains("data_fingerprint") && logged["data_fingerprint"] != mine["data_fingerprint"])
     diffs.push_back("the train/dev examples differ (data_fingerprint " + logged["data_fingerprint"].dump() +
                     " in the run, " + mine["data_fingerprint"].dump() + " here)");
   std::string listed;
