@@ -1,5 +1,6 @@
-// Task datasets: reading the GLUE/SuperGLUE files, applying MeZO's templates, and MeZO's
-// train/dev/test sampling.
+// Task datasets: reading the GLUE/SuperGLUE files, applying MeZO's templates (as the built-in
+// task specs, task_spec.h), and MeZO's train/dev/test sampling. Your own data files:
+// task_files.h.
 //
 // Files (under a data directory, by default asset_path("data")):
 //   sst2     glue/SST-2/train.tsv, dev.tsv     TSV, header "sentence\tlabel", label 0/1
