@@ -42,7 +42,7 @@ TEST(GpuBacklog, PlanFitsTheLease) {
   std::string out;
   ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("(limit: 4 leases of 15 min): fits"));
-  EXPECT_THAT(out, HasSubstr("ESTIMATES (no GPU has measured them)"));
+  EXPECT_THAT(out, HasSubstr("measured by 3.calibrate on an H200"));  // SmolLM2's ms/step, no longer an estimate
   EXPECT_THAT(out, testing::ContainsRegex("\\| A\\.1 \\| [^|]* \\| 1\\.build, [^|]*1\\.initcheck"));
   EXPECT_THAT(out, HasSubstr("| 3 | 3.grid | lease grid, SST-2"));
   EXPECT_THAT(out, HasSubstr("3. the lease-sized paper grid"));
@@ -121,21 +121,21 @@ TEST(GpuBacklog, ShardsRerunFailuresAlone) {
   EXPECT_THAT(out, HasSubstr("still failing: Fake.UnderLoad"));
 }
 
-// The GGUF travels gzipped in parts; _join-gguf puts them together and accepts only the bytes
+// The GGUF travels xz-packed in parts; _join-gguf puts them together and accepts only the bytes
 // whose sha256 the manifest names (here a made-up 3-part file; prepare writes the real one).
 TEST(GpuBacklog, JoinChecksTheParts) {
   const std::string state = make_temp_dir("gpu_backlog_join");
   std::string out;
   const std::string make_parts =
       "python3 -c \"\n"
-      "import gzip, hashlib, json, os\n"
+      "import lzma, hashlib, json, os\n"
       "data = os.urandom(300000)\n"
-      "packed = gzip.compress(data)\n"
+      "packed = lzma.compress(data)\n"
       "os.makedirs('" + state + "/carry')\n"
       "cut = [0, len(packed) // 3, 2 * len(packed) // 3, len(packed)]\n"
       "parts = []\n"
       "for k in range(3):\n"
-      "    name = 'smollm2.gguf.gz.%02d' % k\n"
+      "    name = 'smollm2.gguf.xz.%02d' % k\n"
       "    open('" + state + "/carry/' + name, 'wb').write(packed[cut[k]:cut[k + 1]])\n"
       "    parts.append({'name': name, 'bytes': cut[k + 1] - cut[k], 'call': k + 1})\n"
       "gguf = {'name': 'm.gguf', 'bytes': len(data), 'sha256': hashlib.sha256(data).hexdigest()}\n"
@@ -147,7 +147,7 @@ TEST(GpuBacklog, JoinChecksTheParts) {
   EXPECT_THAT(out, HasSubstr("300000 bytes from 3 parts, sha256 ok"));
   EXPECT_EQ(read_file(state + "/weights/m.gguf"), read_file(state + "/expected"));
   // a part cut short: the join refuses and leaves no file behind
-  ASSERT_EQ(run_command("rm " + state + "/weights/m.gguf && truncate -s -10 " + state + "/carry/smollm2.gguf.gz.02",
+  ASSERT_EQ(run_command("rm " + state + "/weights/m.gguf && truncate -s -10 " + state + "/carry/smollm2.gguf.xz.02",
                         &out), 0);
   EXPECT_NE(run_command("python3 tools/gpu_backlog.py _join-gguf " + state + " 2>&1", &out), 0);
   EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);

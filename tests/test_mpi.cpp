@@ -336,3 +336,17 @@ TEST(MpiPipeline, FinishedRunRebuildsItsMissingCheckpoint) {
   ASSERT_EQ(run_command(run + " --resume", &out), 0) << out;  // and now there is nothing to do
   EXPECT_THAT(out, HasSubstr("run already finished at step 4"));
 }
+
+// --objective accuracy: every rank measures the whole minibatch (no exchange), so two ranks
+// give one process's run bit for bit; a pipeline refuses the objective in one line.
+TEST(MpiTrain, AccuracyObjectiveTwoRanksEqualOneProcess) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_accuracy");
+  const std::string run = kSmezo + kRun + " --objective accuracy --eps 3e-2";
+  std::string out;
+  ASSERT_EQ(run_command(run + " --out " + dir + "/one", &out), 0) << out;
+  ASSERT_EQ(run_command(mpirun(2) + run + " --out " + dir + "/two", &out), 0) << out;
+  expect_same_run(dir + "/one", dir + "/two");
+  EXPECT_NE(run_command(mpirun(2) + run + " --pipeline-stages 2 --out " + dir + "/pipe", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--pipeline-stages 2 does not run --objective accuracy yet"));
+}

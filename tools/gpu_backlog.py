@@ -9,7 +9,7 @@ short device calls that resume where the last one stopped (issue #21).
                                    the GPU machine's binaries built here (build-gpu/, stripped:
                                    tools/gpu_prebuilt.py; --no-prebuilt leaves that to the GPU),
                                    carry/backlog/ (assets + anchors, the binaries, the SmolLM2
-                                   GGUF gzipped and split so that each call's transfer stays
+                                   GGUF xz-packed and split so that each call's transfer stays
                                    under 64 MiB); prints each call's carry list and command
   tools/gpu_backlog.sh next --budget-s 540
                                    THERE, on the GPU machine, one device call (timeout 600 s):
@@ -42,7 +42,7 @@ tools/gpu_backlog_jobs.py; this file is the runner. Only the Python standard lib
 """
 import argparse
 import glob
-import gzip
+import lzma
 import hashlib
 import io
 import json
@@ -54,7 +54,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
@@ -263,11 +262,11 @@ def cmd_join_gguf(args):
     h = hashlib.sha256()
     try:
         with open(out + ".tmp", "wb") as dst:
-            with gzip.GzipFile(fileobj=_Concat([os.path.join(carry, p["name"]) for p in man["parts"]])) as src:
+            with lzma.LZMAFile(_Concat([os.path.join(carry, p["name"]) for p in man["parts"]])) as src:
                 for block in iter(lambda: src.read(1 << 20), b""):
                     h.update(block)
                     dst.write(block)
-    except (OSError, EOFError, zlib.error) as e:
+    except (OSError, EOFError, lzma.LZMAError) as e:
         os.remove(out + ".tmp")
         print("gpu_backlog: the carried parts do not unpack (%s): a part is missing or cut short ---> HINT: "
               "tools/gpu_backlog.sh prepare again, and carry every call's folder" % e, file=sys.stderr)
@@ -824,15 +823,16 @@ def cmd_plan(args):
     grid = zo_grid.select_grid("smollm2-lease", "sst2")
     label = lambda lease, call: "%s.%d" % (chr(ord("A") + lease - 1), call)
     print("## GPU backlog plan (`tools/gpu_backlog.sh --plan`)\n")
-    print("Assumptions (the item-1 jobs' times measured on an H200 on 2026-11-25, the rest estimates until a GPU "
-          "measures them): one H100 or H200; each device call runs "
+    print("Assumptions (a job's time is the one an H200 measured where the 'measured' column has one, 2026-11-25 "
+          "and -26; the plan schedules every job, done or not: the device's state file says what is left): one H100 "
+          "or H200; each device call runs "
           "`tools/gpu_backlog.sh next --budget-s %d` (timeout_s %d: %d s of safety under the 10-minute limit, "
           "the last %d s of the budget for writing the outputs); a fresh machine takes %d s to start and every "
           "call %d s of transfers; a lease (one developer session) is %d min of device time, of which the plan "
           "leaves %d min unused; a new lease is a fresh machine (binaries, deps and GGUF again; the grid's finished "
           "runs carried back in). SmolLM2-135M on the "
-          "H100: %.0f ms/step alone and %.1fx from concurrent runs, ESTIMATES (no GPU has measured them): %s; "
-          "3.calibrate measures both in the first call that has the model, and they go into tools/zo_grid.py "
+          "H100: %.1f ms/step alone and %.2fx from concurrent runs, %s; "
+          "3.calibrate measures both again in the first call that has the model, and they go into tools/zo_grid.py "
           "(SMOLLM2_H100_STEP_MS, SMOLLM2_H100_SPEEDUP), the other jobs' measured times into MEASURED_S in "
           "tools/gpu_backlog_jobs.py. "
           "Jobs marked ∥ run at once (16 cores); the others time something and run alone.\n" %
@@ -881,7 +881,8 @@ def cmd_plan(args):
     for j in jobs:
         print("- %s: `%s`" % (j.id, j.cmd(listing).replace("`", "'")))
     print("\nEach call: `tools/gpu_backlog.sh next --budget-s %d` (device run, timeout_s %d), carrying "
-          "%s on a machine's first call, %s on its second, nothing after; %s. `tools/gpu_backlog.sh prepare` "
+          "%s on a machine's first call (and carry/backlog/resume, the last machine's state, when the machine is "
+          "fresh), %s on its second, nothing after; %s. `tools/gpu_backlog.sh prepare` "
           "fills those folders and prints the same list with their sizes. The files that come back: "
           "backlog.md, backlog-state.json, backlog-logs.tar.gz." %
           (BUDGET_S, CALL_LIMIT_S, ", ".join(carry_for_call(1, manifest)), ", ".join(carry_for_call(2, manifest)),
@@ -943,7 +944,12 @@ def cmd_prepare(args):
         if source_stamp() != stamp:
             print("gpu_backlog: prepare: the sources changed during the build: run prepare again", file=sys.stderr)
             return 1
-    shutil.rmtree(CARRY, ignore_errors=True)
+    # Everything but resume/: that holds the last machine's state for the next one (a prepare on
+    # 2026-11-26 deleted it, so that lease started from nothing and re-planned finished jobs).
+    for name in (os.listdir(CARRY) if os.path.isdir(CARRY) else []):
+        if name != "resume":
+            path = os.path.join(CARRY, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
     os.makedirs(os.path.join(CARRY, "call1"))
     tgz = os.path.join(CARRY, "call1", "assets.tar.gz")
     with tarfile.open(tgz, "w:gz") as t:
@@ -956,11 +962,14 @@ def cmd_prepare(args):
             os.path.relpath(prebuilt, ROOT), os.path.getsize(prebuilt) / 2**20), flush=True)
     gguf = os.path.join(ROOT, "weights", GGUF_NAME)
     with open(gguf, "rb") as f:
-        packed = gzip.compress(f.read(), compresslevel=6, mtime=0)
+        # xz, not gzip: 86.2 MiB against 88.6 (gzip -6), which keeps the GGUF in two calls beside the
+        # carried binaries (about 50 s here; 4.5 s to unpack there)
+        packed = lzma.compress(f.read(), preset=6)
     tree = travel_bytes()
     deps = dir_bytes(os.path.join(ROOT, "deps", "debs")) + dir_bytes(os.path.join(ROOT, "deps", "wheels"))
     room = TRANSFER_BYTES - TRANSFER_MARGIN - tree - 4096  # the manifest
-    first = room - deps - os.path.getsize(tgz) - (os.path.getsize(prebuilt) if os.path.exists(prebuilt) else 0)
+    resume = dir_bytes(os.path.join(CARRY, "resume"))  # the last machine's state, with call 1
+    first = room - deps - resume - os.path.getsize(tgz) - (os.path.getsize(prebuilt) if os.path.exists(prebuilt) else 0)
     if first < (4 << 20) or room < (8 << 20):
         print("gpu_backlog: the tree (%.1f MiB) and deps (%.1f MiB) leave no room in a 64 MiB call" %
               (tree / 2**20, deps / 2**20), file=sys.stderr)
@@ -976,7 +985,7 @@ def cmd_prepare(args):
     while at < len(packed):
         size = sizes[k]
         k += 1
-        name = "smollm2.gguf.gz.%02d" % (k - 1)
+        name = "smollm2.gguf.xz.%02d" % (k - 1)
         os.makedirs(os.path.join(CARRY, "call%d" % k), exist_ok=True)
         with open(os.path.join(CARRY, "call%d" % k, name), "wb") as f:
             f.write(packed[at:at + size])
@@ -985,22 +994,24 @@ def cmd_prepare(args):
     calls = []
     for c in range(1, k + 1):
         carry = (["deps/debs", "deps/wheels"] if c == 1 else []) + ["carry/backlog/call%d" % c]
-        size = tree + dir_bytes(os.path.join(CARRY, "call%d" % c)) + 4096 + (deps if c == 1 else 0)
+        size = tree + dir_bytes(os.path.join(CARRY, "call%d" % c)) + 4096 + ((deps + resume) if c == 1 else 0)
         calls.append({"call": c, "carry": carry, "bytes": size})
     manifest = {"created": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": git_describe(),
-                "gguf": {"name": GGUF_NAME, "bytes": GGUF_BYTES, "sha256": GGUF_SHA256, "gzip_bytes": len(packed)},
+                "gguf": {"name": GGUF_NAME, "bytes": GGUF_BYTES, "sha256": GGUF_SHA256, "xz_bytes": len(packed)},
                 "parts": parts, "calls": calls, "tree_bytes": tree}
     for c in range(1, k + 1):
         with open(os.path.join(CARRY, "call%d" % c, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
     with open(os.path.join(CARRY, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    print("[prepare] the SmolLM2 GGUF gzipped to %.1f MiB in %d part(s); the tree sends %.1f MiB each call" %
+    print("[prepare] the SmolLM2 GGUF xz-packed to %.1f MiB in %d part(s); the tree sends %.1f MiB each call" %
           (len(packed) / 2**20, k, tree / 2**20))
     print("\nThe device calls, in order (each: device run, timeout_s %d; command: "
           "tools/gpu_backlog.sh next --budget-s %d):" % (CALL_LIMIT_S, BUDGET_S))
-    for c in calls:
-        print("  call %d carry %s  (%.1f MiB of 64 with the tree)" % (c["call"], json.dumps(c["carry"]), c["bytes"] / 2**20))
+    for c in calls:  # the last machine's state goes with a machine's first call (not in the manifest: the plan
+        # is the same with or without it)
+        carry = c["carry"] + (["carry/backlog/resume"] if c["call"] == 1 and resume else [])
+        print("  call %d carry %s  (%.1f MiB of 64 with the tree)" % (c["call"], json.dumps(carry), c["bytes"] / 2**20))
     print("  later calls: carry nothing (the machine keeps the state under %s while it stays warm)" % STATE_DEFAULT)
     print("After each call: the files back are backlog.md, backlog-state.json, backlog-logs.tar.gz. If a call may\n"
           "land on a fresh machine (the last one went cold), copy backlog-state.json and backlog-logs.tar.gz into\n"

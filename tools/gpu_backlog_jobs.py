@@ -46,6 +46,17 @@ MEASURED_S = {
     "1.determinism-bf16": (76, "H200 2026-11-25"),
     "1.determinism-f32": (82, "H200 2026-11-25"),
     "6.mpi": (19, "H200 2026-11-25"),
+    "2.gguf": (1, "H200 2026-11-26"),
+    "2.suite-smollm2": (41, "H200 2026-11-26, 16 tests"),
+    "2.greedy": (3, "H200 2026-11-26"),
+    "2.evals": (3, "H200 2026-11-26"),
+    "3.calibrate": (34, "H200 2026-11-26"),
+    "4.step-bench": (83, "H200 2026-11-26, peer in the same call"),
+    "5.bigmem-7b": (82, "H200 2026-11-26"),
+    "5.bench-30b": (76, "H200 2026-11-26"),
+    "7.step-bench-rest": (88, "H200 2026-11-26, peer in the same call"),
+    "7.bigmem-13b": (147, "H200 2026-11-26"),
+    "7.demo": (24, "H200 2026-11-26, 500 steps at 26.6 steps/s"),
 }
 
 
@@ -495,8 +506,8 @@ def all_jobs():
     return [
         Job("1.build", "deps unpacked, the binaries prepare built here put in place and run once; if they cannot "
             "be used, make -j all build/smezo_tests (skipped while the sources are unchanged)", 45,
-            "carried binaries: untar and a smoke test (estimate); make on the machine instead: 337 s measured "
-            "(H200, 16 cores, 2026-11-25)", build_cmd, post_build, needs=(), per_machine=True, est_redo_s=45),
+            "carried binaries: untar and a smoke test, 2-3 s measured (H200, 2026-11-26; planned with 45 s for a "
+            "fresh machine's deps); make on the machine instead: 337 s measured (H200, 16 cores, 2026-11-25)", build_cmd, post_build, needs=(), per_machine=True, est_redo_s=45),
         Job("1.tests", "the whole test suite on CUDA, 4 shards at once (failures rerun alone)", 180,
             "not timed on the GPU machine; ~400 tests, 4 shards (estimate)",
             lambda c: shards_cmd(2 if c.dry else 4, os.path.join(c.logs("1.tests"), "tests"),
@@ -517,7 +528,7 @@ def all_jobs():
         sanitizer_job("initcheck", 2, 120, "as memcheck (estimate)"),
         determinism_job("bf16", 90),
         determinism_job("f32", 120),
-        Job("2.gguf", "SmolLM2 GGUF joined from the carried parts, sha256 checked", 10, "gunzip of 88 MiB",
+        Job("2.gguf", "SmolLM2 GGUF joined from the carried parts, sha256 checked", 10, "unxz of 86 MiB (4.5 s here)",
             lambda c: "python3 tools/gpu_backlog.py _join-gguf %s%s" % (q(c.state), "" if c.dry else " --install"),
             needs=("parts",), per_machine=True),
         Job("2.suite-smollm2", "the suite's SmolLM2 tests with the GGUF (skipped in 1.tests, before it came)", 60,

@@ -48,23 +48,17 @@ import time
 # classification loss with candidate scoring (smezo train's defaults). Storage is f32: a 135M
 # model fits easily, and updates of ~1e-7 would vanish in bf16.
 #
-# The time a grid takes is steps x ms/step. ms/step of SmolLM2-135M on an H100 is not measured
-# yet; the planning figure below is an ESTIMATE from RESULTS.md, to be replaced by the first
-# `calibrate` on a GPU (tools/gpu_backlog.sh runs it before the grid and records the number):
-#   our S-MeZO step on LLaMA-7B (H100) was 4.5x faster than the PyTorch peer's at T = 64
-#   (108 vs 491 ms) and 2.5x at BoolQ lengths (234 vs 584 ms); the peer's S-MeZO step on
-#   smollm2-135m is 145 ms at T = 64 and 112 ms at T = 256 (anchors/torch_mezo_h100.jsonl);
-#   the same ratios give 32 to 45 ms; planned with 40 ms. Several runs at once on the one GPU
-#   (a 135M model leaves it mostly idle between small kernels) are assumed to give 2x the
-#   steps per second of one run (unmeasured; `calibrate` measures it).
-SMOLLM2_H100_STEP_MS = 40.0
-SMOLLM2_H100_SPEEDUP = 2.0
-SMOLLM2_ESTIMATE_BASIS = ("our S-MeZO step on LLaMA-7B was 4.5x (T = 64) and 2.5x (BoolQ) faster than the "
-                          "PyTorch peer's (RESULTS.md); the peer's smollm2-135m S-MeZO step is 145 ms (T = 64) and "
-                          "112 ms (T = 256) (anchors/torch_mezo_h100.jsonl): 32 to 45 ms, planned with 40; the 2x "
-                          "from concurrent runs is assumed")
-SMOLLM2_ESTIMATE_NOTE = ("estimate, not measured: 40 ms/step alone and 2x from concurrent runs "
-                         "(`zo_grid.py calibrate` measures both)")
+# The time a grid takes is steps x ms/step. The planning figures below were MEASURED by the
+# backlog's 3.calibrate (`zo_grid.py calibrate`, 100 S-MeZO steps per count) on an H200 on
+# 2026-11-26, main e060df8 (RESULTS.md, "the GPU backlog's items 2-7"): 31.5 ms/step alone, and
+# 8 runs at once on the one GPU gave 89.4 steps/s together, 2.82x one run (2: 1.68x, 4: 2.55x).
+# An H100 has the same SMs with less memory bandwidth; the figures plan its leases too.
+SMOLLM2_H100_STEP_MS = 31.5
+SMOLLM2_H100_SPEEDUP = 2.82
+SMOLLM2_ESTIMATE_BASIS = ("measured by 3.calibrate on an H200 on 2026-11-26 (main e060df8): 31.5 ms/step alone; "
+                          "8 runs at once 2.82x the steps/s of one (2: 1.68x, 4: 2.55x)")
+SMOLLM2_ESTIMATE_NOTE = ("measured on an H200, 2026-11-26: 31.5 ms/step alone and 2.82x from 8 concurrent runs "
+                         "(`zo_grid.py calibrate` measures them again)")
 
 _SMOLLM2_DATA = ["--train-examples", "1000", "--dev-examples", "500", "--test-examples", "1000"]
 

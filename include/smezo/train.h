@@ -83,6 +83,8 @@ struct TrainResult {
   int64_t steps_done = 0;
   double first_loss = 0, last_loss = 0;
   double final_dev_acc = -1, best_dev_acc = -1, test_acc = -1;  // -1: not measured
+  // generation tasks instead: exact match and token F1 of greedy generations (-1: not measured)
+  double final_dev_em = -1, final_dev_f1 = -1, best_dev_f1 = -1, test_em = -1, test_f1 = -1;
   double wall_s = 0;
   // Why the final checkpoint was not written ("" when it was). The run itself is complete:
   // summary.json and the seed log hold it, and `smezo replay` (or --resume) rebuilds the

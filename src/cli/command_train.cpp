@@ -152,6 +152,11 @@ Command register_train(CLI::App& smezo) {
                                          "separate: two passes (slower; the same results bit for bit on cpu, within "
                                          "GEMM rounding on cuda)")
       ->check(one_of({"pair", "separate"}));
+  cmd->add_option("--objective", o.objective, "what the two probes measure: loss (the task's loss), accuracy "
+                                             "(1 - the minibatch's candidate accuracy; classification tasks) or f1 "
+                                             "(1 - the token F1 of greedy generations; generation tasks); the loss "
+                                             "is logged beside it")
+      ->check(one_of({"loss", "accuracy", "f1"}));
   cmd->add_option("--lr-schedule", s->schedule, "constant, or linear decay to 0 over the run")
       ->check(one_of({"constant", "linear"}));
   cmd->add_option("--weight-decay", o.spsa.weight_decay, "decay of the tuned weight entries")

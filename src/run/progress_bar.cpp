@@ -164,7 +164,7 @@ std::string ProgressBar::line_text(int bar_width) const {
   s += " | " + format_rate(steps_per_second());
   if (finished_ || step_ >= total) s += " | took " + progress_format_hms(t_now_ - t0_);
   else s += " | ETA " + progress_format_hms(eta_seconds());
-  s += " | dev acc " + format_accuracy(dev_acc_);
+  s += " | " + opt_.dev_label + " " + format_accuracy(dev_acc_);
   if (std::isfinite(dev_acc_)) s += format_string(" (step %lld)", static_cast<long long>(dev_acc_step_));
   return s;
 }

@@ -27,6 +27,7 @@ namespace smezo {
 struct ProgressOptions {
   int64_t total_steps = 0;
   int64_t start_step = 0;           // steps already done before this bar (resume)
+  std::string dev_label = "dev acc";  // what set_dev_accuracy's value is ("dev F1": generation tasks)
   FILE* out = stderr;
   int tty = -1;                     // -1: isatty(fileno(out)); 0: plain lines; 1: redraw
   int64_t plain_every = 100;        // plain mode: one line every N steps (and at the end)

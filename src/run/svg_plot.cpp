@@ -352,8 +352,8 @@ std::string training_plot_svg(const std::string& title, const PlotSeries& loss_i
     for (size_t i = 1; i < acc.size(); ++i)
       if (acc[i].second > acc[best].second) best = i;
     if (!sub.empty()) sub += "  \xC2\xB7  ";
-    sub += percent ? format_string("best dev accuracy %.1f%%", 100 * acc[best].second)
-                   : format_string("best dev accuracy %.4g", acc[best].second);
+    sub += percent ? format_string("best %s %.1f%%", opt.dev_label.c_str(), 100 * acc[best].second)
+                   : format_string("best %s %.4g", opt.dev_label.c_str(), acc[best].second);
     sub += format_string(" at step %.0f", acc[best].first);
   }
   if (!sub.empty()) text(&svg, left, 54, sub, "start", 12, " fill-opacity=\"0.75\"");
@@ -379,9 +379,9 @@ std::string training_plot_svg(const std::string& title, const PlotSeries& loss_i
 
   // --- accuracy panel
   draw_axes(&svg, r_acc, ax, ay_acc, percent ? 100 : 1,
-            percent ? "dev accuracy (%)" : "dev accuracy", "clip_acc", true);
+            percent ? opt.dev_label + " (%)" : opt.dev_label, "clip_acc", true);
   if (acc.empty()) {
-    no_data(&svg, r_acc, "dev accuracy");
+    no_data(&svg, r_acc, opt.dev_label);
   } else {
     std::vector<std::pair<double, double>> px;
     for (const auto& p : acc)
@@ -391,7 +391,7 @@ std::string training_plot_svg(const std::string& title, const PlotSeries& loss_i
     if (acc.size() == 1) mr = 3.5;
     for (const auto& p : px)
       if (mr > 0) marker(&svg, p.first, p.second, mr, kAcc);
-    legend(&svg, r_acc, {{"dev accuracy", kAcc, 1.8, mr > 0}});
+    legend(&svg, r_acc, {{opt.dev_label, kAcc, 1.8, mr > 0}});
   }
   svg += "</svg>\n";
   return svg;

@@ -25,6 +25,7 @@ struct TrainingPlotOptions {
   int width = 900;        // pixels
   int height = 640;
   int smooth_window = 0;  // moving-average window in points; 0: about n/30 (odd, >= 5)
+  std::string dev_label = "dev accuracy";  // the bottom panel's quantity ("dev F1": generation tasks)
 };
 
 // The SVG document text.

@@ -27,6 +27,8 @@
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
+#include "train/generation_eval.h"
+#include "train/metric_objective.h"
 #include "train/objective.h"
 #include "train/topology.h"
 
@@ -76,6 +78,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["max_len"] = o.max_len;
   h["fixed_batch"] = o.fixed_batch;
   h["model"] = o.model_path;
+  h["objective"] = o.objective;  // a log without it ran on the loss (check_resume_header)
   return h;
 }
 
@@ -90,6 +93,9 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
                                     logged.contains(key) ? logged[key].dump().c_str() : "(missing)",
                                     mine[key].dump().c_str()));
   }
+  const std::string objective = logged.value("objective", std::string("loss"));
+  if (objective != mine["objective"])
+    diffs.push_back("objective = \"" + objective + "\" in the run, " + mine["objective"].dump() + " here");
   // the examples themselves, when the options that choose them agree (data files edited or swapped)
   bool same_data_options = true;
   for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir"})
@@ -175,7 +181,8 @@ TrainOptions checked_options(const TrainOptions& o, bool root) {
 //   finish               summary.json, the plot, the final checkpoint
 class TrainRun {
  public:
-  TrainRun(const TrainOptions& options, World& world);
+  // splits: the task's examples made by the caller (train_on_splits), or null to load o.task
+  TrainRun(const TrainOptions& options, World& world, const TaskSplits* splits = nullptr);
   TrainResult run();
 
  private:
@@ -197,6 +204,18 @@ class TrainRun {
   bool tests() const { return !o_.skip_test && !data_.test.empty(); }
   std::string title() const { return splits_.name + " · " + method_name(o_.spsa.method) + " · " + o_.model_path; }
   double evaluate_dev(int64_t step, const std::vector<EncodedExample>& set);
+  TrainingPlotOptions plot_options() const {  // a generation task plots its dev F1
+    TrainingPlotOptions p;
+    if (splits_.generation) p.dev_label = "dev F1";
+    return p;
+  }
+  // Generation tasks: exact match and F1 of greedy generations instead of candidate accuracy.
+  GenerationLimits limits() const { return GenerationLimits{splits_.max_new_tokens, splits_.stop}; }
+  GenerationScore evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set);
+  void evaluate_generation_at_end();
+  // One value per probe half for SPSA: the task's loss, or (--objective) 1 - the metric, the
+  // loss then kept in step_losses_ for the log.
+  std::vector<double> probe_values(const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes);
   std::string save_checkpoint(int64_t step);  // "" or why it failed (a warning)
 
   TrainOptions o_;
@@ -206,6 +225,7 @@ class TrainRun {
   // Start-up and end phases, wall seconds, in the order they run (summary.json "startup_s",
   // "finish_s", and one line on screen).
   nlohmann::ordered_json startup_, finish_;
+  const TaskSplits* given_splits_;
   TaskSplits splits_;
   LoadedModel lm_;
   EncodedSplits data_;
@@ -221,13 +241,15 @@ class TrainRun {
   PlotSeries loss_series_, dev_series_;  // the plot's history (from the metrics file when resuming)
   bool final_dev_logged_ = false;        // a resumed, already finished run: its final evaluation too
   double train_wall_ = 0;
+  std::vector<double> step_losses_;  // --objective accuracy|f1: the last step's task loss per probe half
   TrainResult result_;
 };
 
-TrainRun::TrainRun(const TrainOptions& options, World& world)
+TrainRun::TrainRun(const TrainOptions& options, World& world, const TaskSplits* splits)
     : o_(checked_options(options, world.is_root())),
       topo_(world, o_.pipeline_stages, o_.micro_batches, o_.device),
-      root_(world.is_root()) {
+      root_(world.is_root()),
+      given_splits_(splits) {
   o_.spsa.total_steps = o_.steps;
   if (o_.data_seed == 0) o_.data_seed = o_.spsa.seed;
   spsa_validate(o_.spsa);
@@ -248,15 +270,24 @@ TrainResult TrainRun::run() {
 
 void TrainRun::load() {
   auto t_phase = SteadyClock::now();
-  if (o_.task_spec.empty()) {
-    splits_ = load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
-                        o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
+  if (given_splits_ || o_.task_spec.empty()) {
+    splits_ = given_splits_ ? *given_splits_
+                            : load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
+                                        o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
   } else {  // your own data; the seed log names the spec's task, so an exported built-in task logs as it
     splits_ = load_task_files({o_.task_spec, o_.train_file, o_.dev_file, o_.test_file}, o_.n_train, o_.n_dev,
                               o_.n_test);
     o_.task = splits_.name;
   }
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
+  check_objective(o_.objective, splits_.generation, splits_.name);
+  if (splits_.generation)  // before any training: a bad example would fail only at evaluation
+    for (const auto& [split, xs] : {std::pair{"train", &splits_.train}, {"dev", &splits_.dev}, {"test", &splits_.test}})
+      check_generation_examples(*xs, split);
+  // greedy decoding and metric objectives run the whole batch on every rank: not split over stages
+  SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == "loss"), "train: --pipeline-stages "
+                "%d does not run %s yet ---> HINT: use data parallel (no --pipeline-stages)", o_.pipeline_stages,
+                splits_.generation ? "generation tasks" : ("--objective " + o_.objective).c_str());
   ModelOpenOptions mo;
   mo.model_path = o_.model_path;
   mo.tokenizer_path = o_.tokenizer_path;
@@ -270,6 +301,8 @@ void TrainRun::load() {
   const WorkspaceRows ws = workspace_for_batch(o_.batch, o_.max_len, o_.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o_.max_len);
   mo.max_logit_rows = std::max(ws.logit_rows, copies * o_.max_len);
+  // greedy decoding runs one probe at a time over a prompt (< max_len) and the tokens generated
+  if (splits_.generation) mo.max_tokens = std::max(mo.max_tokens, o_.max_len + splits_.max_new_tokens);
   topo_.select_stage(&mo);  // a pipeline stage loads only its layers
   dist_select_device(topo_.world(), o_.device);
   startup_["data"] = seconds_since(t_phase);
@@ -382,6 +415,11 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   result_.final_dev_acc = json_number(done, "final_dev_acc", -1);
   result_.best_dev_acc = json_number(done, "best_dev_acc", -1);
   result_.test_acc = json_number(done, "test_acc", -1);
+  result_.final_dev_em = json_number(done, "final_dev_em", -1);
+  result_.final_dev_f1 = json_number(done, "final_dev_f1", -1);
+  result_.best_dev_f1 = json_number(done, "best_dev_f1", -1);
+  result_.test_em = json_number(done, "test_em", -1);
+  result_.test_f1 = json_number(done, "test_f1", -1);
   result_.wall_s = json_number(done, "wall_time_s", 0);
   // Rank 0 decides whether the checkpoint is there (its clean-up may just have restored
   // checkpoint.old); a pipeline's stages follow its answer, as they must serve it tensors.
@@ -419,16 +457,18 @@ void TrainRun::replay(const SeedLog& log) {
 
 // The loss and accuracy history of the steps already run, from the metrics file (rank 0).
 void TrainRun::read_history() {
+  const char* dev_key = splits_.generation ? "dev_f1" : "dev_acc";  // what the plot shows
+  double& best_dev = splits_.generation ? result_.best_dev_f1 : result_.best_dev_acc;
   for (const nlohmann::json& rec : root_ ? metrics_log_read(metrics_path_) : std::vector<nlohmann::json>()) {
     if (rec.contains("loss") && rec["loss"].is_number()) {
       loss_series_.push_back({rec["step"], rec["loss"]});
       if (rec["step"] == 1) result_.first_loss = rec["loss"].get<double>();
     }
-    if (rec.contains("dev_acc") && rec["step"] == o_.steps && rec.value("dev_examples", 0) == (int64_t)data_.dev.size())
+    if (rec.contains(dev_key) && rec["step"] == o_.steps && rec.value("dev_examples", 0) == (int64_t)data_.dev.size())
       final_dev_logged_ = true;
-    if (rec.contains("dev_acc") && rec["dev_acc"].is_number()) {
-      dev_series_.push_back({rec["step"], rec["dev_acc"]});
-      result_.best_dev_acc = std::max(result_.best_dev_acc, rec["dev_acc"].get<double>());
+    if (rec.contains(dev_key) && rec[dev_key].is_number()) {
+      dev_series_.push_back({rec["step"], rec[dev_key]});
+      best_dev = std::max(best_dev, rec[dev_key].get<double>());
     }
   }
   if (!loss_series_.empty()) result_.last_loss = loss_series_.back().second;  // a resume with no step left to run
@@ -442,9 +482,9 @@ void TrainRun::train_steps() {
   ProgressOptions po;
   po.total_steps = o_.steps;
   po.start_step = first_step_ - 1;
+  if (splits_.generation) po.dev_label = "dev F1";
   po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / 20);
   if (root_) bar_.emplace(po);
-  const bool as_classification = splits_.train_as_classification;
   const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
   int64_t step = first_step_;
   const auto t_loop = SteadyClock::now();
@@ -454,7 +494,7 @@ void TrainRun::train_steps() {
       const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed, step);
       // the probes' losses over this run's topology (a pipeline, or every rank's shard)
       const SpsaStep s = optimizer_->step(step, o_.probe_pair, [&](const std::vector<Probe>& probes) {
-        return topo_.losses(model(), batch, probes, as_classification);
+        return probe_values(batch, probes);
       });
       if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
       record_step(s, dev_subset);
@@ -470,25 +510,45 @@ void TrainRun::train_steps() {
   train_wall_ = seconds_since(t_loop);
 }
 
+std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExample*>& batch,
+                                           const std::vector<Probe>& probes) {
+  // a generation task trains on its completion's tokens (the gold-token cross-entropy)
+  const bool as_classification = splits_.train_as_classification && !splits_.generation;
+  if (o_.objective == "loss") return topo_.losses(model(), batch, probes, as_classification);
+  MetricBatch mb{&batch, {}, as_classification};
+  if (splits_.generation) mb.references = references_of(batch, data_.train, splits_.train);
+  // every rank measures the whole batch (data parallel: the same numbers on each)
+  ProbeMeasures m = measure_metric_objective(model(), *lm_.tokenizer, o_.objective, mb, probes, limits());
+  step_losses_ = m.loss;
+  return m.objective;
+}
+
 // A step's loss into the results, metrics, progress and seed log; the evaluation and the
 // checkpoint due after it.
 void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
   const int64_t step = s.step;
-  const double loss = 0.5 * (s.loss_plus + s.loss_minus);
+  // with --objective accuracy|f1 SPSA saw 1 - the metric; the loss is logged beside it
+  const bool metric = o_.objective != "loss";
+  const double loss_plus = metric ? step_losses_.at(0) : s.loss_plus, loss_minus = metric ? step_losses_.at(1) : s.loss_minus;
+  const double loss = 0.5 * (loss_plus + loss_minus);
   if (step == 1) result_.first_loss = loss;
   result_.last_loss = loss;
   loss_series_.push_back({static_cast<double>(step), loss});
   // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
   // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
   if (root_) {
-    metrics_->write({{"step", step}, {"loss", loss}, {"loss_plus", s.loss_plus}, {"loss_minus", s.loss_minus},
-                     {"g", s.g}, {"lr", s.lr}});
+    nlohmann::json line = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
+                           {"g", s.g}, {"lr", s.lr}};
+    if (metric)
+      line.update({{"objective", o_.objective}, {"objective_value", 0.5 * (s.loss_plus + s.loss_minus)},
+                   {"objective_plus", s.loss_plus}, {"objective_minus", s.loss_minus}});
+    metrics_->write(line);
     bar_->update(step, loss);
   }
   if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
     const double acc = evaluate_dev(step, dev_subset);
-    if (root_) bar_->set_dev_accuracy(acc, step);
-    if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
+    if (root_) bar_->set_dev_accuracy(acc, step);  // a generation task's F1
+    if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
   }
   if (root_) seed_log_->append(SeedRecord{s.step, s.seed, s.g, s.lr});
   if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
@@ -510,11 +570,42 @@ void TrainRun::record_stop(const Error& e, int64_t steps_done) {
 }
 
 double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& set) {
+  if (splits_.generation) return evaluate_dev_generation(step, set).f1;
   const double acc = topo_.accuracy(model(), set, o_.batch);
   if (root_) metrics_->write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
   dev_series_.push_back({static_cast<double>(step), acc});
   result_.best_dev_acc = std::max(result_.best_dev_acc, acc);
   return acc;
+}
+
+// Every rank decodes the whole set (data parallel: the same texts on each).
+GenerationScore TrainRun::evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set) {
+  const GenerationScore g = evaluate_generation(model(), *lm_.tokenizer, set, splits_.dev, limits(), o_.batch);
+  if (root_) {
+    metrics_->write({{"step", step}, {"dev_em", g.exact_match}, {"dev_f1", g.f1}, {"dev_examples", set.size()}});
+    if (step < o_.steps)
+      bar_->message(format_string("step %lld: dev EM %s, F1 %s (%zu examples)", (long long)step,
+                                  format_accuracy(g.exact_match).c_str(), format_accuracy(g.f1).c_str(), set.size()));
+  }
+  dev_series_.push_back({static_cast<double>(step), g.f1});
+  result_.best_dev_f1 = std::max(result_.best_dev_f1, g.f1);
+  return g;
+}
+
+void TrainRun::evaluate_generation_at_end() {
+  if (evaluates()) {
+    const GenerationScore dev =
+        final_dev_logged_  // resumed after the end: measure again, do not log it twice
+            ? evaluate_generation(model(), *lm_.tokenizer, data_.dev, splits_.dev, limits(), o_.batch)
+            : evaluate_dev_generation(o_.steps, data_.dev);
+    result_.final_dev_em = dev.exact_match;
+    result_.final_dev_f1 = dev.f1;
+  }
+  if (tests()) {
+    const GenerationScore test = evaluate_generation(model(), *lm_.tokenizer, data_.test, splits_.test, limits(), o_.batch);
+    result_.test_em = test.exact_match;
+    result_.test_f1 = test.f1;
+  }
 }
 
 void TrainRun::evaluate_at_end() {
@@ -524,14 +615,16 @@ void TrainRun::evaluate_at_end() {
     std::fprintf(stderr, "evaluating on %s%s%s examples...\n",
                  evaluates() ? (std::to_string(data_.dev.size()) + " dev").c_str() : "",
                  evaluates() && test ? " and " : "", test ? (std::to_string(data_.test.size()) + " test").c_str() : "");
-  if (!evaluates()) {
+  if (splits_.generation) {
+    evaluate_generation_at_end();
+  } else if (!evaluates()) {
     result_.final_dev_acc = -1;
   } else if (final_dev_logged_) {  // resumed after the end: measure again, do not log it twice
     result_.final_dev_acc = topo_.accuracy(model(), data_.dev, o_.batch);
   } else {
     result_.final_dev_acc = evaluate_dev(o_.steps, data_.dev);
   }
-  if (test) result_.test_acc = topo_.accuracy(model(), data_.test, o_.batch);
+  if (test && !splits_.generation) result_.test_acc = topo_.accuracy(model(), data_.test, o_.batch);
   finish_["evaluation"] = seconds_since(t_phase);
   result_.wall_s = seconds_since(t_start_);
 }
@@ -566,7 +659,7 @@ void TrainRun::finish() {
     if (topo_.serves_checkpoint()) save_checkpoint(o_.steps);
     return;
   }
-  write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_);
+  write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
   // The summary (the run's result) is durable before the final checkpoint is tried, and says
   // how the checkpoint went once it has been.
   nlohmann::json summary = completed_summary_json(parameters, tuned);
@@ -577,10 +670,15 @@ void TrainRun::finish() {
   summary["finish_s"] = finish_;
   summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written" : "failed: " + result_.checkpoint_error;
   summary_write(o_.out_dir + "/summary.json", summary);
-  std::string done = evaluates() ? "dev acc " + format_accuracy(result_.final_dev_acc) + " (best " +
-                                       format_accuracy(result_.best_dev_acc) + ")"
-                                 : std::string("no dev evaluation");
-  if (tests()) done += ", test acc " + format_accuracy(result_.test_acc);
+  std::string done = !evaluates()        ? std::string("no dev evaluation")
+                     : splits_.generation ? "dev EM " + format_accuracy(result_.final_dev_em) + ", F1 " +
+                                                format_accuracy(result_.final_dev_f1) + " (best F1 " +
+                                                format_accuracy(result_.best_dev_f1) + ")"
+                                          : "dev acc " + format_accuracy(result_.final_dev_acc) + " (best " +
+                                                format_accuracy(result_.best_dev_acc) + ")";
+  if (tests())
+    done += splits_.generation ? ", test EM " + format_accuracy(result_.test_em) + ", F1 " + format_accuracy(result_.test_f1)
+                               : ", test acc " + format_accuracy(result_.test_acc);
   if (!result_.checkpoint_error.empty())
     done += "; no final checkpoint (see the warning; once fixed, the same command with --resume writes it)";
   std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup_).c_str(), describe_phases(finish_).c_str());
@@ -615,6 +713,14 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
   summary["final_dev_acc"] = measured(result_.final_dev_acc);  // null: no dev evaluation
   summary["best_dev_acc"] = measured(result_.best_dev_acc);
   summary["test_acc"] = measured(result_.test_acc);            // null: --skip-test or no test set
+  summary["objective"] = o_.objective;
+  if (splits_.generation) {  // exact match and token F1 of greedy generations (SQuAD v1.1)
+    summary["final_dev_em"] = measured(result_.final_dev_em);
+    summary["final_dev_f1"] = measured(result_.final_dev_f1);
+    summary["best_dev_f1"] = measured(result_.best_dev_f1);
+    summary["test_em"] = measured(result_.test_em);
+    summary["test_f1"] = measured(result_.test_f1);
+  }
   summary["wall_time_s"] = result_.wall_s;
   const int64_t steps_run = o_.steps - first_step_ + 1;
   summary["steps_per_s"] = steps_run > 0 ? nlohmann::json(steps_run / train_wall_) : nlohmann::json(nullptr);
@@ -631,6 +737,10 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
 }
 
 }  // namespace
+
+TrainResult train_on_splits(const TrainOptions& o, const TaskSplits& splits) {
+  return TrainRun(o, dist_world(), &splits).run();
+}
 
 TrainResult train(const TrainOptions& o) {
   World& world = dist_world();

@@ -16,4 +16,13 @@
 
 // The options, result and train() itself are the public API in include/smezo/train.h.
 #include "smezo/train.h"
+#include "tasks/task_data.h"
 #include "train/spsa.h"
+
+namespace smezo {
+
+// train() on examples the caller made instead of the ones o.task names (one process): tests
+// build generation tasks by hand this way. o.task is only the name the run records.
+TrainResult train_on_splits(const TrainOptions& o, const TaskSplits& splits);
+
+}  // namespace smezo

@@ -1,0 +1,47 @@
+// The task metric as the quantity SPSA minimises (--objective, issue 24 item 2), as MeZO does
+// for SQuAD F1: the metric needs no gradient, only the two probes' forwards.
+//   loss      the task's loss (objective.h's batch_loss): the default, handled by the trainer
+//   accuracy  1 - the share of the minibatch whose highest-scoring candidate is the gold one
+//             (classification tasks: the same length-normalised scores as the evaluation)
+//   f1        1 - the mean token F1 of the greedy generations against the references
+//             (generation tasks: generation_eval.h)
+// Each probe half also measures the task's loss, which the trainer logs beside the metric.
+// Small minibatches make these objectives coarse: l+ == l- (so g = 0) is common.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tasks/templates.h"
+#include "train/generation_eval.h"
+
+namespace smezo {
+
+// Checks an --objective name and that it fits the task: f1 needs a generation task, accuracy
+// a classification one. Errors are one line naming the task.
+void check_objective(const std::string& objective, bool generation_task, const std::string& task);
+
+struct ProbeMeasures {
+  std::vector<double> objective;  // per probe half (probe_halves): 1 - accuracy, or 1 - F1
+  std::vector<double> loss;       // per probe half: the task's loss
+};
+
+// The references of each example of `batch`, which points into `encoded`, the encoding of
+// `examples` in order.
+std::vector<const std::vector<std::string>*> references_of(const std::vector<const EncodedExample*>& batch,
+                                                           const std::vector<EncodedExample>& encoded,
+                                                           const std::vector<TaskExample>& examples);
+
+// The objective ("accuracy" or "f1") and the task's loss of `batch` under every probe (one
+// process: the whole batch here). references: per example (f1 only); as_classification: the
+// loss's kind (objective.h's task_loss).
+struct MetricBatch {
+  const std::vector<const EncodedExample*>* examples = nullptr;
+  std::vector<const std::vector<std::string>*> references;
+  bool as_classification = true;
+};
+ProbeMeasures measure_metric_objective(Model& model, const Tokenizer& tokenizer, const std::string& objective,
+                                       const MetricBatch& batch, const std::vector<Probe>& probes,
+                                       const GenerationLimits& limits);
+
+}  // namespace smezo
