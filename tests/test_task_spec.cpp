@@ -353,3 +353,24 @@ TEST_F(TaskSpecFiles, ResumeOnOtherDataIsRefused) {
   EXPECT_NE(log.find("\"data_fingerprint\":\"" + task_examples_fingerprint(load_task("sst2", 3, 8, 2, 0)) + "\""),
             std::string::npos) << log;
 }
+
+// A generation spec's files train end to end: the completion's loss, dev EM/F1 by greedy decoding.
+TEST_F(TaskSpecFiles, GenerationFilesTrainAndReportEmAndF1) {
+  const std::string spec = put("qa.json", R"({"name": "qa", "kind": "generation", "prompt": "Q: {question}\nA:",
+      "completion_field": "answers", "completion_prefix": " ", "max_new_tokens": 4, "stop": ["\n"]})");
+  const std::string data = put("qa.jsonl", "{\"question\": \"sky?\", \"answers\": [\"blue\", \"Blue.\"]}\n"
+                                           "{\"question\": \"bees make?\", \"answers\": \"honey\"}\n"
+                                           "{\"question\": \"cat legs?\", \"answers\": [\"four\", \"4\"]}\n");
+  std::string out;
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " train --task-spec " + spec + " --train-file " + data +
+                        " --dev-file " + data + " --steps 2 --batch 2 --max-len 32 --lr 1e-3 --progress-every 1000"
+                        " --out " + dir_ + "/run", &out), 0) << out;
+  const json s = smezo_test::read_json(dir_ + "/run/summary.json");
+  EXPECT_EQ(s["task"], "qa");
+  for (const char* key : {"final_dev_em", "final_dev_f1"}) {
+    ASSERT_TRUE(s[key].is_number()) << key << " " << s.dump();
+    EXPECT_GE(s[key].get<double>(), 0.0);
+    EXPECT_LE(s[key].get<double>(), 1.0);
+  }
+  EXPECT_EQ(smezo_test::occurrences(read_file(dir_ + "/run/seed_log.txt"), "\n"), 2u + 2u);
+}
