@@ -1,5 +1,6 @@
 // smezo train: zeroth-order fine-tuning (MeZO, S-MeZO, R-MeZO) on a task. The options map
 // one to one onto smezo::TrainOptions (include/smezo/train.h); train/trainer.h runs it.
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 
@@ -7,6 +8,7 @@
 #include "common/assets.h"
 #include "common/check.h"
 #include "tasks/task_data.h"
+#include "tasks/task_files.h"
 #include "train/trainer.h"
 
 namespace smezo {
@@ -17,7 +19,9 @@ struct TrainState {
   TrainOptions o;
   ModelOpenOptions model;
   std::string method = "smezo", schedule = "constant", noise = "auto", probes = "pair";
-  CLI::Option *sparsity = nullptr, *lr = nullptr, *out = nullptr;
+  CLI::Option *sparsity = nullptr, *lr = nullptr, *out = nullptr, *task = nullptr;
+  bool check_data = false;
+  std::string export_data;  // --export-data DIR
 };
 
 // What to do after a write failed: the cause's own advice, then how to go on. The seed log is
@@ -32,8 +36,35 @@ std::string resume_hint(const WriteError& e, const std::string& out_dir) {
          "/seed_log.txt keeps every step logged so far";
 }
 
+// --task-spec with data files, --check-data and --export-data: what they need, and the two
+// that stop before training. Returns the exit status when the command is done, else -1.
+int run_data_options(TrainState& s) {
+  const TrainOptions& o = s.o;
+  const bool files = !o.train_file.empty() || !o.dev_file.empty() || !o.test_file.empty();
+  SMEZO_REQUIRE(o.task_spec.empty() || s.task->count() == 0,
+                "train: give --task (a built-in task) or --task-spec (your own data), not both");
+  SMEZO_REQUIRE(!files || !o.task_spec.empty(), "train: --train-file, --dev-file and --test-file need --task-spec "
+                "FILE (how a record becomes an example)");
+  SMEZO_REQUIRE(o.task_spec.empty() || !o.train_file.empty(), "train: --task-spec needs --train-file");
+  SMEZO_REQUIRE(!s.check_data || !o.task_spec.empty(), "train: --check-data checks --task-spec and its data files");
+  SMEZO_REQUIRE(s.export_data.empty() || o.task_spec.empty(), "train: --export-data writes a built-in --task");
+  if (!s.export_data.empty()) {
+    std::printf("%s\n", export_task(o.task, o.data_seed == 0 ? o.spsa.seed : o.data_seed, o.n_train, o.n_dev,
+                                    o.n_test, o.data_dir.empty() ? asset_path("data") : o.data_dir,
+                                    s.export_data).c_str());
+    return 0;
+  }
+  if (!s.check_data) return -1;
+  const std::vector<std::string> problems = check_task_files({o.task_spec, o.train_file, o.dev_file, o.test_file});
+  for (const std::string& p : problems) std::printf("%s\n", p.c_str());
+  std::printf("check-data: %zu problem%s in %s and its data files\n", problems.size(),
+              problems.size() == 1 ? "" : "s", o.task_spec.c_str());
+  return problems.empty() ? 0 : 1;
+}
+
 int run_train(TrainState& s) {
   TrainOptions& o = s.o;
+  if (const int done = run_data_options(s); done >= 0) return done;
   o.model_path = s.model.model_path;
   o.tokenizer_path = s.model.tokenizer_path;
   o.device = s.model.device;
@@ -46,13 +77,40 @@ int run_train(TrainState& s) {
   const bool dense = o.spsa.method == METHOD_MEZO || o.spsa.method == METHOD_FZOO;
   if (s.sparsity->count() == 0) o.spsa.sparsity = dense ? 0.0 : 0.75;
   if (s.lr->count() == 0) o.spsa.lr = dense ? 1e-6f : 2e-6f;
-  if (s.out->count() == 0) o.out_dir = "runs/" + o.task + "-" + method_name(o.spsa.method);
+  if (s.out->count() == 0)
+    o.out_dir = "runs/" + (o.task_spec.empty() ? o.task : std::filesystem::path(o.task_spec).stem().string()) + "-" +
+                method_name(o.spsa.method);
   // 3: the run finished (summary.json, seed log) but its final checkpoint could not be written
   try {
     return train(o).checkpoint_error.empty() ? 0 : 3;
   } catch (const WriteError& e) {
     throw Error(e.message(), resume_hint(e, o.out_dir));
   }
+}
+
+// Your own data (--task-spec and its files), --check-data and --export-data.
+void add_data_file_options(CLI::App* cmd, TrainState* s) {
+  cmd->add_option("--task-spec", s->o.task_spec, "your own data instead of --task: a JSON task spec saying how a "
+                  "record becomes an example (README \"Your own data\"; the built-in ones: src/tasks/specs/)")
+      ->type_name("FILE")
+      ->default_str("none: the built-in --task");
+  cmd->add_option("--train-file", s->o.train_file, "with --task-spec: training records, JSON Lines (.jsonl) or CSV/TSV "
+                  "with a header (.csv, .tsv), UTF-8; the first --train-examples rows, in order")
+      ->type_name("FILE")
+      ->default_str("none; required with --task-spec");
+  cmd->add_option("--dev-file", s->o.dev_file, "with --task-spec: dev records, the first --dev-examples rows")
+      ->type_name("FILE")
+      ->default_str("none: no dev evaluation");
+  cmd->add_option("--test-file", s->o.test_file, "with --task-spec: test records, the first --test-examples rows")
+      ->type_name("FILE")
+      ->default_str("none: no test evaluation");
+  cmd->add_flag("--check-data", s->check_data, "with --task-spec: report every problem of the spec and the data "
+                "files (file:line: field), then exit (0: clean, 1: problems) without loading a model");
+  cmd->add_option("--export-data", s->export_data, "write --task's sampled splits (--data-seed, --train-examples, "
+                  "--dev-examples, --test-examples) as DIR/train.jsonl, dev.jsonl, test.jsonl with its spec "
+                  "DIR/spec.json, then exit; training from them equals training on --task")
+      ->type_name("DIR")
+      ->default_str("none: train");
 }
 
 }  // namespace
@@ -63,9 +121,10 @@ Command register_train(CLI::App& smezo) {
   CLI::App* cmd = add_command(smezo, "train", "zeroth-order fine-tuning of a model on a task; writes a run "
                                               "folder (seed log, metrics, summary, plot, checkpoint)");
   add_model_options(cmd, &s->model);
-  cmd->add_option("--task", o.task, "the task (MeZO's templates and sampling)")
-      ->type_name("NAME")
-      ->check(one_of(task_names(), true));
+  s->task = cmd->add_option("--task", o.task, "the task (MeZO's templates and sampling)")
+                ->type_name("NAME")
+                ->check(one_of(task_names(), true));
+  add_data_file_options(cmd, s.get());
   cmd->add_option("--data", o.data_dir, "folder holding glue/ and superglue/")
       ->type_name("DIR")
       ->default_str(asset_path("data"));

@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "formats/json_read.h"
+#include "tasks/task_spec.h"
 
 namespace smezo {
 
@@ -85,10 +86,6 @@ static std::ifstream open_data_file(const std::string& path, TaskId task) {
   return f;
 }
 
-static bool is_blank(const std::string& s) {
-  return s.find_first_not_of(" \t\r\n") == std::string::npos;
-}
-
 static const json& json_field(const json& obj, const char* key, const RowAt& at) {
   SMEZO_REQUIRE(obj.is_object(), "%s:%lld: expected a JSON object holding \"%s\"",
                 at.path.c_str(), static_cast<long long>(at.line), key);
@@ -105,41 +102,10 @@ static std::string json_string(const json& obj, const char* key, const RowAt& at
   return v.get<std::string>();
 }
 
-// Label given as one of the names; returns its index.
-static int json_label_name(const json& obj, const std::vector<std::string>& names, TaskId task,
-                           const RowAt& at) {
-  const json& v = json_field(obj, "label", at);
-  std::string expected;
-  for (size_t i = 0; i < names.size(); i++) {
-    if (v.is_string() && v.get<std::string>() == names[i]) return static_cast<int>(i);
-    expected += (i ? ", \"" : "\"") + names[i] + "\"";
-  }
-  throw_error("%s:%lld: label %s is not in the verbalizer of %s (expected one of %s)",
-              at.path.c_str(), static_cast<long long>(at.line), json_brief(v).c_str(),
-              task_name(task), expected.c_str());
-}
-
-static bool json_label_bool(const json& obj, TaskId task, const RowAt& at) {
-  const json& v = json_field(obj, "label", at);
-  SMEZO_REQUIRE(v.is_boolean(),
-                "%s:%lld: label %s is not in the verbalizer of %s (expected true or false)",
-                at.path.c_str(), static_cast<long long>(at.line), json_brief(v).c_str(),
-                task_name(task));
-  return v.get<bool>();
-}
-
-static int json_label_index(const json& obj, int n, TaskId task, const RowAt& at) {
-  const json& v = json_field(obj, "label", at);
-  SMEZO_REQUIRE(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < n,
-                "%s:%lld: label %s is not in the verbalizer of %s (expected an integer 0..%d)",
-                at.path.c_str(), static_cast<long long>(at.line), json_brief(v).c_str(),
-                task_name(task), n - 1);
-  return static_cast<int>(v.get<int64_t>());
-}
-
-static void read_multirc_row(const json& row, const RowAt& at, int64_t group,
-                             std::vector<TaskExample>* out, std::vector<int64_t>* groups) {
-  const json& passage = json_field(row, "passage", at);
+// One MultiRC passage row -> one flat record per answer: paragraph, question, answer, label
+// (what the multirc spec reads; a missing label is left for the spec to report).
+static void flatten_multirc_row(const DataRow& row, const RowAt& at, std::vector<DataRow>* out) {
+  const json& passage = json_field(row.fields, "passage", at);
   std::string text = json_string(passage, "text", at);
   const json& questions = json_field(passage, "questions", at);
   SMEZO_REQUIRE(questions.is_array(), "%s:%lld: field \"questions\" should be an array",
@@ -150,137 +116,57 @@ static void read_multirc_row(const json& row, const RowAt& at, int64_t group,
     SMEZO_REQUIRE(answers.is_array(), "%s:%lld: field \"answers\" should be an array",
                   at.path.c_str(), static_cast<long long>(at.line));
     for (const json& a : answers) {
-      std::string answer = json_string(a, "text", at);
-      int label = json_label_index(a, 2, TASK_MULTIRC, at);
-      out->push_back(template_multirc(text, question, answer, label));
-      groups->push_back(group);
+      DataRow r;
+      r.line = row.line;
+      r.fields = {{"paragraph", text}, {"question", question}, {"answer", json_string(a, "text", at)}};
+      if (a.is_object() && a.contains("label")) r.fields["label"] = a["label"];
+      out->push_back(std::move(r));
     }
   }
 }
 
-// One JSON row -> examples (several for MultiRC).
-static void read_json_row(TaskId task, const json& row, const RowAt& at, int64_t row_index,
-                          std::vector<TaskExample>* out, std::vector<int64_t>* groups) {
-  switch (task) {
-    case TASK_RTE:
-      out->push_back(template_rte(
-          json_string(row, "premise", at), json_string(row, "hypothesis", at),
-          json_label_name(row, {"entailment", "not_entailment"}, task, at)));
-      break;
-    case TASK_CB:
-      out->push_back(template_cb(
-          json_string(row, "premise", at), json_string(row, "hypothesis", at),
-          json_label_name(row, {"entailment", "contradiction", "neutral"}, task, at)));
-      break;
-    case TASK_BOOLQ:
-      out->push_back(template_boolq(json_string(row, "passage", at),
-                                    json_string(row, "question", at),
-                                    json_label_bool(row, task, at)));
-      break;
-    case TASK_WIC:
-      out->push_back(template_wic(json_string(row, "word", at), json_string(row, "sentence1", at),
-                                  json_string(row, "sentence2", at),
-                                  json_label_bool(row, task, at)));
-      break;
-    case TASK_COPA:
-      out->push_back(template_copa(json_string(row, "premise", at), json_string(row, "choice1", at),
-                                   json_string(row, "choice2", at),
-                                   json_string(row, "question", at),
-                                   json_label_index(row, 2, task, at)));
-      break;
-    case TASK_MULTIRC:
-      read_multirc_row(row, at, row_index, out, groups);
-      return;
-    case TASK_SST2:
-      throw_error("%s: sst2 is read from a TSV file, not JSONL", at.path.c_str());
-  }
-  groups->push_back(row_index);
-}
-
-static void read_jsonl(TaskId task, const std::string& path, std::vector<TaskExample>* out,
-                       std::vector<int64_t>* groups) {
-  std::ifstream f = open_data_file(path, task);
-  std::string line;
-  int64_t line_no = 0, row_index = 0;
-  while (std::getline(f, line)) {
-    line_no++;
-    if (is_blank(line)) continue;
-    RowAt at{path, line_no};
-    json row = json_parse_strict(line.data(), line.data() + line.size(),
-                                 format_string("%s:%lld: malformed JSON line", path.c_str(),
-                                               static_cast<long long>(line_no)));
-    SMEZO_REQUIRE(row.is_object(), "%s:%lld: expected a JSON object, got %s", path.c_str(),
-                  static_cast<long long>(line_no), json_brief(row).c_str());
-    try {
-      read_json_row(task, row, at, row_index, out, groups);
-    } catch (const json::exception& e) {  // a type mismatch deeper in the row
-      throw_error("%s:%lld: bad row: %s", path.c_str(), static_cast<long long>(line_no),
-                  printable(e.what()).c_str());
-    }
-    row_index++;
-  }
-}
-
-static std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  size_t start = 0;
-  while (true) {
-    size_t tab = line.find('\t', start);
-    size_t len = tab == std::string::npos ? std::string::npos : tab - start;
-    fields.push_back(line.substr(start, len));
-    if (tab == std::string::npos) break;
-    start = tab + 1;
-  }
-  return fields;
-}
-
-static void read_sst2_tsv(const std::string& path, std::vector<TaskExample>* out,
-                          std::vector<int64_t>* groups) {
-  std::ifstream f = open_data_file(path, TASK_SST2);
-  std::string line;
-  int64_t line_no = 0;
-  int sentence_col = -1, label_col = -1;
-  size_t n_cols = 0;
-  while (std::getline(f, line)) {
-    line_no++;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line_no == 1) {
-      std::vector<std::string> header = split_tabs(line);
-      for (size_t i = 0; i < header.size(); i++) {
-        if (header[i] == "sentence") sentence_col = static_cast<int>(i);
-        if (header[i] == "label") label_col = static_cast<int>(i);
+DataFile task_read_records(TaskId task, const std::string& path, std::vector<int64_t>* groups) {
+  open_data_file(path, task);  // a missing file names the task and the --data folder
+  const TaskSpec spec = task_spec_builtin(task);
+  DataFile file = data_file_read(path, task_spec_fields(spec));
+  SMEZO_REQUIRE(task == TASK_SST2 || file.format == DATA_JSONL, "%s: task %s reads JSON Lines", path.c_str(),
+                task_name(task));
+  std::vector<int64_t> local_groups;
+  if (task == TASK_MULTIRC) {
+    std::vector<DataRow> flat;
+    for (size_t i = 0; i < file.rows.size(); i++) {
+      RowAt at{path, file.rows[i].line};
+      const size_t before = flat.size();
+      try {
+        flatten_multirc_row(file.rows[i], at, &flat);
+      } catch (const json::exception& e) {  // a type mismatch deeper in the row
+        throw_error("%s:%lld: bad row: %s", path.c_str(), static_cast<long long>(at.line),
+                    printable(e.what()).c_str());
       }
-      SMEZO_REQUIRE(sentence_col >= 0 && label_col >= 0,
-                    "%s:1: expected a header with columns \"sentence\" and \"label\" "
-                    "separated by a tab, got \"%s\"",
-                    path.c_str(), printable(line, 80).c_str());
-      n_cols = header.size();
-      continue;
+      local_groups.insert(local_groups.end(), flat.size() - before, static_cast<int64_t>(i));
     }
-    if (is_blank(line)) continue;
-    std::vector<std::string> fields = split_tabs(line);
-    SMEZO_REQUIRE(fields.size() == n_cols, "%s:%lld: expected %zu tab-separated fields, got %zu",
-                  path.c_str(), static_cast<long long>(line_no), n_cols, fields.size());
-    const std::string& label = fields[label_col];
-    SMEZO_REQUIRE(label == "0" || label == "1",
-                  "%s:%lld: label \"%s\" is not in the verbalizer of sst2 (expected 0 or 1)",
-                  path.c_str(), static_cast<long long>(line_no), printable(label, 40).c_str());
-    groups->push_back(static_cast<int64_t>(out->size()));
-    out->push_back(template_sst2(fields[sentence_col], label == "1" ? 1 : 0));
+    file.rows = std::move(flat);
+  } else {
+    for (size_t i = 0; i < file.rows.size(); i++) local_groups.push_back(static_cast<int64_t>(i));
   }
-  SMEZO_REQUIRE(line_no > 0, "%s is empty (expected a header \"sentence\\tlabel\" and rows)",
-                path.c_str());
+  if (groups) *groups = std::move(local_groups);
+  return file;
 }
 
 std::vector<TaskExample> task_read_file(TaskId task, const std::string& path,
                                         std::vector<int64_t>* groups) {
+  const DataFile file = task_read_records(task, path, groups);
+  const TaskSpec spec = task_spec_builtin(task);
   std::vector<TaskExample> out;
-  std::vector<int64_t> local_groups;
-  if (task == TASK_SST2) read_sst2_tsv(path, &out, &local_groups);
-  else read_jsonl(task, path, &out, &local_groups);
+  for (const DataRow& row : file.rows) out.push_back(task_spec_example(spec, file, row));
   SMEZO_REQUIRE(!out.empty(), "%s holds no examples (task %s)", path.c_str(), task_name(task));
-  if (groups) *groups = std::move(local_groups);
   return out;
+}
+
+std::vector<std::string> task_source_files(TaskId task, const std::string& data_dir) {
+  const TaskInfo& info = task_info(task);
+  const std::string dir = data_dir + "/" + info.dir + "/";
+  return {info.train_file ? dir + info.train_file : dir + info.test_file, dir + info.test_file};
 }
 
 // --- sampling

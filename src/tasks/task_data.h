@@ -1,5 +1,6 @@
-// Task datasets: reading the GLUE/SuperGLUE files, applying MeZO's templates, and MeZO's
-// train/dev/test sampling.
+// Task datasets: reading the GLUE/SuperGLUE files, applying MeZO's templates (as the built-in
+// task specs, task_spec.h), and MeZO's train/dev/test sampling. Your own data files:
+// task_files.h.
 //
 // Files (under a data directory, by default asset_path("data")):
 //   sst2     glue/SST-2/train.tsv, dev.tsv     TSV, header "sentence\tlabel", label 0/1
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "common/assets.h"
+#include "tasks/data_file.h"
 #include "tasks/templates.h"
 
 namespace smezo {
@@ -62,11 +64,19 @@ bool task_has_train_split(TaskId task);
 
 // Reads one data file of the task and applies the template. groups, when given, receives one
 // group id per example (MultiRC: the passage's position in the file; others: the row index).
+// The examples come from the task's built-in spec (task_spec.h, src/tasks/specs/<name>.json).
 std::vector<TaskExample> task_read_file(TaskId task, const std::string& path,
                                         std::vector<int64_t>* groups = nullptr);
+// The records task_read_file turns into examples, one per example in the same order
+// (MultiRC's passages flattened to paragraph, question, answer, label); `smezo train
+// --export-data` writes these.
+DataFile task_read_records(TaskId task, const std::string& path, std::vector<int64_t>* groups = nullptr);
+// {file train/dev are sampled from, file test is sampled from} under data_dir (the same file
+// when train/dev are carved from the validation set).
+std::vector<std::string> task_source_files(TaskId task, const std::string& data_dir);
 
 struct TaskSplits {
-  TaskId task = TASK_SST2;
+  TaskId task = TASK_SST2;              // the built-in task (not meaningful for data files)
   std::string name;                     // canonical name, e.g. "sst2"
   bool train_as_classification = true;  // see task_trains_as_classification
   std::vector<TaskExample> train;

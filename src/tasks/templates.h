@@ -1,5 +1,8 @@
 // MeZO's prompt templates and verbalizers (princeton-nlp/MeZO, large_models/templates.py,
 // the template each task uses by default in large_models/tasks.py), rewritten in C++.
+// The built-in tasks now read their rows through task specs (task_spec.h,
+// src/tasks/specs/*.json); these functions stay as the reference the specs are tested against
+// (TaskSpec.BuiltInSpecsAreMeZOsTemplatesOnEveryRealRow).
 //
 // A TaskExample holds one (context, option) text pair per candidate. context + option is
 // exactly MeZO's verbalize(sample, candidate).strip(' ') and context is exactly MeZO's

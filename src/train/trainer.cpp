@@ -23,6 +23,7 @@
 #include "run/summary.h"
 #include "run/svg_plot.h"
 #include "tasks/task_data.h"
+#include "tasks/task_files.h"
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
@@ -118,6 +119,13 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   const int64_t their_k = logged.value("accumulate", int64_t{1}), my_k = mine.value("accumulate", int64_t{1});
   if (their_k != my_k)
     diffs.push_back(format_string("accumulate = %lld in the run, %lld here", (long long)their_k, (long long)my_k));
+  // the examples themselves, when the options that choose them agree (data files edited or swapped)
+  bool same_data_options = true;
+  for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir"})
+    same_data_options = same_data_options && logged.contains(key) && logged[key] == mine[key];
+  if (same_data_options && logged.contains("data_fingerprint") && logged["data_fingerprint"] != mine["data_fingerprint"])
+    diffs.push_back("the train/dev examples differ (data_fingerprint " + logged["data_fingerprint"].dump() +
+                    " in the run, " + mine["data_fingerprint"].dump() + " here)");
   std::string listed;
   for (const std::string& d : diffs) listed += (listed.empty() ? "" : "; ") + d;
   SMEZO_REQUIRE(diffs.empty(), "%s: this command differs from the run in %zu option%s: %s ---> HINT: resume with "
@@ -290,9 +298,15 @@ TrainResult TrainRun::run() {
 
 void TrainRun::load() {
   auto t_phase = SteadyClock::now();
-  splits_ = given_splits_ ? *given_splits_
-                          : load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
-                                      o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
+  if (given_splits_ || o_.task_spec.empty()) {
+    splits_ = given_splits_ ? *given_splits_
+                            : load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
+                                        o_.data_dir.empty() ? asset_path("data") : o_.data_dir);
+  } else {  // your own data; the seed log names the spec's task, so an exported built-in task logs as it
+    splits_ = load_task_files({o_.task_spec, o_.train_file, o_.dev_file, o_.test_file}, o_.n_train, o_.n_dev,
+                              o_.n_test);
+    o_.task = splits_.name;
+  }
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
   check_objective(o_.objective, splits_.generation, splits_.name);
   if (splits_.generation)  // before any training: a bad example would fail only at evaluation
@@ -342,9 +356,13 @@ void TrainRun::load() {
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
   startup_["thresholds"] = seconds_since(t_phase);
   header_ = run_header(o_, *optimizer_, model());
+  header_["data_fingerprint"] = task_examples_fingerprint(splits_);  // the examples, wherever they came from
   run_settings_ = {{"written_by", "smezo train"}, {"task", splits_.name}, {"max_len", o_.max_len},
                    {"data_seed", o_.data_seed}, {"n_train", o_.n_train}, {"n_dev", o_.n_dev},
                    {"n_test", o_.n_test}, {"data_dir", o_.data_dir}};
+  if (!o_.task_spec.empty())
+    run_settings_.update({{"task_spec", o_.task_spec}, {"train_file", o_.train_file}, {"dev_file", o_.dev_file},
+                          {"test_file", o_.test_file}});
 }
 
 // The run folder: what it holds decides between a fresh start and a resume, before any write
