@@ -46,7 +46,8 @@ void sort_by_line(const std::string& path, std::vector<std::string>::iterator be
 }  // namespace
 
 TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_dev, int64_t n_test) {
-  SMEZO_REQUIRE(!files.train.empty(), "--task-spec needs --train-file (the training records)");
+  // no training examples wanted (smezo eval, zero-shot): no training file needed
+  SMEZO_REQUIRE(!files.train.empty() || n_train == 0, "--task-spec needs --train-file (the training records)");
   const TaskSpec spec = task_spec_read(files.spec);
   TaskSplits s;
   task_spec_apply(spec, &s);

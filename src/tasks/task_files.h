@@ -19,7 +19,8 @@ struct TaskFiles {
   std::string train, dev, test;   // data files; dev/test may be empty (no such split)
 };
 
-// Throws at the first problem (one line naming file, line and field).
+// Throws at the first problem (one line naming file, line and field). files.train may be
+// empty only when n_train is 0 (evaluation without demonstrations).
 TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_dev, int64_t n_test);
 
 // Every problem of the spec and the files, one line each, in file order; empty: all clean.

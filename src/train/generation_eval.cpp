@@ -140,7 +140,7 @@ GenerationScore score_generations(const std::vector<std::string>& texts,
 
 GenerationScore evaluate_generation(Model& model, const Tokenizer& tokenizer, const std::vector<EncodedExample>& set,
                                     const std::vector<TaskExample>& examples, const GenerationLimits& limits,
-                                    int64_t batch_examples) {
+                                    int64_t batch_examples, std::vector<std::string>* texts_out) {
   SMEZO_REQUIRE(!set.empty() && set.size() <= examples.size(), "generation evaluation of %zu encoded examples "
                 "from %zu", set.size(), examples.size());
   std::vector<std::string> texts;
@@ -154,6 +154,7 @@ GenerationScore evaluate_generation(Model& model, const Tokenizer& tokenizer, co
     const std::vector<std::vector<std::string>> out = greedy_generations(model, tokenizer, batch, {Probe{}}, limits);
     texts.insert(texts.end(), out[0].begin(), out[0].end());
   }
+  if (texts_out) *texts_out = texts;
   return score_generations(texts, refs);
 }
 

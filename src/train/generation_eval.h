@@ -54,9 +54,10 @@ GenerationScore score_generations(const std::vector<std::string>& texts,
 
 // Exact match and F1 of the null-probe generations over `set`, whose references are those
 // of examples[i] for set[i] (examples: the TaskExamples set was encoded from, in order), in
-// batches of batch_examples sequences.
+// batches of batch_examples sequences. texts: when given, receives each example's generated
+// text, in order (smezo eval --examples-out).
 GenerationScore evaluate_generation(Model& model, const Tokenizer& tokenizer, const std::vector<EncodedExample>& set,
                                     const std::vector<TaskExample>& examples, const GenerationLimits& limits,
-                                    int64_t batch_examples);
+                                    int64_t batch_examples, std::vector<std::string>* texts = nullptr);
 
 }  // namespace smezo
