@@ -1,7 +1,12 @@
 // smezo eval: accuracy of a model on a task split, zero-shot or in-context (k demonstrations
-// from the training split), by length-normalised candidate log-likelihood. On a checkpoint
-// written by `smezo train` it takes the run's data settings from its smezo_run.json
-// (train/checkpoint.h) unless the command line gives them, and says so.
+// from the training split), by length-normalised candidate log-likelihood. The task is a
+// built-in one (--task) or your own data (--task-spec with data files, tasks/task_files.h):
+// a classification spec is scored as a built-in task is, a generation spec by greedy decoding
+// and SQuAD exact match / token F1 (train/generation_eval.h), the functions the trainer's own
+// dev/test evaluation calls, so a checkpoint measures here what its run measured. On a
+// checkpoint written by `smezo train` it takes the run's data settings (task or task spec and
+// data files) from its smezo_run.json (train/checkpoint.h) unless the command line gives
+// them, and says so.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,13 +14,17 @@
 #include "cli/commands.h"
 #include "common/assets.h"
 #include "common/check.h"
+#include "common/file_util.h"
 #include "common/stopwatch.h"
 #include "run/number_format.h"
 #include "run/run_dir.h"
 #include "run/summary.h"
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
+#include "tasks/task_files.h"
+#include "tasks/text_metrics.h"
 #include "train/checkpoint.h"
+#include "train/generation_eval.h"
 #include "train/objective.h"
 
 namespace smezo {
@@ -25,11 +34,49 @@ namespace {
 struct EvalState {
   ModelOpenOptions model;
   std::string task = "sst2", mode = "zero-shot", split = "test", data_dir, out, examples_out;
+  std::string task_spec, train_file, dev_file, test_file;  // your own data (all "" with --task)
   int64_t shots = 16, max_len = 256, batch = 16, n_train = 1000, n_dev = 500, n_test = 1000;
   uint64_t seed = 42;
   CLI::Option *task_opt = nullptr, *shots_opt = nullptr, *max_len_opt = nullptr, *seed_opt = nullptr,
-              *data_opt = nullptr, *n_train_opt = nullptr, *n_dev_opt = nullptr, *n_test_opt = nullptr;
+              *data_opt = nullptr, *n_train_opt = nullptr, *n_dev_opt = nullptr, *n_test_opt = nullptr,
+              *split_opt = nullptr;
 };
+
+bool any_data_file(const EvalState& s) {
+  return !s.train_file.empty() || !s.dev_file.empty() || !s.test_file.empty();
+}
+
+// The combinations the command line alone gets wrong, before the run's settings fill gaps.
+void check_task_options(const EvalState& s) {
+  SMEZO_REQUIRE(s.task_spec.empty() || s.task_opt->count() == 0,
+                "eval: give --task (a built-in task) or --task-spec (your own data), not both");
+  SMEZO_REQUIRE(!any_data_file(s) || s.task_opt->count() == 0,
+                "eval: --train-file, --dev-file and --test-file go with --task-spec, not --task");
+}
+
+// A run of your own data: its spec and data files, unless the command line names the task.
+// The paths are as the run was given them (relative to where it ran).
+std::string take_run_task_files(EvalState& s, const nlohmann::json& run) {
+  if (s.task_opt->count() || !s.task_spec.empty() || !run.contains("task_spec") || !run["task_spec"].is_string() ||
+      run["task_spec"].get<std::string>().empty())
+    return "";
+  std::string taken;
+  auto take = [&](std::string* field, const char* key, const char* option) {
+    if (!field->empty() || !run.contains(key) || !run[key].is_string() || run[key].get<std::string>().empty()) return;
+    *field = run[key].get<std::string>();
+    SMEZO_REQUIRE(path_exists(*field), "eval: the run's %s %s (%s/%s) is not there: give %s FILE (with --task-spec "
+                  "and --dev-file or --test-file)", option, printable(*field).c_str(), s.model.model_path.c_str(),
+                  kRunSettingsFile, option);
+    taken += std::string(" ") + option + " " + *field;
+  };
+  take(&s.task_spec, "task_spec", "--task-spec");
+  if (s.mode == "icl") take(&s.train_file, "train_file", "--train-file");  // the demonstrations
+  if (s.test_file.empty() && s.dev_file.empty()) {  // a file given on the command line is the one to score
+    take(&s.dev_file, "dev_file", "--dev-file");
+    take(&s.test_file, "test_file", "--test-file");
+  }
+  return taken;
+}
 
 // Takes the run's settings for the options the command line left out; says which it took.
 void apply_run_settings(EvalState& s, const nlohmann::json& run) {
@@ -39,19 +86,22 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
     *field = run[key].get<int64_t>();
     taken += " " + opt->get_name() + " " + std::to_string(*field);
   };
-  if (!s.task_opt->count() && run.contains("task") && run["task"].is_string()) {
+  const bool spec_run = run.contains("task_spec") && run["task_spec"].is_string() &&
+                        !run["task_spec"].get<std::string>().empty();
+  taken += take_run_task_files(s, run);
+  if (!s.task_opt->count() && !spec_run && run.contains("task") && run["task"].is_string()) {
     s.task = run["task"].get<std::string>();
     taken += " --task " + s.task;
   }
   take_int(s.max_len_opt, &s.max_len, "max_len");
-  if (!s.seed_opt->count() && run.contains("data_seed") && run["data_seed"].is_number_unsigned()) {
+  if (!s.seed_opt->count() && s.task_spec.empty() && run.contains("data_seed") && run["data_seed"].is_number_unsigned()) {
     s.seed = run["data_seed"].get<uint64_t>();
     taken += " --seed " + std::to_string(s.seed);
   }
   take_int(s.n_train_opt, &s.n_train, "n_train");
   take_int(s.n_dev_opt, &s.n_dev, "n_dev");
   take_int(s.n_test_opt, &s.n_test, "n_test");
-  if (!s.data_opt->count() && run.contains("data_dir") && run["data_dir"].is_string() &&
+  if (!s.data_opt->count() && s.task_spec.empty() && run.contains("data_dir") && run["data_dir"].is_string() &&
       !run["data_dir"].get<std::string>().empty()) {
     s.data_dir = run["data_dir"].get<std::string>();
     taken += " --data " + s.data_dir;
@@ -65,8 +115,9 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
 // (JSONL: a header line, then one line per example), for oracles that score the same text
 // with another implementation (tools/eval_oracle.py).
 double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
-                                 const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s) {
-  std::string text = nlohmann::json({{"task", s.task}, {"mode", s.mode}, {"shots", s.shots},
+                                 const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s,
+                                 const std::string& task) {
+  std::string text = nlohmann::json({{"task", task}, {"mode", s.mode}, {"shots", s.shots},
                                      {"max_len", std::min(s.max_len, model.config().max_seq_len)},
                                      {"icl_prefix", prefix}, {"examples", xs.size()}})
                          .dump() + "\n";
@@ -95,21 +146,71 @@ double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>
   return static_cast<double>(correct) / static_cast<double>(encoded.size());
 }
 
+// A generation task's exact match and F1 (evaluate_generation, as the trainer's evaluation),
+// writing each example's prompt, references, generated text and its own EM/F1 to
+// s.examples_out when it is given (JSONL: a header line, then one line per example).
+GenerationScore generation_writing_examples(Model& model, const Tokenizer& tokenizer,
+                                            const std::vector<EncodedExample>& encoded,
+                                            const std::vector<TaskExample>& xs, const TaskSplits& splits,
+                                            const EvalState& s) {
+  const GenerationLimits limits{splits.max_new_tokens, splits.stop};
+  std::vector<std::string> texts;
+  const GenerationScore g = evaluate_generation(model, tokenizer, encoded, xs, limits, s.batch,
+                                                s.examples_out.empty() ? nullptr : &texts);
+  if (s.examples_out.empty()) return g;
+  std::string text = nlohmann::json({{"task", splits.name}, {"mode", s.mode},
+                                     {"max_len", std::min(s.max_len, model.config().max_seq_len)},
+                                     {"max_new_tokens", limits.max_new_tokens}, {"stop", limits.stop},
+                                     {"examples", xs.size()}})
+                         .dump() + "\n";
+  for (size_t e = 0; e < texts.size(); e++)
+    text += nlohmann::json({{"prompt", xs[e].contexts[0]}, {"references", xs[e].references}, {"text", texts[e]},
+                            {"em", max_exact_match(texts[e], xs[e].references)},
+                            {"f1", max_token_f1(texts[e], xs[e].references)}})
+                .dump() + "\n";
+  run_write_file_atomic(s.examples_out, text);
+  return g;
+}
+
+// The task's splits: a built-in task sampled by --seed, or the first rows of the spec's files
+// (only the file scored is read, and the training file only for demonstrations).
+TaskSplits load_eval_splits(EvalState& s) {
+  if (s.task_spec.empty())
+    return load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test, s.data_dir.empty() ? asset_path("data") : s.data_dir);
+  if (!s.split_opt->count() && s.test_file.empty()) s.split = "dev";  // the file there is
+  const std::string& file = s.split == "dev" ? s.dev_file : s.test_file;
+  SMEZO_REQUIRE(!file.empty(), "eval: --task-spec with --split %s needs --%s-file FILE (the records to score)",
+                s.split.c_str(), s.split.c_str());
+  const bool icl = s.mode == "icl";
+  SMEZO_REQUIRE(!icl || !s.train_file.empty(), "eval: --mode icl with --task-spec needs --train-file FILE (the "
+                "demonstrations are its first --shots rows)");
+  const bool dev = s.split == "dev";
+  TaskSplits splits = load_task_files({s.task_spec, icl ? s.train_file : "", dev ? file : "", dev ? "" : file},
+                                      icl ? s.n_train : 0, s.n_dev, s.n_test);
+  SMEZO_REQUIRE(!icl || !splits.generation, "eval: --mode icl scores classification tasks; %s is a generation task "
+                "(evaluated zero-shot)", splits.name.c_str());
+  return splits;
+}
+
 int run_eval(EvalState& s) {
   if (!s.out.empty()) {  // before the evaluation, not after it
     remove_stale_temp_files_of(s.out);
     run_check_writable(s.out, "--out");
   }
+  check_task_options(s);
   const nlohmann::json run = checkpoint_read_run_settings(s.model.model_path);
   if (run.is_object()) apply_run_settings(s, run);
+  SMEZO_REQUIRE(!any_data_file(s) || !s.task_spec.empty(), "eval: --train-file, --dev-file and --test-file need "
+                "--task-spec FILE (how a record becomes an example)");
   if (s.mode == "zero-shot" && !s.shots_opt->count()) s.shots = 0;
   SMEZO_REQUIRE(s.mode == "icl" ? s.shots > 0 : s.shots == 0,
                 "--shots %lld: icl needs k > 0 demonstrations, zero-shot none", (long long)s.shots);
-  TaskSplits splits = load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test,
-                                s.data_dir.empty() ? asset_path("data") : s.data_dir);
+  TaskSplits splits = load_eval_splits(s);
   const WorkspaceRows ws = workspace_for_batch(s.batch, s.max_len, 8192);  // sized from --batch
   s.model.max_tokens = ws.tokens;
   s.model.max_logit_rows = ws.logit_rows;
+  // greedy decoding runs over a prompt (< max_len) and the tokens generated (as the trainer sizes it)
+  if (splits.generation) s.model.max_tokens = std::max(s.model.max_tokens, s.max_len + splits.max_new_tokens);
   LoadedModel lm = open_model(s.model);
   SMEZO_REQUIRE(s.shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
                 (long long)s.shots, splits.train.size());
@@ -118,6 +219,7 @@ int run_eval(EvalState& s) {
   const std::vector<TaskExample>& xs = s.split == "dev" ? splits.dev : splits.test;
   SMEZO_REQUIRE(!xs.empty(), "the %s split of %s is empty (--%s-examples 0?)", s.split.c_str(),
                 splits.name.c_str(), s.split.c_str());
+  if (splits.generation) check_generation_examples(xs, s.split);
   std::vector<EncodedExample> encoded;
   const int64_t len = std::min(s.max_len, lm.model->config().max_seq_len);
   for (const TaskExample& x : xs) encoded.push_back(encode_example(*lm.tokenizer, x, len, prefix));
@@ -147,19 +249,34 @@ int run_eval(EvalState& s) {
   }
 
   const Stopwatch timer;
-  const double acc = s.examples_out.empty() ? accuracy(*lm.model, encoded, s.batch)
-                                            : accuracy_writing_examples(*lm.model, encoded, xs, prefix, s);
+  nlohmann::json scores;  // what --out records: accuracy, or em and f1
+  std::string said;       // what the line says
+  if (splits.generation) {
+    const GenerationScore g = generation_writing_examples(*lm.model, *lm.tokenizer, encoded, xs, splits, s);
+    scores = {{"accuracy", nullptr}, {"em", g.exact_match}, {"f1", g.f1}};
+    said = "EM " + format_accuracy(g.exact_match) + ", F1 " + format_accuracy(g.f1);
+  } else {
+    const double acc = s.examples_out.empty() ? accuracy(*lm.model, encoded, s.batch)
+                                              : accuracy_writing_examples(*lm.model, encoded, xs, prefix, s,
+                                                                          splits.name);
+    scores = {{"accuracy", acc}};
+    said = "accuracy " + format_accuracy(acc);
+  }
   const double secs = timer.seconds();
-  std::printf("%s %s %s (%zu examples, %s%s): accuracy %s  [%.1f s]\n", lm.model_path.c_str(),
-              splits.name.c_str(), s.split.c_str(), xs.size(), s.mode.c_str(),
-              s.mode == "icl" ? (", k=" + std::to_string(s.shots)).c_str() : "", format_accuracy(acc).c_str(), secs);
+  std::printf("%s %s %s (%zu examples, %s%s): %s  [%.1f s]\n", lm.model_path.c_str(), splits.name.c_str(),
+              s.split.c_str(), xs.size(), s.mode.c_str(),
+              s.mode == "icl" ? (", k=" + std::to_string(s.shots)).c_str() : "", said.c_str(), secs);
   if (!s.out.empty()) {
+    const std::string& data_file = s.split == "dev" ? s.dev_file : s.test_file;
     nlohmann::json j = {{"model", lm.model_path}, {"task", splits.name}, {"split", s.split}, {"mode", s.mode},
-                        {"shots", s.shots}, {"max_len", len}, {"examples", xs.size()}, {"accuracy", acc},
+                        {"shots", s.shots}, {"max_len", len}, {"examples", xs.size()},
+                        {"task_spec", s.task_spec.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.task_spec)},
+                        {"data_file", s.task_spec.empty() ? nlohmann::json(nullptr) : nlohmann::json(data_file)},
                         {"seed", s.seed}, {"split_note", splits.split_note}, {"wall_time_s", secs},
                         {"icl_demonstrations", icl},
                         {"run_settings", run.is_object() ? nlohmann::json(std::string(kRunSettingsFile))
                                                          : nlohmann::json(nullptr)}};
+    j.update(scores);
     summary_add_standard_fields(&j);
     summary_write(s.out, j);
   }
@@ -170,20 +287,39 @@ int run_eval(EvalState& s) {
 
 Command register_eval(CLI::App& smezo) {
   auto s = std::make_shared<EvalState>();
-  CLI::App* cmd = add_command(smezo, "eval", "accuracy of a model on a task split, zero-shot or in-context; on "
-                                             "a checkpoint of `smezo train` the run's data settings are the defaults");
+  CLI::App* cmd = add_command(smezo, "eval", "accuracy of a model on a task split, zero-shot or in-context, or "
+                                             "exact match and F1 of a generation task's greedy answers; on a "
+                                             "checkpoint of `smezo train` the run's data settings (its task, or "
+                                             "its task spec and data files) are the defaults");
   add_model_options(cmd, &s->model);
   s->task_opt = cmd->add_option("--task", s->task, "the task")
                     ->type_name("NAME")
                     ->check(one_of(task_names(), true))
                     ->default_str("the run's task, else sst2");
+  cmd->add_option("--task-spec", s->task_spec, "your own data instead of --task: a JSON task spec (as `smezo "
+                  "train --task-spec`) with --dev-file or --test-file; a generation spec is scored by greedy "
+                  "decoding, exact match and token F1")
+      ->type_name("FILE")
+      ->default_str("the run's, else none");
+  cmd->add_option("--train-file", s->train_file, "with --task-spec and --mode icl: the records whose first --shots "
+                  "rows are the demonstrations")
+      ->type_name("FILE")
+      ->default_str("the run's with --mode icl, else none");
+  cmd->add_option("--dev-file", s->dev_file, "with --task-spec: dev records, the first --dev-examples rows")
+      ->type_name("FILE")
+      ->default_str("the run's, else none");
+  cmd->add_option("--test-file", s->test_file, "with --task-spec: test records, the first --test-examples rows")
+      ->type_name("FILE")
+      ->default_str("the run's, else none");
   cmd->add_option("--mode", s->mode, "zero-shot, or icl: --shots demonstrations from the training split "
                                      "before each example")
       ->check(one_of({"zero-shot", "icl"}));
   s->shots_opt = cmd->add_option("--shots", s->shots, "in-context demonstrations")
                      ->check(integer_at_least(0))
                      ->default_str("16 with --mode icl, else 0");
-  cmd->add_option("--split", s->split, "which split to score")->check(one_of({"dev", "test"}));
+  s->split_opt = cmd->add_option("--split", s->split, "which split to score")
+                     ->check(one_of({"dev", "test"}))
+                     ->default_str("test; with --task-spec the split whose file is given, test first");
   s->max_len_opt = cmd->add_option("--max-len", s->max_len, "tokens per candidate, the prompt cut from the left")
                        ->check(integer_at_least(2))
                        ->default_str("the run's, else 256");
@@ -206,7 +342,9 @@ Command register_eval(CLI::App& smezo) {
                       ->default_str("the run's, else 1000");
   cmd->add_option("--out", s->out, "also write the result as JSON")->type_name("FILE")->default_str("none");
   cmd->add_option("--examples-out", s->examples_out, "also write every example's text, candidate scores, "
-                                                     "prediction and tokens as JSONL (for oracle checks)")
+                                                     "prediction and tokens as JSONL (for oracle checks); for "
+                                                     "a generation task its prompt, references, generated text, "
+                                                     "EM and F1")
       ->type_name("FILE")
       ->default_str("none");
   return {cmd, [s] { return run_eval(*s); }};
