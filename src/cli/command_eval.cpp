@@ -94,7 +94,8 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
     taken += " --task " + s.task;
   }
   take_int(s.max_len_opt, &s.max_len, "max_len");
-  if (!s.seed_opt->count() && s.task_spec.empty() && run.contains("data_seed") && run["data_seed"].is_number_unsigned()) {
+  if (!s.seed_opt->count() && s.task_spec.empty() && run.contains("data_seed") &&
+      run["data_seed"].is_number_unsigned()) {
     s.seed = run["data_seed"].get<uint64_t>();
     taken += " --seed " + std::to_string(s.seed);
   }
@@ -176,7 +177,8 @@ GenerationScore generation_writing_examples(Model& model, const Tokenizer& token
 // (only the file scored is read, and the training file only for demonstrations).
 TaskSplits load_eval_splits(EvalState& s) {
   if (s.task_spec.empty())
-    return load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test, s.data_dir.empty() ? asset_path("data") : s.data_dir);
+    return load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test,
+                     s.data_dir.empty() ? asset_path("data") : s.data_dir);
   if (!s.split_opt->count() && s.test_file.empty()) s.split = "dev";  // the file there is
   const std::string& file = s.split == "dev" ? s.dev_file : s.test_file;
   SMEZO_REQUIRE(!file.empty(), "eval: --task-spec with --split %s needs --%s-file FILE (the records to score)",
