@@ -154,6 +154,18 @@ TEST_F(EvalFiles, ExportedSst2EvaluatesAsTheBuiltInTask) {
   ASSERT_EQ(a.size(), 13u);
   ASSERT_EQ(b.size(), a.size());
   for (size_t i = 1; i < a.size(); i++) EXPECT_EQ(a[i], b[i]) << i;
+  // in-context: the demonstrations are the training file's first --shots rows, as the built-in
+  // task's first sampled training examples (the header holds the prefix they make)
+  ASSERT_EQ(run_command(kSmezo + " eval --task sst2 --mode icl --shots 3 --train-examples 4 --test-examples 12 "
+                        "--max-len 96 --examples-out " + dir_ + "/builtin_icl.jsonl", &out), 0) << out;
+  ASSERT_EQ(run_command(kSmezo + " eval --task-spec " + dir_ + "/exp/spec.json --train-file " + dir_ +
+                        "/exp/train.jsonl --test-file " + dir_ + "/exp/test.jsonl --mode icl --shots 3 --max-len 96 "
+                        "--examples-out " + dir_ + "/files_icl.jsonl", &out), 0) << out;
+  const std::vector<json> icl = read_jsonl(dir_ + "/files_icl.jsonl");
+  EXPECT_EQ(icl, read_jsonl(dir_ + "/builtin_icl.jsonl"));
+  ASSERT_EQ(icl.size(), 13u);
+  EXPECT_NE(icl[0]["icl_prefix"], "");
+  EXPECT_NE(icl[1]["scores"], a[1]["scores"]);  // the demonstrations changed the scores
   // the comparison can fail: another seed's export holds other examples
   ASSERT_EQ(run_command(kSmezo + " train --task sst2 --data-seed 5 --train-examples 4 --dev-examples 4 "
                         "--test-examples 12 --export-data " + dir_ + "/other", &out), 0) << out;
