@@ -107,8 +107,10 @@ class Model {
     Tensor x, xn, q, k, v, att;
     Tensor h_gate, h_up;              // (max_tokens, hidden)
     Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
-    Tensor lora_mid;                  // (max_tokens, rank): A x; --tune lora only
-    Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x); --tune lora only
+    // --tune lora only, allocated by add_lora after loading (not in memory_estimate.cpp's count:
+    // max_tokens x (rank + widest) fp32, beside the adapters' own A and B)
+    Tensor lora_mid;                  // (max_tokens, rank): A x
+    Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x)
   };
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
