@@ -133,6 +133,56 @@ TEST(LoraCuda, ForwardMatchesFoldedWeights) {
 #endif
 }
 
+// A bf16 base on the device stays bf16 and untouched; the fp32 adapters train. Reference: the
+// folded model on the CPU with W rounded to bf16 first. Tolerance 3e-2 x max|logit|: the CUDA
+// linear rounds its input activations to bf16 for the base GEMMs (2^-9 relative each, through
+// 2 layers and the head); the adapter itself must move the logits by more than that.
+TEST(LoraCuda, Bf16BaseStaysAndTheFp32AdaptersTrain) {
+#ifdef SMEZO_WITH_CUDA
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  ModelConfig c = smezo_test::tiny_llama_config();
+  const uint32_t seed = static_cast<uint32_t>(smezo_test::mixed_seed(13));
+  WeightSource src = smezo_test::random_weight_source(c, seed);
+  for (auto& kv : src.tensors) {
+    float* w = smezo_test::mutable_tensor(src, kv.first);
+    for (int64_t i = 0; i < kv.second.numel(); i++) w[i] = smezo_test::round_to(DTYPE_BF16, w[i]);
+  }
+  auto gpu = make_backend("cuda"), cpu = make_backend("cpu");
+  Model m(src, *gpu, DTYPE_BF16, 64, 64);
+  m.add_lora(all_targets(4, 8.0f), 3);
+  randomize_adapters(m, seed + 50);
+  const std::vector<float> got = smezo_test::logits_of(m, kTokens);
+  WeightSource folded = smezo_test::random_weight_source(c, seed);
+  for (auto& kv : folded.tensors) {
+    float* w = smezo_test::mutable_tensor(folded, kv.first);
+    for (int64_t i = 0; i < kv.second.numel(); i++) w[i] = smezo_test::round_to(DTYPE_BF16, w[i]);
+  }
+  fold_adapters(m, &folded);
+  Model reference(folded, *cpu, DTYPE_F32, 64, 64), base(src, *cpu, DTYPE_F32, 64, 64);
+  const std::vector<float> want = smezo_test::logits_of(reference, kTokens);
+  const double tol = 3e-2 * max_abs(want);
+  EXPECT_LE(max_diff(got, want), tol) << smezo_test::seed_note();
+  EXPECT_GT(max_diff(smezo_test::logits_of(base, kTokens), want), 3 * tol);
+
+  SpsaOptions o;
+  o.method = METHOD_SMEZO;
+  o.sparsity = 0.5;
+  o.lr = 1e-2f;
+  SpsaOptimizer opt(m, o);
+  std::vector<std::vector<float>> before;
+  for (const Param* p : m.params()) {
+    EXPECT_EQ(p->w.dtype, p->info.adapter == ADAPTER_NONE ? DTYPE_BF16 : DTYPE_F32) << p->info.name;
+    before.push_back(values_of(*gpu, *p));
+  }
+  opt.apply_update(99, 2.0f, 1e-2f);
+  for (size_t i = 0; i < m.params().size(); i++)
+    EXPECT_EQ(smezo_test::same_bits(before[i], values_of(*gpu, *m.params()[i])),
+              m.params()[i]->info.adapter == ADAPTER_NONE) << m.params()[i]->info.name;
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
+}
+
 // The op LoRA adds: x += alpha·y, one fma per entry on both backends, so bit-exact (random x,
 // y and alpha; guard rows around x must not change).
 TEST(LoraCuda, AddScaledEqualsTheCpuBitForBit) {
