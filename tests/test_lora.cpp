@@ -463,3 +463,24 @@ TEST(LoraTrain, ReplayResumeAndMergeAreExact) {
   EXPECT_LE(max_diff(got, want), kTolLogits * max_abs(want));
   EXPECT_GT(max_diff(smezo_test::logits_of(*base.model, tokens), want), 0.0) << "training moved the adapter";
 }
+
+// The same on the CUDA backend (bf16 base weights, fp32 adapters): the run's adapter, replayed
+// on the device, comes back byte for byte.
+TEST(LoraTrainCuda, ReplayOnTheDeviceIsExact) {
+#ifdef SMEZO_WITH_CUDA
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  const std::string dir = make_temp_dir("lora_train_cuda"), smezo = smezo_test::smezo_binary();
+  std::string out;
+  ASSERT_EQ(run_command(smezo + " train --device cuda --task sst2 --batch 2 --max-len 40 --eval-every 0"
+                        " --dev-examples 8 --skip-test --progress-every 1000 --steps 6 --lr 5e-2 --eps 1e-2"
+                        " --tune lora --lora-targets q,k,v,o,gate,up,down --out " + dir + "/run", &out), 0) << out;
+  EXPECT_EQ(seed_log_read(dir + "/run/seed_log.txt").header["storage_dtype"], "BF16");
+  ASSERT_EQ(run_command(smezo + " replay " + default_model_path() + " " + dir + "/run/seed_log.txt --out " + dir +
+                            "/replayed", &out), 0) << out;
+  EXPECT_THAT(out, testing::HasSubstr("is a LoRA adapter"));
+  EXPECT_EQ(read_file(dir + "/run/checkpoint/adapter_model.safetensors"),
+            read_file(dir + "/replayed/adapter_model.safetensors"));
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
+}

@@ -57,6 +57,11 @@ int run_replay(const ReplayState& s) {
     save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
               s.out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");
+  if (lora) {  // an adapter folder holds no tokenizer
+    std::printf("%s is a LoRA adapter (PEFT layout): smezo merge --model %s --adapter %s --out DIR makes a full "
+                "model of it\n", s.out.c_str(), s.base.c_str(), s.out.c_str());
+    return 0;
+  }
   if (lm.tokenizer_path.empty())
     std::printf("no tokenizer beside %s and no --tokenizer: %s holds none (copy the model's tokenizer there to use "
                 "it for text)\n", s.base.c_str(), s.out.c_str());
