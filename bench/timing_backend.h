@@ -115,6 +115,9 @@ class TimingBackend : public Backend {
   }
   void relu(const Tensor& x) override { timed("relu", [&] { inner_.relu(x); }); }
   void add(const Tensor& x, const Tensor& y) override { timed("add", [&] { inner_.add(x, y); }); }
+  void add_scaled(const Tensor& x, const Tensor& y, float alpha) override {
+    timed("add_scaled", [&] { inner_.add_scaled(x, y, alpha); });
+  }
   void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) override {
     timed("gather_rows", [&] { inner_.gather_rows(out, in, rows); });
   }

@@ -13,7 +13,7 @@
 //                      buffer first, on the path cuda_plan.h chooses
 //   rope.cu            rope (rotate-half and interleaved pairs)
 //   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
-//   elementwise.cu     swiglu, relu, add, gather_rows, copy_rows
+//   elementwise.cu     swiglu, relu, add, add_scaled, gather_rows, copy_rows
 //   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
 // Not ops: cuda_device.cu (error reporting, device discovery; cuda_check.h), noise.cu (whole
 // buffers of z for tests and benchmarks; noise.h), cuda_plan.h (the linear's plan),
@@ -62,6 +62,7 @@ class CudaBackend : public Backend {
   void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) override;
   void relu(const Tensor& x) override;
   void add(const Tensor& x, const Tensor& y) override;
+  void add_scaled(const Tensor& x, const Tensor& y, float alpha) override;
   void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) override;
   void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) override;
 

@@ -1,4 +1,4 @@
-// CUDA ops on fp32 activations: SwiGLU, ReLU, residual add, row gather and row copy.
+// CUDA ops on fp32 activations: SwiGLU, ReLU, residual add, scaled add (LoRA), row gather and row copy.
 // Grid-stride loops with int64_t indices. SwiGLU uses the precise expf.
 // Reference: src/cpu/elementwise.cpp.
 #include <cmath>
@@ -36,6 +36,10 @@ __global__ void relu_kernel(float* x, int64_t n) {
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
   SMEZO_GRID_STRIDE(i, n) { x[i] = fp_add(x[i], y[i]); }
+}
+
+__global__ void add_scaled_kernel(float* x, const float* y, float alpha, int64_t n) {
+  SMEZO_GRID_STRIDE(i, n) { x[i] = fmaf(alpha, y[i], x[i]); }
 }
 
 __global__ void gather_rows_kernel(float* out, const float* in, const int64_t* rows,
@@ -79,6 +83,17 @@ void CudaBackend::add(const Tensor& x, const Tensor& y) {
   const int64_t n = x.numel();
   if (n == 0) return;
   add_kernel<<<grid_blocks(n, kBlock), kBlock, 0, stream_>>>(x.f32(), y.f32(), n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::add_scaled(const Tensor& x, const Tensor& y, float alpha) {
+  require_f32(x, "add_scaled", "x");
+  require_f32(y, "add_scaled", "y");
+  SMEZO_REQUIRE(x.numel() == y.numel(), "add_scaled: shape mismatch ([%lld, %lld] += [%lld, %lld])",
+                (long long)x.rows, (long long)x.cols, (long long)y.rows, (long long)y.cols);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  add_scaled_kernel<<<grid_blocks(n, kBlock), kBlock, 0, stream_>>>(x.f32(), y.f32(), alpha, n);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -90,6 +90,9 @@ class Backend {
   virtual void relu(const Tensor& x) = 0;
   // x += y (same shape)
   virtual void add(const Tensor& x, const Tensor& y) = 0;
+  // x += alpha * y (same shape), each entry one fused multiply-add: fma(alpha, y, x). LoRA's
+  // scaled update (alpha / r) · B A x onto the base layer's output.
+  virtual void add_scaled(const Tensor& x, const Tensor& y, float alpha) = 0;
   // out(R, D) = in[rows[r]]
   virtual void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) = 0;
   // dst rows [dst_row, dst_row + src.rows) = src

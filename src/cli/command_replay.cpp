@@ -1,6 +1,6 @@
 // smezo replay BASE SEEDLOG --out DIR: rebuilds fine-tuned weights from the base model and a
 // run's seed log (no forward passes: one update per logged step), bit-exactly, and writes
-// them as a Hugging Face checkpoint.
+// them as a Hugging Face checkpoint (a --tune lora run: its PEFT adapter folder).
 #include <cstdio>
 #include <memory>
 
@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "run/seed_log.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_lora.h"
 #include "train/spsa.h"
 
 namespace smezo {
@@ -45,12 +46,22 @@ int run_replay(const ReplayState& s) {
                 "---> HINT: replay with %s", s.log_path.c_str(), logged_dtype.c_str(), replay_dtype.c_str(),
                 logged_dtype == "F32" ? "--dtype f32 (or no --dtype) on either device"
                                       : ("--device cuda --dtype " + logged_dtype_arg).c_str());
+  const bool lora = log.header.contains("tune");  // --tune lora: the run's adapters, from its seed
+  if (lora) lm.model->add_lora(lora_options_from_json(log.header["tune"], s.log_path), opts.seed);
   SpsaOptimizer optimizer(*lm.model, opts);
   optimizer.check_matches(log.header["spsa"], s.log_path);
   for (const SeedRecord& r : log.records) optimizer.apply_record(r, s.log_path);
-  save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
+  if (lora)
+    save_lora_adapter(*lm.model, s.out, log.header.value("model", s.base));
+  else
+    save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
               s.out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");
+  if (lora) {  // an adapter folder holds no tokenizer
+    std::printf("%s is a LoRA adapter (PEFT layout): smezo merge --model %s --adapter %s --out DIR makes a full "
+                "model of it\n", s.out.c_str(), s.base.c_str(), s.out.c_str());
+    return 0;
+  }
   if (lm.tokenizer_path.empty())
     std::printf("no tokenizer beside %s and no --tokenizer: %s holds none (copy the model's tokenizer there to use "
                 "it for text)\n", s.base.c_str(), s.out.c_str());

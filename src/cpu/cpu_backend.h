@@ -12,7 +12,7 @@
 //                       cpu_linear_reference, cpu_linear_path    (linear.cu)
 //   rope.cpp            rope                                     (rope.cu)
 //   attention.cpp       causal GQA attention (sliding window)    (attention.cu)
-//   elementwise.cpp     swiglu, relu, add, gather_rows, copy_rows (elementwise.cu)
+//   elementwise.cpp     swiglu, relu, add, add_scaled, gather_rows, copy_rows (elementwise.cu)
 //   optimizer.cpp       cpu_read_param(_pair): parameters under a probe; update, abs_quantile
 //                                                                (optimizer.cu)
 //     noise_path.h      its noise loops, one build per instruction set (noise_range_scalar.cpp,
@@ -56,6 +56,7 @@ class CpuBackend : public Backend {
   void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) override;
   void relu(const Tensor& x) override;
   void add(const Tensor& x, const Tensor& y) override;
+  void add_scaled(const Tensor& x, const Tensor& y, float alpha) override;
   void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) override;
   void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) override;
 

@@ -1,4 +1,4 @@
-// CPU reference: SwiGLU, ReLU, residual add, row gather and row copy. Elementwise loops are
+// CPU reference: SwiGLU, ReLU, residual add, scaled add (LoRA), row gather and row copy. Elementwise loops are
 // split between OpenMP threads (each element's arithmetic is the same on any thread).
 #include <cmath>
 #include <cstring>
@@ -33,6 +33,15 @@ void CpuBackend::add(const Tensor& x, const Tensor& y) {
   const float* b = y.f32();
 #pragma omp parallel for schedule(static) if (cpu_parallel_worth(x.numel()))
   for (int64_t i = 0; i < x.numel(); i++) a[i] += b[i];
+}
+
+void CpuBackend::add_scaled(const Tensor& x, const Tensor& y, float alpha) {
+  SMEZO_REQUIRE(x.numel() == y.numel(), "add_scaled: shape mismatch ([%lld, %lld] += [%lld, %lld])",
+                (long long)x.rows, (long long)x.cols, (long long)y.rows, (long long)y.cols);
+  float* a = x.f32();
+  const float* b = y.f32();
+#pragma omp parallel for schedule(static) if (cpu_parallel_worth(x.numel()))
+  for (int64_t i = 0; i < x.numel(); i++) a[i] = std::fma(alpha, b[i], a[i]);
 }
 
 void CpuBackend::gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) {

@@ -237,11 +237,16 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
 
   for (int64_t l = stage_.first_layer; l < stage_.end_layer; l++) {
     LayerParams& L = weights_.layers[l];
+    // a layer's linear, plus its LoRA adapter's scaled B (A x) under --tune lora
+    auto linear = [&](const Tensor& out, const Tensor& in, const Param& w, const Param* b, ParamRole role) {
+      backend_.linear(out, in, w, b, probe);
+      if (!lora_.empty()) add_lora_delta(l, role, out, in, probe);
+    };
     // attention block
     norm(L.attn_norm, bias(L.attn_norm_bias));
-    backend_.linear(q, xn, L.wq, bias(L.bq), probe);
-    backend_.linear(k, xn, L.wk, bias(L.bk), probe);
-    backend_.linear(v, xn, L.wv, bias(L.bv), probe);
+    linear(q, xn, L.wq, bias(L.bq), ROLE_ATTN_Q);
+    linear(k, xn, L.wk, bias(L.bk), ROLE_ATTN_K);
+    linear(v, xn, L.wv, bias(L.bv), ROLE_ATTN_V);
     if (c.arch != ARCH_OPT) {
       backend_.rope(q, positions, c.n_heads, c.head_dim, c.rope_theta, c.rope_style);
       backend_.rope(k, positions, c.n_kv_heads, c.head_dim, c.rope_theta, c.rope_style);
@@ -265,21 +270,34 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       ap.seqs = seqs;
     }
     backend_.attention(ap);
-    backend_.linear(xn, att, L.wo, bias(L.bo), probe);  // xn is free again: it holds the output
+    linear(xn, att, L.wo, bias(L.bo), ROLE_ATTN_O);  // xn is free again: it holds the output
     backend_.add(x, xn);
     // MLP block
     norm(L.ffn_norm, bias(L.ffn_norm_bias));
     if (c.mlp_kind == MLP_SWIGLU) {
-      backend_.linear(h_gate, xn, L.w_gate, bias(L.b_gate), probe);
-      backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);
+      linear(h_gate, xn, L.w_gate, bias(L.b_gate), ROLE_MLP_GATE);
+      linear(h_up, xn, L.w_up, bias(L.b_up), ROLE_MLP_UP);
       backend_.swiglu(h_up, h_gate, h_up);
     } else {
-      backend_.linear(h_up, xn, L.w_up, bias(L.b_up), probe);
+      linear(h_up, xn, L.w_up, bias(L.b_up), ROLE_MLP_UP);
       backend_.relu(h_up);
     }
-    backend_.linear(xn, h_up, L.w_down, bias(L.b_down), probe);
+    linear(xn, h_up, L.w_down, bias(L.b_down), ROLE_MLP_DOWN);
     backend_.add(x, xn);
   }
+}
+
+void Model::add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe) {
+  const LoraPair& adapter = lora_[static_cast<size_t>(l)].of(role);
+  if (!adapter.present()) return;
+  Tensor mid = ws_.lora_mid, delta = ws_.lora_out;
+  mid.rows = in.rows;
+  delta.rows = out.rows;  // a (rows, out.cols) view of the (max_tokens, widest) buffer
+  delta.cols = out.cols;
+  // A and B are read through the probe like any tuned weight (a pair: both halves at once)
+  backend_.linear(mid, in, adapter.a, nullptr, probe);
+  backend_.linear(delta, mid, adapter.b, nullptr, probe);
+  backend_.add_scaled(out, delta, lora_options_.scale());
 }
 
 void Model::compute_logits(const std::vector<int64_t>& rows, const Probe& probe,

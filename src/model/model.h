@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/lora.h"
 #include "model/model_stage.h"
 #include "model/weight_source.h"
 
@@ -84,6 +85,14 @@ class Model {
   void enable_kv_cache(int64_t max_len);
   void forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits);
 
+  // --tune lora: an adapter on each targeted linear of every layer, initialised as PEFT does
+  // (lora.h) from `seed`; its A and B join params() after the base tensors. LLaMA-family
+  // models only, whole (not a pipeline stage); once per model.
+  void add_lora(const LoraOptions& options, uint64_t seed);
+  bool has_lora() const { return !lora_.empty(); }
+  const LoraOptions& lora_options() const { return lora_options_; }
+  const std::vector<LoraLayer>& lora_layers() const { return lora_; }
+
   // All parameters in canonical order (tensor_id = index), absent ones skipped.
   const std::vector<Param*>& params() { return param_list_; }
   const ModelParams& weights() const { return weights_; }
@@ -98,7 +107,13 @@ class Model {
     Tensor x, xn, q, k, v, att;
     Tensor h_gate, h_up;              // (max_tokens, hidden)
     Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
+    // --tune lora only, allocated by add_lora after loading (not in memory_estimate.cpp's count:
+    // max_tokens x (rank + widest) fp32, beside the adapters' own A and B)
+    Tensor lora_mid;                  // (max_tokens, rank): A x
+    Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x)
   };
+  // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
+  void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
   // hidden_in: null = embed the tokens (first stage), else the previous stage's hidden states
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
@@ -121,6 +136,8 @@ class Model {
   Backend& backend_;
   ModelParams weights_;
   std::vector<Param*> param_list_;
+  std::vector<LoraLayer> lora_;  // per layer; empty unless add_lora
+  LoraOptions lora_options_;
   int64_t max_tokens_;
   int64_t max_logit_rows_;
   Workspace ws_;

@@ -137,16 +137,20 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(mod
     ParamInfo& info = p->info;
     info.trainable = !((opts_.freeze_embeddings && is_embedding(info)) ||
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
+    if (model_.has_lora()) info.trainable = info.adapter != ADAPTER_NONE;  // --tune lora: A and B only
     info.stochastic_rounding = opts_.stochastic_rounding;
     info.noise = opts_.noise;
     info.mask = MASK_DENSE;
     info.threshold = 0.0f;
     info.keep_prob = 1.0f;
-    if (info.is_linear && opts_.method == METHOD_SMEZO) {
+    if (info.trainable && info.is_linear && opts_.method == METHOD_SMEZO) {  // frozen: no mask to fix
       info.mask = MASK_MAGNITUDE;
-      info.threshold = opts_.sparsity == 0.0 ? std::numeric_limits<float>::infinity()
-                                             : model_.backend().abs_quantile(*p, 1.0 - opts_.sparsity);
-    } else if (info.is_linear && opts_.method == METHOD_RMEZO && opts_.sparsity > 0.0) {
+      // LoRA's B starts at 0, so its quantile h = 0 would keep only the entries no update has
+      // moved yet: B is tuned densely (h = +inf); A (Kaiming-uniform) is masked like any weight.
+      info.threshold = opts_.sparsity == 0.0 || info.adapter == ADAPTER_LORA_B
+                           ? std::numeric_limits<float>::infinity()
+                           : model_.backend().abs_quantile(*p, 1.0 - opts_.sparsity);
+    } else if (info.trainable && info.is_linear && opts_.method == METHOD_RMEZO && opts_.sparsity > 0.0) {
       info.mask = MASK_RANDOM;
       info.keep_prob = static_cast<float>(1.0 - opts_.sparsity);
       info.mask_seed = mask_seed;

@@ -26,6 +26,7 @@
 #include "tasks/task_files.h"
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_lora.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
 #include "train/generation_eval.h"
 #include "train/metric_objective.h"
@@ -99,6 +100,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["model"] = o.model_path;
   h["objective"] = o.objective;  // a log without it ran on the loss (check_resume_header)
   if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
+  if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
   return h;
 }
 
@@ -126,6 +128,9 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   if (same_data_options && logged.contains("data_fingerprint") && logged["data_fingerprint"] != mine["data_fingerprint"])
     diffs.push_back("the train/dev examples differ (data_fingerprint " + logged["data_fingerprint"].dump() +
                     " in the run, " + mine["data_fingerprint"].dump() + " here)");
+  if (logged.value("tune", nlohmann::json()) != mine.value("tune", nlohmann::json()))
+    diffs.push_back(format_string("tune = %s in the run, %s here", logged.value("tune", nlohmann::json("full")).dump().c_str(),
+                                  mine.value("tune", nlohmann::json("full")).dump().c_str()));
   std::string listed;
   for (const std::string& d : diffs) listed += (listed.empty() ? "" : "; ") + d;
   SMEZO_REQUIRE(diffs.empty(), "%s: this command differs from the run in %zu option%s: %s ---> HINT: resume with "
@@ -184,6 +189,8 @@ TrainOptions checked_options(const TrainOptions& o, bool root) {
                 (long long)o.max_len);
   SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
   SMEZO_REQUIRE(o.accumulate >= 1, "train: --accumulate %lld must be at least 1", (long long)o.accumulate);
+  SMEZO_REQUIRE(o.tune == "full" || o.tune == "lora", "train: --tune '%s' is not full or lora", o.tune.c_str());
+  if (o.tune == "lora") lora_validate(LoraOptions{o.lora_r, o.lora_alpha, lora_targets_parse(o.lora_targets)});
   SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
                 "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
                 o.spsa.weight_decay);
@@ -352,6 +359,8 @@ void TrainRun::load() {
   if (o_.resume && o_.spsa.noise == NOISE_AUTO && path_exists(seed_log_path_))
     o_.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path_).header.value("spsa", nlohmann::json::object()),
                                       seed_log_path_);
+  if (o_.tune == "lora")  // adapters from the run seed, so resume and replay rebuild the same ones
+    model().add_lora(LoraOptions{o_.lora_r, o_.lora_alpha, lora_targets_parse(o_.lora_targets)}, o_.spsa.seed);
   t_phase = SteadyClock::now();
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
   startup_["thresholds"] = seconds_since(t_phase);
@@ -687,12 +696,16 @@ std::string TrainRun::save_checkpoint(int64_t step) {
   nlohmann::json settings = run_settings_;
   settings["step"] = step;
   const std::string dir = o_.out_dir + "/checkpoint";
+  if (model().has_lora() && !root_) return "";  // --tune lora: rank 0 writes the adapter alone
   if (!root_) {  // a pipeline stage serves rank 0 its tensors; other ranks have nothing to do
     topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
     return "";
   }
   try {
-    topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
+    if (model().has_lora())
+      save_lora_adapter(model(), dir, o_.model_path, settings);  // PEFT's adapter folder
+    else
+      topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
     return "";
   } catch (const PeerTimeout&) {
     throw;  // a pipeline stage is gone: the job cannot go on

@@ -154,6 +154,7 @@ class HostBackend : public smezo::Backend {
   void swiglu(const smezo::Tensor&, const smezo::Tensor&, const smezo::Tensor&) override { no_op(); }
   void relu(const smezo::Tensor&) override { no_op(); }
   void add(const smezo::Tensor&, const smezo::Tensor&) override { no_op(); }
+  void add_scaled(const smezo::Tensor&, const smezo::Tensor&, float) override { no_op(); }
   void gather_rows(const smezo::Tensor&, const smezo::Tensor&,
                    const std::vector<int64_t>&) override { no_op(); }
   void copy_rows(const smezo::Tensor&, int64_t, const smezo::Tensor&) override { no_op(); }

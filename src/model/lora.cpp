@@ -1,0 +1,102 @@
+// LoRA adapter options, names and initialisation (see lora.h).
+#include "model/lora.h"
+
+#include <cmath>
+
+#include "common/check.h"
+
+namespace smezo {
+
+namespace {
+
+constexpr ParamRole kLoraRoles[] = {ROLE_ATTN_Q,   ROLE_ATTN_K, ROLE_ATTN_V,  ROLE_ATTN_O,
+                                    ROLE_MLP_GATE, ROLE_MLP_UP, ROLE_MLP_DOWN};
+
+uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+const char* lora_module_name(ParamRole role) {
+  switch (role) {
+    case ROLE_ATTN_Q: return "q_proj";
+    case ROLE_ATTN_K: return "k_proj";
+    case ROLE_ATTN_V: return "v_proj";
+    case ROLE_ATTN_O: return "o_proj";
+    case ROLE_MLP_GATE: return "gate_proj";
+    case ROLE_MLP_UP: return "up_proj";
+    case ROLE_MLP_DOWN: return "down_proj";
+    default: return "?";
+  }
+}
+
+std::vector<ParamRole> lora_targets_parse(const std::string& list) {
+  std::vector<bool> wanted(sizeof kLoraRoles / sizeof kLoraRoles[0], false);
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool found = false;
+    for (size_t i = 0; i < wanted.size(); i++) {
+      if (item != param_role_name(kLoraRoles[i])) continue;
+      SMEZO_REQUIRE(!wanted[i], "--lora-targets '%s' names '%s' twice", list.c_str(), item.c_str());
+      wanted[i] = found = true;
+    }
+    SMEZO_REQUIRE(found, "--lora-targets '%s': '%s' is not a linear layer's role (choose from q,k,v,o,gate,up,down)",
+                  list.c_str(), item.c_str());
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::vector<ParamRole> roles;
+  for (size_t i = 0; i < wanted.size(); i++)
+    if (wanted[i]) roles.push_back(kLoraRoles[i]);
+  return roles;
+}
+
+std::string lora_targets_name(const std::vector<ParamRole>& targets) {
+  std::string out;
+  for (ParamRole r : targets) out += (out.empty() ? "" : ",") + std::string(param_role_name(r));
+  return out;
+}
+
+void lora_validate(const LoraOptions& o) {
+  SMEZO_REQUIRE(o.rank >= 1, "--lora-r %lld: the adapter rank must be at least 1", (long long)o.rank);
+  SMEZO_REQUIRE(std::isfinite(o.alpha) && o.alpha > 0.0f, "--lora-alpha %g must be a positive number", o.alpha);
+  SMEZO_REQUIRE(!o.targets.empty(), "--lora-targets names no layer");
+}
+
+nlohmann::json lora_describe(const LoraOptions& o) {
+  return {{"mode", "lora"}, {"r", o.rank}, {"alpha", o.alpha}, {"targets", lora_targets_name(o.targets)}};
+}
+
+LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    SMEZO_REQUIRE(j.at("mode").get<std::string>() == "lora", "%s: tune mode '%s' is not lora", source.c_str(),
+                  j.at("mode").get<std::string>().c_str());
+    LoraOptions o;
+    o.rank = j.at("r").get<int64_t>();
+    o.alpha = j.at("alpha").get<float>();
+    o.targets = lora_targets_parse(j.at("targets").get<std::string>());
+    lora_validate(o);
+    return o;
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("%s: the LoRA settings are incomplete or malformed: %s", source.c_str(), e.what());
+  }
+}
+
+void lora_init_a(uint64_t seed, uint32_t tensor_id, int64_t rank, int64_t in, std::vector<float>* a) {
+  // kaiming_uniform_(a=sqrt(5)): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in) = 1/sqrt(fan_in)
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  const uint64_t base = mix64(seed ^ (0x4C6F5241ULL << 32) ^ tensor_id);  // "LoRA"
+  a->resize(static_cast<size_t>(rank * in));
+  for (int64_t i = 0; i < rank * in; i++) {
+    const double u = static_cast<double>(mix64(base + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;  // [0, 1)
+    (*a)[static_cast<size_t>(i)] = static_cast<float>((2.0 * u - 1.0) * bound);
+  }
+}
+
+}  // namespace smezo

@@ -1,0 +1,64 @@
+// LoRA adapters on disk, the way Hugging Face PEFT saves and loads them
+// (PeftModel.from_pretrained(base, DIR)):
+//   DIR/adapter_config.json       {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8,
+//                                  "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
+//                                  "base_model_name_or_path": "...", "bias": "none",
+//                                  "fan_in_fan_out": false, "lora_dropout": 0.0, ...}
+//   DIR/adapter_model.safetensors  fp32 tensors named as PEFT names them (adapter name
+//                                  stripped): base_model.model.model.layers.N.self_attn.q_proj.
+//                                  lora_A.weight (r, in) and ....lora_B.weight (out, r)
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given
+// Models with Meta's interleaved RoPE (llama2.c, GGUF) hold q/k rows permuted; B's rows of q
+// and k are written in Hugging Face's rotate-half order, as their full checkpoints are
+// (checkpoint.h), and permuted back when an adapter is applied to such a model.
+// The folder is written beside its place and renamed over it, as full checkpoints are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+
+namespace smezo {
+
+inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
+inline constexpr const char* kAdapterWeightsFile = "adapter_model.safetensors";
+
+// The adapters of `model` (Model::add_lora) into dir; base_model is recorded as
+// base_model_name_or_path.
+void save_lora_adapter(Model& model, const std::string& dir, const std::string& base_model,
+                       const nlohmann::json& run_settings = nullptr);
+
+// An adapter folder read back: its settings and every tensor in fp32, Hugging Face layout.
+struct LoraAdapterTensor {
+  std::string name;           // PEFT name
+  int64_t layer = 0;
+  ParamRole role = ROLE_OTHER;
+  bool is_a = true;           // lora_A (r, in); else lora_B (out, r)
+  int64_t rows = 0, cols = 0;
+  std::vector<float> values;  // rows * cols
+};
+struct LoraAdapter {
+  LoraOptions options;
+  std::string base_model;
+  std::vector<LoraAdapterTensor> tensors;  // file order (by name)
+};
+// Throws naming the file and field for anything this reader does not take (another peft_type,
+// bias other than none, fan_in_fan_out, a module it does not know, a missing tensor).
+LoraAdapter read_lora_adapter(const std::string& dir);
+
+// Whether dir holds an adapter (adapter_config.json).
+bool is_lora_adapter_dir(const std::string& dir);
+
+// Sets the model's adapters (Model::add_lora first, with adapter.options) to the file's values.
+void load_lora_adapter(Model& model, const LoraAdapter& adapter);
+
+// Folds the adapter into the base weights of a model without adapters:
+// W <- W + (alpha / r) · B A for every adapted linear (fp32 on the host, then stored back in
+// the model's dtype).
+void merge_lora_adapter(Model& model, const LoraAdapter& adapter);
+
+}  // namespace smezo
