@@ -178,7 +178,7 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
                       const nlohmann::json& run_settings, const std::string& dtype) {
   const CheckpointPlan plan = plan_checkpoint(source, dtype);
   namespace fs = std::filesystem;
-  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  const std::string tmp = dir + ".tmp";
   std::error_code ec;
   if (fs::exists(dir)) {
     // only ever replace a previous checkpoint, never a directory holding anything else
@@ -201,16 +201,28 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
                 "--checkpoint-dtype; smezo replay rebuilds these weights from the seed log at any time",
                 dir.c_str(), (long long)need, format_bytes(need).c_str(), (long long)avail,
                 format_bytes(avail).c_str());
-  fs::create_directories(tmp, ec);
-  if (ec) throw_write_error("create the checkpoint folder", tmp, ec.value());
-  try {
+  write_folder_swapped(dir, "checkpoint", [&](const std::string& into) {
     std::vector<float> host;  // one tensor at a time
-    write_safetensors_streamed(tmp + "/model.safetensors", plan.specs, kMetadata,
+    write_safetensors_streamed(into + "/model.safetensors", plan.specs, kMetadata,
                                [&](size_t i, char* out) { fill_tensor(source, plan, i, dir, &host, out); });
-    run_write_file_atomic(tmp + "/config.json", plan.config_json);
-    save_tokenizer_files(tokenizer_path, tmp, plan.config.max_seq_len);  // sentencepiece, tokenizer.json, ...
+    run_write_file_atomic(into + "/config.json", plan.config_json);
+    save_tokenizer_files(tokenizer_path, into, plan.config.max_seq_len);  // sentencepiece, tokenizer.json, ...
     if (run_settings.is_object())
-      run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
+      run_write_file_atomic(into + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
+  });
+}
+
+}  // namespace
+
+void write_folder_swapped(const std::string& dir, const std::string& what,
+                          const std::function<void(const std::string& tmp)>& fill) {
+  namespace fs = std::filesystem;
+  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  std::error_code ec;
+  fs::create_directories(tmp, ec);
+  if (ec) throw_write_error(("create the " + what + " folder").c_str(), tmp, ec.value());
+  try {
+    fill(tmp);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
@@ -221,14 +233,12 @@ void write_checkpoint(const CheckpointSource& source, const std::string& dir, co
   if (fs::exists(dir)) {
     fs::rename(dir, old, ec);
     if (ec) fs::remove_all(tmp);
-    if (ec) throw_write_error("move the previous checkpoint out of", dir, ec.value());
+    if (ec) throw_write_error(("move the previous " + what + " out of").c_str(), dir, ec.value());
   }
   fs::rename(tmp, dir, ec);
-  if (ec) throw_write_error("move the new checkpoint into", dir, ec.value());
+  if (ec) throw_write_error(("move the new " + what + " into").c_str(), dir, ec.value());
   fs::remove_all(old, ec);
 }
-
-}  // namespace
 
 void save_hf_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
                         const nlohmann::json& run_settings, const std::string& dtype) {

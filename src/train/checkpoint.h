@@ -76,6 +76,13 @@ int64_t checkpoint_free_bytes(const std::string& path);
 // returns the previous one; an empty function restores checkpoint_free_bytes.
 FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query);
 
+// Writes a folder so that a kill never leaves half of one: fill(tmp) writes the files into
+// dir + ".tmp" (removed when fill throws), which then replaces dir (dir -> dir.old, tmp -> dir,
+// dir.old dropped; run/run_dir.h restores dir.old after a kill between the two renames). `what`
+// names the folder in errors ("checkpoint", "adapter").
+void write_folder_swapped(const std::string& dir, const std::string& what,
+                          const std::function<void(const std::string& tmp)>& fill);
+
 // The smezo_run.json of a checkpoint folder; null when model_path is not a folder or holds none.
 nlohmann::json checkpoint_read_run_settings(const std::string& model_path);
 

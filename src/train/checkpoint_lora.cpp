@@ -151,30 +151,15 @@ void save_lora_adapter(Model& model, const std::string& dir, const std::string& 
     }
     entries.push_back(SafetensorsEntry{p->info.name, DTYPE_F32, {p->w.rows, p->w.cols}, values.back().data()});
   }
-  const std::string tmp = dir + ".tmp", old = dir + ".old";
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) throw_write_error("create the adapter folder", tmp, ec.value());
-  try {
+  fs::remove_all(dir + ".tmp", ec);  // a leftover of an earlier failure
+  write_folder_swapped(dir, "adapter", [&](const std::string& tmp) {  // as full checkpoints are
     write_safetensors(tmp + "/" + kAdapterWeightsFile, entries, {{"format", "pt"}});
     run_write_file_atomic(tmp + "/" + kAdapterConfigFile,
                           adapter_config(model.lora_options(), base_model).dump(2) + "\n");
     if (run_settings.is_object())
       run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  // swap in as full checkpoints do: dir -> dir.old, tmp -> dir, drop dir.old
-  fs::remove_all(old, ec);
-  if (fs::exists(dir)) {
-    fs::rename(dir, old, ec);
-    if (ec) throw_write_error("move the previous adapter out of", dir, ec.value());
-  }
-  fs::rename(tmp, dir, ec);
-  if (ec) throw_write_error("move the new adapter into", dir, ec.value());
-  fs::remove_all(old, ec);
+  });
 }
 
 LoraAdapter read_lora_adapter(const std::string& dir) {
