@@ -6,15 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
-#include <thread>
 
 #include "common/check.h"
 #include "common/file_util.h"
@@ -208,25 +202,9 @@ void expect_replay_and_resume(const std::string& opts, int steps, int kill_after
   ASSERT_EQ(run_command(kSmezo + " replay " + default_model_path() + " " + dir + "/straight/seed_log.txt --out " +
                             dir + "/replayed", &out), 0) << out;
   EXPECT_EQ(read_file(dir + "/replayed/model.safetensors"), weights) << opts;
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const std::string cmd = "exec " + run + " --flush-every 1 --out " + dir + "/killed > /dev/null 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  int64_t logged = 0;
-  for (int i = 0; i < 4800 && logged < kill_after; i++) {  // up to 4 min on a loaded machine
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    try {
-      logged = (int64_t)seed_log_read(dir + "/killed/seed_log.txt").records.size();
-    } catch (const std::exception&) {
-    }
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  const int64_t logged = smezo_test::run_and_kill_after_logged_steps(run + " --flush-every 1 --out " + dir + "/killed",
+                                                                     dir + "/killed/seed_log.txt", kill_after);
+  ASSERT_NE(logged, -1) << "the run finished before it could be killed";
   ASSERT_GE(logged, kill_after);
   ASSERT_LT(logged, steps);
   ASSERT_EQ(run_command(run + " --flush-every 1 --out " + dir + "/killed --resume", &out), 0) << out;

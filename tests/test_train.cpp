@@ -4,12 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 #include "setup/model_setup.h"
 #include "common/check.h"
@@ -86,25 +81,9 @@ TEST(Train, ResumeAfterSigkillEqualsUninterruptedRun) {
   const std::string run = kSmezo + kSmallRun + " --task sst2 --steps 60 --checkpoint-every 20";
   ASSERT_EQ(run_command(run + " --lr 2e-3 --out " + dir + "/straight", &out), 0) << out;
   // start the same run, kill it hard once its seed log holds some flushed steps
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::string cmd = run + " --lr 2e-3 --out " + dir + "/killed > /dev/null 2>&1";
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  int64_t logged = 0;
-  for (int i = 0; i < 2400 && logged < 23; i++) {  // up to 2 min: slow on a loaded machine
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    try {
-      logged = (int64_t)seed_log_read(dir + "/killed/seed_log.txt").records.size();
-    } catch (const std::exception&) {
-    }
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  const int64_t logged = smezo_test::run_and_kill_after_logged_steps(run + " --lr 2e-3 --out " + dir + "/killed",
+                                                                     dir + "/killed/seed_log.txt", 23);
+  ASSERT_NE(logged, -1) << "the run finished before it could be killed";
   ASSERT_GE(logged, 23);
   ASSERT_LT(logged, 60);
   ASSERT_EQ(run_command(run + " --lr 2e-3 --out " + dir + "/killed --resume", &out), 0) << out;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <csignal>
@@ -16,12 +17,14 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
 #include "common/half.h"
+#include "run/seed_log.h"
 #include "backend/backend.h"
 
 namespace smezo_test {
@@ -112,6 +115,29 @@ std::string error_under_file_size_limit(uint64_t bytes, const std::function<void
   setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
   return msg;
+}
+
+int64_t run_and_kill_after_logged_steps(const std::string& cmd, const std::string& seed_log_path, int64_t steps,
+                                        double timeout_s) {
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const std::string line = "exec " + cmd + " > /dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", line.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  int64_t logged = 0;
+  for (int i = 0; i < static_cast<int>(timeout_s * 40) && logged < steps; i++) {  // slow on a loaded machine
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    try {
+      logged = static_cast<int64_t>(smezo::seed_log_read(seed_log_path).records.size());
+    } catch (const std::exception&) {  // not written yet, or a partial header
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? logged : -1;
 }
 
 int run_command(const std::string& cmd, std::string* output) {

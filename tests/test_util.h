@@ -46,6 +46,12 @@ std::string smollm2_path();
 // Runs a shell command, returns its exit code and (stdout + stderr) in *output.
 int run_command(const std::string& cmd, std::string* output);
 
+// Starts `cmd` (a shell command line, its output discarded) and SIGKILLs it once the seed log at
+// seed_log_path holds at least `steps` records (polled every 25 ms, for up to timeout_s). Returns
+// the records logged when it was killed, or -1 when the run ended by itself first.
+int64_t run_and_kill_after_logged_steps(const std::string& cmd, const std::string& seed_log_path, int64_t steps,
+                                        double timeout_s = 240);
+
 // ---- one-line messages
 
 // Passes when message (an error's what()) has no line break: the one line a user reads.
