@@ -78,13 +78,16 @@ struct TrainOptions {
   int pipeline_stages = 1;       // under mpirun: split the layers over this many ranks (pipeline
                                  // parallel); ranks / stages data-parallel replicas of the pipeline
   int64_t micro_batches = 0;     // pipeline micro-batches in flight; 0: pipeline_stages on cuda, 1 on cpu
-  // Which parameters are tuned: "full" (all, less the freezes) or "lora" (only LoRA adapters
+  // Which parameters are tuned: "full" (all, less the freezes), "lora" (only LoRA adapters
   // A (r, in), B (out, r) on the lora_targets linears of every layer, y = W x + (lora_alpha /
-  // lora_r)·B A x; the base weights stay as loaded; checkpoints are PEFT adapter folders).
+  // lora_r)·B A x) or "prefix" (only prefix_tokens key/value rows per layer that every query
+  // attends to, initialised from the model's own activations); under lora and prefix the base
+  // weights stay as loaded and checkpoints are PEFT adapter folders.
   std::string tune = "full";
   int64_t lora_r = 8;
   float lora_alpha = 16.0f;
   std::string lora_targets = "q,v";  // roles among q,k,v,o,gate,up,down (PEFT's LLaMA default)
+  int64_t prefix_tokens = 5;         // MeZO's default num_prefix
   SpsaOptions spsa;              // total_steps is set from steps
 };
 

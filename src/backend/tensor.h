@@ -54,8 +54,9 @@ inline bool role_is_embedding(ParamRole role) {
   return role == ROLE_TOKEN_EMBEDDING || role == ROLE_POSITION_EMBEDDING;
 }
 
-// A LoRA adapter's matrix (model/lora.h): under --tune lora only these are tuned.
-enum AdapterPart { ADAPTER_NONE, ADAPTER_LORA_A, ADAPTER_LORA_B };
+// A LoRA adapter's matrix (model/lora.h) or a layer's prefix keys/values (model/prefix.h): under
+// --tune lora or --tune prefix only these are tuned.
+enum AdapterPart { ADAPTER_NONE, ADAPTER_LORA_A, ADAPTER_LORA_B, ADAPTER_PREFIX_KEY, ADAPTER_PREFIX_VALUE };
 
 struct ParamInfo {
   std::string name;          // Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
@@ -63,7 +64,8 @@ struct ParamInfo {
   bool is_bias = false;      // the bias of its role's layer (a linear's, or a LayerNorm's)
   uint32_t tensor_id = 0;    // noise stream id: index in the model's canonical parameter list
   bool is_linear = false;    // a linear layer's weight matrix (the only kind that is masked)
-  AdapterPart adapter = ADAPTER_NONE;  // LoRA's A or B (role: the adapted layer's); else a base weight
+  AdapterPart adapter = ADAPTER_NONE;  // LoRA's A or B (role: the adapted layer's), a prefix's keys
+                                       // (role k) or values (role v); else a base weight
   bool trainable = true;     // false: never perturbed nor updated
   MaskKind mask = MASK_DENSE;
   float threshold = 0.0f;    // MASK_MAGNITUDE: the fixed per-tensor |w| threshold h

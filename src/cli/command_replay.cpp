@@ -1,6 +1,7 @@
 // smezo replay BASE SEEDLOG --out DIR: rebuilds fine-tuned weights from the base model and a
 // run's seed log (no forward passes: one update per logged step), bit-exactly, and writes
-// them as a Hugging Face checkpoint (a --tune lora run: its PEFT adapter folder).
+// them as a Hugging Face checkpoint (a --tune lora or --tune prefix run: its PEFT adapter folder;
+// a prefix is first rebuilt from the model's activations of its P init tokens, one short forward).
 #include <cstdio>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "run/seed_log.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_lora.h"
+#include "train/checkpoint_prefix.h"
 #include "train/spsa.h"
 
 namespace smezo {
@@ -35,7 +37,15 @@ int run_replay(const ReplayState& s) {
   mo.tokenizer_path = s.tokenizer;
   mo.device = device;
   mo.dtype = dtype;
-  mo.max_tokens = 1;
+  const nlohmann::json tune = log.header.value("tune", nlohmann::json());  // absent: full
+  const std::string tune_mode = tune.is_object() ? tune.value("mode", std::string()) : std::string("full");
+  SMEZO_REQUIRE(tune_mode == "full" || tune_mode == "lora" || tune_mode == "prefix",
+                "%s: tune mode %s is not one this build replays (lora, prefix, or none for full)", s.log_path.c_str(),
+                tune.dump().c_str());
+  const bool lora = tune_mode == "lora", prefix = tune_mode == "prefix";
+  const PrefixOptions prefix_options = prefix ? prefix_options_from_json(tune, s.log_path) : PrefixOptions{};
+  // the updates need no activations; a prefix is made from the model's activations of P tokens
+  mo.max_tokens = prefix ? prefix_options.tokens : 1;
   mo.max_logit_rows = 1;
   mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
   LoadedModel lm = open_model(mo);
@@ -46,13 +56,16 @@ int run_replay(const ReplayState& s) {
                 "---> HINT: replay with %s", s.log_path.c_str(), logged_dtype.c_str(), replay_dtype.c_str(),
                 logged_dtype == "F32" ? "--dtype f32 (or no --dtype) on either device"
                                       : ("--device cuda --dtype " + logged_dtype_arg).c_str());
-  const bool lora = log.header.contains("tune");  // --tune lora: the run's adapters, from its seed
-  if (lora) lm.model->add_lora(lora_options_from_json(log.header["tune"], s.log_path), opts.seed);
+  // --tune lora/prefix: the run's adapters or prefix, from its seed
+  if (lora) lm.model->add_lora(lora_options_from_json(tune, s.log_path), opts.seed);
+  if (prefix) lm.model->add_prefix(prefix_options, opts.seed);
   SpsaOptimizer optimizer(*lm.model, opts);
   optimizer.check_matches(log.header["spsa"], s.log_path);
   for (const SeedRecord& r : log.records) optimizer.apply_record(r, s.log_path);
   if (lora)
     save_lora_adapter(*lm.model, s.out, log.header.value("model", s.base));
+  else if (prefix)
+    save_prefix_adapter(*lm.model, s.out, log.header.value("model", s.base));
   else
     save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
@@ -60,6 +73,10 @@ int run_replay(const ReplayState& s) {
   if (lora) {  // an adapter folder holds no tokenizer
     std::printf("%s is a LoRA adapter (PEFT layout): smezo merge --model %s --adapter %s --out DIR makes a full "
                 "model of it\n", s.out.c_str(), s.base.c_str(), s.out.c_str());
+    return 0;
+  }
+  if (prefix) {
+    std::printf("%s is a prefix adapter (PEFT's PREFIX_TUNING layout) for %s\n", s.out.c_str(), s.base.c_str());
     return 0;
   }
   if (lm.tokenizer_path.empty())

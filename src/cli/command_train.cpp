@@ -210,15 +210,20 @@ Command register_train(CLI::App& smezo) {
   cmd->add_flag("--freeze-norms", o.spsa.freeze_norms, "do not tune the norm weights");
   cmd->add_flag("--freeze-biases", o.spsa.freeze_biases, "do not tune the biases");
   cmd->add_option("--tune", o.tune, "full: tune every parameter (less the freezes); lora: tune only LoRA adapters "
-                  "(the base weights stay as loaded; checkpoints are PEFT adapter folders, `smezo merge` folds "
-                  "one into a full model)")
-      ->check(one_of({"full", "lora"}));
+                  "(`smezo merge` folds one into a full model); prefix: tune only --prefix-tokens key/value rows "
+                  "per layer that every token attends to (MeZO's prefix mode, started from the model's own "
+                  "activations of random tokens). Under lora and prefix the base weights stay as loaded and "
+                  "checkpoints are PEFT adapter folders")
+      ->check(one_of({"full", "lora", "prefix"}));
   cmd->add_option("--lora-r", o.lora_r, "--tune lora: adapter rank r")->check(integer_at_least(1));
   cmd->add_option("--lora-alpha", o.lora_alpha, "--tune lora: alpha; the adapter's output is scaled by alpha / r")
       ->check(number_above(0));
   cmd->add_option("--lora-targets", o.lora_targets, "--tune lora: the linears adapted in every layer, by role, "
                   "comma-separated (any of q,k,v,o,gate,up,down)")
       ->type_name("LIST");
+  cmd->add_option("--prefix-tokens", o.prefix_tokens, "--tune prefix: virtual tokens P per layer; the sequences "
+                  "then sit at positions P.. (a sequence may hold max positions - P tokens)")
+      ->check(integer_at_least(1));
   cmd->add_flag("--stochastic-rounding", o.spsa.stochastic_rounding,
                 "round updates stochastically to bf16 storage (--device cuda --dtype bf16)");
   return {cmd, [s] { return run_train(*s); }};

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "common/splitmix.h"
 
 namespace smezo {
 
@@ -11,13 +12,6 @@ namespace {
 
 constexpr ParamRole kLoraRoles[] = {ROLE_ATTN_Q,   ROLE_ATTN_K, ROLE_ATTN_V,  ROLE_ATTN_O,
                                     ROLE_MLP_GATE, ROLE_MLP_UP, ROLE_MLP_DOWN};
-
-uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 }  // namespace
 
@@ -91,10 +85,10 @@ LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& s
 void lora_init_a(uint64_t seed, uint32_t tensor_id, int64_t rank, int64_t in, std::vector<float>* a) {
   // kaiming_uniform_(a=sqrt(5)): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in) = 1/sqrt(fan_in)
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  const uint64_t base = mix64(seed ^ (0x4C6F5241ULL << 32) ^ tensor_id);  // "LoRA"
+  const uint64_t base = splitmix64(seed ^ (0x4C6F5241ULL << 32) ^ tensor_id);  // "LoRA"
   a->resize(static_cast<size_t>(rank * in));
   for (int64_t i = 0; i < rank * in; i++) {
-    const double u = static_cast<double>(mix64(base + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;  // [0, 1)
+    const double u = static_cast<double>(splitmix64(base + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;  // [0, 1)
     (*a)[static_cast<size_t>(i)] = static_cast<float>((2.0 * u - 1.0) * bound);
   }
 }

@@ -208,9 +208,14 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     t.rows = M;
     return t;
   };
-  Tensor x = rows(ws_.x), xn = rows(ws_.xn), q = rows(ws_.q),
-         att = rows(ws_.att), k = rows(ws_.k), v = rows(ws_.v), h_gate = rows(ws_.h_gate),
-         h_up = rows(ws_.h_up);
+  // --tune prefix: the keys/values go where the prefix rows follow them (prefix_attention)
+  const bool prefixed = !prefix_.empty();
+  Tensor x = rows(ws_.x), xn = rows(ws_.xn), q = rows(ws_.q), att = rows(ws_.att),
+         k = rows(prefixed ? ws_.prefix_src_k : ws_.k), v = rows(prefixed ? ws_.prefix_src_v : ws_.v),
+         h_gate = rows(ws_.h_gate), h_up = rows(ws_.h_up);
+  std::vector<int64_t> prefix_kv_index;  // the same for every layer
+  std::vector<AttentionSeq> prefix_seqs;
+  if (prefixed && cache_pos < 0) prefix_layout(seqs, probe, M, &prefix_kv_index, &prefix_seqs);
   auto bias = [](const Param& p) { return p.w.data ? &p : nullptr; };
 
   // Embeddings and norms read their parameters per half of a pair (they are small); the
@@ -263,7 +268,10 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       backend_.copy_rows(cache_v_[l], cache_pos, v);
       ap.k = cache_k_[l];
       ap.v = cache_v_[l];
-      ap.seqs = {AttentionSeq{0, M, 0, cache_pos + M}};
+      ap.seqs = {AttentionSeq{0, M, 0, cache_pos + M}};  // a prefix: the cache's first P rows
+    } else if (prefixed) {
+      prefix_attention(l, probe, M, prefix_kv_index, &ap);
+      ap.seqs = prefix_seqs;
     } else {
       ap.k = k;
       ap.v = v;
@@ -328,12 +336,13 @@ void Model::compute_logits(const std::vector<int64_t>& rows, const Probe& probe,
 void Model::pack_positions(const ForwardBatch& batch, std::vector<int32_t>* positions,
                            std::vector<AttentionSeq>* seqs) const {
   int64_t row = 0;
+  const int64_t first = prefix_tokens();  // a prefix stands at positions 0..P-1
   for (int64_t len : batch.seq_lens) {
-    SMEZO_REQUIRE(len > 0 && len <= config_.max_seq_len,
-                  "sequence of %lld tokens: the model supports 1..%lld", (long long)len,
-                  (long long)config_.max_seq_len);
+    SMEZO_REQUIRE(len > 0 && len <= config_.max_seq_len - first,
+                  "sequence of %lld tokens: the model supports 1..%lld%s", (long long)len,
+                  (long long)(config_.max_seq_len - first), first > 0 ? " after its prefix" : "");
     seqs->push_back(AttentionSeq{row, len, row, len});
-    for (int64_t i = 0; i < len; i++) positions->push_back(static_cast<int32_t>(i));
+    for (int64_t i = 0; i < len; i++) positions->push_back(static_cast<int32_t>(first + i));
     row += len;
   }
   SMEZO_REQUIRE(row == (int64_t)batch.tokens.size(), "batch: sequence lengths sum to %lld, %zu tokens",
@@ -390,9 +399,11 @@ void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<f
 }
 
 void Model::enable_kv_cache(int64_t max_len) {
-  SMEZO_REQUIRE(max_len > 0 && max_len <= config_.max_seq_len,
-                "generation length %lld: the model supports 1..%lld positions", (long long)max_len,
-                (long long)config_.max_seq_len);
+  const int64_t first = prefix_tokens();  // the cache holds a prefix first
+  SMEZO_REQUIRE(max_len > 0 && max_len <= config_.max_seq_len - first,
+                "generation length %lld: the model supports 1..%lld positions%s", (long long)max_len,
+                (long long)(config_.max_seq_len - first), first > 0 ? " after its prefix" : "");
+  max_len += first;
   if (cache_len_ >= max_len) return;
   const int64_t kv_dim = config_.n_kv_heads * config_.head_dim;
   cache_k_.clear();
@@ -408,11 +419,13 @@ void Model::forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std:
   const int64_t n = static_cast<int64_t>(tokens.size());
   SMEZO_REQUIRE(stage_.whole(), "generation runs the whole model, not a pipeline stage");
   SMEZO_REQUIRE(cache_len_ > 0, "forward_cached: call enable_kv_cache first");
-  SMEZO_REQUIRE(pos >= 0 && pos + n <= cache_len_, "position %lld past the cache (%lld)",
-                (long long)(pos + n), (long long)cache_len_);
+  const int64_t first = prefix_tokens();  // the sequence sits after a prefix
+  SMEZO_REQUIRE(pos >= 0 && first + pos + n <= cache_len_, "position %lld past the cache (%lld)",
+                (long long)(pos + n), (long long)(cache_len_ - first));
+  if (first > 0 && pos == 0) prefix_into_cache();  // a new sequence
   std::vector<int32_t> positions;
-  for (int64_t i = 0; i < n; i++) positions.push_back(static_cast<int32_t>(pos + i));
-  run(tokens, positions, {}, pos, Probe{});
+  for (int64_t i = 0; i < n; i++) positions.push_back(static_cast<int32_t>(first + pos + i));
+  run(tokens, positions, {}, first + pos, Probe{});
   compute_logits({n - 1}, Probe{}, logits);
 }
 

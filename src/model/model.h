@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "model/lora.h"
 #include "model/model_stage.h"
+#include "model/prefix.h"
 #include "model/weight_source.h"
 
 namespace smezo {
@@ -93,6 +94,19 @@ class Model {
   const LoraOptions& lora_options() const { return lora_options_; }
   const std::vector<LoraLayer>& lora_layers() const { return lora_; }
 
+  // --tune prefix: P key and value rows per layer that every query attends to (prefix.h),
+  // initialised from the base model's own keys and values for prefix_init_tokens(seed); they
+  // join params() after the base tensors. Sequences then sit at positions P.. (at most
+  // max_seq_len - P tokens) and every sequence of a batch must ask for a logit row (the
+  // prefixed keys/values of a batch take max_tokens + P x min(max_tokens, max_logit_rows) rows).
+  // Whole models only, not with LoRA; once per model; the workspace must hold P tokens.
+  void add_prefix(const PrefixOptions& options, uint64_t seed);
+  bool has_prefix() const { return !prefix_.empty(); }
+  const PrefixOptions& prefix_options() const { return prefix_options_; }
+  const std::vector<PrefixLayer>& prefix_layers() const { return prefix_; }
+  // P under --tune prefix, else 0: the position of a sequence's first token
+  int64_t prefix_tokens() const { return prefix_.empty() ? 0 : prefix_options_.tokens; }
+
   // All parameters in canonical order (tensor_id = index), absent ones skipped.
   const std::vector<Param*>& params() { return param_list_; }
   const ModelParams& weights() const { return weights_; }
@@ -111,7 +125,22 @@ class Model {
     // max_tokens x (rank + widest) fp32, beside the adapters' own A and B)
     Tensor lora_mid;                  // (max_tokens, rank): A x
     Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x)
+    // --tune prefix only, allocated by add_prefix (P rows per sequence, kv = n_kv_heads*head_dim)
+    Tensor prefix_src_k, prefix_src_v;  // (max_tokens + 2P, kv): the tokens' keys/values, then the
+                                        // probed prefix (the + half's P rows, the - half's)
+    Tensor prefix_k, prefix_v;          // (max_tokens + P x min(max_tokens, max_logit_rows), kv):
+                                        // each sequence's P prefix rows, then its own rows
   };
+  // The attention of layer l under --tune prefix: the probed prefix rows written after the
+  // tokens' keys/values in ws_.prefix_src_*, then gathered per sequence by `kv_index`;
+  // `prefixed` are the sequences' spans in the gathered rows.
+  void prefix_attention(int64_t l, const Probe& probe, int64_t M, const std::vector<int64_t>& kv_index,
+                        AttentionParams* ap);
+  // the prefix (unprobed) as the key/value cache's first P rows
+  void prefix_into_cache();
+  // kv_index (rows of ws_.prefix_src_* per gathered row) and the sequences' gathered spans
+  void prefix_layout(const std::vector<AttentionSeq>& seqs, const Probe& probe, int64_t M,
+                     std::vector<int64_t>* kv_index, std::vector<AttentionSeq>* prefixed) const;
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
@@ -138,10 +167,12 @@ class Model {
   std::vector<Param*> param_list_;
   std::vector<LoraLayer> lora_;  // per layer; empty unless add_lora
   LoraOptions lora_options_;
+  std::vector<PrefixLayer> prefix_;  // per layer; empty unless add_prefix
+  PrefixOptions prefix_options_;
   int64_t max_tokens_;
   int64_t max_logit_rows_;
   Workspace ws_;
-  std::vector<Tensor> cache_k_, cache_v_;  // per layer (max_len, n_kv_heads*head_dim)
+  std::vector<Tensor> cache_k_, cache_v_;  // per layer (P + max_len, n_kv_heads*head_dim): a prefix first
   int64_t cache_len_ = 0;
 };
 

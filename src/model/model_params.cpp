@@ -132,6 +132,15 @@ void interleaved_rows_to_rotate_half(const float* in, int64_t rows, int64_t cols
       }
 }
 
+void rotate_half_rows_to_interleaved(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out) {
+  for (int64_t h = 0; h < rows / head_dim; h++)
+    for (int64_t i = 0; i < head_dim / 2; i++)
+      for (int64_t k = 0; k < cols; k++) {
+        out[(h * head_dim + 2 * i) * cols + k] = in[(h * head_dim + i) * cols + k];
+        out[(h * head_dim + 2 * i + 1) * cols + k] = in[(h * head_dim + i + head_dim / 2) * cols + k];
+      }
+}
+
 const char* architecture_name(Architecture arch) {
   switch (arch) {
     case ARCH_LLAMA: return "llama";

@@ -35,6 +35,8 @@ inline bool rope_permutes_rows(ParamRole role, bool is_bias) {
 // (rows, cols) with interleaved pairs (2i, 2i+1) per head of head_dim rows -> the rotate-half
 // layout (i, i + head_dim/2): GGUF/llama2.c q and k weights written as Hugging Face's.
 void interleaved_rows_to_rotate_half(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out);
+// Its inverse: Hugging Face's rotate-half rows back to the interleaved layout.
+void rotate_half_rows_to_interleaved(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out);
 
 // Resizes weights.layers to the config and lists every parameter slot in canonical order.
 std::vector<ParamSlot> list_param_slots(const ModelConfig& config, ModelParams& weights);

@@ -26,16 +26,6 @@ bool permutes_b(const Model& model, ParamRole role) {
   return c.arch != ARCH_OPT && c.rope_style == ROPE_INTERLEAVED && rope_permutes_rows(role, false);
 }
 
-// The inverse of interleaved_rows_to_rotate_half (model_params.h).
-void rotate_half_rows_to_interleaved(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out) {
-  for (int64_t h = 0; h < rows / head_dim; h++)
-    for (int64_t i = 0; i < head_dim / 2; i++)
-      for (int64_t k = 0; k < cols; k++) {
-        out[(h * head_dim + 2 * i) * cols + k] = in[(h * head_dim + i) * cols + k];
-        out[(h * head_dim + 2 * i + 1) * cols + k] = in[(h * head_dim + i + head_dim / 2) * cols + k];
-      }
-}
-
 ParamRole role_of_module(const std::string& module) {
   for (ParamRole r : {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_O, ROLE_MLP_GATE, ROLE_MLP_UP, ROLE_MLP_DOWN})
     if (module == lora_module_name(r)) return r;
@@ -162,11 +152,17 @@ void save_lora_adapter(Model& model, const std::string& dir, const std::string& 
   });
 }
 
-LoraAdapter read_lora_adapter(const std::string& dir) {
+nlohmann::json read_adapter_config(const std::string& dir) {
   const std::string config_path = dir + "/" + kAdapterConfigFile;
   const std::string text = read_text(config_path);
-  const nlohmann::json j = json_parse_strict(text.data(), text.data() + text.size(), config_path);
+  nlohmann::json j = json_parse_strict(text.data(), text.data() + text.size(), config_path);
   SMEZO_REQUIRE(j.is_object(), "%s must hold a JSON object", config_path.c_str());
+  return j;
+}
+
+LoraAdapter read_lora_adapter(const std::string& dir) {
+  const std::string config_path = dir + "/" + kAdapterConfigFile;
+  const nlohmann::json j = read_adapter_config(dir);
   LoraAdapter adapter;
   adapter.options = options_from_config(j, config_path, &adapter.base_model);
   const SafetensorsFile file(dir + "/" + kAdapterWeightsFile);

@@ -50,6 +50,9 @@ struct LoraAdapter {
 // bias other than none, fan_in_fan_out, a module it does not know, a missing tensor).
 LoraAdapter read_lora_adapter(const std::string& dir);
 
+// dir/adapter_config.json parsed strictly (a JSON object; throws naming the file).
+nlohmann::json read_adapter_config(const std::string& dir);
+
 // Whether dir holds an adapter (adapter_config.json).
 bool is_lora_adapter_dir(const std::string& dir);
 

@@ -25,13 +25,6 @@ std::string float_hex_bits(float f) {
 
 }  // namespace
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 Method method_parse(const std::string& name) {
   if (name == "mezo") return METHOD_MEZO;
   if (name == "smezo" || name == "s-mezo" || name == "sparse-mezo") return METHOD_SMEZO;
@@ -137,20 +130,23 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(mod
     ParamInfo& info = p->info;
     info.trainable = !((opts_.freeze_embeddings && is_embedding(info)) ||
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
-    if (model_.has_lora()) info.trainable = info.adapter != ADAPTER_NONE;  // --tune lora: A and B only
+    // --tune lora / prefix: the adapters (A and B, or the prefix keys and values) only
+    if (model_.has_lora() || model_.has_prefix()) info.trainable = info.adapter != ADAPTER_NONE;
+    // the methods' masks apply to the linear weights, and under --tune prefix to the prefix
+    const bool maskable = info.is_linear || info.adapter == ADAPTER_PREFIX_KEY || info.adapter == ADAPTER_PREFIX_VALUE;
     info.stochastic_rounding = opts_.stochastic_rounding;
     info.noise = opts_.noise;
     info.mask = MASK_DENSE;
     info.threshold = 0.0f;
     info.keep_prob = 1.0f;
-    if (info.trainable && info.is_linear && opts_.method == METHOD_SMEZO) {  // frozen: no mask to fix
+    if (info.trainable && maskable && opts_.method == METHOD_SMEZO) {  // frozen: no mask to fix
       info.mask = MASK_MAGNITUDE;
       // LoRA's B starts at 0, so its quantile h = 0 would keep only the entries no update has
       // moved yet: B is tuned densely (h = +inf); A (Kaiming-uniform) is masked like any weight.
       info.threshold = opts_.sparsity == 0.0 || info.adapter == ADAPTER_LORA_B
                            ? std::numeric_limits<float>::infinity()
                            : model_.backend().abs_quantile(*p, 1.0 - opts_.sparsity);
-    } else if (info.trainable && info.is_linear && opts_.method == METHOD_RMEZO && opts_.sparsity > 0.0) {
+    } else if (info.trainable && maskable && opts_.method == METHOD_RMEZO && opts_.sparsity > 0.0) {
       info.mask = MASK_RANDOM;
       info.keep_prob = static_cast<float>(1.0 - opts_.sparsity);
       info.mask_seed = mask_seed;

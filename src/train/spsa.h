@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/splitmix.h"  // splitmix64: step seeds
 #include "model/model.h"
 #include "run/seed_log.h"  // SeedProbe, SeedRecord
 #include "smezo/train.h"  // Method, LrSchedule, SpsaOptions
@@ -133,8 +134,5 @@ class SpsaOptimizer {
 
 // The options a describe() object records (the inverse of describe(), for replay).
 SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& source);
-
-// splitmix64: the mixing function behind step seeds.
-uint64_t splitmix64(uint64_t x);
 
 }  // namespace smezo

@@ -12,6 +12,7 @@
 #include "common/assets.h"
 #include "common/check.h"
 #include "common/file_util.h"
+#include "common/splitmix.h"
 #include "common/stopwatch.h"
 #include "dist/device.h"
 #include "dist/world.h"
@@ -27,6 +28,7 @@
 #include "tasks/task_encode.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_lora.h"
+#include "train/checkpoint_prefix.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
 #include "train/generation_eval.h"
 #include "train/metric_objective.h"
@@ -101,6 +103,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["objective"] = o.objective;  // a log without it ran on the loss (check_resume_header)
   if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
+  if (model.has_prefix()) h["tune"] = prefix_describe(model.prefix_options());
   return h;
 }
 
@@ -189,8 +192,10 @@ TrainOptions checked_options(const TrainOptions& o, bool root) {
                 (long long)o.max_len);
   SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
   SMEZO_REQUIRE(o.accumulate >= 1, "train: --accumulate %lld must be at least 1", (long long)o.accumulate);
-  SMEZO_REQUIRE(o.tune == "full" || o.tune == "lora", "train: --tune '%s' is not full or lora", o.tune.c_str());
+  SMEZO_REQUIRE(o.tune == "full" || o.tune == "lora" || o.tune == "prefix", "train: --tune '%s' is not full, lora "
+                "or prefix", o.tune.c_str());
   if (o.tune == "lora") lora_validate(LoraOptions{o.lora_r, o.lora_alpha, lora_targets_parse(o.lora_targets)});
+  if (o.tune == "prefix") prefix_validate(PrefixOptions{o.prefix_tokens});
   SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
                 "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
                 o.spsa.weight_decay);
@@ -347,7 +352,8 @@ void TrainRun::load() {
   t_phase = SteadyClock::now();
   o_.model_path = lm_.model_path;
   checkpoint_dtype(model(), o_.checkpoint_dtype);  // a bad name fails now, not after training
-  const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len);
+  // a prefix takes the first positions (--tune prefix)
+  const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len - (o_.tune == "prefix" ? o_.prefix_tokens : 0));
   data_.train = encode_all(*lm_.tokenizer, splits_.train, max_len);
   data_.dev = encode_all(*lm_.tokenizer, splits_.dev, max_len);
   if (!o_.skip_test) data_.test = encode_all(*lm_.tokenizer, splits_.test, max_len);
@@ -361,6 +367,7 @@ void TrainRun::load() {
                                       seed_log_path_);
   if (o_.tune == "lora")  // adapters from the run seed, so resume and replay rebuild the same ones
     model().add_lora(LoraOptions{o_.lora_r, o_.lora_alpha, lora_targets_parse(o_.lora_targets)}, o_.spsa.seed);
+  if (o_.tune == "prefix") model().add_prefix(PrefixOptions{o_.prefix_tokens}, o_.spsa.seed);  // the same
   t_phase = SteadyClock::now();
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
   startup_["thresholds"] = seconds_since(t_phase);
@@ -696,7 +703,8 @@ std::string TrainRun::save_checkpoint(int64_t step) {
   nlohmann::json settings = run_settings_;
   settings["step"] = step;
   const std::string dir = o_.out_dir + "/checkpoint";
-  if (model().has_lora() && !root_) return "";  // --tune lora: rank 0 writes the adapter alone
+  const bool adapter = model().has_lora() || model().has_prefix();
+  if (adapter && !root_) return "";  // --tune lora/prefix: rank 0 writes the adapter alone
   if (!root_) {  // a pipeline stage serves rank 0 its tensors; other ranks have nothing to do
     topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
     return "";
@@ -704,6 +712,8 @@ std::string TrainRun::save_checkpoint(int64_t step) {
   try {
     if (model().has_lora())
       save_lora_adapter(model(), dir, o_.model_path, settings);  // PEFT's adapter folder
+    else if (model().has_prefix())
+      save_prefix_adapter(model(), dir, o_.model_path, settings);
     else
       topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
     return "";

@@ -1,0 +1,43 @@
+// Prefix tuning options and initial tokens (see prefix.h).
+#include "model/prefix.h"
+
+#include "common/check.h"
+#include "common/splitmix.h"
+
+namespace smezo {
+
+void prefix_validate(const PrefixOptions& o) {
+  SMEZO_REQUIRE(o.tokens >= 1, "--prefix-tokens %lld: the prefix needs at least one token", (long long)o.tokens);
+}
+
+nlohmann::json prefix_describe(const PrefixOptions& o) {
+  return {{"mode", "prefix"}, {"tokens", o.tokens}, {"init", "real-activations"}};
+}
+
+PrefixOptions prefix_options_from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    SMEZO_REQUIRE(j.at("mode").get<std::string>() == "prefix", "%s: tune mode '%s' is not prefix", source.c_str(),
+                  j.at("mode").get<std::string>().c_str());
+    SMEZO_REQUIRE(j.at("init").get<std::string>() == "real-activations",
+                  "%s: prefix init '%s' is not one this build knows (real-activations)", source.c_str(),
+                  j.at("init").get<std::string>().c_str());
+    PrefixOptions o;
+    o.tokens = j.at("tokens").get<int64_t>();
+    prefix_validate(o);
+    return o;
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("%s: the prefix settings are incomplete or malformed: %s", source.c_str(), e.what());
+  }
+}
+
+std::vector<int32_t> prefix_init_tokens(uint64_t seed, int64_t vocab_size, int64_t count) {
+  SMEZO_REQUIRE(vocab_size >= 1 && count >= 0, "prefix_init_tokens: vocabulary %lld, %lld tokens",
+                (long long)vocab_size, (long long)count);
+  const uint64_t base = splitmix64(seed ^ (0x505245464958ULL << 16));  // "PREFIX"
+  std::vector<int32_t> tokens;
+  for (int64_t i = 0; i < count; i++)
+    tokens.push_back(static_cast<int32_t>(splitmix64(base + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab_size)));
+  return tokens;
+}
+
+}  // namespace smezo

@@ -1,0 +1,55 @@
+// Prefix adapters (--tune prefix, model/prefix.h) on disk, the way Hugging Face PEFT saves and
+// loads a PREFIX_TUNING adapter without projection (PeftModel.from_pretrained(base, DIR)):
+//   DIR/adapter_config.json       {"peft_type": "PREFIX_TUNING", "task_type": "CAUSAL_LM",
+//                                  "num_virtual_tokens": P, "num_layers": L, "token_dim":
+//                                  n_kv_heads*head_dim, "num_attention_heads": n_kv_heads,
+//                                  "num_transformer_submodules": 1, "prefix_projection": false,
+//                                  "base_model_name_or_path": "...", ...}
+//   DIR/adapter_model.safetensors  one fp32 tensor "prompt_embeddings" (P, L*2*token_dim): row t
+//                                  holds layer 0's key, layer 0's value, layer 1's key, ... of
+//                                  virtual token t, each n_kv_heads blocks of head_dim
+//                                  (PEFT's view (P, 2L, heads, head_dim) of the past keys/values)
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given
+// token_dim and num_attention_heads count key/value heads, as PEFT sets them for grouped-query
+// models. Keys are stored after the rotary embedding (a cache's keys); models with Meta's
+// interleaved RoPE (llama2.c, GGUF) hold them permuted per head and are written in Hugging
+// Face's rotate-half order, and permuted back when read into such a model. The folder is
+// written beside its place and renamed over it, as full checkpoints are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+
+namespace smezo {
+
+inline constexpr const char* kPrefixTensorName = "prompt_embeddings";
+
+// The prefix of `model` (Model::add_prefix) into dir; base_model is recorded as
+// base_model_name_or_path.
+void save_prefix_adapter(Model& model, const std::string& dir, const std::string& base_model,
+                         const nlohmann::json& run_settings = nullptr);
+
+// A prefix adapter folder read back: its settings and the prompt_embeddings tensor in fp32,
+// Hugging Face layout.
+struct PrefixAdapter {
+  PrefixOptions options;
+  std::string base_model;
+  int64_t layers = 0;
+  int64_t token_dim = 0;       // n_kv_heads * head_dim
+  int64_t kv_heads = 0;
+  std::vector<float> values;   // (P, layers * 2 * token_dim)
+};
+// Throws naming the file and field for anything this reader does not take (another peft_type,
+// a projection, a shape that disagrees with the config).
+PrefixAdapter read_prefix_adapter(const std::string& dir);
+
+// Sets the model's prefix (Model::add_prefix first, with adapter.options) to the file's values;
+// throws when the adapter was made for a model of other dimensions.
+void load_prefix_adapter(Model& model, const PrefixAdapter& adapter);
+
+}  // namespace smezo
