@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model/model.h"
@@ -70,6 +71,29 @@ smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint3
 
 float* mutable_tensor(smezo::WeightSource& source, const std::string& name) {
   return const_cast<float*>(static_cast<const float*>(source.tensors.at(name).data));
+}
+
+smezo::WeightSource hf_twin_of_interleaved(const smezo::ModelConfig& config, uint32_t seed) {
+  const smezo::WeightSource meta = random_weight_source(config, seed);
+  smezo::ModelConfig hf_config = config;
+  hf_config.rope_style = smezo::ROPE_ROTATE_HALF;
+  smezo::WeightSource hf = random_weight_source(hf_config, seed);  // same values, then permute q/k rows
+  const int64_t hd = config.head_dim;
+  for (int64_t l = 0; l < config.n_layers; l++) {
+    for (const char* proj : {"q_proj", "k_proj"}) {
+      const std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + ".weight";
+      const float* src = static_cast<const float*>(meta.tensors.at(name).data);
+      float* dst = mutable_tensor(hf, name);
+      const int64_t heads = std::string(proj) == "q_proj" ? config.n_heads : config.n_kv_heads;
+      for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < hd / 2; i++)
+          for (int64_t k = 0; k < config.dim; k++) {
+            dst[(h * hd + i) * config.dim + k] = src[(h * hd + 2 * i) * config.dim + k];
+            dst[(h * hd + i + hd / 2) * config.dim + k] = src[(h * hd + 2 * i + 1) * config.dim + k];
+          }
+    }
+  }
+  return hf;
 }
 
 std::vector<float> logits_of(smezo::Model& model, const std::vector<int32_t>& tokens) {

@@ -22,6 +22,11 @@ smezo::WeightSource random_weight_source(const smezo::ModelConfig& config, uint3
                                          float scale = 0.3f);
 // Mutable fp32 data of one tensor of a source made by random_weight_source.
 float* mutable_tensor(smezo::WeightSource& source, const std::string& name);
+// The Hugging Face twin of an interleaved-RoPE (Meta layout) source made by
+// random_weight_source(config, seed): the same values with every q/k weight row moved as HF's
+// conversion moves it (row 2i of a head to row i, row 2i+1 to row i + head_dim/2) and rotate-half
+// RoPE; both give the same logits.
+smezo::WeightSource hf_twin_of_interleaved(const smezo::ModelConfig& config, uint32_t seed);
 // The logits at every position of `tokens`, run as one sequence through model (no probe).
 std::vector<float> logits_of(smezo::Model& model, const std::vector<int32_t>& tokens);
 

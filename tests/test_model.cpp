@@ -70,23 +70,7 @@ TEST(Model, RopeConventionsAgreeUnderHfPermutation) {
   ModelConfig c = tiny_llama_config();
   c.rope_style = ROPE_INTERLEAVED;
   WeightSource meta = random_weight_source(c, 3);
-  ModelConfig hf_cfg = c;
-  hf_cfg.rope_style = ROPE_ROTATE_HALF;
-  WeightSource hf = random_weight_source(hf_cfg, 3);  // same values, then permute q/k rows
-  for (int64_t l = 0; l < c.n_layers; l++) {
-    for (const char* proj : {"q_proj", "k_proj"}) {
-      std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + ".weight";
-      const float* src = static_cast<const float*>(meta.tensors.at(name).data);
-      float* dst = smezo_test::mutable_tensor(hf, name);
-      int64_t heads = std::string(proj) == "q_proj" ? c.n_heads : c.n_kv_heads, hd = c.head_dim;
-      for (int64_t h = 0; h < heads; h++)
-        for (int64_t i = 0; i < hd / 2; i++)
-          for (int64_t k = 0; k < c.dim; k++) {
-            dst[(h * hd + i) * c.dim + k] = src[(h * hd + 2 * i) * c.dim + k];
-            dst[(h * hd + i + hd / 2) * c.dim + k] = src[(h * hd + 2 * i + 1) * c.dim + k];
-          }
-    }
-  }
+  WeightSource hf = smezo_test::hf_twin_of_interleaved(c, 3);
   CpuBackend be1, be2;
   Model m1(meta, be1, DTYPE_F32, 64, 64), m2(hf, be2, DTYPE_F32, 64, 64);
   std::vector<int32_t> toks = {1, 10, 20, 30, 5, 6, 7, 8, 9};
