@@ -63,8 +63,8 @@ TEST(OwnDataDemo, DatasetSplitsAreDisjointAndReproducible) {
                         &out), 0) << out;
 }
 
-// The demo's commands on stories260K: the dataset, the evaluations before training, a full and a
-// LoRA run, and the table whose first row is the evaluations' numbers and the others the runs'.
+// The demo's commands on stories260K: the dataset, the evaluations before training, a full, a
+// LoRA and a prefix run, and the table whose first row is the evaluations' numbers and the others the runs'.
 TEST(OwnDataDemo, RunsEndToEndOnStories260K) {
   const std::string dir = smezo_test::make_temp_dir("own_data_demo") + "/demo";
   std::string out;
@@ -73,6 +73,7 @@ TEST(OwnDataDemo, RunsEndToEndOnStories260K) {
   EXPECT_THAT(out, testing::HasSubstr("| run | dev EM | dev F1 | test EM | test F1 |"));
   EXPECT_THAT(out, testing::HasSubstr("| full S-MeZO, 2 steps |"));
   EXPECT_THAT(out, testing::HasSubstr("| LoRA r=8 (q,v), S-MeZO, 2 steps |"));
+  EXPECT_THAT(out, testing::HasSubstr("| prefix, 5 tokens, S-MeZO, 2 steps |"));
   const auto full = nlohmann::json::parse(smezo_test::read_file(dir + "/full/summary.json"));
   EXPECT_EQ(full["steps"].get<int64_t>(), 2);
   char row[200];
@@ -82,6 +83,8 @@ TEST(OwnDataDemo, RunsEndToEndOnStories260K) {
   EXPECT_THAT(out, testing::HasSubstr(row));
   EXPECT_EQ(run_command("test -f " + dir + "/lora/checkpoint/adapter_config.json", nullptr), 0)
       << "the LoRA run's checkpoint is a PEFT adapter";
+  EXPECT_THAT(smezo_test::read_file(dir + "/prefix/checkpoint/adapter_config.json"), testing::HasSubstr("PREFIX_TUNING"))
+      << "the prefix run's checkpoint is a PEFT prefix adapter";
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #   1. tools/make_demo_data.py makes a small generation dataset from the shared assets: BoolQ as
 #      "passage + question -> yes/no", JSON Lines files and a task spec (DIR/data).
 #   2. smezo eval prints SmolLM2-135M's dev exact match and token F1 before any training.
-#   3. smezo train fine-tunes it on the files twice: every weight with S-MeZO (DIR/full), and
-#      LoRA adapters (rank 8 on q and v, S-MeZO over the adapters; DIR/lora, a PEFT adapter).
+#   3. smezo train fine-tunes it on the files three times: every weight with S-MeZO (DIR/full),
+#      LoRA adapters (rank 8 on q and v, S-MeZO over the adapters; DIR/lora, a PEFT adapter), and
+#      a prefix (5 virtual tokens per layer, MeZO's prefix mode, S-MeZO over the prefix; DIR/prefix,
+#      a PEFT PREFIX_TUNING adapter).
 #   4. A table of dev and test EM/F1 before and after, from the runs' summary.json.
 # The settings are small enough for 2 CPU cores (a few minutes per run: batch 8, passages cut to
 # 40 words, 100 dev and 100 test examples); they show the commands and what a short run does, not
@@ -58,6 +60,9 @@ run "$SMEZO" train "${COMMON[@]}" "${FILES[@]}" --tune full --method smezo --spa
 run "$SMEZO" train "${COMMON[@]}" "${FILES[@]}" --tune lora --lora-r 8 --lora-alpha 16 --lora-targets q,v \
   --method smezo --sparsity 0.75 --lr 1e-4 --eps 1e-2 --steps "$STEPS" --batch 8 --eval-every "$EVERY" \
   --out "$OUT/lora"
+run "$SMEZO" train "${COMMON[@]}" "${FILES[@]}" --tune prefix --prefix-tokens 5 \
+  --method smezo --sparsity 0.75 --lr 1e-3 --eps 1e-1 --steps "$STEPS" --batch 8 --eval-every "$EVERY" \
+  --out "$OUT/prefix"
 if [ "$DRY" = 0 ]; then
   python3 - "$OUT" "$STEPS" <<'PY'
 import json, sys
@@ -70,13 +75,14 @@ def get(path, *keys):
     raise SystemExit("own_data_demo: %s has none of %s" % (path, ", ".join(keys)))
 rows = [("SmolLM2-135M, no training", get(out + "/before-dev.json", "em"), get(out + "/before-dev.json", "f1"),
          get(out + "/before-test.json", "em"), get(out + "/before-test.json", "f1"))]
-for name, run in (("full S-MeZO, %s steps" % steps, "full"), ("LoRA r=8 (q,v), S-MeZO, %s steps" % steps, "lora")):
+for name, run in (("full S-MeZO, %s steps" % steps, "full"), ("LoRA r=8 (q,v), S-MeZO, %s steps" % steps, "lora"),
+                  ("prefix, 5 tokens, S-MeZO, %s steps" % steps, "prefix")):
     s = out + "/" + run + "/summary.json"
     rows.append((name, get(s, "final_dev_em"), get(s, "final_dev_f1"), get(s, "test_em"), get(s, "test_f1")))
 print("\nown_data_demo: BoolQ as a generation task (yes/no), exact match and token F1")
 print("| run | dev EM | dev F1 | test EM | test F1 |\n|---|---|---|---|---|")
 for r in rows:
     print("| %s | %.3f | %.3f | %.3f | %.3f |" % r)
-print("(the runs: %s/full and %s/lora; their dev curves: plot.svg in each)" % (out, out))
+print("(the runs: %s/full, %s/lora and %s/prefix; their dev curves: plot.svg in each)" % (out, out, out))
 PY
 fi
