@@ -12,6 +12,7 @@
 #include "cpu/cpu_backend.h"
 #include "model/memory_estimate.h"
 #include "model/model.h"
+#include "model/model_params.h"
 #include "model_fixture.h"
 #include "setup/model_setup.h"
 #include "test_util.h"
@@ -122,6 +123,37 @@ TEST(MemoryEstimate, MatchesWhatTheCpuBackendAllocates) {
     Model model(src, backend, DTYPE_F32, ws.tokens, ws.logit_rows);
     const MemoryEstimate e = estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU);
     EXPECT_EQ(e.weights + e.activations, backend.bytes_allocated()) << "tied " << tied;
+  }
+}
+
+// --tune lora and --tune prefix: the adapters and their workspace, counted exactly (the
+// prefix: for workspaces with fewer logit rows than tokens and more; OPT's biases are no target).
+TEST(MemoryEstimate, CountsLoraAndPrefixAsTheCpuBackendAllocates) {
+  for (const WorkspaceRows ws : {workspace_for_batch(3, 20, 8192), WorkspaceRows{40, 70}}) {
+    ModelConfig c = smezo_test::tiny_llama_config();
+    WeightSource src = smezo_test::random_weight_source(c, 5, 0.1f);
+    TunedAdapters lora;
+    lora.lora_rank = 3;
+    lora.lora_targets = lora_targets_parse("q,v,gate,down");
+    CpuBackend a;
+    Model adapted(src, a, DTYPE_F32, ws.tokens, ws.logit_rows);
+    adapted.add_lora(LoraOptions{3, 6.0f, lora.lora_targets}, 1);
+    const MemoryEstimate el = estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU, ModelStage{}, lora);
+    EXPECT_GT(el.adapters, 0);
+    EXPECT_EQ(el.weights + el.activations + el.adapters, a.bytes_allocated()) << "lora, " << ws.tokens << " tokens";
+    EXPECT_EQ(el.total, estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU).total + el.adapters);
+    EXPECT_THAT(describe_memory_estimate(el), testing::HasSubstr(" adapters = "));
+
+    for (const ModelConfig& pc : {smezo_test::tiny_llama_config(), smezo_test::tiny_opt_config()}) {
+      TunedAdapters prefix;
+      prefix.prefix_tokens = 4;
+      CpuBackend b;
+      Model prefixed(smezo_test::random_weight_source(pc, 5, 0.1f), b, DTYPE_F32, ws.tokens, ws.logit_rows);
+      prefixed.add_prefix(PrefixOptions{4}, 1);
+      const MemoryEstimate ep = estimate_model_memory(pc, DTYPE_F32, ws, BACKEND_CPU, ModelStage{}, prefix);
+      EXPECT_EQ(ep.weights + ep.activations + ep.adapters, b.bytes_allocated())
+          << "prefix, " << architecture_name(pc.arch) << ", " << ws.tokens << " tokens";
+    }
   }
 }
 

@@ -47,6 +47,12 @@ int run_replay(const ReplayState& s) {
   // the updates need no activations; a prefix is made from the model's activations of P tokens
   mo.max_tokens = prefix ? prefix_options.tokens : 1;
   mo.max_logit_rows = 1;
+  mo.adapters.prefix_tokens = prefix ? prefix_options.tokens : 0;
+  if (lora) {
+    const LoraOptions lora_options = lora_options_from_json(tune, s.log_path);
+    mo.adapters.lora_rank = lora_options.rank;
+    mo.adapters.lora_targets = lora_options.targets;
+  }
   mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
   LoadedModel lm = open_model(mo);
   checkpoint_dtype(*lm.model, s.checkpoint_dtype);  // a bad name fails before the updates

@@ -56,6 +56,33 @@ int64_t upload_scratch(int64_t largest_numel, DType storage) {
   return 256 + chunk * src_size;
 }
 
+// Model::add_lora and Model::add_prefix's allocations (model_lora.cpp, model_prefix.cpp) for a
+// workspace of M token rows and R logit rows.
+Bytes adapter_bytes(const ModelConfig& cfg, const TunedAdapters& a, int64_t M, int64_t R) {
+  Bytes b;
+  if (a.lora_rank > 0) {
+    ModelConfig one = cfg;
+    one.n_layers = 1;
+    ModelParams params;
+    int64_t widest = 0;
+    for (const ParamSlot& s : list_param_slots(one, params)) {
+      if (!s.is_linear || s.is_bias || std::find(a.lora_targets.begin(), a.lora_targets.end(), s.role) == a.lora_targets.end())
+        continue;
+      b.add(cfg.n_layers, a.lora_rank * (s.shape[0] + s.shape[1]), 4);  // A (r, in) and B (out, r)
+      widest = std::max(widest, s.shape[0]);
+    }
+    b.add(M, a.lora_rank + widest, 4);  // lora_mid, lora_out
+  }
+  if (a.prefix_tokens > 0) {
+    const int64_t P = a.prefix_tokens, kv = cfg.n_kv_heads * cfg.head_dim;
+    b.add(2 * cfg.n_layers, P * kv, 4);  // the keys and values
+    b.add(2 * cfg.n_layers, P * kv, 4);  // the init's key/value cache of P rows
+    b.add(2 * (M + 2 * P), kv, 4);       // prefix_src_k, prefix_src_v
+    b.add(2 * (M + P * std::min(M, R)), kv, 4);  // prefix_k, prefix_v: gathered per sequence
+  }
+  return b;
+}
+
 }  // namespace
 
 WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens) {
@@ -71,11 +98,11 @@ WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_to
 }
 
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
-                                     BackendKind backend, const ModelStage& stage) {
+                                     BackendKind backend, const ModelStage& stage, const TunedAdapters& adapters) {
   MemoryEstimate e;
   ModelSize size;
   if (!model_size_of(cfg, &size)) {
-    e.weights = e.activations = e.scratch = e.library = e.total = -1;
+    e.weights = e.activations = e.scratch = e.library = e.adapters = e.total = -1;
     return e;
   }
   e.weights = model_weight_bytes(size, storage);
@@ -118,22 +145,24 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   if (cfg.tied_lm_head)
     scratch = std::max(scratch, linear_scratch(cfg.vocab_size, cfg.dim, R, storage, backend));
   if (backend == BACKEND_CUDA) scratch = std::max(scratch, upload_scratch(largest_numel, storage));
-  if (e.weights < 0 || act.overflow) {
-    e.weights = e.activations = e.scratch = e.library = e.total = -1;
+  const Bytes tuned = adapter_bytes(cfg, adapters, M, R);
+  if (e.weights < 0 || act.overflow || tuned.overflow) {
+    e.weights = e.activations = e.scratch = e.library = e.adapters = e.total = -1;
     return e;
   }
   e.activations = act.value;
   e.scratch = scratch;
   e.library = kSmallBuffersBytes + (backend == BACKEND_CUDA ? kCublasWorkspaceBytes : 0);
-  e.total = e.weights + e.activations + e.scratch + e.library;
+  e.adapters = tuned.value;
+  e.total = e.weights + e.activations + e.scratch + e.library + e.adapters;
   return e;
 }
 
 std::string describe_memory_estimate(const MemoryEstimate& e) {
   if (e.total < 0) return "too large to estimate (a size overflows)";
   return format_bytes(e.weights) + " weights + " + format_bytes(e.activations) + " activations + " +
-         format_bytes(e.scratch) + " scratch + " + format_bytes(e.library) + " library/small = " +
-         format_bytes(e.total);
+         format_bytes(e.scratch) + " scratch + " + format_bytes(e.library) + " library/small" +
+         (e.adapters > 0 ? " + " + format_bytes(e.adapters) + " adapters" : std::string()) + " = " + format_bytes(e.total);
 }
 
 void require_memory_fits(const MemoryEstimate& e, int64_t free_bytes, const std::string& device,

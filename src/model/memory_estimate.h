@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_plan.h"  // the CUDA backend's chunks, workspace and linear scratch plan
 #include "backend/backend.h"   // BackendKind
@@ -44,21 +45,35 @@ struct WorkspaceRows {
 // example for shared-prefix classification, a few per example otherwise; more are chunked).
 WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens);
 
+// What --tune lora or --tune prefix adds to a model after loading (Model::add_lora, add_prefix):
+// the adapters' own fp32 tensors and their workspace.
+struct TunedAdapters {
+  int64_t lora_rank = 0;                 // 0: no LoRA
+  std::vector<ParamRole> lora_targets;   // the adapted roles of every layer
+  int64_t prefix_tokens = 0;             // 0: no prefix
+};
+
 struct MemoryEstimate {
   int64_t weights = 0;      // every parameter in the storage dtype
   int64_t activations = 0;  // the Model's workspace (fp32)
   int64_t scratch = 0;      // backend scratch: one layer's perturbed W' (bounded; two copies for
                             // a probe pair) + x in 16 bits, or the load's staging chunk
   int64_t library = 0;      // cuBLAS workspace and small buffers
+  int64_t adapters = 0;     // --tune lora/prefix: A and B (rank x in, out x rank per adapted
+                            // linear) and their (tokens, rank + widest output) workspace, or the
+                            // prefix (2 x P x kv per layer), its init's P-row key/value cache
+                            // and its gathered keys/values (model.h's Workspace), all fp32
   int64_t total = 0;        // the sum; -1 everywhere when a size overflows
 };
 
 // stage: a pipeline stage (model.h) counts only the weights it holds, and logits only on the
 // last stage; the default is the whole model.
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
-                                     BackendKind backend, const ModelStage& stage = ModelStage{});
+                                     BackendKind backend, const ModelStage& stage = ModelStage{},
+                                     const TunedAdapters& adapters = TunedAdapters{});
 
 // "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"
+// (with " + X adapters" before the total under --tune lora/prefix)
 std::string describe_memory_estimate(const MemoryEstimate& e);
 
 // Throws the one-line refusal when free_bytes (>= 0; -1 means unknown and passes) cannot hold

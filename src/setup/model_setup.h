@@ -22,6 +22,8 @@ struct ModelOpenOptions {
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
   int stage_index = 0, stage_count = 1;  // a pipeline stage (model_stage): load only its layers
+  TunedAdapters adapters;         // what the caller adds after loading (--tune lora/prefix):
+                                  // counted in the memory check, not made here
   bool tokenizer_optional = false;  // true: no tokenizer found is no error (LoadedModel::tokenizer
                                     // null, tokenizer_path ""), for work that needs none (replay)
 };

@@ -343,6 +343,11 @@ void TrainRun::load() {
   mo.max_logit_rows = std::max(ws.logit_rows, copies * o_.max_len);
   // greedy decoding runs one probe at a time over a prompt (< max_len) and the tokens generated
   if (splits_.generation) mo.max_tokens = std::max(mo.max_tokens, o_.max_len + splits_.max_new_tokens);
+  if (o_.tune == "lora") {  // counted in the memory check before loading; added after it
+    mo.adapters.lora_rank = o_.lora_r;
+    mo.adapters.lora_targets = lora_targets_parse(o_.lora_targets);
+  }
+  if (o_.tune == "prefix") mo.adapters.prefix_tokens = o_.prefix_tokens;
   topo_.select_stage(&mo);  // a pipeline stage loads only its layers
   dist_select_device(topo_.world(), o_.device);
   startup_["data"] = seconds_since(t_phase);
