@@ -350,3 +350,21 @@ TEST(MpiTrain, AccuracyObjectiveTwoRanksEqualOneProcess) {
   EXPECT_NE(run_command(mpirun(2) + run + " --pipeline-stages 2 --out " + dir + "/pipe", &out), 0);
   EXPECT_THAT(out, HasSubstr("--pipeline-stages 2 does not run --objective accuracy yet"));
 }
+
+// --tune prefix over data-parallel ranks: every rank builds the same prefix from the run seed,
+// so two ranks leave one process's seed log, metrics and adapter; a pipeline, whose stages hold
+// parts of the layers, is refused by name.
+TEST(MpiTrain, PrefixTuningTwoRanksEqualOneProcess) {
+  SKIP_WITHOUT_MPIRUN();
+  const std::string dir = make_temp_dir("mpi_prefix");
+  const std::string run = kSmezo + kRun + " --tune prefix --prefix-tokens 3";
+  std::string out;
+  ASSERT_EQ(run_command(run + " --out " + dir + "/one", &out), 0) << out;
+  ASSERT_EQ(run_command(mpirun(2) + run + " --out " + dir + "/two", &out), 0) << out;
+  EXPECT_EQ(read_file(dir + "/one/seed_log.txt"), read_file(dir + "/two/seed_log.txt"));
+  EXPECT_EQ(read_file(dir + "/one/metrics.jsonl"), read_file(dir + "/two/metrics.jsonl"));
+  EXPECT_EQ(read_file(dir + "/one/checkpoint/adapter_model.safetensors"),
+            read_file(dir + "/two/checkpoint/adapter_model.safetensors"));
+  EXPECT_NE(run_command(mpirun(2) + run + " --pipeline-stages 2 --out " + dir + "/pipe", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--tune prefix runs on a whole model, not on pipeline stage"));
+}
