@@ -56,11 +56,10 @@ void apply_adapter_folder(Model& model, const AdapterFolder& adapter) {
       model.add_prefix(adapter.prefix.options, 0);
       load_prefix_adapter(model, adapter.prefix);
     }
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // the model's own message, said of the folder
+    const std::string base = adapter.base_model.empty() ? "" : " (" + adapter.base_model + ")";
     throw Error("--adapter " + adapter.dir + " does not fit this model: " + e.message(),
-                e.hint().empty() ? "an adapter applies to the base model it was trained on (" +
-                                       (adapter.base_model.empty() ? std::string("see its --model") : adapter.base_model) + ")"
-                                 : e.hint());
+                e.hint().empty() ? "pass the base model the adapter was trained on" + base + " as --model" : e.hint());
   }
 }
 
