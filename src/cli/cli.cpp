@@ -113,6 +113,15 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
   return model;
 }
 
+CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter) {
+  model_option->default_str("with --adapter its base_model_name_or_path, else the bundled stories260K");
+  return cmd->add_option("--adapter", *adapter, "a PEFT adapter folder applied to the model: LoRA or prefix "
+                                                "(PREFIX_TUNING), as `smezo train --tune lora|prefix` writes its "
+                                                "checkpoint/")
+      ->type_name("DIR")
+      ->default_str("none");
+}
+
 CLI::Validator integer_at_least(int64_t lo) {
   return integer_check(static_cast<long double>(lo), static_cast<long double>(INT64_MAX),
                        ">= " + std::to_string(lo));

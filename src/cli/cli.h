@@ -48,6 +48,11 @@ CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::strin
 // --model, --tokenizer (unless with_tokenizer is false), --device, --dtype, bound to *o.
 CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tokenizer = true);
 
+// --adapter DIR (eval, generate, logits), bound to *adapter: a PEFT LoRA or prefix adapter folder
+// applied to the model; model_option (add_model_options' --model) then defaults to the adapter's
+// base model, which its --help says.
+CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);
+
 // --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.
 // Integers in plain decimal (no 0x, no leading zeros, no overflow).
 CLI::Validator integer_at_least(int64_t lo);

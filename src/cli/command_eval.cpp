@@ -6,7 +6,8 @@
 // dev/test evaluation calls, so a checkpoint measures here what its run measured. On a
 // checkpoint written by `smezo train` it takes the run's data settings (task or task spec and
 // data files) from its smezo_run.json (train/checkpoint.h) unless the command line gives
-// them, and says so.
+// them, and says so. With --adapter DIR (a --tune lora or --tune prefix run's checkpoint, or
+// a PEFT folder) the adapter is applied to the base model and its folder holds those settings.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "tasks/task_encode.h"
 #include "tasks/task_files.h"
 #include "tasks/text_metrics.h"
+#include "train/adapter_folder.h"
 #include "train/checkpoint.h"
 #include "train/generation_eval.h"
 #include "train/objective.h"
@@ -33,6 +35,8 @@ namespace {
 
 struct EvalState {
   ModelOpenOptions model;
+  std::string adapter;       // --adapter DIR, "" for none
+  std::string settings_dir;  // where the run's smezo_run.json was looked for (the adapter's or the model's)
   std::string task = "sst2", mode = "zero-shot", split = "test", data_dir, out, examples_out;
   std::string task_spec, train_file, dev_file, test_file;  // your own data (all "" with --task)
   int64_t shots = 16, max_len = 256, batch = 16, n_train = 1000, n_dev = 500, n_test = 1000;
@@ -65,7 +69,7 @@ std::string take_run_task_files(EvalState& s, const nlohmann::json& run) {
     if (!field->empty() || !run.contains(key) || !run[key].is_string() || run[key].get<std::string>().empty()) return;
     *field = run[key].get<std::string>();
     SMEZO_REQUIRE(path_exists(*field), "eval: the run's %s %s (%s/%s) is not there: give %s FILE (with --task-spec "
-                  "and --dev-file or --test-file)", option, printable(*field).c_str(), s.model.model_path.c_str(),
+                  "and --dev-file or --test-file)", option, printable(*field).c_str(), s.settings_dir.c_str(),
                   kRunSettingsFile, option);
     taken += std::string(" ") + option + " " + *field;
   };
@@ -109,7 +113,7 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
   }
   if (!taken.empty())
     std::fprintf(stderr, "eval: using the run's settings from %s/%s:%s (give an option to override it)\n",
-                 s.model.model_path.c_str(), kRunSettingsFile, taken.c_str());
+                 s.settings_dir.c_str(), kRunSettingsFile, taken.c_str());
 }
 
 // accuracy(), also writing every example's text, scores and prediction to s.examples_out
@@ -194,13 +198,57 @@ TaskSplits load_eval_splits(EvalState& s) {
   return splits;
 }
 
+// The model, its workspace sized from --batch (and a prefix's P rows), the adapter applied.
+LoadedModel open_eval_model(EvalState& s, const TaskSplits& splits, const AdapterFolder* adapter) {
+  const WorkspaceRows ws = workspace_for_batch(s.batch, s.max_len, 8192);
+  s.model.max_tokens = ws.tokens;
+  s.model.max_logit_rows = ws.logit_rows;
+  // greedy decoding runs over a prompt (< max_len) and the tokens generated (as the trainer sizes it)
+  if (splits.generation) s.model.max_tokens = std::max(s.model.max_tokens, s.max_len + splits.max_new_tokens);
+  if (adapter) s.model.max_tokens = std::max(s.model.max_tokens, adapter->prefix_tokens());  // add_prefix's runs
+  LoadedModel lm = open_model(s.model);
+  if (adapter) apply_adapter_folder(*lm.model, *adapter);
+  return lm;
+}
+
+// In-context: how many demonstrations the length limit left whole (said once, recorded).
+nlohmann::json icl_report(const Tokenizer& tokenizer, const std::vector<TaskExample>& demos,
+                          const std::vector<EncodedExample>& encoded, const EvalState& s, int64_t len) {
+  IclDemoCounter counter(tokenizer, demos);
+  int64_t all_kept = 0, fewest = s.shots, total = 0;
+  for (const EncodedExample& e : encoded) {
+    const int64_t whole = counter.whole_demos(e);
+    all_kept += whole == s.shots;
+    fewest = std::min(fewest, whole);
+    total += whole;
+  }
+  const double mean = static_cast<double>(total) / static_cast<double>(encoded.size());
+  if (all_kept == (int64_t)encoded.size())
+    std::fprintf(stderr, "icl: all %lld demonstrations fit in --max-len %lld for every example\n",
+                 (long long)s.shots, (long long)len);
+  else
+    std::fprintf(stderr, "icl: --max-len %lld cut the demonstrations (from the left) in %lld of %zu examples: "
+                 "%.1f of %lld whole on average, %lld at least; raise --max-len or lower --shots "
+                 "to keep them all\n", (long long)len, (long long)encoded.size() - all_kept, encoded.size(),
+                 mean, (long long)s.shots, (long long)fewest);
+  return {{"shots", s.shots}, {"max_len", len}, {"examples_with_all_demos", all_kept},
+          {"mean_whole_demos", mean}, {"min_whole_demos", fewest}};
+}
+
 int run_eval(EvalState& s) {
   if (!s.out.empty()) {  // before the evaluation, not after it
     remove_stale_temp_files_of(s.out);
     run_check_writable(s.out, "--out");
   }
   check_task_options(s);
-  const nlohmann::json run = checkpoint_read_run_settings(s.model.model_path);
+  // --adapter: read (and checked) before anything loads; its folder holds the run's settings
+  std::unique_ptr<AdapterFolder> adapter;
+  if (!s.adapter.empty()) {
+    adapter = std::make_unique<AdapterFolder>(read_adapter_folder(s.adapter));
+    s.model.model_path = adapter_model_path(*adapter, s.model.model_path);
+  }
+  s.settings_dir = adapter ? s.adapter : s.model.model_path;
+  const nlohmann::json run = adapter ? adapter->run_settings : checkpoint_read_run_settings(s.model.model_path);
   if (run.is_object()) apply_run_settings(s, run);
   SMEZO_REQUIRE(!any_data_file(s) || !s.task_spec.empty(), "eval: --train-file, --dev-file and --test-file need "
                 "--task-spec FILE (how a record becomes an example)");
@@ -208,12 +256,7 @@ int run_eval(EvalState& s) {
   SMEZO_REQUIRE(s.mode == "icl" ? s.shots > 0 : s.shots == 0,
                 "--shots %lld: icl needs k > 0 demonstrations, zero-shot none", (long long)s.shots);
   TaskSplits splits = load_eval_splits(s);
-  const WorkspaceRows ws = workspace_for_batch(s.batch, s.max_len, 8192);  // sized from --batch
-  s.model.max_tokens = ws.tokens;
-  s.model.max_logit_rows = ws.logit_rows;
-  // greedy decoding runs over a prompt (< max_len) and the tokens generated (as the trainer sizes it)
-  if (splits.generation) s.model.max_tokens = std::max(s.model.max_tokens, s.max_len + splits.max_new_tokens);
-  LoadedModel lm = open_model(s.model);
+  LoadedModel lm = open_eval_model(s, splits, adapter.get());
   SMEZO_REQUIRE(s.shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
                 (long long)s.shots, splits.train.size());
   const std::vector<TaskExample> demos(splits.train.begin(), splits.train.begin() + s.shots);
@@ -223,32 +266,11 @@ int run_eval(EvalState& s) {
                 splits.name.c_str(), s.split.c_str());
   if (splits.generation) check_generation_examples(xs, s.split);
   std::vector<EncodedExample> encoded;
-  const int64_t len = std::min(s.max_len, lm.model->config().max_seq_len);
+  // a prefix adapter takes the first positions (as the trainer encodes its examples)
+  const int64_t len = std::min(s.max_len, lm.model->config().max_seq_len - lm.model->prefix_tokens());
   for (const TaskExample& x : xs) encoded.push_back(encode_example(*lm.tokenizer, x, len, prefix));
 
-  // In-context: how many demonstrations the length limit left whole (said once, recorded).
-  nlohmann::json icl = nullptr;
-  if (s.mode == "icl") {
-    IclDemoCounter counter(*lm.tokenizer, demos);
-    int64_t all_kept = 0, fewest = s.shots, total = 0;
-    for (const EncodedExample& e : encoded) {
-      const int64_t whole = counter.whole_demos(e);
-      all_kept += whole == s.shots;
-      fewest = std::min(fewest, whole);
-      total += whole;
-    }
-    const double mean = static_cast<double>(total) / static_cast<double>(encoded.size());
-    icl = {{"shots", s.shots}, {"max_len", len}, {"examples_with_all_demos", all_kept},
-           {"mean_whole_demos", mean}, {"min_whole_demos", fewest}};
-    if (all_kept == (int64_t)encoded.size())
-      std::fprintf(stderr, "icl: all %lld demonstrations fit in --max-len %lld for every example\n",
-                   (long long)s.shots, (long long)len);
-    else
-      std::fprintf(stderr, "icl: --max-len %lld cut the demonstrations (from the left) in %lld of %zu examples: "
-                   "%.1f of %lld whole on average, %lld at least; raise --max-len or lower --shots "
-                   "to keep them all\n", (long long)len, (long long)encoded.size() - all_kept, encoded.size(),
-                   mean, (long long)s.shots, (long long)fewest);
-  }
+  const nlohmann::json icl = s.mode == "icl" ? icl_report(*lm.tokenizer, demos, encoded, s, len) : nullptr;
 
   const Stopwatch timer;
   nlohmann::json scores;  // what --out records: accuracy, or em and f1
@@ -265,12 +287,14 @@ int run_eval(EvalState& s) {
     said = "accuracy " + format_accuracy(acc);
   }
   const double secs = timer.seconds();
-  std::printf("%s %s %s (%zu examples, %s%s): %s  [%.1f s]\n", lm.model_path.c_str(), splits.name.c_str(),
+  const std::string model_name = lm.model_path + (adapter ? " + adapter " + s.adapter : "");
+  std::printf("%s %s %s (%zu examples, %s%s): %s  [%.1f s]\n", model_name.c_str(), splits.name.c_str(),
               s.split.c_str(), xs.size(), s.mode.c_str(),
               s.mode == "icl" ? (", k=" + std::to_string(s.shots)).c_str() : "", said.c_str(), secs);
   if (!s.out.empty()) {
     const std::string& data_file = s.split == "dev" ? s.dev_file : s.test_file;
-    nlohmann::json j = {{"model", lm.model_path}, {"task", splits.name}, {"split", s.split}, {"mode", s.mode},
+    nlohmann::json j = {{"model", lm.model_path}, {"adapter", adapter ? nlohmann::json(s.adapter) : nullptr},
+                        {"task", splits.name}, {"split", s.split}, {"mode", s.mode},
                         {"shots", s.shots}, {"max_len", len}, {"examples", xs.size()},
                         {"task_spec", s.task_spec.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.task_spec)},
                         {"data_file", s.task_spec.empty() ? nlohmann::json(nullptr) : nlohmann::json(data_file)},
@@ -291,9 +315,10 @@ Command register_eval(CLI::App& smezo) {
   auto s = std::make_shared<EvalState>();
   CLI::App* cmd = add_command(smezo, "eval", "accuracy of a model on a task split, zero-shot or in-context, or "
                                              "exact match and F1 of a generation task's greedy answers; on a "
-                                             "checkpoint of `smezo train` the run's data settings (its task, or "
-                                             "its task spec and data files) are the defaults");
-  add_model_options(cmd, &s->model);
+                                             "checkpoint of `smezo train` (a full model, or an adapter folder given "
+                                             "as --adapter) the run's data settings (its task, or its task spec and data "
+                                             "files) are the defaults");
+  add_adapter_option(cmd, add_model_options(cmd, &s->model), &s->adapter);
   s->task_opt = cmd->add_option("--task", s->task, "the task")
                     ->type_name("NAME")
                     ->check(one_of(task_names(), true))

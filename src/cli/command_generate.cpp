@@ -1,4 +1,6 @@
-// smezo generate: greedy or temperature sampling from a prompt (default: BOS only), streamed.
+// smezo generate: greedy or temperature sampling from a prompt (default: BOS only), streamed;
+// with --adapter DIR, from the base model with a LoRA or prefix adapter folder applied.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -7,6 +9,7 @@
 #include "common/check.h"
 #include "common/stopwatch.h"
 #include "model/generate.h"
+#include "train/adapter_folder.h"
 
 namespace smezo {
 
@@ -14,6 +17,7 @@ namespace {
 
 struct GenerateState {
   ModelOpenOptions model;
+  std::string adapter;  // --adapter DIR, "" for none
   GenerateOptions opts;
   bool stats = false;
   CLI::Option* seed = nullptr;
@@ -31,7 +35,14 @@ int run_generate(GenerateState& s) {
   // the prompt's tokens are at most its bytes + BOS + a leading-space piece
   s.model.max_tokens = opts.new_tokens > 0 ? (int64_t)opts.prompt.size() + 2 + opts.new_tokens : opts.steps;
   s.model.max_logit_rows = 1;
+  std::unique_ptr<AdapterFolder> adapter;  // read and checked before the model loads
+  if (!s.adapter.empty()) {
+    adapter = std::make_unique<AdapterFolder>(read_adapter_folder(s.adapter));
+    s.model.model_path = adapter_model_path(*adapter, s.model.model_path);
+    s.model.max_tokens = std::max(s.model.max_tokens, adapter->prefix_tokens());  // add_prefix's run
+  }
   LoadedModel lm = open_model(s.model);
+  if (adapter) apply_adapter_folder(*lm.model, *adapter);
   const Stopwatch timer;
   std::vector<int32_t> tokens = generate(*lm.model, *lm.tokenizer, opts, [](const std::string& piece) {
     std::fputs(piece.c_str(), stdout);
@@ -52,7 +63,7 @@ Command register_generate(CLI::App& smezo) {
   auto s = std::make_shared<GenerateState>();
   CLI::App* cmd = add_command(smezo, "generate", "text from a prompt: greedy (--temperature 0) or sampled, "
                                                  "streamed to stdout");
-  add_model_options(cmd, &s->model);
+  add_adapter_option(cmd, add_model_options(cmd, &s->model), &s->adapter);
   cmd->add_option("--prompt", s->opts.prompt, "the text to continue")->default_str("none: start from BOS");
   CLI::Option* steps = cmd->add_option("--steps", s->opts.steps,
                                        "positions to fill, the prompt's tokens and BOS included (llama2.c's -n): "

@@ -1,9 +1,12 @@
 // smezo logits: the next-token logits of every position of one token sequence, written as a
 // safetensors file with one F32 tensor "logits" (tokens, vocab) and the tokens as metadata.
-// For checking the forward pass against other implementations (tools/hf_oracle.py).
+// For checking the forward pass against other implementations (tools/hf_oracle.py). With
+// --adapter DIR the logits are those of the base model with a LoRA or prefix adapter applied.
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include <memory>
@@ -13,6 +16,7 @@
 #include "formats/model_loader.h"
 #include "formats/safetensors.h"
 #include "model/model.h"
+#include "train/adapter_folder.h"
 
 namespace smezo {
 
@@ -36,17 +40,23 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
 
 struct LogitsState {
   ModelOpenOptions model;
+  std::string adapter;  // --adapter DIR, "" for none
   std::string tokens, out;
 };
 
 int run_logits(const LogitsState& s) {
   const std::vector<int32_t> tokens = parse_tokens(s.tokens);
-  const std::string model_path = resolve_model_path(s.model.model_path);
+  std::unique_ptr<AdapterFolder> adapter;  // read and checked before the model loads
+  if (!s.adapter.empty()) adapter = std::make_unique<AdapterFolder>(read_adapter_folder(s.adapter));
+  const std::string model_path = resolve_model_path(adapter ? adapter_model_path(*adapter, s.model.model_path)
+                                                            : s.model.model_path);
   const DType storage = storage_dtype(s.model.device, s.model.dtype);
   std::unique_ptr<Backend> backend = make_backend(s.model.device);
   WeightSource source = load_weights(model_path);
   const int64_t n = static_cast<int64_t>(tokens.size());
-  Model model(source, *backend, storage, n, n);
+  // a prefix is made from P tokens' activations before the file's values replace it
+  Model model(source, *backend, storage, adapter ? std::max(n, adapter->prefix_tokens()) : n, n);
+  if (adapter) apply_adapter_folder(model, *adapter);
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.seq_lens = {n};
@@ -58,8 +68,10 @@ int run_logits(const LogitsState& s) {
   e.dtype = DTYPE_F32;
   e.shape = {n, model.config().vocab_size};
   e.data = logits.data();
-  write_safetensors(s.out, {e}, {{"tokens", s.tokens}, {"model", model_path}, {"device", backend->name()},
-                                 {"dtype", dtype_name(storage)}});
+  std::map<std::string, std::string> metadata = {
+      {"tokens", s.tokens}, {"model", model_path}, {"device", backend->name()}, {"dtype", dtype_name(storage)}};
+  if (adapter) metadata["adapter"] = s.adapter;
+  write_safetensors(s.out, {e}, metadata);
   std::printf("wrote logits (%lld, %lld) to %s\n", (long long)n, (long long)model.config().vocab_size,
               s.out.c_str());
   return 0;
@@ -71,7 +83,7 @@ Command register_logits(CLI::App& smezo) {
   auto s = std::make_shared<LogitsState>();
   CLI::App* cmd = add_command(smezo, "logits", "the next-token logits of every position of one token sequence, "
                                                "as safetensors (for oracle checks)");
-  add_model_options(cmd, &s->model, /*with_tokenizer=*/false);
+  add_adapter_option(cmd, add_model_options(cmd, &s->model, /*with_tokenizer=*/false), &s->adapter);
   cmd->add_option("--tokens", s->tokens, "the token ids, comma-separated: 1,2,3")->type_name("IDS")->required();
   cmd->add_option("--out", s->out, "the safetensors file to write")->type_name("FILE")->required();
   return {cmd, [s] { return run_logits(*s); }};

@@ -441,6 +441,11 @@ WeightSource load_hf_dir(const std::string& path) {
   WeightSource ws;
   ws.path = path;
   const std::string config_path = join_path(dir, "config.json");
+  // a PEFT adapter folder (train/checkpoint_lora.h) holds no base weights
+  SMEZO_REQUIRE(is_file(config_path) || !is_file(join_path(dir, "adapter_config.json")),
+                "%s is an adapter folder (adapter_config.json, no config.json), not a model ---> HINT: pass it "
+                "as --adapter %s (smezo eval, generate, logits and merge take one), with --model its base model "
+                "or none for its base_model_name_or_path", dir.c_str(), dir.c_str());
   SMEZO_REQUIRE(is_file(config_path), "model directory %s has no config.json; a Hugging "
                 "Face model directory needs config.json and model.safetensors (or "
                 "model.safetensors.index.json)", dir.c_str());

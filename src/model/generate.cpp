@@ -62,7 +62,8 @@ std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const Ge
   SMEZO_REQUIRE(!tokens.empty(), "generate needs a prompt with this model: its tokenizer adds no BOS to start "
                 "from ---> HINT: pass --prompt TEXT");
   const int64_t wanted = opts.new_tokens > 0 ? (int64_t)tokens.size() - 1 + opts.new_tokens : opts.steps;
-  const int64_t steps = std::min<int64_t>(wanted, model.config().max_seq_len);
+  // a prefix (--tune prefix, --adapter) takes the first positions
+  const int64_t steps = std::min<int64_t>(wanted, model.config().max_seq_len - model.prefix_tokens());
   SMEZO_REQUIRE((int64_t)tokens.size() <= steps,
                 "the prompt (%zu tokens%s) does not fit --steps %lld, which counts the prompt's "
                 "tokens ---> HINT: raise --steps, or use --new-tokens N", tokens.size(), bos ? " with BOS" : "", (long long)steps);

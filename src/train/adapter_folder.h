@@ -1,0 +1,45 @@
+// A PEFT adapter folder applied to a loaded model, for the commands that use one on a base model
+// (smezo eval / generate / logits --adapter DIR). The folder is what `smezo train --tune lora`
+// or `--tune prefix` writes as its checkpoint, or any PEFT folder of the two kinds smezo reads:
+//   peft_type LORA           -> Model::add_lora + load_lora_adapter    (checkpoint_lora.h)
+//   peft_type PREFIX_TUNING  -> Model::add_prefix + load_prefix_adapter (checkpoint_prefix.h)
+// Everything is read (and checked) before the model loads, so a bad folder fails fast; the
+// model is only needed to place the values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "train/checkpoint_lora.h"
+#include "train/checkpoint_prefix.h"
+
+namespace smezo {
+
+struct AdapterFolder {
+  std::string dir;
+  std::string peft_type;        // "LORA" | "PREFIX_TUNING"
+  std::string base_model;       // base_model_name_or_path ("" when the config has none)
+  nlohmann::json run_settings;  // the folder's smezo_run.json (checkpoint.h), null when absent
+  LoraAdapter lora;             // peft_type LORA
+  PrefixAdapter prefix;         // peft_type PREFIX_TUNING
+  // Virtual tokens P a prefix puts before every sequence (0 for LoRA): the workspace must hold
+  // P tokens and a sequence gets max_seq_len - P positions.
+  int64_t prefix_tokens() const { return peft_type == "PREFIX_TUNING" ? prefix.options.tokens : 0; }
+};
+
+// Reads dir's adapter_config.json, its tensors and its smezo_run.json; throws naming the file
+// for a peft_type other than LORA and PREFIX_TUNING, and for anything their readers refuse.
+AdapterFolder read_adapter_folder(const std::string& dir);
+
+// The model to open under the adapter: model_path (--model) when given, else the adapter's
+// base_model_name_or_path, which must then be a file or folder here.
+std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path);
+
+// Gives the model the folder's adapters (add_lora / add_prefix) and sets them to its values;
+// throws when they were made for a model of other dimensions. A whole model without adapters.
+void apply_adapter_folder(Model& model, const AdapterFolder& adapter);
+
+}  // namespace smezo
