@@ -361,6 +361,9 @@ TEST(PrefixTrain, ReplayAndResumeAreExact) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/a/checkpoint/model.safetensors")) << "the adapter alone";
   const nlohmann::json header = seed_log_read(dir + "/a/seed_log.txt").header;
   EXPECT_EQ(header["tune"], nlohmann::json({{"mode", "prefix"}, {"tokens", 4}, {"init", "real-activations"}}));
+  // the base model is recorded as an absolute path: --adapter finds it from any working directory
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/a/checkpoint/adapter_config.json"))["base_model_name_or_path"],
+            std::filesystem::absolute(default_model_path()).lexically_normal().string());
 
   ASSERT_EQ(run_command(smezo + " replay " + default_model_path() + " " + dir + "/a/seed_log.txt --out " + dir +
                             "/replayed", &out), 0) << out;

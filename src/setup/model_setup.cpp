@@ -1,6 +1,7 @@
 // Opening model + tokenizer + backend (see model_setup.h).
 #include "setup/model_setup.h"
 
+#include <filesystem>
 
 #include "common/assets.h"
 #include "common/check.h"
@@ -68,7 +69,10 @@ std::string find_tokenizer_path(const std::string& model_path, const std::string
   if (!explicit_path.empty()) return explicit_path;
   std::string beside = directory_of(model_path) + "/tokenizer.model";
   if (is_file(beside)) return beside;
-  if (model_path == default_model_path()) return asset_path("tokenizers/tinystories-512.model");
+  // the bundled model, however its path is spelt (relative, absolute: an adapter records it absolute)
+  std::error_code ec;
+  if (model_path == default_model_path() || std::filesystem::equivalent(model_path, default_model_path(), ec))
+    return asset_path("tokenizers/tinystories-512.model");
   return "";
 }
 

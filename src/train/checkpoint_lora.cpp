@@ -118,6 +118,13 @@ LoraOptions options_from_config(const nlohmann::json& j, const std::string& path
 
 }  // namespace
 
+std::string adapter_base_model(const std::string& base_model) {
+  std::error_code ec;
+  if (base_model.empty() || !std::filesystem::exists(base_model, ec)) return base_model;
+  const std::filesystem::path absolute = std::filesystem::absolute(base_model, ec);
+  return ec ? base_model : absolute.lexically_normal().string();
+}
+
 bool is_lora_adapter_dir(const std::string& dir) {
   std::error_code ec;
   return std::filesystem::is_regular_file(dir + "/" + kAdapterConfigFile, ec);
@@ -146,7 +153,7 @@ void save_lora_adapter(Model& model, const std::string& dir, const std::string& 
   write_folder_swapped(dir, "adapter", [&](const std::string& tmp) {  // as full checkpoints are
     write_safetensors(tmp + "/" + kAdapterWeightsFile, entries, {{"format", "pt"}});
     run_write_file_atomic(tmp + "/" + kAdapterConfigFile,
-                          adapter_config(model.lora_options(), base_model).dump(2) + "\n");
+                          adapter_config(model.lora_options(), adapter_base_model(base_model)).dump(2) + "\n");
     if (run_settings.is_object())
       run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
   });

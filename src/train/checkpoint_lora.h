@@ -50,6 +50,11 @@ struct LoraAdapter {
 // bias other than none, fan_in_fan_out, a module it does not know, a missing tensor).
 LoraAdapter read_lora_adapter(const std::string& dir);
 
+// What an adapter folder records as base_model_name_or_path: a local model path made absolute
+// (so `--adapter DIR` finds its base from any working directory); anything else (a hub name)
+// as given.
+std::string adapter_base_model(const std::string& base_model);
+
 // dir/adapter_config.json parsed strictly (a JSON object; throws naming the file).
 nlohmann::json read_adapter_config(const std::string& dir);
 

@@ -9,7 +9,8 @@
 #include "model/model_params.h"
 #include "run/summary.h"
 #include "train/checkpoint.h"        // kRunSettingsFile, write_folder_swapped
-#include "train/checkpoint_lora.h"   // kAdapterConfigFile, kAdapterWeightsFile, read_adapter_config
+#include "train/checkpoint_lora.h"   // kAdapterConfigFile, kAdapterWeightsFile, read_adapter_config,
+                                     // adapter_base_model
 
 namespace smezo {
 
@@ -23,7 +24,8 @@ bool permutes_keys(const Model& model) {
 
 nlohmann::json adapter_config(const Model& model, const std::string& base_model) {
   const ModelConfig& c = model.config();
-  return {{"peft_type", "PREFIX_TUNING"}, {"task_type", "CAUSAL_LM"}, {"base_model_name_or_path", base_model},
+  return {{"peft_type", "PREFIX_TUNING"}, {"task_type", "CAUSAL_LM"},
+          {"base_model_name_or_path", adapter_base_model(base_model)},
           {"num_virtual_tokens", model.prefix_options().tokens}, {"num_layers", c.n_layers},
           {"token_dim", c.n_kv_heads * c.head_dim}, {"num_attention_heads", c.n_kv_heads},
           {"num_transformer_submodules", 1}, {"encoder_hidden_size", c.dim}, {"prefix_projection", false},
