@@ -205,7 +205,10 @@ LoadedModel open_eval_model(EvalState& s, const TaskSplits& splits, const Adapte
   s.model.max_logit_rows = ws.logit_rows;
   // greedy decoding runs over a prompt (< max_len) and the tokens generated (as the trainer sizes it)
   if (splits.generation) s.model.max_tokens = std::max(s.model.max_tokens, s.max_len + splits.max_new_tokens);
-  if (adapter) s.model.max_tokens = std::max(s.model.max_tokens, adapter->prefix_tokens());  // add_prefix's runs
+  if (adapter) {
+    s.model.max_tokens = std::max(s.model.max_tokens, adapter->prefix_tokens());  // add_prefix's runs
+    s.model.adapters = adapter_memory_shape(*adapter);  // counted by the memory check
+  }
   LoadedModel lm = open_model(s.model);
   if (adapter) apply_adapter_folder(*lm.model, *adapter);
   return lm;

@@ -40,6 +40,7 @@ int run_generate(GenerateState& s) {
     adapter = std::make_unique<AdapterFolder>(read_adapter_folder(s.adapter));
     s.model.model_path = adapter_model_path(*adapter, s.model.model_path);
     s.model.max_tokens = std::max(s.model.max_tokens, adapter->prefix_tokens());  // add_prefix's run
+    s.model.adapters = adapter_memory_shape(*adapter);  // counted by the memory check
   }
   LoadedModel lm = open_model(s.model);
   if (adapter) apply_adapter_folder(*lm.model, *adapter);

@@ -63,4 +63,14 @@ void apply_adapter_folder(Model& model, const AdapterFolder& adapter) {
   }
 }
 
+TunedAdapters adapter_memory_shape(const AdapterFolder& adapter) {
+  TunedAdapters t;
+  if (adapter.peft_type == "LORA") {
+    t.lora_rank = adapter.lora.options.rank;
+    t.lora_targets = adapter.lora.options.targets;
+  }
+  t.prefix_tokens = adapter.prefix_tokens();
+  return t;
+}
+
 }  // namespace smezo

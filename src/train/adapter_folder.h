@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/memory_estimate.h"  // TunedAdapters
 #include "model/model.h"
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
@@ -37,6 +38,10 @@ AdapterFolder read_adapter_folder(const std::string& dir);
 // The model to open under the adapter: model_path (--model) when given, else the adapter's
 // base_model_name_or_path, which must then be a file or folder here.
 std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path);
+
+// What the folder's adapters add to the model's memory (ModelOpenOptions::adapters), so the
+// memory check before loading counts them.
+TunedAdapters adapter_memory_shape(const AdapterFolder& adapter);
 
 // Gives the model the folder's adapters (add_lora / add_prefix) and sets them to its values;
 // throws when they were made for a model of other dimensions. A whole model without adapters.
