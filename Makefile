@@ -263,7 +263,7 @@ FUZZ_BUILD      ?= build-fuzz
 FUZZ_CXX        ?= clang++-14
 FUZZ_SECONDS    ?= 300
 FUZZ_CI_SECONDS ?= 40
-FUZZ_TARGETS    := safetensors config hf_dir llama2c gguf task_data tokenizer
+FUZZ_TARGETS    := safetensors config hf_dir llama2c gguf task_data task_files tokenizer
 FUZZ_CXXFLAGS   := -std=c++17 -O1 -g -Wall -Wextra -fsanitize=address,undefined \
                    -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -I. -Iinclude -Isrc
 FUZZ_LDLIBS     := -lsentencepiece -lpcre2-8 -lpthread

@@ -3,6 +3,7 @@
 
 Run from the repository root with the oracle venv (numpy, safetensors, transformers,
 sentencepiece):  /tmp/oracle-venv/bin/python tools/make_fuzz_seeds.py [ASSETS_DIR]
+or, for the task_files corpus alone, any python3: python3 tools/make_fuzz_seeds.py --only task_files
 Deterministic: the same assets give the same bytes. Every seed is a valid input (the
 fuzzers mutate from there); each corpus stays a few KB.
 
@@ -15,6 +16,11 @@ fuzzers mutate from there); each corpus stays a few KB.
                by transformers itself
   task_data    first byte = task index (task_data.cpp's order), then the first rows of the
                real data file
+  task_files   a task spec and a data file joined by "\\n--8<--\\n", the file's first byte its
+               format (0 JSON Lines, 1 CSV, 2 TSV): the shipped SST-2 spec over CSV and TSV rows,
+               a hand-written generation spec, the BoolQ generation spec of tools/make_demo_data.py
+               over two of its rows (passages cut); needs no package beyond Python's own
+               (--only task_files writes just these)
   tokenizer    the TinyStories sentencepiece model with only the pieces it needs for a
                short text kept (a shrunk real model)
   gguf         the same shrunk stories260K as LLaMA GGUF files written by gguf-py's GGUFWriter
@@ -26,10 +32,12 @@ import os
 import struct
 import sys
 
-import numpy as np
-from safetensors.numpy import save as st_save
+ONLY = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--only" else None
+if ONLY is None:  # the oracle venv's packages; --only task_files needs none
+    import numpy as np
+    from safetensors.numpy import save as st_save
 
-ASSETS = sys.argv[1] if len(sys.argv) > 1 else "../shared/assets"
+ASSETS = sys.argv[1] if len(sys.argv) > 1 and ONLY is None else "../shared/assets"
 OUT = "tests/fuzz/corpus"
 SEP = b"\n--8<--\n"
 
@@ -258,5 +266,31 @@ def gguf_seeds():
     put("gguf", "stories_q4_1_q8_0.gguf", gguf_bytes(a, 32, 32, 4, 2, True))
 
 
+def task_files_seeds():
+    sst2 = open("src/tasks/specs/sst2.json", "rb").read().rstrip(b"\n")
+    put("task_files", "sst2_csv", sst2 + SEP + b"\x01sentence,label\n\"a fine, funny film\",1\nnot good,0\n")
+    put("task_files", "sst2_tsv", sst2 + SEP + b"\x02sentence\tlabel\nhello there\t1\n")
+    qa = {"name": "qa", "kind": "generation", "prompt": "Q: {question}\nA:", "completion_field": "answers",
+          "completion_prefix": " ", "max_new_tokens": 8, "stop": ["\n"]}
+    row = {"question": "What color is the sky?", "answers": ["blue", "Blue."]}
+    put("task_files", "qa_jsonl", json.dumps(qa).encode() + SEP + b"\x00" + json.dumps(row).encode() + b"\n")
+    # the demo's BoolQ generation spec (tools/make_demo_data.py) over two BoolQ rows, passages cut
+    sys.path.insert(0, "tools")
+    import make_demo_data
+    spec = json.dumps(make_demo_data.SPEC).encode()
+    rows = []
+    for line in open(os.path.join(ASSETS, "data/superglue/BoolQ/val.jsonl"), "rb").read().splitlines()[:2]:
+        r = json.loads(line)
+        rows.append(json.dumps({"passage": r["passage"][:120], "question": r["question"],
+                                "answer": "yes" if r["label"] else "no"}).encode())
+    put("task_files", "boolq_generation_jsonl", spec + SEP + b"\x00" + b"\n".join(rows) + b"\n")
+
+
 if __name__ == "__main__":
-    main()
+    if ONLY == "task_files":
+        task_files_seeds()
+    elif ONLY is not None:
+        raise SystemExit("make_fuzz_seeds: --only takes task_files (the other corpora need the oracle venv)")
+    else:
+        main()
+        task_files_seeds()
