@@ -1,7 +1,8 @@
 // Greedy generation under a probe (src/train/generation_eval.h) on the real stories260K: at the
-// null probe it writes what `smezo generate` (the KV-cache path) writes for the same prompt;
-// under a probe, packed and chunked, it equals a plain one-sequence-at-a-time greedy loop
-// written here; stop strings and the token limit cut where they should; EM/F1 averages.
+// null probe it writes what `smezo generate` (the one-sequence cache path) writes for the same
+// prompt; under a probe, packed and chunked (also with a prefix, prompts split over runs), the
+// batched cache's texts equal a plain one-sequence-at-a-time full-recompute greedy loop written
+// here; stop strings and the token limit cut where they should; EM/F1 averages.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -116,6 +117,31 @@ TEST(GenerationEval, ProbedPackedDecodingEqualsPlainLoop) {
     differ += texts[0][i] != texts[1][i];
   }
   EXPECT_GT(differ, 0) << "a probe of scale 0.05 changed no generation: is the probe applied?";
+}
+
+// The cached decoding against the plain recompute loop where the cache is stressed: a workspace
+// of 6 tokens and 2 logit rows (every prompt split over several runs, sequences taking turns),
+// a random prefix (each slot starts from it, read through the probe), a single probe.
+TEST(GenerationEval, CachedDecodingWithPrefixInASmallWorkspaceEqualsPlainLoop) {
+  // the reference loop needs a workspace for whole sequences: a twin with the same prefix
+  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 6, 2);
+  LoadedModel twin = open_model_paths(default_model_path(), "", "cpu", 1024, 64);
+  for (Model* m : {lm.model.get(), twin.model.get()}) {
+    m->add_prefix(PrefixOptions{3}, 77);
+    for (Param* p : m->params()) {  // values of its own, not the init's activations
+      if (p->info.adapter == ADAPTER_NONE) continue;
+      const std::vector<float> v = smezo_test::random_floats(p->w.numel(), 900 + p->info.tensor_id, -1.0f, 1.0f);
+      m->backend().upload(p->w, v.data());
+    }
+  }
+  const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
+  const Probe probe{0.05f, fresh_seed(), false};
+  const auto texts = greedy_generations(*lm.model, *lm.tokenizer, pointers(enc), {probe, Probe{}}, {10, {}});
+  ASSERT_EQ(texts.size(), 2u);
+  for (size_t i = 0; i < enc.size(); i++) {
+    EXPECT_EQ(texts[0][i], plain_greedy(*twin.model, *lm.tokenizer, enc[i], probe, 10, "")) << kPrompts[i];
+    EXPECT_EQ(texts[1][i], plain_greedy(*twin.model, *lm.tokenizer, enc[i], Probe{}, 10, "")) << kPrompts[i];
+  }
 }
 
 TEST(GenerationEval, StopStringAndTokenLimitCut) {

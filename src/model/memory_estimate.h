@@ -14,7 +14,9 @@
 // checks it against the CUDA backend's bytes_allocated() and scratch_capacity() (SmolLM2-135M,
 // a pair step). Not counted: the CUDA context itself (about 0.5 GB on an H100, outside
 // cudaMalloc and already gone from cudaMemGetInfo's free when the backend exists), the
-// key/value cache of `smezo generate`, and host memory of other kinds.
+// key/value cache of generation (`smezo generate`, and a generation task's greedy decoding:
+// examples x (longest prompt + max_new_tokens, rounded up to a power of two) rows per layer,
+// fp32 keys and values), and host memory of other kinds.
 #pragma once
 
 #include <cstdint>

@@ -194,16 +194,16 @@ int64_t Model::parameter_count() const {
 
 // Runs the embedding (or takes the previous stage's hidden states) and this stage's layers on
 // tokens, leaving the hidden states in ws_.x.
-// cache_pos < 0: packed batch without cache (seqs say where each sequence is); otherwise one
-// sequence whose new keys/values are written to the cache at cache_pos.
+// cached = false: a packed batch without cache (seqs say where each sequence is); true: seqs'
+// key/value spans are in the cache (forward_cached), where their new keys/values are written.
 void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
-                const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe,
+                const std::vector<AttentionSeq>& seqs, bool cached, const Probe& probe,
                 const float* hidden_in) {
   const ModelConfig& c = config_;
   const int64_t M = static_cast<int64_t>(tokens.size());
   SMEZO_REQUIRE(M > 0 && M <= max_tokens_, "batch of %lld tokens does not fit the workspace (%lld)",
                 (long long)M, (long long)max_tokens_);
-  SMEZO_REQUIRE(!probe.pair || (M % 2 == 0 && cache_pos < 0), "a probe pair needs two equal packed halves");
+  SMEZO_REQUIRE(!probe.pair || (M % 2 == 0 && !cached), "a probe pair needs two equal packed halves");
   auto rows = [M](Tensor t) {
     t.rows = M;
     return t;
@@ -215,7 +215,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
          h_gate = rows(ws_.h_gate), h_up = rows(ws_.h_up);
   std::vector<int64_t> prefix_kv_index;  // the same for every layer
   std::vector<AttentionSeq> prefix_seqs;
-  if (prefixed && cache_pos < 0) prefix_layout(seqs, probe, M, &prefix_kv_index, &prefix_seqs);
+  if (prefixed && !cached) prefix_layout(seqs, probe, M, &prefix_kv_index, &prefix_seqs);
   auto bias = [](const Param& p) { return p.w.data ? &p : nullptr; };
 
   // Embeddings and norms read their parameters per half of a pair (they are small); the
@@ -263,12 +263,14 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     ap.n_kv_heads = c.n_kv_heads;
     ap.head_dim = c.head_dim;
     ap.sliding_window = c.sliding_window;
-    if (cache_pos >= 0) {
-      backend_.copy_rows(cache_k_[l], cache_pos, k);
-      backend_.copy_rows(cache_v_[l], cache_pos, v);
+    if (cached) {  // a prefix: the first P rows of each slot, written by forward_cached
+      for (const AttentionSeq& s : seqs) {
+        backend_.copy_rows(cache_k_[l], s.kv_row + s.kv_len - s.q_len, tensor_rows(k, s.q_row, s.q_len));
+        backend_.copy_rows(cache_v_[l], s.kv_row + s.kv_len - s.q_len, tensor_rows(v, s.q_row, s.q_len));
+      }
       ap.k = cache_k_[l];
       ap.v = cache_v_[l];
-      ap.seqs = {AttentionSeq{0, M, 0, cache_pos + M}};  // a prefix: the cache's first P rows
+      ap.seqs = seqs;
     } else if (prefixed) {
       prefix_attention(l, probe, M, prefix_kv_index, &ap);
       ap.seqs = prefix_seqs;
@@ -379,7 +381,7 @@ void Model::forward_stage(const ForwardBatch& batch, const Probe& probe, const s
     SMEZO_REQUIRE(static_cast<int64_t>(hidden_in.size()) == M * config_.dim,
                   "pipeline stage %d of %d: %zu hidden values in for %lld tokens of width %lld", stage_.index,
                   stage_.count, hidden_in.size(), (long long)M, (long long)config_.dim);
-  run(r.tokens, r.positions, r.seqs, -1, probe, stage_.first() ? nullptr : hidden_in.data());
+  run(r.tokens, r.positions, r.seqs, false, probe, stage_.first() ? nullptr : hidden_in.data());
   if (stage_.last()) {
     compute_logits(r.logit_rows, probe, out);
     return;
@@ -394,39 +396,8 @@ void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<f
   SMEZO_REQUIRE(stage_.whole(), "forward() runs the whole model; pipeline stage %d of %d runs forward_stage()",
                 stage_.index, stage_.count);
   const PackedRun r = pack(batch, probe);
-  run(r.tokens, r.positions, r.seqs, -1, probe);
+  run(r.tokens, r.positions, r.seqs, false, probe);
   compute_logits(r.logit_rows, probe, logits);
-}
-
-void Model::enable_kv_cache(int64_t max_len) {
-  const int64_t first = prefix_tokens();  // the cache holds a prefix first
-  SMEZO_REQUIRE(max_len > 0 && max_len <= config_.max_seq_len - first,
-                "generation length %lld: the model supports 1..%lld positions%s", (long long)max_len,
-                (long long)(config_.max_seq_len - first), first > 0 ? " after its prefix" : "");
-  max_len += first;
-  if (cache_len_ >= max_len) return;
-  const int64_t kv_dim = config_.n_kv_heads * config_.head_dim;
-  cache_k_.clear();
-  cache_v_.clear();
-  for (int64_t l = 0; l < config_.n_layers; l++) {
-    cache_k_.push_back(backend_.alloc(max_len, kv_dim, DTYPE_F32));
-    cache_v_.push_back(backend_.alloc(max_len, kv_dim, DTYPE_F32));
-  }
-  cache_len_ = max_len;
-}
-
-void Model::forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits) {
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  SMEZO_REQUIRE(stage_.whole(), "generation runs the whole model, not a pipeline stage");
-  SMEZO_REQUIRE(cache_len_ > 0, "forward_cached: call enable_kv_cache first");
-  const int64_t first = prefix_tokens();  // the sequence sits after a prefix
-  SMEZO_REQUIRE(pos >= 0 && first + pos + n <= cache_len_, "position %lld past the cache (%lld)",
-                (long long)(pos + n), (long long)(cache_len_ - first));
-  if (first > 0 && pos == 0) prefix_into_cache();  // a new sequence
-  std::vector<int32_t> positions;
-  for (int64_t i = 0; i < n; i++) positions.push_back(static_cast<int32_t>(first + pos + i));
-  run(tokens, positions, {}, first + pos, Probe{});
-  compute_logits({n - 1}, Probe{}, logits);
 }
 
 }  // namespace smezo

@@ -50,6 +50,13 @@ struct ForwardBatch {
   std::vector<int64_t> logit_rows;  // rows of `tokens` whose next-token logits are wanted
 };
 
+// New tokens of one sequence of the key/value cache (Model::forward_cached).
+struct CachedChunk {
+  int64_t slot = 0;             // which of the cache's sequences
+  int64_t pos = 0;              // position of tokens[0], counted after a prefix
+  std::vector<int32_t> tokens;  // at positions [pos, pos + tokens.size())
+};
+
 class Model {
  public:
   // Loads and checks every tensor of source against its config, converting to the backend's
@@ -81,10 +88,21 @@ class Model {
     return probe.pair ? max_logit_rows_ / 2 : max_logit_rows_;
   }
 
-  // Generation with a key/value cache for one sequence: feed tokens at positions
-  // [pos, pos + tokens.size()), return the logits of the last one.
-  void enable_kv_cache(int64_t max_len);
+  // Generation with a key/value cache (model_cache.cpp) for `slots` sequences at once, each
+  // with max_len rows per layer after a prefix's P. Backend memory is never freed: the cache
+  // only grows (to the largest slots and max_len asked so far; growing drops what it held and
+  // leaves the old one allocated), so a caller sizes it once for all its decodings.
+  void enable_kv_cache(int64_t max_len, int64_t slots = 1);
+  int64_t kv_cache_slots() const { return cache_slots_; }
+  // One sequence in slot 0, without a probe: feed tokens at positions [pos, pos + tokens.size())
+  // (after a prefix), return the logits of the last one.
   void forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits);
+  // Several slots' new tokens packed into one run under a single probe (pair = false): logits
+  // (chunks.size(), vocab) of each chunk's last token. A chunk at pos 0 starts its slot anew
+  // (with the prefix read through this probe); a slot's later chunks must run under the same
+  // probe, since its cached keys/values were computed under it. The tokens must fit the
+  // workspace (batch_tokens_capacity, batch_logit_rows_capacity of a single probe).
+  void forward_cached(const std::vector<CachedChunk>& chunks, const Probe& probe, std::vector<float>* logits);
 
   // --tune lora: an adapter on each targeted linear of every layer, initialised as PEFT does
   // (lora.h) from `seed`; its A and B join params() after the base tensors. LLaMA-family
@@ -136,17 +154,18 @@ class Model {
   // `prefixed` are the sequences' spans in the gathered rows.
   void prefix_attention(int64_t l, const Probe& probe, int64_t M, const std::vector<int64_t>& kv_index,
                         AttentionParams* ap);
-  // the prefix (unprobed) as the key/value cache's first P rows
-  void prefix_into_cache();
+  // the prefix, read through the probe, as the first P cache rows of `slot`
+  void prefix_into_cache(int64_t slot, const Probe& probe);
   // kv_index (rows of ws_.prefix_src_* per gathered row) and the sequences' gathered spans
   void prefix_layout(const std::vector<AttentionSeq>& seqs, const Probe& probe, int64_t M,
                      std::vector<int64_t>* kv_index, std::vector<AttentionSeq>* prefixed) const;
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
-  // hidden_in: null = embed the tokens (first stage), else the previous stage's hidden states
+  // hidden_in: null = embed the tokens (first stage), else the previous stage's hidden states.
+  // cached: the seqs' key/value spans are rows of the cache, each ending with its q_len new rows
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
-           const std::vector<AttentionSeq>& seqs, int64_t cache_pos, const Probe& probe,
+           const std::vector<AttentionSeq>& seqs, bool cached, const Probe& probe,
            const float* hidden_in = nullptr);
   // positions and attention spans of a packed batch (checked)
   void pack_positions(const ForwardBatch& batch, std::vector<int32_t>* positions, std::vector<AttentionSeq>* seqs) const;
@@ -172,8 +191,11 @@ class Model {
   int64_t max_tokens_;
   int64_t max_logit_rows_;
   Workspace ws_;
-  std::vector<Tensor> cache_k_, cache_v_;  // per layer (P + max_len, n_kv_heads*head_dim): a prefix first
-  int64_t cache_len_ = 0;
+  // per layer (slots x (P + max_len), n_kv_heads*head_dim): slot s owns rows from s x cache_stride_,
+  // a prefix first
+  std::vector<Tensor> cache_k_, cache_v_;
+  int64_t cache_slots_ = 0;
+  int64_t cache_stride_ = 0;  // rows per slot: P + max_len
 };
 
 // Hugging Face names and shapes that the architecture expects, in canonical order.

@@ -103,13 +103,4 @@ void Model::prefix_attention(int64_t l, const Probe& probe, int64_t M, const std
   ap->v = v;
 }
 
-void Model::prefix_into_cache() {
-  const int64_t P = prefix_options_.tokens;
-  const std::vector<int32_t> rows = first_rows(P);
-  for (size_t l = 0; l < prefix_.size(); l++) {
-    backend_.embedding(tensor_rows(cache_k_[l], 0, P), prefix_[l].key, rows, Probe{});
-    backend_.embedding(tensor_rows(cache_v_[l], 0, P), prefix_[l].value, rows, Probe{});
-  }
-}
-
 }  // namespace smezo

@@ -11,9 +11,11 @@ namespace smezo {
 
 namespace {
 
-// One example's decoding: the tokens so far (prompt, then generated) and the text generated.
+// One example's decoding: the tokens so far (prompt, then generated), how many of them its
+// cache slot holds, and the text generated.
 struct Decoding {
   std::vector<int32_t> tokens;  // (prompt_len + generated) [BOS,] prompt tokens, generated tokens
+  int64_t fed = 0;              // tokens[0, fed) are in the key/value cache
   int64_t generated = 0;
   std::string text;
   bool done = false;
@@ -23,11 +25,14 @@ std::vector<int32_t> prompt_tokens(const EncodedExample& ex) {
   SMEZO_REQUIRE(ex.candidates.size() == 1, "a generation example has one candidate (its prompt and completion), "
                 "not %zu", ex.candidates.size());
   const EncodedCandidate& c = ex.candidates[0];
+  SMEZO_REQUIRE(c.option_start > 0, "a generation example needs a prompt to continue: this one encodes to none "
+                "(no BOS, empty context)");
   return std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + c.option_start);
 }
 
-// Appends `next` to d, or ends it (BOS/EOS, a stop string, the length limits).
-void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLimits& limits, int64_t max_seq_len) {
+// Appends `next` to d, or ends it (BOS/EOS, a stop string, the length limits). max_run: the
+// longest sequence the model runs (max_seq_len after a prefix).
+void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLimits& limits, int64_t max_run) {
   if (next == tok.bos_id() || next == tok.eos_id()) {
     d->done = true;
     return;
@@ -42,53 +47,75 @@ void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLi
     d->text.resize(cut);
     d->done = true;
   }
-  // a sequence of max_seq_len tokens still gives one more token; a longer one cannot run
-  if (d->generated >= limits.max_new_tokens || (int64_t)d->tokens.size() > max_seq_len) d->done = true;
+  // a sequence of max_run tokens still gives one more token; a longer one cannot run
+  if (d->generated >= limits.max_new_tokens || (int64_t)d->tokens.size() > max_run) d->done = true;
 }
 
-// One new token for every unfinished sequence, under a single probe: the sequences packed
-// into forwards that fit the workspace, the logits of each one's last row.
-void decode_one_token(Model& model, const Tokenizer& tok, const Probe& probe, const GenerationLimits& limits,
-                      std::vector<Decoding>* ds) {
+int64_t max_run_len(const Model& model) { return model.config().max_seq_len - model.prefix_tokens(); }
+
+// One round, under a single probe: every unfinished sequence's tokens not yet in its cache slot
+// (the prompt in the first round, then its last token) run through forward_cached, packed into
+// runs that fit the workspace (a prompt longer than the room left goes on in the next run); a
+// sequence whose tokens are all in gets its next token, the first largest logit.
+void decode_round(Model& model, const Tokenizer& tok, const Probe& probe, const GenerationLimits& limits,
+                  std::vector<Decoding>* ds) {
   const int64_t cap_tokens = model.batch_tokens_capacity(probe), cap_rows = model.batch_logit_rows_capacity(probe);
   const int64_t vocab = model.config().vocab_size;
   std::vector<float> logits;
   size_t i = 0;
-  while (i < ds->size()) {
-    ForwardBatch batch;
-    std::vector<Decoding*> members;
-    for (; i < ds->size(); i++) {
+  while (true) {
+    std::vector<CachedChunk> chunks;
+    int64_t used = 0;
+    while (i < ds->size() && (int64_t)chunks.size() < cap_rows && used < cap_tokens) {
       Decoding& d = (*ds)[i];
-      if (d.done) continue;
-      const int64_t len = static_cast<int64_t>(d.tokens.size());
-      SMEZO_REQUIRE(len <= cap_tokens, "generation: a %lld-token sequence (prompt and generated tokens) does not fit "
-                    "the workspace of %lld tokens ---> HINT: lower max_new_tokens or --max-len", (long long)len,
-                    (long long)cap_tokens);
-      if ((int64_t)batch.tokens.size() + len > cap_tokens || (int64_t)members.size() + 1 > cap_rows) break;
-      batch.tokens.insert(batch.tokens.end(), d.tokens.begin(), d.tokens.end());
-      batch.seq_lens.push_back(len);
-      batch.logit_rows.push_back(static_cast<int64_t>(batch.tokens.size()) - 1);
-      members.push_back(&d);
+      const int64_t pending = static_cast<int64_t>(d.tokens.size()) - d.fed;
+      if (d.done) {
+        i++;
+        continue;
+      }
+      const int64_t take = std::min(pending, cap_tokens - used);
+      chunks.push_back(CachedChunk{static_cast<int64_t>(i), d.fed,
+                                   std::vector<int32_t>(d.tokens.begin() + d.fed, d.tokens.begin() + d.fed + take)});
+      used += take;
+      if (take == pending) i++;  // else the rest of its prompt opens the next run
     }
-    if (members.empty()) continue;
-    model.forward(batch, probe, &logits);
-    for (size_t m = 0; m < members.size(); m++) {
+    if (chunks.empty()) return;
+    model.forward_cached(chunks, probe, &logits);
+    for (size_t m = 0; m < chunks.size(); m++) {
+      Decoding& d = (*ds)[static_cast<size_t>(chunks[m].slot)];
+      d.fed += static_cast<int64_t>(chunks[m].tokens.size());
+      if (d.fed < static_cast<int64_t>(d.tokens.size())) continue;  // its prompt goes on
       uint64_t unused_rng = 0;  // temperature 0: argmax
       const int32_t next = sample_token(logits.data() + m * vocab, vocab, 0.0f, 1.0f, &unused_rng);
-      advance(members[m], next, tok, limits, model.config().max_seq_len);
+      advance(&d, next, tok, limits, max_run_len(model));
     }
   }
+}
+
+// Cache rows per slot for prompts of up to `longest` tokens: the tokens ever fed (the last
+// generated token never is), rounded up to a power of two so that the cache, which only grows,
+// is reallocated a few times at most over a run's batches of varying prompt lengths.
+int64_t cache_rows_for(const Model& model, int64_t longest, int64_t max_new_tokens) {
+  const int64_t need = std::min(longest + max_new_tokens - 1, max_run_len(model));
+  int64_t rows = 1;
+  while (rows < need) rows *= 2;
+  return std::min(rows, max_run_len(model));
 }
 
 std::vector<std::string> decode_under(Model& model, const Tokenizer& tok, const std::vector<const EncodedExample*>& xs,
                                       const Probe& probe, const GenerationLimits& limits) {
   std::vector<Decoding> ds(xs.size());
+  int64_t longest = 0;
   for (size_t e = 0; e < xs.size(); e++) {
     ds[e].tokens = prompt_tokens(*xs[e]);
-    ds[e].done = limits.max_new_tokens <= 0 || (int64_t)ds[e].tokens.size() > model.config().max_seq_len;
+    ds[e].done = limits.max_new_tokens <= 0 || (int64_t)ds[e].tokens.size() > max_run_len(model);
+    if (!ds[e].done) longest = std::max(longest, (int64_t)ds[e].tokens.size());
   }
+  if (longest == 0) return std::vector<std::string>(xs.size());
+  // one slot per example: the examples of one call (an evaluation batch, a training minibatch)
+  model.enable_kv_cache(cache_rows_for(model, longest, limits.max_new_tokens), static_cast<int64_t>(xs.size()));
   while (std::any_of(ds.begin(), ds.end(), [](const Decoding& d) { return !d.done; }))
-    decode_one_token(model, tok, probe, limits, &ds);
+    decode_round(model, tok, probe, limits, &ds);
   std::vector<std::string> texts;
   for (const Decoding& d : ds) texts.push_back(d.text);
   return texts;

@@ -9,13 +9,13 @@
 // contains a stop string; the text is cut before that stop string. The text of a token is
 // Tokenizer::decode_piece after the token before it, as `smezo generate` streams it.
 //
-// First version: no key/value cache. Model::forward_cached takes no probe, so each new token
-// re-runs the packed forward over every unfinished sequence (prompt and generated tokens),
-// which costs about max_new_tokens times a scoring forward. A probe pair's halves are decoded
-// as two single probes (the halves' sequences diverge), each bit for bit what the pair's half
-// gives on the CPU backend (tensor.h, Probe). (One pair forward over both halves' sequences
-// would generate the noise once, but run every sequence at both signs: twice the GEMM rows,
-// and measured slower on the CPU for SmolLM2, where the GEMMs dominate.)
+// Decoding uses the model's key/value cache (Model::forward_cached), one slot per example of
+// the call: the prompts run once, packed into runs that fit the workspace, then each round one
+// token per unfinished sequence. A probe pair's halves are decoded as two single probes (the
+// halves' sequences diverge). Against re-running the whole sequence for every token (the first
+// version) the logits differ by float rounding only (other GEMM row blocks), so a greedy token
+// can change only where two logits tie within that rounding: not seen on the tests
+// (tests/test_generation_cache.cpp).
 #pragma once
 
 #include <cstdint>
@@ -38,8 +38,8 @@ struct GenerationLimits {
 void check_generation_examples(const std::vector<TaskExample>& examples, const std::string& split);
 
 // The greedy continuation of every example's prompt under each probe: out[half][example],
-// one half per probe_halves (a pair: +, then -). A sequence that does not fit the model's
-// workspace (Model::batch_tokens_capacity of a single probe) is an error naming its length.
+// one half per probe_halves (a pair: +, then -). Sizes the model's key/value cache for
+// examples.size() sequences of the longest prompt plus limits.max_new_tokens (it only grows).
 std::vector<std::vector<std::string>> greedy_generations(Model& model, const Tokenizer& tokenizer,
                                                          const std::vector<const EncodedExample*>& examples,
                                                          const std::vector<Probe>& probes,
