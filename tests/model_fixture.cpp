@@ -1,12 +1,16 @@
 // Tiny random models for tests.
 #include "model_fixture.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "model/model.h"
+#include "test_util.h"
 
 namespace smezo_test {
 
@@ -94,6 +98,36 @@ smezo::WeightSource hf_twin_of_interleaved(const smezo::ModelConfig& config, uin
     }
   }
   return hf;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    m = std::max(m, std::isnan(d) ? std::numeric_limits<double>::infinity() : d);
+  }
+  return m;
+}
+
+std::vector<float> param_values(smezo::Backend& backend, const smezo::Param& p) {
+  std::vector<float> v(static_cast<size_t>(p.w.numel()));
+  backend.download(p.w, v.data());
+  return v;
+}
+
+void randomize_adapters(smezo::Model& m, uint32_t seed, float bound) {
+  for (smezo::Param* p : m.params()) {
+    if (p->info.adapter == smezo::ADAPTER_NONE) continue;
+    const std::vector<float> v = random_floats(p->w.numel(), seed++, -bound, bound);
+    m.backend().upload(p->w, v.data());
+  }
 }
 
 std::vector<float> logits_of(smezo::Model& model, const std::vector<int32_t>& tokens) {

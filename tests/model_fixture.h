@@ -7,7 +7,9 @@
 #include "model/weight_source.h"
 
 namespace smezo {
+class Backend;
 class Model;
+struct Param;
 }
 
 namespace smezo_test {
@@ -27,6 +29,15 @@ float* mutable_tensor(smezo::WeightSource& source, const std::string& name);
 // conversion moves it (row 2i of a head to row i, row 2i+1 to row i + head_dim/2) and rotate-half
 // RoPE; both give the same logits.
 smezo::WeightSource hf_twin_of_interleaved(const smezo::ModelConfig& config, uint32_t seed);
+// max |v[i]|, and max |a[i] - b[i]| (infinity for a NaN difference or a size mismatch): the
+// scales and distances of the tolerance checks on logits.
+double max_abs(const std::vector<float>& v);
+double max_diff(const std::vector<float>& a, const std::vector<float>& b);
+// A parameter's values, downloaded from its backend as fp32.
+std::vector<float> param_values(smezo::Backend& backend, const smezo::Param& p);
+// Fresh values uniform in [-bound, bound) for every adapter parameter of m (LoRA's A and B, a
+// prefix's keys and values): random_floats(numel, seed++) per tensor, so B is not 0.
+void randomize_adapters(smezo::Model& m, uint32_t seed, float bound);
 // The logits at every position of `tokens`, run as one sequence through model (no probe).
 std::vector<float> logits_of(smezo::Model& model, const std::vector<int32_t>& tokens);
 

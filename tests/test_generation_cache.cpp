@@ -29,6 +29,9 @@
 #endif
 
 using namespace smezo;
+using smezo_test::max_abs;
+using smezo_test::max_diff;
+using smezo_test::randomize_adapters;
 
 namespace {
 
@@ -49,31 +52,6 @@ const std::vector<std::vector<Piece>> kRuns = {
     {{2, 2, 5}, {0, 5, 6}, {3, 0, 1}},
     {{0, 6, 7}, {2, 5, 6}},
 };
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); i++) {
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    m = std::max(m, std::isnan(d) ? std::numeric_limits<double>::infinity() : d);
-  }
-  return m;
-}
-
-// Fresh random values for the adapter parameters (a prefix, LoRA's A and B: B starts at 0).
-void randomize_adapters(Model& m, uint32_t seed) {
-  for (Param* p : m.params()) {
-    if (p->info.adapter == ADAPTER_NONE) continue;
-    const std::vector<float> v = smezo_test::random_floats(p->w.numel(), seed++, -0.5f, 0.5f);
-    m.backend().upload(p->w, v.data());
-  }
-}
 
 // The full recompute: logits of the last of seq's first `len` tokens under the probe.
 std::vector<float> recomputed(Model& m, const std::vector<int32_t>& seq, int64_t len, const Probe& probe) {
@@ -120,7 +98,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& c, Backend& be, uint32_t se
   if (adapter == ADAPT_PREFIX) m->add_prefix(PrefixOptions{3}, seed + 1);
   if (adapter == ADAPT_LORA)
     m->add_lora(LoraOptions{4, 8.0f, lora_targets_parse("q,k,v,o,gate,up,down")}, seed + 1);
-  if (adapter != ADAPT_NONE) randomize_adapters(*m, seed + 100);
+  if (adapter != ADAPT_NONE) randomize_adapters(*m, seed + 100, 0.5f);
   return m;
 }
 

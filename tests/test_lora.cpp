@@ -32,6 +32,10 @@
 #endif
 
 using namespace smezo;
+using smezo_test::max_abs;
+using smezo_test::max_diff;
+using smezo_test::param_values;
+using smezo_test::randomize_adapters;
 using smezo_test::make_temp_dir;
 using smezo_test::read_file;
 using smezo_test::run_command;
@@ -45,21 +49,6 @@ LoraOptions all_targets(int64_t rank, float alpha) {
   return LoraOptions{rank, alpha, lora_targets_parse("q,k,v,o,gate,up,down")};
 }
 
-std::vector<float> values_of(Backend& be, const Param& p) {
-  std::vector<float> v(static_cast<size_t>(p.w.numel()));
-  be.download(p.w, v.data());
-  return v;
-}
-
-// Random A and B (B != 0, so the adapter changes the output).
-void randomize_adapters(Model& m, uint32_t seed) {
-  for (Param* p : m.params()) {
-    if (p->info.adapter == ADAPTER_NONE) continue;
-    const std::vector<float> v = smezo_test::random_floats(p->w.numel(), seed++, -0.3f, 0.3f);
-    m.backend().upload(p->w, v.data());
-  }
-}
-
 // W' = W + scale·B A in double, rounded once, for every adapter of m, into src's tensors.
 void fold_adapters(Model& m, WeightSource* src) {
   const double scale = m.lora_options().scale();
@@ -71,7 +60,7 @@ void fold_adapters(Model& m, WeightSource* src) {
     for (const Param* q : m.params())
       if (q->info.adapter == ADAPTER_LORA_B && q->info.tensor_id == p->info.tensor_id + 1) b = q;
     ASSERT_NE(b, nullptr) << p->info.name;
-    const std::vector<float> A = values_of(m.backend(), *p), B = values_of(m.backend(), *b);
+    const std::vector<float> A = param_values(m.backend(), *p), B = param_values(m.backend(), *b);
     float* w = smezo_test::mutable_tensor(*src, w_name);
     const int64_t r = p->w.rows, in = p->w.cols, out = b->w.rows;
     for (int64_t o = 0; o < out; o++)
@@ -83,18 +72,6 @@ void fold_adapters(Model& m, WeightSource* src) {
   }
 }
 
-double max_abs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
-
 // The adapted logits on `device` against the folded reference on the CPU.
 void expect_adapted_forward_matches_reference(const std::string& device) {
   ModelConfig c = smezo_test::tiny_llama_config();
@@ -103,7 +80,7 @@ void expect_adapted_forward_matches_reference(const std::string& device) {
   auto be = make_backend(device);
   Model adapted(src, *be, DTYPE_F32, 64, 64);
   adapted.add_lora(all_targets(4, 8.0f), 5);
-  randomize_adapters(adapted, seed + 100);
+  randomize_adapters(adapted, seed + 100, 0.3f);
   const std::vector<float> got = smezo_test::logits_of(adapted, kTokens);
 
   WeightSource folded = smezo_test::random_weight_source(c, seed);  // its own buffers
@@ -150,7 +127,7 @@ TEST(LoraCuda, Bf16BaseStaysAndTheFp32AdaptersTrain) {
   auto gpu = make_backend("cuda"), cpu = make_backend("cpu");
   Model m(src, *gpu, DTYPE_BF16, 64, 64);
   m.add_lora(all_targets(4, 8.0f), 3);
-  randomize_adapters(m, seed + 50);
+  randomize_adapters(m, seed + 50, 0.3f);
   const std::vector<float> got = smezo_test::logits_of(m, kTokens);
   WeightSource folded = smezo_test::random_weight_source(c, seed);
   for (auto& kv : folded.tensors) {
@@ -172,11 +149,11 @@ TEST(LoraCuda, Bf16BaseStaysAndTheFp32AdaptersTrain) {
   std::vector<std::vector<float>> before;
   for (const Param* p : m.params()) {
     EXPECT_EQ(p->w.dtype, p->info.adapter == ADAPTER_NONE ? DTYPE_BF16 : DTYPE_F32) << p->info.name;
-    before.push_back(values_of(*gpu, *p));
+    before.push_back(param_values(*gpu, *p));
   }
   opt.apply_update(99, 2.0f, 1e-2f);
   for (size_t i = 0; i < m.params().size(); i++)
-    EXPECT_EQ(smezo_test::same_bits(before[i], values_of(*gpu, *m.params()[i])),
+    EXPECT_EQ(smezo_test::same_bits(before[i], param_values(*gpu, *m.params()[i])),
               m.params()[i]->info.adapter == ADAPTER_NONE) << m.params()[i]->info.name;
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
@@ -227,7 +204,7 @@ TEST(Lora, InitIsPeftsAndStartsAtTheBaseModel) {
   for (size_t i = n_base; i < a.params().size(); i++) {
     const Param& p = *a.params()[i];
     EXPECT_EQ(p.info.tensor_id, i);
-    const std::vector<float> v = values_of(*be, p), same = values_of(*be, *b.params()[i]);
+    const std::vector<float> v = param_values(*be, p), same = param_values(*be, *b.params()[i]);
     EXPECT_TRUE(smezo_test::same_bits(v, same)) << p.info.name << ": the init is a function of the seed";
     if (p.info.adapter == ADAPTER_LORA_B) {
       EXPECT_EQ(max_abs(v), 0.0) << p.info.name;
@@ -238,7 +215,7 @@ TEST(Lora, InitIsPeftsAndStartsAtTheBaseModel) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(p.w.cols));  // kaiming_uniform_(a=sqrt(5))
     EXPECT_LE(max_abs(v), bound) << p.info.name;
     EXPECT_GT(max_abs(v), 0.8 * bound) << p.info.name << ": spread over the whole range";
-    EXPECT_FALSE(smezo_test::same_bits(v, values_of(*be, *other.params()[i]))) << "another seed, another A";
+    EXPECT_FALSE(smezo_test::same_bits(v, param_values(*be, *other.params()[i]))) << "another seed, another A";
   }
   EXPECT_EQ(a.params()[n_base]->info.name, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
   EXPECT_EQ(a.params()[n_base + 3]->info.name, "base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight");
@@ -265,7 +242,7 @@ TEST(Lora, ProbesAndUpdatesTouchOnlyTheAdapters) {
   auto be = make_backend("cpu");
   Model m(src, *be, DTYPE_F32, 64, 64);
   m.add_lora(all_targets(2, 4.0f), 7);
-  randomize_adapters(m, 300);
+  randomize_adapters(m, 300, 0.3f);
   SpsaOptions o;
   o.method = METHOD_MEZO;
   o.sparsity = 0.0;
@@ -290,11 +267,11 @@ TEST(Lora, ProbesAndUpdatesTouchOnlyTheAdapters) {
   for (Param* p : m.params()) p->info.trainable = p->info.adapter != ADAPTER_NONE;
 
   std::vector<std::vector<float>> before;
-  for (const Param* p : m.params()) before.push_back(values_of(*be, *p));
+  for (const Param* p : m.params()) before.push_back(param_values(*be, *p));
   opt.apply_update(777, 3.0f, 1e-2f);
   for (size_t i = 0; i < m.params().size(); i++) {
     const Param& p = *m.params()[i];
-    const bool same = smezo_test::same_bits(before[i], values_of(*be, p));
+    const bool same = smezo_test::same_bits(before[i], param_values(*be, p));
     EXPECT_EQ(same, p.info.adapter == ADAPTER_NONE) << p.info.name;
   }
 }
@@ -331,7 +308,7 @@ TEST(Lora, AdapterFolderIsPeftsAndReadsBackIdentically) {
     auto be = make_backend("cpu");
     Model m(src, *be, DTYPE_F32, 64, 64), back(src, *be, DTYPE_F32, 64, 64);
     m.add_lora(LoraOptions{4, 32.0f, lora_targets_parse("q,k,o,down")}, 1);
-    randomize_adapters(m, 500);
+    randomize_adapters(m, 500, 0.3f);
     const std::string dir = make_temp_dir("lora_adapter") + "/adapter";
     save_lora_adapter(m, dir, "HuggingFaceTB/SmolLM2-135M");
     const nlohmann::json cfg = nlohmann::json::parse(read_file(dir + "/adapter_config.json"));
@@ -355,7 +332,7 @@ TEST(Lora, AdapterFolderIsPeftsAndReadsBackIdentically) {
     back.add_lora(adapter.options, 999);  // another seed: every value must come from the file
     load_lora_adapter(back, adapter);
     for (size_t i = 0; i < m.params().size(); i++)
-      EXPECT_TRUE(smezo_test::same_bits(values_of(*be, *m.params()[i]), values_of(*be, *back.params()[i])))
+      EXPECT_TRUE(smezo_test::same_bits(param_values(*be, *m.params()[i]), param_values(*be, *back.params()[i])))
           << m.params()[i]->info.name << " rope " << rope;
     // the file's q B is Hugging Face's row order: permuted from the model's under interleaved RoPE
     std::vector<float> in_file(static_cast<size_t>(qb.numel()));
@@ -364,7 +341,7 @@ TEST(Lora, AdapterFolderIsPeftsAndReadsBackIdentically) {
     for (const Param* p : m.params())
       if (p->info.name == qb.name) model_qb = p;
     ASSERT_NE(model_qb, nullptr);
-    EXPECT_EQ(smezo_test::same_bits(in_file, values_of(*be, *model_qb)), rope == ROPE_ROTATE_HALF);
+    EXPECT_EQ(smezo_test::same_bits(in_file, param_values(*be, *model_qb)), rope == ROPE_ROTATE_HALF);
   }
 }
 
@@ -399,7 +376,7 @@ TEST(Lora, MergeEqualsTheAdaptedForward) {
     auto be = make_backend("cpu");
     Model adapted(src, *be, DTYPE_F32, 64, 64), merged(src, *be, DTYPE_F32, 64, 64);
     adapted.add_lora(all_targets(3, 6.0f), 2);
-    randomize_adapters(adapted, 700);
+    randomize_adapters(adapted, 700, 0.3f);
     const std::string dir = make_temp_dir("lora_merge") + "/adapter";
     save_lora_adapter(adapted, dir, "base");
     const std::vector<float> plain = smezo_test::logits_of(merged, kTokens);

@@ -33,6 +33,10 @@
 #endif
 
 using namespace smezo;
+using smezo_test::max_abs;
+using smezo_test::max_diff;
+using smezo_test::param_values;
+using smezo_test::randomize_adapters;
 using smezo_test::make_temp_dir;
 using smezo_test::read_file;
 using smezo_test::run_command;
@@ -42,34 +46,6 @@ namespace {
 constexpr double kTolLogits = 1e-5;
 constexpr double kTolCuda = 1e-4;
 const std::vector<int32_t> kTokens = {1, 7, 22, 3, 19, 15, 8, 11, 2};
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); i++) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
-
-std::vector<float> values_of(Backend& be, const Param& p) {
-  std::vector<float> v(static_cast<size_t>(p.w.numel()));
-  be.download(p.w, v.data());
-  return v;
-}
-
-// Fresh random prefix values (the init's are the base model's own activations).
-void randomize_prefix(Model& m, uint32_t seed) {
-  for (Param* p : m.params()) {
-    if (p->info.adapter == ADAPTER_NONE) continue;
-    const std::vector<float> v = smezo_test::random_floats(p->w.numel(), seed++, -1.0f, 1.0f);
-    m.backend().upload(p->w, v.data());
-  }
-}
 
 // The prefixed logits on `device` against the plain CPU model reading the init tokens first.
 void expect_prefix_is_its_init_tokens(const ModelConfig& c, const std::string& device, double tol) {
@@ -127,7 +103,7 @@ TEST(Prefix, PackedAndCachedPathsAgree) {
   auto be = make_backend("cpu");
   Model m(smezo_test::random_weight_source(c, 5), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{4}, 9);
-  randomize_prefix(m, 500);
+  randomize_adapters(m, 500, 1.0f);
   const std::vector<int32_t> a = {1, 5, 9, 13, 2}, b = {1, 7, 3};
   const std::vector<float> la = smezo_test::logits_of(m, a), lb = smezo_test::logits_of(m, b);
   ForwardBatch packed;
@@ -207,11 +183,11 @@ TEST(Prefix, ProbesAndUpdatesTouchOnlyThePrefix) {
   for (Param* p : m.params()) p->info.trainable = p->info.adapter != ADAPTER_NONE;
 
   std::vector<std::vector<float>> before;
-  for (const Param* p : m.params()) before.push_back(values_of(*be, *p));
+  for (const Param* p : m.params()) before.push_back(param_values(*be, *p));
   opt.apply_update(777, 3.0f, 1e-2f);
   for (size_t i = 0; i < m.params().size(); i++) {
     const Param& p = *m.params()[i];
-    EXPECT_EQ(smezo_test::same_bits(before[i], values_of(*be, p)), p.info.adapter == ADAPTER_NONE) << p.info.name;
+    EXPECT_EQ(smezo_test::same_bits(before[i], param_values(*be, p)), p.info.adapter == ADAPTER_NONE) << p.info.name;
   }
 }
 
@@ -232,7 +208,7 @@ TEST(Prefix, SparseMezoMasksThePrefix) {
       continue;
     }
     EXPECT_EQ(p->info.mask, MASK_MAGNITUDE) << p->info.name;
-    const std::vector<float> v = values_of(*be, *p);
+    const std::vector<float> v = param_values(*be, *p);
     const int64_t kept = std::count_if(v.begin(), v.end(), [&](float x) { return std::fabs(x) <= p->info.threshold; });
     EXPECT_NEAR(static_cast<double>(kept) / v.size(), 0.5, 0.1) << p->info.name;
   }
@@ -275,7 +251,7 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   auto be = make_backend("cpu");
   Model meta(smezo_test::random_weight_source(c, 12), *be, DTYPE_F32, 64, 64);
   meta.add_prefix(PrefixOptions{P}, 3);
-  randomize_prefix(meta, 900);
+  randomize_adapters(meta, 900, 1.0f);
   save_prefix_adapter(meta, dir + "/adapter", "base-model-path", {{"task", "sst2"}});
 
   const nlohmann::json config = nlohmann::json::parse(read_file(dir + "/adapter/adapter_config.json"));
@@ -295,7 +271,7 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   // layer 1's values of virtual token 2 sit at column (2*1 + 1)*kv of row 2, unpermuted
   std::vector<float> table(static_cast<size_t>(t.numel()));
   t.read_f32(table.data());
-  const std::vector<float> value1 = values_of(*be, meta.prefix_layers()[1].value);
+  const std::vector<float> value1 = param_values(*be, meta.prefix_layers()[1].value);
   const int64_t width = c.n_layers * 2 * kv;
   for (int64_t d = 0; d < kv; d++) ASSERT_EQ(table[2 * width + 3 * kv + d], value1[2 * kv + d]) << d;
 
@@ -305,7 +281,7 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   again.add_prefix(adapter.options, 99);  // another init, then the file's values
   load_prefix_adapter(again, adapter);
   for (size_t i = 0; i < meta.params().size(); i++)
-    EXPECT_TRUE(smezo_test::same_bits(values_of(*be, *meta.params()[i]), values_of(*be, *again.params()[i])))
+    EXPECT_TRUE(smezo_test::same_bits(param_values(*be, *meta.params()[i]), param_values(*be, *again.params()[i])))
         << meta.params()[i]->info.name;
 
   Model hf(smezo_test::hf_twin_of_interleaved(c, 12), *be, DTYPE_F32, 64, 64);
