@@ -357,7 +357,11 @@ TEST(Lora, AdapterReaderRefusesWhatItCannotApply) {
   for (const auto& [key, value, want] :
        std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
            {"peft_type", "IA3", "only LORA"}, {"bias", "all", "bias \"none\""},
-           {"target_modules", {"q_proj", "c_attn"}, "\"c_attn\" is not one of"}, {"r", 4, "r is 4"}}) {
+           {"target_modules", {"q_proj", "c_attn"}, "\"c_attn\" is not one of"}, {"r", 4, "r is 4"},
+           // found by the adapter_folder fuzzer's kind of input: wrong types and values out of range
+           {"lora_alpha", 1e300, "lora_alpha 1e+300 must be a positive number"},
+           {"use_dora", "no", "use_dora \"no\" must be true or false"},
+           {"base_model_name_or_path", 7, "base_model_name_or_path 7 must be a string"}}) {
     nlohmann::json bad = cfg;
     bad[key] = value;
     smezo_test::write_file(dir + "/adapter_config.json", bad.dump());

@@ -316,6 +316,11 @@ TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
   refused("prefix_projection", true, "prefix_projection");
   refused("num_virtual_tokens", 3, "shape");
   refused("num_layers", 0, "num_layers");
+  // the adapter_folder fuzzer's findings: a float where an integer is read, wrong types, huge sizes
+  refused("num_transformer_submodules", 8.8e96, "num_transformer_submodules");
+  refused("prefix_projection", "yes", "prefix_projection \"yes\" must be true or false");
+  refused("base_model_name_or_path", 7, "base_model_name_or_path 7 must be a string");
+  refused("token_dim", int64_t{1} << 40, "token_dim 1099511627776 must be an integer from 1 to 16777216");
   smezo_test::write_file(config_path, good);
   // made for a model of another width
   ModelConfig wide = c;

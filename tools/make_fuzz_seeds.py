@@ -3,7 +3,8 @@
 
 Run from the repository root with the oracle venv (numpy, safetensors, transformers,
 sentencepiece):  /tmp/oracle-venv/bin/python tools/make_fuzz_seeds.py [ASSETS_DIR]
-or, for the task_files corpus alone, any python3: python3 tools/make_fuzz_seeds.py --only task_files
+or, for the task_files or adapter_folder corpus alone, any python3:
+python3 tools/make_fuzz_seeds.py --only task_files (or --only adapter_folder)
 Deterministic: the same assets give the same bytes. Every seed is a valid input (the
 fuzzers mutate from there); each corpus stays a few KB.
 
@@ -21,6 +22,11 @@ fuzzers mutate from there); each corpus stays a few KB.
                a hand-written generation spec, the BoolQ generation spec of tools/make_demo_data.py
                over two of its rows (passages cut); needs no package beyond Python's own
                (--only task_files writes just these)
+  adapter_folder  PEFT adapter folders as smezo writes them, parts joined by "\\n--8<--\\n":
+               adapter_config.json, adapter_model.safetensors (fp32, written here by hand) and
+               smezo_run.json: a LoRA (r 1 on q_proj and down_proj of one layer) and a prefix
+               (2 virtual tokens, 1 layer, 2 key/value heads of 4); Python alone
+               (--only adapter_folder)
   tokenizer    the TinyStories sentencepiece model with only the pieces it needs for a
                short text kept (a shrunk real model)
   gguf         the same shrunk stories260K as LLaMA GGUF files written by gguf-py's GGUFWriter
@@ -33,7 +39,7 @@ import struct
 import sys
 
 ONLY = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--only" else None
-if ONLY is None:  # the oracle venv's packages; --only task_files needs none
+if ONLY is None:  # the oracle venv's packages; --only task_files/adapter_folder need none
     import numpy as np
     from safetensors.numpy import save as st_save
 
@@ -286,11 +292,44 @@ def task_files_seeds():
     put("task_files", "boolq_generation_jsonl", spec + SEP + b"\x00" + b"\n".join(rows) + b"\n")
 
 
+def f32_safetensors(tensors):
+    """safetensors bytes of fp32 tensors [(name, shape, values)], without numpy."""
+    header, body = {}, b""
+    for name, shape, values in tensors:
+        data = struct.pack("<%df" % len(values), *values)
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(body), len(body) + len(data)]}
+        body += data
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + body
+
+
+def adapter_folder_seeds():
+    run = json.dumps({"written_by": "smezo train", "task": "sst2", "max_len": 40}).encode()
+    lora = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": "base", "r": 1,
+            "lora_alpha": 2, "target_modules": ["q_proj", "down_proj"], "bias": "none", "fan_in_fan_out": False}
+    head = "base_model.model.model.layers.0."
+    tensors = [(head + "mlp.down_proj.lora_A.weight", [1, 6], [i / 8 for i in range(6)]),
+               (head + "mlp.down_proj.lora_B.weight", [4, 1], [-i / 8 for i in range(4)]),
+               (head + "self_attn.q_proj.lora_A.weight", [1, 4], [i / 16 for i in range(4)]),
+               (head + "self_attn.q_proj.lora_B.weight", [4, 1], [1 - i / 16 for i in range(4)])]
+    put("adapter_folder", "lora", json.dumps(lora).encode() + SEP + f32_safetensors(tensors) + SEP + run)
+    prefix = {"peft_type": "PREFIX_TUNING", "task_type": "CAUSAL_LM", "base_model_name_or_path": "base",
+              "num_virtual_tokens": 2, "num_layers": 1, "token_dim": 8, "num_attention_heads": 2,
+              "num_transformer_submodules": 1, "prefix_projection": False}
+    table = [("prompt_embeddings", [2, 16], [(i % 7) / 4 - 0.5 for i in range(32)])]
+    put("adapter_folder", "prefix", json.dumps(prefix).encode() + SEP + f32_safetensors(table))
+
+
 if __name__ == "__main__":
     if ONLY == "task_files":
         task_files_seeds()
+    elif ONLY == "adapter_folder":
+        adapter_folder_seeds()
     elif ONLY is not None:
-        raise SystemExit("make_fuzz_seeds: --only takes task_files (the other corpora need the oracle venv)")
+        raise SystemExit("make_fuzz_seeds: --only takes task_files or adapter_folder (the other corpora need the "
+                         "oracle venv)")
     else:
         main()
         task_files_seeds()
+        adapter_folder_seeds()

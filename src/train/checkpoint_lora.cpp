@@ -1,6 +1,7 @@
 // LoRA adapter folders in Hugging Face PEFT's layout (see checkpoint_lora.h).
 #include "train/checkpoint_lora.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -94,7 +95,7 @@ LoraOptions options_from_config(const nlohmann::json& j, const std::string& path
                 path.c_str(), json_brief(j["bias"]).c_str());
   SMEZO_REQUIRE(!j.contains("fan_in_fan_out") || j["fan_in_fan_out"] == false,
                 "%s: fan_in_fan_out true (GPT-2 Conv1D layout) is not supported", path.c_str());
-  SMEZO_REQUIRE(!j.value("use_dora", false) && !j.value("use_rslora", false),
+  SMEZO_REQUIRE(!adapter_config_bool(j, "use_dora", false, path) && !adapter_config_bool(j, "use_rslora", false, path),
                 "%s: DoRA and rsLoRA adapters are not supported", path.c_str());
   SMEZO_REQUIRE(field("r").is_number_integer() && field("lora_alpha").is_number(),
                 "%s: r must be an integer and lora_alpha a number", path.c_str());
@@ -102,7 +103,10 @@ LoraOptions options_from_config(const nlohmann::json& j, const std::string& path
                 path.c_str());
   LoraOptions o;
   o.rank = j["r"].get<int64_t>();
-  o.alpha = j["lora_alpha"].get<float>();
+  const double alpha = j["lora_alpha"].get<double>();  // checked in double: a float cast out of range is undefined
+  SMEZO_REQUIRE(std::isfinite(alpha) && alpha > 0.0 && alpha <= 1e30, "%s: lora_alpha %s must be a positive number",
+                path.c_str(), json_brief(j["lora_alpha"]).c_str());
+  o.alpha = static_cast<float>(alpha);
   std::string roles;
   for (const nlohmann::json& m : j["target_modules"]) {
     const ParamRole r = m.is_string() ? role_of_module(m.get<std::string>()) : ROLE_OTHER;
@@ -112,11 +116,25 @@ LoraOptions options_from_config(const nlohmann::json& j, const std::string& path
   }
   o.targets = lora_targets_parse(roles);
   lora_validate(o);
-  *base_model = j.value("base_model_name_or_path", std::string());
+  *base_model = adapter_config_string(j, "base_model_name_or_path", path);
   return o;
 }
 
 }  // namespace
+
+bool adapter_config_bool(const nlohmann::json& j, const char* key, bool fallback, const std::string& path) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  SMEZO_REQUIRE(j[key].is_boolean(), "%s: %s %s must be true or false", path.c_str(), key,
+                printable(json_brief(j[key])).c_str());
+  return j[key].get<bool>();
+}
+
+std::string adapter_config_string(const nlohmann::json& j, const char* key, const std::string& path) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  SMEZO_REQUIRE(j[key].is_string(), "%s: %s %s must be a string", path.c_str(), key,
+                printable(json_brief(j[key])).c_str());
+  return j[key].get<std::string>();
+}
 
 std::string adapter_base_model(const std::string& base_model) {
   std::error_code ec;

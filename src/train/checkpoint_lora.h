@@ -55,6 +55,11 @@ LoraAdapter read_lora_adapter(const std::string& dir);
 // as given.
 std::string adapter_base_model(const std::string& base_model);
 
+// An optional field of an adapter_config.json: absent or null -> fallback; of another type ->
+// throws naming the file (path) and the field.
+bool adapter_config_bool(const nlohmann::json& j, const char* key, bool fallback, const std::string& path);
+std::string adapter_config_string(const nlohmann::json& j, const char* key, const std::string& path);
+
 // dir/adapter_config.json parsed strictly (a JSON object; throws naming the file).
 nlohmann::json read_adapter_config(const std::string& dir);
 

@@ -32,11 +32,16 @@ nlohmann::json adapter_config(const Model& model, const std::string& base_model)
           {"inference_mode", true}, {"revision", nullptr}};
 }
 
+// A size of the config: 1 .. 2^24 (far above any model's; a product of three stays in int64).
 int64_t positive_int(const nlohmann::json& j, const char* key, const std::string& path) {
   SMEZO_REQUIRE(j.contains(key), "%s: field %s is missing", path.c_str(), key);
-  SMEZO_REQUIRE(j[key].is_number_integer() && j[key].get<int64_t>() >= 1, "%s: %s %s must be a positive integer",
-                path.c_str(), key, json_brief(j[key]).c_str());
-  return j[key].get<int64_t>();
+  constexpr int64_t kMost = int64_t{1} << 24;
+  const nlohmann::json& v = j[key];
+  const bool ok = v.is_number_unsigned() ? v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= uint64_t{kMost}
+                                         : v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMost;
+  SMEZO_REQUIRE(ok, "%s: %s %s must be an integer from 1 to %lld", path.c_str(), key, json_brief(v).c_str(),
+                (long long)kMost);
+  return v.get<int64_t>();
 }
 
 }  // namespace
@@ -78,10 +83,11 @@ PrefixAdapter read_prefix_adapter(const std::string& dir) {
   SMEZO_REQUIRE(j.contains("peft_type"), "%s: field peft_type is missing", path.c_str());
   SMEZO_REQUIRE(j["peft_type"] == "PREFIX_TUNING", "%s: peft_type %s: this reader takes PREFIX_TUNING adapters",
                 path.c_str(), json_brief(j["peft_type"]).c_str());
-  SMEZO_REQUIRE(!j.value("prefix_projection", false),
+  SMEZO_REQUIRE(!adapter_config_bool(j, "prefix_projection", false, path),
                 "%s: prefix_projection true (a reparameterised prefix, an MLP before the keys/values) is not "
                 "supported", path.c_str());
-  SMEZO_REQUIRE(j.value("num_transformer_submodules", 1) == 1,
+  SMEZO_REQUIRE(!j.contains("num_transformer_submodules") || j["num_transformer_submodules"].is_null() ||
+                    (j["num_transformer_submodules"].is_number_integer() && j["num_transformer_submodules"] == 1),
                 "%s: num_transformer_submodules %s: decoder-only models have 1", path.c_str(),
                 json_brief(j["num_transformer_submodules"]).c_str());
   PrefixAdapter a;
@@ -89,7 +95,7 @@ PrefixAdapter read_prefix_adapter(const std::string& dir) {
   a.layers = positive_int(j, "num_layers", path);
   a.token_dim = positive_int(j, "token_dim", path);
   a.kv_heads = positive_int(j, "num_attention_heads", path);
-  a.base_model = j.value("base_model_name_or_path", std::string());
+  a.base_model = adapter_config_string(j, "base_model_name_or_path", path);
   const SafetensorsFile file(dir + "/" + kAdapterWeightsFile);
   const HostTensorView* v = &file.tensor(kPrefixTensorName);
   SMEZO_REQUIRE(file.tensors().size() == 1, "%s: %zu tensors; a prefix adapter holds %s alone", file.path().c_str(),
