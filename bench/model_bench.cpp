@@ -17,6 +17,7 @@
 #include "common/check.h"
 #include "common/stopwatch.h"
 #include "model/model.h"
+#include "run/metrics_log.h"
 #include "run/summary.h"
 #include "setup/model_setup.h"
 #include "train/spsa.h"
@@ -156,6 +157,9 @@ int run_model_bench(const ModelBenchOptions& o) {
   const double load_s = load_timer.seconds();
   Sync sync(backend);
 
+  std::unique_ptr<MetricsLog> json_file;  // --json: the same lines as stdout, each flushed
+  if (!o.json_path.empty()) json_file = std::make_unique<MetricsLog>(o.json_path, /*append=*/false);
+
   std::vector<std::string> modes;
   if (o.probes != "separate") modes.push_back("pair");
   if (o.probes != "pair") modes.push_back("separate");
@@ -197,6 +201,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       j.erase("written_at");
       std::printf("%s\n", j.dump().c_str());
       std::fflush(stdout);
+      if (json_file) json_file->write(j);
     };
     auto time_reps = [&](const char* range, const std::function<void(int)>& fn) {
       std::vector<double> ms;

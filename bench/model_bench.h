@@ -43,9 +43,10 @@ struct ModelBenchOptions {
   NoiseKind noise = NOISE_GAUSSIAN;
   bool profile = false;
   uint64_t seed = 1234;
+  std::string json_path;                   // also write the JSON lines here; "" = stdout only
 };
 
-// Runs the benchmark, printing JSON lines to stdout; returns 0.
+// Runs the benchmark, printing JSON lines to stdout (and to json_path); returns 0.
 int run_model_bench(const ModelBenchOptions& options);
 
 }  // namespace smezo

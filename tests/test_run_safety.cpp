@@ -213,7 +213,7 @@ TEST(RunSafety, AFailedCheckpointLeavesNoTemporaryFolder) {
   EXPECT_FALSE(fs::exists(dir + "/ckpt"));
   // an unwritable target (a file where the folder should be) fails before writing anything
   smezo_test::write_file(dir + "/file", "x");
-  EXPECT_THAT([&] { smezo::run_check_writable(dir + "/file/e.json", "--out"); },
+  EXPECT_THAT([&] { smezo::run_prepare_output_file(dir + "/file/e.json", "--out"); },
               testing::ThrowsMessage<smezo::Error>(HasSubstr("cannot write --out " + dir + "/file/e.json")));
 }
 
@@ -272,12 +272,14 @@ TEST(RunSafety, CliExitCodeThreeWhenOnlyTheCheckpointFailed) {
   EXPECT_TRUE(s["test_acc"].is_number());
 }
 
-// eval --out is checked before anything is evaluated; stale temporary files of it go.
+// eval --out is checked before anything is evaluated (its missing folders are created:
+// test_output_paths.cpp); stale temporary files of it go.
 TEST(RunSafety, EvalChecksItsOutputFirst) {
   const std::string dir = make_temp_dir("evalout");
   std::string out;
-  EXPECT_EQ(run_command(kSmezo + " eval --task sst2 --test-examples 4 --out " + dir + "/missing/e.json", &out), 1);
-  EXPECT_THAT(out, HasSubstr("cannot write --out " + dir + "/missing/e.json: No such file or directory"));
+  smezo_test::write_file(dir + "/file", "x");
+  EXPECT_EQ(run_command(kSmezo + " eval --task sst2 --test-examples 4 --out " + dir + "/file/e.json", &out), 1);
+  EXPECT_THAT(out, HasSubstr("cannot write --out " + dir + "/file/e.json: Not a directory ---> HINT: a part of the path is a file"));
   EXPECT_THAT(out, testing::Not(HasSubstr("accuracy")));
   EXPECT_EQ(run_command(kSmezo + " eval --task sst2 --test-examples 4 --out " + dir, &out), 1);
   EXPECT_THAT(out, HasSubstr("--out " + dir + " is not a regular file"));

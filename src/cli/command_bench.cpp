@@ -22,6 +22,7 @@
 #include "bench/model_bench.h"
 #include "cli/commands.h"
 #include "common/check.h"
+#include "run/summary.h"
 #include "train/spsa.h"
 
 #ifdef SMEZO_WITH_CUDA
@@ -92,6 +93,7 @@ int run_shape_bench(const BenchState& s) {
   o.probes = s.probes;
   o.noise = noise_parse(s.noise);
   o.profile = s.profile;
+  o.json_path = s.json;
   if (s.reps_opt->count()) o.reps = static_cast<int>(s.reps);
   if (s.warmup_opt->count()) o.warmup = static_cast<int>(s.warmup);
   return run_model_bench(o);
@@ -100,6 +102,7 @@ int run_shape_bench(const BenchState& s) {
 int run_bench(const BenchState& s) {
   SMEZO_REQUIRE(s.kernel.empty() != s.shape.empty(), "bench: name either --kernel (a GPU kernel) or --shape "
                 "(a random-weight model), not %s", s.kernel.empty() ? "neither" : "both");
+  if (!s.json.empty()) run_prepare_output_file(s.json, "--json");
   if (!s.shape.empty()) return run_shape_bench(s);
   SMEZO_REQUIRE(s.dtype.empty() || s.dtype == "bf16" || s.dtype == "f16",
                 "bench --kernel linear: --dtype %s (the kernel benchmark takes bf16 or f16)", s.dtype.c_str());

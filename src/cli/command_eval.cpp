@@ -241,8 +241,9 @@ nlohmann::json icl_report(const Tokenizer& tokenizer, const std::vector<TaskExam
 int run_eval(EvalState& s) {
   if (!s.out.empty()) {  // before the evaluation, not after it
     remove_stale_temp_files_of(s.out);
-    run_check_writable(s.out, "--out");
+    run_prepare_output_file(s.out, "--out");
   }
+  if (!s.examples_out.empty()) run_prepare_output_file(s.examples_out, "--examples-out");
   check_task_options(s);
   // --adapter: read (and checked) before anything loads; its folder holds the run's settings
   std::unique_ptr<AdapterFolder> adapter;

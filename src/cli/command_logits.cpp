@@ -16,6 +16,7 @@
 #include "formats/model_loader.h"
 #include "formats/safetensors.h"
 #include "model/model.h"
+#include "run/summary.h"
 #include "train/adapter_folder.h"
 
 namespace smezo {
@@ -46,6 +47,7 @@ struct LogitsState {
 
 int run_logits(const LogitsState& s) {
   const std::vector<int32_t> tokens = parse_tokens(s.tokens);
+  run_prepare_output_file(s.out, "--out");
   std::unique_ptr<AdapterFolder> adapter;  // read and checked before the model loads
   if (!s.adapter.empty()) adapter = std::make_unique<AdapterFolder>(read_adapter_folder(s.adapter));
   const std::string model_path = resolve_model_path(adapter ? adapter_model_path(*adapter, s.model.model_path)

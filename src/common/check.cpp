@@ -177,6 +177,8 @@ std::string write_error_hint(int err) {
       return "the folder or file is not writable by you: make it writable";
     case ENOENT:
       return "its folder does not exist: check the path";
+    case ENOTDIR:
+      return "a part of the path is a file, not a folder: choose another path";
     default:
       return "";
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -68,8 +69,14 @@ void run_write_file_atomic(const std::string& path, const std::string& bytes) {
   }
 }
 
-void run_check_writable(const std::string& path, const char* what) {
+void run_prepare_output_file(const std::string& path, const char* what) {
+  const std::string folder = parent_dir(path);
   struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) throw_write_error((std::string("create the folder of ") + what).c_str(), folder, ec.value());
+  }
   SMEZO_REQUIRE(::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode), "%s %s is not a regular file", what,
                 path.c_str());
   // The same temporary file run_write_file_atomic() will create, made and removed now.

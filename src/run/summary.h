@@ -18,10 +18,12 @@ namespace smezo {
 // Throws smezo::Error naming the path and the system error on failure.
 void run_write_file_atomic(const std::string& path, const std::string& bytes);
 
-// Fails now, naming `what` and `path` (e.g. "--out", "eval.json"), when run_write_file_atomic(path)
-// could not create its temporary file there, or when path exists and is not a regular file:
-// for outputs written only after a long computation.
-void run_check_writable(const std::string& path, const char* what);
+// Readies an output file a command writes (every --out/--examples-out/--json FILE of every
+// command goes through here, before any work): creates path's missing parent folders (as
+// `mkdir -p`; a run folder is created the same way), then fails now, naming `what` and `path`
+// (e.g. "--out", "eval.json"), when run_write_file_atomic(path) could not create its temporary
+// file there, or when path exists and is not a regular file.
+void run_prepare_output_file(const std::string& path, const char* what);
 
 // Adds, where absent: "written_at" (UTC, ISO 8601), "hostname", "peak_host_rss_bytes".
 void summary_add_standard_fields(nlohmann::json* summary);
