@@ -8,12 +8,16 @@ The paper's comparison (MeZO vs R-MeZO vs S-MeZO, issue #12) as a resumable batc
   tools/zo_grid.py calibrate --grid smollm2-lease --model M --runs DIR [--jobs-list 1,2,4,8]
                                                                   ms/step, and the best --jobs
   tools/zo_grid.py run   --grid smollm2-lease --model M --runs DIR [--jobs auto] [--deadline-s 540]
-  tools/zo_grid.py table --runs DIR [--report DIR]                RESULTS-ready table + SVG plots
+  tools/zo_grid.py table --runs DIR [--report DIR]                RESULTS-ready table, claim.md + SVG plots
+  tools/zo_grid.py compare --runs DIR --peer PEER_DIR [--task sst2]  our dev curves against tools/zo_peer.py's
 
 Grids: `smollm2-lease` fits a short GPU lease (tools/gpu_backlog.sh runs it: SST-2 first,
 RTE and BoolQ when the budget allows); `smollm2-paper` is the long-GPU grid (the paper's
 whole search at 5,000 steps: hours of GPU, not for a 30-minute lease); `smollm2-quick` sizes a
-budget; `ci-tiny` is the runner's own test on the CPU. `--tasks` runs a subset of a grid's
+budget; `smollm2-claim` decides whether S-MeZO beats MeZO (3,000 steps, lr x sparsity, best
+settings on an edge of their range extended once, 3-5 seeds; claim.md states the verdict by the
+rule in tools/zo_claim.py; several leases, run in slices by the backlog's item 9); `ci-tiny` and
+`ci-claim` are the runner's own tests on the CPU. `--tasks` runs a subset of a grid's
 tasks; `--tiny` shrinks a grid to a smoke test of its own commands (first task, each method's
 first learning rate, two seeds, 2 steps; the CPU dry run of tools/gpu_backlog.sh uses it).
 
@@ -625,11 +629,12 @@ def cmd_calibrate(args):
     return 0
 
 
-def resolve_jobs(jobs, runs_dir):
-    """--jobs N, or auto: calibration.json's best count (4 without one)."""
+def resolve_jobs(jobs, runs_dir, calibration=""):
+    """--jobs N, or auto: the best count of calibration.json (--calibration, else the one in
+    --runs; 4 without one)."""
     if jobs != "auto":
         return int(jobs)
-    cal = read_json(os.path.join(runs_dir, "calibration.json"))
+    cal = read_json(calibration or os.path.join(runs_dir, "calibration.json"))
     if cal and isinstance(cal.get("best_jobs"), int):
         print("[zo_grid] --jobs auto: %d (calibration.json: %.1f ms/step alone, %.2f steps/s at %d)" %
               (cal["best_jobs"], cal.get("ms_per_step_alone") or 0.0,
@@ -641,7 +646,7 @@ def resolve_jobs(jobs, runs_dir):
 
 def cmd_run(args):
     grid = select_grid(args.grid, args.tasks, args.tiny, args.device)
-    args.jobs = resolve_jobs(args.jobs, args.runs)
+    args.jobs = resolve_jobs(args.jobs, args.runs, args.calibration)
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     running = {}  # name -> (kind, job, process, log)
     gave_up = set()  # jobs that exited with an error: not restarted by this invocation (the next retries them)
@@ -957,6 +962,8 @@ def main():
             p.add_argument("--jobs", default="4", help="runs at once on the device, or auto (calibration.json)")
             p.add_argument("--deadline-s", type=float, default=0.0, help="stop (resumably) after this long")
             p.add_argument("--poll-s", type=float, default=1.0)
+            p.add_argument("--calibration", default="", help="--jobs auto reads this calibration.json "
+                                                                 "(default: the one in --runs)")
             p.add_argument("--no-extra-seeds", action="store_true",
                            help="never run the grid's extra seeds (where the paired interval holds 0)")
             p.add_argument("--drop-checkpoints", action="store_true",
