@@ -30,6 +30,7 @@
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
+#include "train/mask_record.h"
 #include "train/generation_eval.h"
 #include "train/metric_objective.h"
 #include "train/objective.h"
@@ -432,6 +433,7 @@ bool TrainRun::start() {
     if (root_)
       seed_log_ =
           std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every, version));
+    if (root_) spsa_mask_write(o_.out_dir, model(), o_.spsa, topo_.pipelined());  // the masks of the base weights
     return true;
   }
   const auto t_phase = SteadyClock::now();
