@@ -159,24 +159,25 @@ TEST(GpuBacklog, JoinChecksTheParts) {
   EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);
 }
 
-// RESULTS.md "Waiting for a GPU" is the plan's output, not a list kept by hand: every line the
+// docs/gpu-backlog.md "The plan" is the plan's output, not a list kept by hand: every line the
 // plan prints (its own heading aside) is there. When an estimate, a job or a command changes,
 // regenerate that section: tools/gpu_backlog.sh --plan --state /nonexistent.
-TEST(GpuBacklog, ResultsHoldsThePlan) {
+TEST(GpuBacklog, DocsHoldThePlan) {
   std::string out;
   ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan --state /nonexistent", &out), 0) << out;
-  const std::string results = read_file("RESULTS.md");
+  const std::string page = read_file("docs/gpu-backlog.md");
   size_t at = out.find('\n') + 1, missing = 0;
   std::string first_missing;
   while (at < out.size()) {
     size_t end = out.find('\n', at);
     if (end == std::string::npos) end = out.size();
     const std::string line = out.substr(at, end - at);
-    if (!line.empty() && results.find(line) == std::string::npos && missing++ == 0) first_missing = line;
+    if (!line.empty() && page.find(line) == std::string::npos && missing++ == 0) first_missing = line;
     at = end + 1;
   }
-  EXPECT_EQ(missing, 0u) << "RESULTS.md lacks " << missing << " line(s) of tools/gpu_backlog.sh --plan, the first: "
-                         << first_missing << "\n---> HINT: regenerate the section 'Waiting for a GPU' from the plan";
+  EXPECT_EQ(missing, 0u) << "docs/gpu-backlog.md lacks " << missing
+                         << " line(s) of tools/gpu_backlog.sh --plan, the first: " << first_missing
+                         << "\n---> HINT: regenerate its section 'The plan' from the plan";
 }
 
 // The binaries prepare builds here travel as a tarball stamped with the sources they came from

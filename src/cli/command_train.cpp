@@ -91,7 +91,7 @@ int run_train(TrainState& s) {
 // Your own data (--task-spec and its files), --check-data and --export-data.
 void add_data_file_options(CLI::App* cmd, TrainState* s) {
   cmd->add_option("--task-spec", s->o.task_spec, "your own data instead of --task: a JSON task spec saying how a "
-                  "record becomes an example (README \"Your own data\"; the built-in ones: src/tasks/specs/)")
+                  "record becomes an example (docs/own-data.md; the built-in ones: src/tasks/specs/)")
       ->type_name("FILE")
       ->default_str("none: the built-in --task");
   cmd->add_option("--train-file", s->o.train_file, "with --task-spec: training records, JSON Lines (.jsonl) or CSV/TSV "
