@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "formats/json_read.h"
 
 namespace smezo {
@@ -65,6 +66,24 @@ std::string data_value_brief(const json& v, DataFormat format) {
 
 // --- reading
 
+// Checked before opening: a FIFO would block the open, /dev/zero would never end.
+static void require_regular_file(const std::string& path, const char* what) {
+  const std::string kind = path_kind(path);  // "": not there, and opening it says so
+  SMEZO_REQUIRE(kind.empty() || kind == "a regular file", "%s %s is %s, not a regular file ---> HINT: smezo reads "
+                "the %s whole, before training: give a regular file (a pipe's or device's output: write it to a "
+                "file first)", what, printable(path).c_str(), kind.c_str(), what);
+}
+
+std::string data_read_file(const std::string& path, const char* what) {
+  require_regular_file(path, what);
+  std::ifstream f(path, std::ios::binary);
+  SMEZO_REQUIRE(f.good(), "cannot open %s %s", what, printable(path).c_str());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  SMEZO_REQUIRE(!f.bad(), "cannot read %s %s", what, printable(path).c_str());
+  return ss.str();
+}
+
 namespace {
 
 // Where problems go: thrown at once, or collected (--check-data).
@@ -83,15 +102,6 @@ struct Problems {
     }
   }
 };
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(f.good(), "cannot open data file %s", printable(path).c_str());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  SMEZO_REQUIRE(!f.bad(), "cannot read data file %s", printable(path).c_str());
-  return ss.str();
-}
 
 // The file's lines (without "\n" or a final "\r"), after the UTF-8 byte-order mark. A UTF-16
 // or UTF-32 file is refused whole: every line of it would be a problem.
@@ -253,8 +263,9 @@ DataFile data_file_read(const std::string& path, const std::vector<std::string>&
   out.path = path;
   Problems sink{problems};
   sink.bad([&] {
+    require_regular_file(path, "data file");  // before the name's ending: say what it is
     out.format = data_format_of(path);
-    const std::vector<std::string> lines = split_lines(path, read_bytes(path));
+    const std::vector<std::string> lines = split_lines(path, data_read_file(path, "data file"));
     if (out.format == DATA_JSONL) read_jsonl(lines, &out, sink);
     else read_table(lines, columns, &out, sink);
   });

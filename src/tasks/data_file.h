@@ -42,6 +42,11 @@ struct DataFile {
   std::vector<DataRow> rows;  // in file order
 };
 
+// The bytes of the regular file at path; `what` names it in errors ("data file", "task
+// spec"). A directory, FIFO or device is refused before it is opened, naming what it is (a
+// FIFO would block, /dev/zero never ends).
+std::string data_read_file(const std::string& path, const char* what);
+
 // Reads path. columns: fields a CSV/TSV header must name (checked on line 1; JSONL rows are
 // checked field by field later, by the spec). problems == nullptr: the first problem throws;
 // otherwise each problem is appended as one line and reading goes on with the next row.

@@ -1,7 +1,6 @@
 // Task specs: parsing, templates, record -> example. See task_spec.h for the format.
 #include "tasks/task_spec.h"
 
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -263,11 +262,7 @@ TaskSpec task_spec_parse(const std::string& json_text, const std::string& origin
 }
 
 TaskSpec task_spec_read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(f.good(), "cannot open task spec %s", printable(path).c_str());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return task_spec_parse(ss.str(), path);
+  return task_spec_parse(data_read_file(path, "task spec"), path);
 }
 
 std::vector<std::string> task_spec_fields(const TaskSpec& spec) {
