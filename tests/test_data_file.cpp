@@ -153,6 +153,7 @@ TEST(DataFileUtf8, FindsTheFirstByteThatIsNotUtf8) {
 }
 
 TEST_F(DataFileTest, EachBadInputIsOneLineNamingFileAndLine) {
+  const std::string kNul(1, '\0');
   struct Case {
     const char* name;
     std::string bytes;
@@ -173,6 +174,13 @@ TEST_F(DataFileTest, EachBadInputIsOneLineNamingFileAndLine) {
       {"stray.csv", "a,b\n1,x\"y\n", ":2: stray '\"' in a field"},
       {"fields.tsv", "a\tb\n1\t2\n1\n", ":3: expected 2 tab-separated fields (the header's), got 1"},
       {"empty.csv", "", " is empty (expected a header row"},
+      // a NUL after a record would end the line for JSON's parser; after a space it is garbage
+      {"nul_after.jsonl", ok + "{\"a\": \"x\"}" + kNul + "{junk\n", ":2: byte 0x00 (NUL) at column 11"},
+      {"junk_after.jsonl", ok + "{\"a\": \"x\"} {junk\n", ":2: malformed JSON line"},
+      {"nul_first.jsonl", kNul + ok, ":1: byte 0x00 (NUL) at column 1"},
+      {"nul.csv", "a,b\nx,y" + kNul + "z\n", ":2: byte 0x00 (NUL) at column 4"},
+      {"nul_in_quotes.csv", "a,b\nx,\"two\nli" + kNul + "nes\"\n", ":3: byte 0x00 (NUL) at column 3"},
+      {"nul.tsv", "a\tb\nx\t" + kNul + "\n", ":2: byte 0x00 (NUL) at column 3"},
   };
   for (const Case& c : cases) {
     const std::string path = put(c.name, c.bytes);

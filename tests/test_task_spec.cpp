@@ -238,6 +238,12 @@ TEST_F(TaskSpecFiles, EachBadSpecIsOneLineNamingTheKey) {
     EXPECT_TRUE(smezo_test::is_one_line(msg)) << text;
   }
   EXPECT_THAT(error_of([&] { task_spec_read(dir_ + "/none.json"); }), HasSubstr("cannot open task spec"));
+  // a NUL after the object would end the text for JSON's parser; the spec is refused
+  const std::string nul =
+      std::string(R"({"name": "n", "prompt": "x", "candidates": ["a", "b"], "label": {"field": "l"}})") +
+      std::string(1, '\0') + "junk";
+  EXPECT_THAT(error_of([&] { task_spec_parse(nul, "my_spec.json"); }),
+              HasSubstr("my_spec.json: byte 0x00 (NUL) at offset 79"));
 }
 
 // --- --check-data

@@ -124,7 +124,13 @@ std::vector<std::string> split_lines(const std::string& path, std::string bytes)
   return lines;
 }
 
-void require_utf8(const std::string& path, int64_t line_no, const std::string& line) {
+// A line's bytes are text: no NUL (JSON's parser would end the line there, silently dropping
+// what follows) and UTF-8.
+void require_text(const std::string& path, int64_t line_no, const std::string& line) {
+  const size_t nul = line.find('\0');
+  SMEZO_REQUIRE(nul == std::string::npos, "%s:%lld: byte 0x00 (NUL) at column %zu: a text file holds no NUL bytes "
+                "(is it a binary file, or one cut short by a crash?) ---> HINT: remove the NUL bytes, e.g. "
+                "tr -d '\\000' < IN > OUT", printable(path).c_str(), static_cast<long long>(line_no), nul + 1);
   const size_t at = data_first_non_utf8(line);
   SMEZO_REQUIRE(at == std::string::npos,
                 "%s:%lld: byte 0x%02x at column %zu is not UTF-8 (is the file in another encoding?) ---> HINT: "
@@ -144,7 +150,7 @@ void read_jsonl(const std::vector<std::string>& lines, DataFile* out, Problems p
     DataRow row;
     row.line = line_no;
     const bool bad = problems.bad([&] {
-      require_utf8(path, line_no, line);
+      require_text(path, line_no, line);
       row.fields = json_parse_strict(line.data(), line.data() + line.size(),
                                      format_string("%s:%lld: malformed JSON line", printable(path).c_str(),
                                                    static_cast<long long>(line_no)));
@@ -170,7 +176,7 @@ std::vector<std::string> csv_record(const std::string& path, const std::vector<s
                     printable(path).c_str(), static_cast<long long>(first));
       fields.back() += '\n';
       line = lines[++*i];
-      require_utf8(path, static_cast<int64_t>(*i) + 1, line);
+      require_text(path, static_cast<int64_t>(*i) + 1, line);
       p = 0;
       continue;
     }
@@ -212,7 +218,7 @@ std::vector<std::string> table_header(const std::string& path, const std::vector
                                       DataFormat format, const std::vector<std::string>& columns) {
   SMEZO_REQUIRE(!lines.empty(), "%s is empty (expected a header row naming the columns, then the rows)",
                 printable(path).c_str());
-  require_utf8(path, 1, lines[0]);
+  require_text(path, 1, lines[0]);
   size_t i = 0;
   std::vector<std::string> header = format == DATA_CSV ? csv_record(path, lines, &i) : tsv_record(lines, &i);
   std::string names;
@@ -242,7 +248,7 @@ void read_table(const std::vector<std::string>& lines, const std::vector<std::st
     row.line = static_cast<int64_t>(i) + 1;
     const size_t before = i;
     const bool bad = problems.bad([&] {
-      require_utf8(path, row.line, lines[i]);
+      require_text(path, row.line, lines[i]);
       std::vector<std::string> fields = out->format == DATA_CSV ? csv_record(path, lines, &i) : tsv_record(lines, &i);
       SMEZO_REQUIRE(fields.size() == header.size(), "%s:%lld: expected %zu %s fields (the header's), got %zu",
                     printable(path).c_str(), static_cast<long long>(row.line), header.size(),

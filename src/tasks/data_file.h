@@ -12,10 +12,12 @@
 // The file must be UTF-8 (a leading byte-order mark is skipped); "\r\n" line ends are fine.
 //
 // Strict: a line that is not JSON, a line that is not an object, bytes that are not UTF-8, a
-// CSV/TSV row with the wrong number of fields, a header without a column the spec uses -> a
-// one-line smezo::Error "<file>:<line>: <what>" (line numbers 1-based; a CSV record spanning
-// lines is named by its first line). With a problem list (--check-data) every problem of the
-// file is collected and the bad rows are left out, instead of stopping at the first.
+// NUL byte anywhere (JSON's parser would take it for the end of the line), a CSV/TSV row with
+// the wrong number of fields, a header without a column the spec uses, a path that is not a
+// regular file (a directory, FIFO, device) -> a one-line smezo::Error "<file>:<line>: <what>"
+// (line numbers 1-based; a CSV record spanning lines is named by its first line). With a
+// problem list (--check-data) every problem of the file is collected and the bad rows are
+// left out, instead of stopping at the first.
 #pragma once
 
 #include <cstdint>

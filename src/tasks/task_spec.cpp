@@ -230,6 +230,9 @@ const std::set<std::string> kKeys[2] = {
 TaskSpec task_spec_parse(const std::string& json_text, const std::string& origin) {
   TaskSpec s;
   s.origin = printable(origin);
+  const size_t nul = json_text.find('\0');  // JSON's parser would stop there and accept what came before
+  SMEZO_REQUIRE(nul == std::string::npos, "%s: byte 0x00 (NUL) at offset %zu: a task spec is JSON text, which "
+                "holds no NUL bytes", s.origin.c_str(), nul);
   const json j = json_parse_strict(json_text.data(), json_text.data() + json_text.size(), s.origin);
   SMEZO_REQUIRE(j.is_object(), "%s: a task spec is a JSON object, got %s", s.origin.c_str(), json_brief(j).c_str());
   s.name = spec_get(j, "name", s, &json::is_string, "the task's name").get<std::string>();
