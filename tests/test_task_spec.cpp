@@ -246,6 +246,61 @@ TEST_F(TaskSpecFiles, EachBadSpecIsOneLineNamingTheKey) {
               HasSubstr("my_spec.json: byte 0x00 (NUL) at offset 79"));
 }
 
+// Candidates a model cannot tell apart are refused, naming the spec (its own candidates and
+// label values) or the record (rendered or per-record options), by --check-data and training.
+TEST_F(TaskSpecFiles, CandidatesThatCannotBeToldApartAreRefused) {
+  const std::pair<const char*, const char*> specs[] = {
+      {R"({"name": "n", "prompt": "x", "candidates": [" great", " bad", " great"], "label": {"field": "l"}})",
+       "\"candidates\" 0 and 2 are the same text \" great\": the model cannot tell them apart"},
+      {R"({"name": "n", "prompt": "x", "candidates": [" great", " great  "], "label": {"field": "l"}})",
+       "\"candidates\" 0 and 1 are the same text \" great\""},
+      {R"({"name": "n", "prompt": "x", "candidates": [" a", " b"], "label": {"field": "l", "values": [1, "1"]}})",
+       "\"label.values\" 0 and 1 are both \"1\""},
+      {R"({"name": "n", "prompt": "x", "candidates": [" a", " b"], "label": {"field": "l", "values": [true, "true"]}})",
+       "\"label.values\" 0 and 1 are both \"true\""},
+      {R"({"name": "n", "prompt": "x", "candidates": [" a", " b"], "label": {"field": "l", "values": [1.5, 2]}})",
+       "\"label.values\" should hold strings, integers or booleans (a label is matched by its text), got 1.5"},
+  };
+  const std::string row = put("row.jsonl", "{\"l\": 1}\n");
+  for (const auto& [text, expected] : specs) {
+    const std::string spec = put("spec.json", text);
+    const std::string msg = error_of([&] { load_task_files({spec, row, "", ""}, 10, 0, 0); });
+    EXPECT_THAT(msg, HasSubstr(spec + ": " + expected)) << text;
+    EXPECT_TRUE(smezo_test::is_one_line(msg)) << text;
+    const std::vector<std::string> problems = check_task_files({spec, row, "", ""});
+    ASSERT_EQ(problems.size(), 1u) << text;
+    EXPECT_THAT(problems[0], HasSubstr(expected));
+  }
+  const std::string mc = put("mc.json", R"({"name": "mc", "prompt": "Q: {q}\nA:",
+      "candidates": {"field": "options", "prefix": " "}, "label": {"field": "answer"}})");
+  const std::string pairs = put("pair.json", R"({"name": "p", "prompt": "{q}", "candidates": [" {c1}", " {c2}"],
+      "label": {"field": "answer"}})");
+  const std::string mc_rows = put("mc.jsonl", "{\"q\": \"x\", \"options\": [\"a\", \"b\"], \"answer\": 0}\n"
+                                              "{\"q\": \"x\", \"options\": [\"only\"], \"answer\": 0}\n"
+                                              "{\"q\": \"x\", \"options\": [\"a\", \"b\", \"a\"], \"answer\": 1}\n"
+                                              "{\"q\": \"x\", \"options\": [\"a\", \"a \"], \"answer\": 1}\n");
+  const std::string pair_rows = put("pair.csv", "q,c1,c2,answer\nx,up,down,0\nx,up,up,1\n");
+  std::vector<std::string> problems = check_task_files({mc, mc_rows, "", ""});
+  ASSERT_EQ(problems.size(), 3u) << testing::PrintToString(problems);
+  EXPECT_THAT(problems[0], HasSubstr(mc_rows + ":2: field \"options\" holds 1 option: a classification needs at "
+                                     "least 2"));
+  EXPECT_THAT(problems[1], HasSubstr(mc_rows + ":3: field \"options\": options 0 and 2 are the same text \" a\""));
+  EXPECT_THAT(problems[2], HasSubstr(mc_rows + ":4: field \"options\": options 0 and 1 are the same text \" a\""));
+  problems = check_task_files({pairs, pair_rows, "", ""});
+  ASSERT_EQ(problems.size(), 1u) << testing::PrintToString(problems);
+  EXPECT_THAT(problems[0], HasSubstr(pair_rows + ":3: candidates 0 and 1 render the same text \" up\" (templates "
+                                     "\" {c1}\" and \" {c2}\")"));
+  // training refuses them too (the first problem), in one line
+  EXPECT_THAT(error_of([&] { load_task_files({pairs, pair_rows, "", ""}, 10, 0, 0); }), HasSubstr(pair_rows + ":3:"));
+  std::string out;
+  EXPECT_EQ(run_command(smezo_test::smezo_binary() + " train --steps 1 --task-spec " + mc + " --train-file " + mc_rows,
+                        &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(mc_rows + ":2: field \"options\" holds 1 option"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
+  // the comparison can fail: distinct candidates pass
+  EXPECT_TRUE(check_task_files({pairs, put("ok.csv", "q,c1,c2,answer\nx,up,down,1\n"), "", ""}).empty());
+}
+
 // --- --check-data
 
 TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {

@@ -157,6 +157,33 @@ void check_filters(const TaskSpec& spec, const SpecTemplate& t) {
     }
 }
 
+// The first two positions holding the same text, or {0, 0} when all differ.
+std::pair<size_t, size_t> first_repeat(const std::vector<std::string>& texts) {
+  std::map<std::string, size_t> seen;  // a spec may have thousands of candidates: no pairwise loop
+  for (size_t i = 0; i < texts.size(); i++) {
+    const auto [it, fresh] = seen.emplace(texts[i], i);
+    if (!fresh) return {it->second, i};
+  }
+  return {0, 0};
+}
+
+// Candidates and label values must tell the candidates apart: two candidates that render the
+// same text score the same (training sits at the loss of a coin toss), two equal label values
+// make one candidate unreachable. Trailing spaces of a candidate are stripped when it is
+// rendered (task_spec.h), so they do not make it another one.
+void check_candidates_differ(const TaskSpec& s) {
+  std::vector<std::string> texts;
+  for (const SpecTemplate& c : s.candidates) texts.push_back(c.text.substr(0, c.text.find_last_not_of(' ') + 1));
+  const auto [a, b] = first_repeat(texts);
+  SMEZO_REQUIRE(a == b, "%s: \"candidates\" %zu and %zu are the same text \"%s\": the model cannot tell them "
+                "apart ---> HINT: give each candidate its own words", s.origin.c_str(), a, b,
+                printable(texts[b], 80).c_str());
+  const auto [x, y] = first_repeat(s.label_values);
+  SMEZO_REQUIRE(x == y, "%s: \"label.values\" %zu and %zu are both \"%s\": a label cannot name one of the two "
+                "candidates ---> HINT: give each candidate its own label value", s.origin.c_str(), x, y,
+                printable(s.label_values[y], 80).c_str());
+}
+
 const json& spec_get(const json& j, const char* key, const TaskSpec& spec, bool (json::*is)() const,
                      const char* type) {
   auto it = j.find(key);
@@ -190,11 +217,17 @@ void parse_classification(const json& j, TaskSpec* s) {
                   printable(k).c_str());
   if (label.contains("values")) {
     const json& values = spec_get(label, "values", *s, &json::is_array, "a list, one label value per candidate");
-    for (const json& v : values) s->label_values.push_back(task_spec_value_text(v));
+    for (const json& v : values) {
+      SMEZO_REQUIRE(v.is_string() || v.is_number_integer() || v.is_boolean(), "%s: \"label.values\" should hold "
+                    "strings, integers or booleans (a label is matched by its text), got %s", s->origin.c_str(),
+                    json_brief(v).c_str());
+      s->label_values.push_back(task_spec_value_text(v));
+    }
     SMEZO_REQUIRE(s->candidates_field.empty() && values.size() == s->candidates.size(),
                   "%s: \"label.values\" lists %zu values for %zu fixed candidates (one per candidate)",
                   s->origin.c_str(), values.size(), s->candidates.size());
   }
+  check_candidates_differ(*s);
   if (j.contains("train_as_classification"))
     s->train_as_classification =
         spec_get(j, "train_as_classification", *s, &json::is_boolean, "true or false").get<bool>();
@@ -328,6 +361,20 @@ void add_candidate(const std::string& prompt, const std::string& continuation, c
   ex->options.push_back(full.substr(context.size()));
 }
 
+// Two candidates of one record with the same text score the same: the model cannot tell
+// them apart (the spec's own candidates were compared when it was read; these are rendered).
+void require_options_differ(const TaskSpec& spec, const TaskExample& ex, const Where& w) {
+  const auto [a, b] = first_repeat(ex.options);
+  if (a == b) return;
+  const std::string text = printable(ex.options[b], 80);
+  if (!spec.candidates_field.empty())
+    throw_error("%s field \"%s\": options %zu and %zu are the same text \"%s\": the model cannot tell them apart",
+                w.at().c_str(), printable(spec.candidates_field).c_str(), a, b, text.c_str());
+  throw_error("%s candidates %zu and %zu render the same text \"%s\" (templates \"%s\" and \"%s\"): the model "
+              "cannot tell them apart", w.at().c_str(), a, b, text.c_str(),
+              printable(spec.candidates[a].text, 40).c_str(), printable(spec.candidates[b].text, 40).c_str());
+}
+
 }  // namespace
 
 TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const DataRow& row) {
@@ -344,12 +391,16 @@ TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const 
     return ex;
   }
   std::vector<std::string> continuations;
-  if (!spec.candidates_field.empty())
+  if (!spec.candidates_field.empty()) {
     for (const std::string& o : record_strings(spec.candidates_field, w, true))
       continuations.push_back(spec.candidates_prefix + o);
+    SMEZO_REQUIRE(continuations.size() >= 2, "%s field \"%s\" holds 1 option: a classification needs at least 2 "
+                  "(with one, every prediction is right)", w.at().c_str(), printable(spec.candidates_field).c_str());
+  }
   for (const SpecTemplate& c : spec.candidates) continuations.push_back(render(spec, c, w));
   ex.gold = gold_index(spec, continuations, w);
   for (size_t i = 0; i < continuations.size(); i++) add_candidate(prompt, continuations[i], "candidate", i, w, &ex);
+  require_options_differ(spec, ex, w);
   return ex;
 }
 

@@ -13,7 +13,8 @@
 //                {"field": F, "prefix": " "}: the record's field F is a list of strings, the
 //                options, each after the prefix (default "")
 //   "label"      {"field": F, "values": [v0, v1, ...]}: the record's F names the gold candidate,
-//                v_i meaning candidate i (matched by text: "1", 1 and true/"true" as written).
+//                v_i meaning candidate i (matched by text: "1", 1 and true/"true" as written;
+//                the values are strings, integers or booleans, no two the same).
 //                Without "values": F is the candidate's 0-based index, or (with a candidate
 //                field) the gold option's text.
 //   "train_as_classification"  true (default): the loss is the cross-entropy over the
@@ -26,6 +27,11 @@
 //   "max_new_tokens"     greedy decoding bound at evaluation (default 32)
 //   "stop"               list of stop strings (default none)
 // Unknown keys, unknown filters and a malformed template are errors naming the spec file.
+// Candidates must be told apart: two fixed candidates with the same text (trailing spaces
+// aside) or two equal label values are errors naming the spec; a record whose candidates
+// render the same text, or whose option list holds one option or one twice, is an error
+// naming the record (file:line). With such candidates training sits at the loss of a coin
+// toss and accuracy measures nothing.
 //
 // Templates: "{field}" is the record's field (a string); "{field|f1|f2}" applies filters left
 // to right; "{{" and "}}" are literal braces. Filters (Python semantics, ASCII case rules):
