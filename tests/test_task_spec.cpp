@@ -301,6 +301,51 @@ TEST_F(TaskSpecFiles, CandidatesThatCannotBeToldApartAreRefused) {
   EXPECT_TRUE(check_task_files({pairs, put("ok.csv", "q,c1,c2,answer\nx,up,down,1\n"), "", ""}).empty());
 }
 
+// An index label (a spec without "label.values") reads the same in every format: a number or
+// its decimal digits as a string (CSV and TSV hold nothing else); a string that is one
+// option's text and another option's index is refused.
+TEST_F(TaskSpecFiles, IndexLabelsReadTheSameInEveryFormat) {
+  const std::string spec = put("abc.json", R"({"name": "abc", "prompt": "{t}", "candidates": [" a", " b", " c"],
+      "label": {"field": "l"}})");
+  const std::vector<int> gold = {0, 1, 2, 2};
+  const std::string files[] = {put("i.jsonl", "{\"t\": \"x\", \"l\": 0}\n{\"t\": \"x\", \"l\": \"1\"}\n"
+                                              "{\"t\": \"x\", \"l\": 2}\n{\"t\": \"x\", \"l\": \"2\"}\n"),
+                               put("i.csv", "t,l\nx,0\nx,1\nx,2\n\"x\",\"2\"\n"),
+                               put("i.tsv", "t\tl\nx\t0\nx\t1\nx\t2\nx\t2\n")};
+  for (const std::string& f : files) {
+    const TaskSplits s = load_task_files({spec, f, "", ""}, 10, 0, 0);
+    ASSERT_EQ(s.train.size(), gold.size()) << f;
+    for (size_t i = 0; i < gold.size(); i++) EXPECT_EQ(s.train[i].gold, gold[i]) << f << " row " << i;
+  }
+  const std::string expected = "is not in the verbalizer of abc (field \"l\"; expected an index 0..2 (a number, or "
+                               "its digits as a string))";
+  for (const char* label : {"\"01\"", "\"-1\"", "-1", "3", "\"3\"", "1.0", "\"1.0\"", "\" 1\"", "\"\"", "\"b\"", "true"}) {
+    const std::string path = put("bad.jsonl", std::string("{\"t\": \"x\", \"l\": ") + label + "}\n");
+    EXPECT_THAT(error_of([&] { load_task_files({spec, path, "", ""}, 10, 0, 0); }), HasSubstr(expected)) << label;
+  }
+  for (const char* label : {"01", "-1", "3", "1.0", "\" 1\"", "b", "true"}) {
+    const std::string path = put("bad.csv", std::string("t,l\nx,") + label + "\n");
+    EXPECT_THAT(error_of([&] { load_task_files({spec, path, "", ""}, 10, 0, 0); }), HasSubstr(expected)) << label;
+  }
+  // per-record options: by text or by index; both readings must name the same option
+  const std::string mc = put("mc.json", R"({"name": "mc", "prompt": "{q}", "candidates": {"field": "o"},
+      "label": {"field": "answer"}})");
+  const std::string ok = put("mc.jsonl", "{\"q\": \"x\", \"o\": [\"x\", \"1\"], \"answer\": \"1\"}\n"
+                                         "{\"q\": \"x\", \"o\": [\"1\", \"2\", \"3\"], \"answer\": 2}\n"
+                                         "{\"q\": \"x\", \"o\": [\"yes\", \"no\"], \"answer\": \"no\"}\n"
+                                         "{\"q\": \"x\", \"o\": [\"yes\", \"no\"], \"answer\": \"0\"}\n");
+  const TaskSplits s = load_task_files({mc, ok, "", ""}, 10, 0, 0);
+  ASSERT_EQ(s.train.size(), 4u);
+  EXPECT_EQ(s.train[0].gold, 1);
+  EXPECT_EQ(s.train[1].gold, 2);
+  EXPECT_EQ(s.train[2].gold, 1);
+  EXPECT_EQ(s.train[3].gold, 0);
+  const std::string two = put("two.jsonl", "{\"q\": \"x\", \"o\": [\"1\", \"2\", \"3\"], \"answer\": \"2\"}\n");
+  const std::string msg = error_of([&] { load_task_files({mc, two, "", ""}, 10, 0, 0); });
+  EXPECT_THAT(msg, HasSubstr(two + ":1: label \"2\" in field \"answer\" names two options: option 1 by its text and "
+                             "option 2 by index ---> HINT: give the gold option's 0-based index as a JSON number"));
+}
+
 // --- --check-data
 
 TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {

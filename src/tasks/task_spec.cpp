@@ -328,26 +328,62 @@ std::string task_spec_value_text(const json& v) {
 
 namespace {
 
+// The candidate a label names as an index: a JSON integer, or a string of its decimal
+// digits ("0", "12"; not "01", "+1", " 1"), in [0, n); -1 when it names none. One rule for
+// every format: CSV and TSV values are strings, so "0" must be index 0 there, and is so in
+// JSON Lines too.
+int64_t label_as_index(const json& v, size_t n) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() < n ? v.get<int64_t>() : -1;
+  if (v.is_number_integer()) return -1;  // negative
+  if (!v.is_string()) return -1;
+  const std::string& t = v.get_ref<const std::string&>();
+  const bool digits = !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || (t.size() > 1 && t[0] == '0')) return -1;
+  const int64_t i = std::stoll(t);
+  return i < static_cast<int64_t>(n) ? i : -1;
+}
+
+// The candidate a label names by its text among per-record options (after the prefix); -1
+// when none (or the spec has fixed candidates).
+int64_t label_as_option_text(const TaskSpec& spec, const json& v, const std::vector<std::string>& options) {
+  if (spec.candidates_field.empty() || !v.is_string()) return -1;
+  for (size_t i = 0; i < options.size(); i++)
+    if (spec.candidates_prefix + v.get_ref<const std::string&>() == options[i]) return static_cast<int64_t>(i);
+  return -1;
+}
+
+[[noreturn]] void throw_label_not_found(const TaskSpec& spec, const json& v, size_t n, const Where& w) {
+  std::string expected;
+  for (size_t i = 0; i < spec.label_values.size(); i++)
+    expected += (i ? ", \"" : "one of \"") + printable(spec.label_values[i], 40) + "\"";
+  if (spec.label_values.empty())
+    expected = format_string("an index 0..%zu (a number, or its digits as a string)%s", n - 1,
+                             spec.candidates_field.empty() ? "" : " or an option's text");
+  throw_error("%s label %s is not in the verbalizer of %s (field \"%s\"; expected %s)", w.at().c_str(),
+              data_value_brief(v, w.file.format).c_str(), printable(spec.name).c_str(),
+              printable(spec.label_field).c_str(), expected.c_str());
+}
+
+// The gold candidate: by "label.values" when the spec has them (matched as text), else by
+// index or by an option's text; a string that is an option's text and the index of another
+// option is refused, as it names two.
 int gold_index(const TaskSpec& spec, const std::vector<std::string>& options, const Where& w) {
   const json& v = record_field(spec.label_field, w);
-  const std::string text = task_spec_value_text(v);
-  const size_t n = spec.label_values.empty() ? options.size() : spec.label_values.size();
   const bool scalar = v.is_string() || v.is_boolean() || v.is_number_integer();
-  std::string expected;
-  for (size_t i = 0; i < spec.label_values.size(); i++) {
-    if (scalar && text == spec.label_values[i]) return static_cast<int>(i);
-    expected += (i ? ", \"" : "\"") + printable(spec.label_values[i], 40) + "\"";
+  if (!spec.label_values.empty()) {
+    const std::string text = task_spec_value_text(v);
+    for (size_t i = 0; i < spec.label_values.size() && scalar; i++)
+      if (text == spec.label_values[i]) return static_cast<int>(i);
+    throw_label_not_found(spec, v, spec.label_values.size(), w);
   }
-  if (spec.label_values.empty()) {
-    for (size_t i = 0; i < n && (v.is_number_integer() || (v.is_string() && w.file.format != DATA_JSONL)); i++)
-      if (text == std::to_string(i)) return static_cast<int>(i);
-    for (size_t i = 0; i < n && !spec.candidates_field.empty() && v.is_string(); i++)
-      if (spec.candidates_prefix + text == options[i]) return static_cast<int>(i);
-    expected = format_string("an index 0..%zu%s", n - 1, spec.candidates_field.empty() ? "" : " or an option's text");
-  }
-  throw_error("%s label %s is not in the verbalizer of %s (field \"%s\"; expected %s%s)", w.at().c_str(),
-              data_value_brief(v, w.file.format).c_str(), printable(spec.name).c_str(),
-              printable(spec.label_field).c_str(), spec.label_values.empty() ? "" : "one of ", expected.c_str());
+  const int64_t by_index = label_as_index(v, options.size()), by_text = label_as_option_text(spec, v, options);
+  SMEZO_REQUIRE(by_text < 0 || by_index < 0 || by_text == by_index, "%s label %s in field \"%s\" names two options: "
+                "option %lld by its text and option %lld by index ---> HINT: give the gold option's 0-based index "
+                "as a JSON number", w.at().c_str(), data_value_brief(v, w.file.format).c_str(),
+                printable(spec.label_field).c_str(), static_cast<long long>(by_text), static_cast<long long>(by_index));
+  if (by_text >= 0) return static_cast<int>(by_text);
+  if (by_index >= 0) return static_cast<int>(by_index);
+  throw_label_not_found(spec, v, options.size(), w);
 }
 
 // context = prompt stripped of spaces; option = the rest of (prompt + continuation), stripped.

@@ -16,7 +16,11 @@
 //                v_i meaning candidate i (matched by text: "1", 1 and true/"true" as written;
 //                the values are strings, integers or booleans, no two the same).
 //                Without "values": F is the candidate's 0-based index, or (with a candidate
-//                field) the gold option's text.
+//                field) the gold option's text. An index is a number or a string of its
+//                decimal digits ("0", "12"; not "01", "+1" or " 1"), the same rule in every
+//                format: CSV and TSV values are strings, so "0" has to be index 0 there, and it
+//                is in JSON Lines too. A string that is one option's text and another
+//                option's index is refused (give the index as a JSON number).
 //   "train_as_classification"  true (default): the loss is the cross-entropy over the
 //                candidates' mean option-token log-probs; false: the gold option's tokens
 //                (MeZO's COPA)
