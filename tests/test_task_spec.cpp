@@ -20,6 +20,7 @@
 #include "tasks/task_spec.h"
 #include "tasks/templates.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace smezo;
 using nlohmann::json;
@@ -365,7 +366,8 @@ TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {
 
   // the command: every problem on its own line, exit 1; clean files exit 0; no model is loaded
   std::string out;
-  const std::string cmd = smezo_test::smezo_binary() + " train --check-data --model /nonexistent --task-spec " + spec;
+  const std::string cmd = smezo_test::smezo_binary() + " train --check-data --model /nonexistent --tokenizer " +
+                          asset_path("tokenizers/tinystories-512.model") + " --task-spec " + spec;
   EXPECT_EQ(run_command(cmd + " --train-file " + train + " --dev-file " + dev, &out), 1) << out;
   EXPECT_EQ(smezo_test::occurrences(out, "\n"), 6u) << out;
   EXPECT_THAT(out, HasSubstr("check-data: 5 problems in " + spec));
@@ -375,6 +377,57 @@ TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {
   EXPECT_THAT(out, HasSubstr("need --task-spec"));
   EXPECT_NE(run_command(cmd + " --task rte --train-file " + train, &out), 0);
   EXPECT_THAT(out, HasSubstr("not both"));
+}
+
+// --check-data knows --max-len and the model's tokenizer: a candidate whose tokens cannot fit
+// (a verbalizer, a per-record option, a completion) is named by file:line and field, its text
+// shortened; training names the record and the candidate too.
+TEST_F(TaskSpecFiles, CheckDataFindsCandidatesLongerThanMaxLen) {
+  std::string words;
+  for (int i = 0; i < 60; i++) words += (i ? " " : "") + std::string(i % 2 ? "happy" : "little dog");
+  const std::unique_ptr<Tokenizer> tok = load_sentencepiece_tokenizer(asset_path("tokenizers/tinystories-512.model"));
+  const std::string fixed = put("fixed.json", R"({"name": "f", "prompt": "{t}", "candidates": [" no", " {long}"],
+      "label": {"field": "l"}})");
+  const std::string mc = put("mc.json", R"({"name": "mc", "prompt": "{t}", "candidates": {"field": "o", "prefix": " "},
+      "label": {"field": "l"}})");
+  const std::string gen = put("gen.json", R"({"name": "g", "kind": "generation", "prompt": "{t}",
+      "completion_field": "a", "completion_prefix": " "})");
+  const std::string short_row = json({{"t", "Once"}, {"long", "yes"}, {"o", {"a", "b"}}, {"a", "yes"}, {"l", 0}}).dump();
+  const std::string long_row = json({{"t", "Once"}, {"long", words}, {"o", {"a", words}}, {"a", words}, {"l", 1}}).dump();
+  const std::string data = put("d.jsonl", short_row + "\n" + long_row + "\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {fixed, "candidate 1 (template \" {long}\") \" little dog happy little dog"},
+      {mc, "field \"o\", option 1 \" little dog happy little dog"},
+      {gen, "field \"a\" (the completion) \" little dog happy little dog"},
+  };
+  for (const auto& [spec, expected] : cases) {
+    const std::vector<std::string> problems = check_task_files({spec, data, "", ""}, {tok.get(), 32});
+    ASSERT_EQ(problems.size(), 1u) << spec << testing::PrintToString(problems);
+    EXPECT_THAT(problems[0], HasSubstr(data + ":2: " + expected)) << spec;
+    EXPECT_THAT(problems[0], testing::ContainsRegex("\\.\\.\\.\\([0-9]+ bytes\\)\" is [0-9]+ tokens long and does not "
+                                                    "fit in --max-len 32 with BOS ---> HINT: raise --max-len to"));
+    EXPECT_LT(problems[0].size(), 400u) << problems[0];  // shortened: the text is 509 bytes
+    // the comparison can fail: a --max-len it fits in, and no tokenizer (no length check)
+    EXPECT_TRUE(check_task_files({spec, data, "", ""}, {tok.get(), 2048}).empty()) << spec;
+    EXPECT_TRUE(check_task_files({spec, data, "", ""}).empty()) << spec;
+  }
+  // the command: the model's tokenizer (its weights are not loaded) and --max-len
+  const std::string check = smezo_test::smezo_binary() + " train --check-data --model /nonexistent --tokenizer " +
+                            asset_path("tokenizers/tinystories-512.model") + " --task-spec " + gen + " --train-file " +
+                            data;
+  std::string out;
+  EXPECT_EQ(run_command(check + " --max-len 32", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(data + ":2: field \"a\" (the completion)"));
+  EXPECT_THAT(out, HasSubstr("check-data: 1 problem in " + gen + " and its data files (lengths: --max-len 32, "
+                             "tokenizer " + asset_path("tokenizers/tinystories-512.model") + ")"));
+  EXPECT_EQ(run_command(check + " --max-len 2048", &out), 0) << out;
+  // training stops at it, naming the record and the candidate, the text shortened
+  EXPECT_EQ(run_command(smezo_test::smezo_binary() + " train --steps 1 --max-len 32 --train-examples 2 --task-spec " +
+                        fixed + " --train-file " + data + " --out " + dir_ + "/run", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(data + ":2: candidate 1: option \" little dog happy"));
+  EXPECT_THAT(out, HasSubstr("does not fit in max_len 32 with BOS ---> HINT: raise --max-len"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
+  EXPECT_LT(out.size(), 400u) << out;
 }
 
 // --- export, and the equivalence with the built-in tasks

@@ -7,56 +7,71 @@
 
 namespace smezo {
 
+namespace {
+
 // Length of the longest common prefix of a and b.
-static size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t k = 0;
   while (k < a.size() && k < b.size() && a[k] == b[k]) k++;
   return k;
 }
 
-static EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& context,
-                                         const std::string& option, int64_t max_len,
-                                         const std::string& icl_prefix) {
-  const std::string prompt = template_lstrip_whitespace(icl_prefix + context);
-  const std::vector<int32_t> c_tok = tok.encode(context, false);
-  const std::vector<int32_t> f_tok = tok.encode(context + option, false);
-  const size_t k = common_prefix(c_tok, f_tok);
-  SMEZO_REQUIRE(f_tok.size() > k,
-                "option \"%s\" adds no tokens after its context (context %zu tokens, context + "
-                "option %zu tokens)",
-                option.c_str(), c_tok.size(), f_tok.size());
-  const int64_t n_option = static_cast<int64_t>(f_tok.size() - k);
+// A context and the context + option tokenized; the option's tokens are full[shared..].
+struct ContextOption {
+  std::vector<int32_t> context, full;
+  size_t shared = 0;  // common prefix of context and full
+  int64_t option_tokens() const { return static_cast<int64_t>(full.size() - shared); }
+  bool merged() const { return shared != context.size(); }  // a token spans the boundary
+};
 
+ContextOption tokenize_context_option(const Tokenizer& tok, const std::string& context, const std::string& option) {
+  ContextOption t;
+  t.context = tok.encode(context, false);
+  t.full = tok.encode(context + option, false);
+  t.shared = common_prefix(t.context, t.full);
+  SMEZO_REQUIRE(t.option_tokens() > 0, "option \"%s\" adds no tokens after its context (context %zu tokens, context "
+                "+ option %zu tokens)", printable(option, 60).c_str(), t.context.size(), t.full.size());
+  return t;
+}
+
+EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& context, const std::string& option,
+                                  int64_t max_len, const std::string& icl_prefix) {
+  const std::string prompt = template_lstrip_whitespace(icl_prefix + context);
+  const ContextOption t = tokenize_context_option(tok, context, option);
+  const int64_t n_option = t.option_tokens();
   EncodedCandidate cand;
   const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
   if (n_bos) cand.tokens.push_back(tok.bos_id());
-  if (k == c_tok.size()) {
+  if (!t.merged()) {
     std::vector<int32_t> p_tok = tok.encode(prompt, false);
     cand.tokens.insert(cand.tokens.end(), p_tok.begin(), p_tok.end());
-    cand.tokens.insert(cand.tokens.end(), f_tok.begin() + k, f_tok.end());
+    cand.tokens.insert(cand.tokens.end(), t.full.begin() + static_cast<std::ptrdiff_t>(t.shared), t.full.end());
   } else {  // merged across the boundary: score the whole string's tail
     std::vector<int32_t> all = tok.encode(prompt + option, false);
-    SMEZO_REQUIRE(static_cast<int64_t>(all.size()) >= n_option,
-                  "option \"%s\": the full prompt has %zu tokens, fewer than the %lld option "
-                  "tokens",
-                  option.c_str(), all.size(), static_cast<long long>(n_option));
+    SMEZO_REQUIRE(static_cast<int64_t>(all.size()) >= n_option, "option \"%s\": the full prompt has %zu tokens, "
+                  "fewer than the %lld option tokens", printable(option, 60).c_str(), all.size(),
+                  static_cast<long long>(n_option));
     cand.tokens.insert(cand.tokens.end(), all.begin(), all.end());
   }
   int64_t len = static_cast<int64_t>(cand.tokens.size());
   cand.option_start = len - n_option;
 
   if (len > max_len) {
-    SMEZO_REQUIRE(n_option + n_bos <= max_len,
-                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld%s "
-                  "---> HINT: raise --max-len",
-                  option.c_str(), static_cast<long long>(n_option),
-                  static_cast<long long>(max_len), n_bos ? " with BOS" : "");
+    SMEZO_REQUIRE(n_option + n_bos <= max_len, "option \"%s\" is %lld tokens long and does not fit in max_len "
+                  "%lld%s ---> HINT: raise --max-len", printable(option, 60).c_str(),
+                  static_cast<long long>(n_option), static_cast<long long>(max_len), n_bos ? " with BOS" : "");
     int64_t drop = len - max_len;
     cand.tokens.erase(cand.tokens.begin() + n_bos, cand.tokens.begin() + n_bos + drop);
     cand.option_start -= drop;
     cand.prompt_tokens_cut = drop;
   }
   return cand;
+}
+
+}  // namespace
+
+int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option) {
+  return tokenize_context_option(tok, context, option).option_tokens();
 }
 
 EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,
@@ -71,9 +86,14 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
                 static_cast<long long>(max_len));  // (2 also without BOS: one prompt token at least)
   EncodedExample out;
   out.gold = ex.gold;
-  for (size_t i = 0; i < ex.options.size(); i++)
-    out.candidates.push_back(encode_candidate(tok, ex.contexts[i], ex.options[i], max_len,
-                                              icl_prefix));
+  for (size_t i = 0; i < ex.options.size(); i++) {
+    try {
+      out.candidates.push_back(encode_candidate(tok, ex.contexts[i], ex.options[i], max_len, icl_prefix));
+    } catch (const Error& e) {  // say which record and candidate (--check-data also names the field)
+      if (ex.source.empty()) throw;
+      throw Error(format_string("%s: candidate %zu: %s", ex.source.c_str(), i, e.message().c_str()), e.hint());
+    }
+  }
   return out;
 }
 

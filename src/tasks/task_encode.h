@@ -42,8 +42,13 @@ struct EncodedExample {
   int gold = 0;
 };
 
+// Errors name the example's record (TaskExample::source) and the candidate, when known.
 EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,
                               const std::string& icl_prefix = "");
+
+// How many tokens option adds after context, as encode_example counts them (they are never
+// cut: with BOS they must fit in max_len); throws when it adds none.
+int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option);
 
 // MeZO's in-context demonstrations: each demo's context + gold option, stripped of
 // surrounding whitespace, joined by "\n\n" (MeZO's train_sep), the whole stripped, and a final

@@ -416,6 +416,7 @@ void require_options_differ(const TaskSpec& spec, const TaskExample& ex, const W
 TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const DataRow& row) {
   const Where w{file, row};
   TaskExample ex;
+  ex.source = format_string("%s:%lld", printable(file.path).c_str(), static_cast<long long>(row.line));
   const std::string prompt = render(spec, spec.prompt, w);
   if (spec.kind == SPEC_GENERATION) {
     ex.references = record_strings(spec.completion_field, w, false);
@@ -438,6 +439,15 @@ TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const 
   for (size_t i = 0; i < continuations.size(); i++) add_candidate(prompt, continuations[i], "candidate", i, w, &ex);
   require_options_differ(spec, ex, w);
   return ex;
+}
+
+std::string task_spec_candidate_name(const TaskSpec& spec, size_t i) {
+  if (spec.kind == SPEC_GENERATION)
+    return format_string("field \"%s\" (the completion)", printable(spec.completion_field).c_str());
+  if (!spec.candidates_field.empty())
+    return format_string("field \"%s\", option %zu", printable(spec.candidates_field).c_str(), i);
+  return format_string("candidate %zu (template \"%s\")", i,
+                       i < spec.candidates.size() ? printable(spec.candidates[i].text, 40).c_str() : "");
 }
 
 void task_spec_apply(const TaskSpec& spec, TaskSplits* splits) {

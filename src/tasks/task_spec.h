@@ -114,6 +114,10 @@ std::string task_spec_value_text(const nlohmann::json& v);
 // The example of one record; errors read "<path>:<line>: ..." naming the field.
 TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const DataRow& row);
 
+// How a message names candidate i of the spec's examples: 'field "F" (the completion)',
+// 'field "F", option i' or 'candidate i (template "...")'.
+std::string task_spec_candidate_name(const TaskSpec& spec, size_t i);
+
 // Puts the spec's task-level settings on splits (name, generation, stop, ...).
 void task_spec_apply(const TaskSpec& spec, TaskSplits* splits);
 
