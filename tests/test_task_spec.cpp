@@ -430,6 +430,39 @@ TEST_F(TaskSpecFiles, CheckDataFindsCandidatesLongerThanMaxLen) {
   EXPECT_LT(out.size(), 400u) << out;
 }
 
+// A spec with many labels warns once, with the label count and what a step will score; a
+// 64-label spec (the threshold) does not.
+TEST_F(TaskSpecFiles, ManyCandidatesWarnWithTheEstimate) {
+  auto splits_of = [](size_t candidates, size_t examples) {
+    TaskSplits s;
+    s.name = "many";
+    TaskExample ex;
+    ex.contexts.assign(candidates, "x");
+    ex.options.assign(candidates, " y");
+    s.train.assign(examples, ex);
+    return s;
+  };
+  EXPECT_EQ(task_candidates_warning(splits_of(64, 10), 16, 2), "");
+  EXPECT_EQ(task_candidates_warning(splits_of(10000, 100), 16, 2),
+            "smezo: warning: many has up to 10000 candidates per example (10000 on average): each training step "
+            "scores about 320000 candidate sequences (16 examples x 2 forward passes x 10000), 5000x a two-label "
+            "task's 64; expect steps that much slower");
+  std::string options;
+  for (int i = 0; i < 100; i++) options += (i ? ", \"" : "\"") + std::string(i % 2 ? "dog" : "cat") + std::to_string(i) + "\"";
+  const std::string spec = put("many.json", R"({"name": "many", "prompt": "{t}", "candidates": {"field": "o",
+      "prefix": " "}, "label": {"field": "l"}})");
+  const std::string row = "{\"t\": \"Once\", \"o\": [" + options + "], \"l\": 3}\n";
+  const std::string data = put("many.jsonl", row + row);
+  std::string out;
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " train --steps 1 --batch 2 --max-len 16 --lr 1e-3 "
+                        "--progress-every 1000 --task-spec " + spec + " --train-file " + data + " --out " + dir_ +
+                        "/run", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("smezo: warning: many has up to 100 candidates per example (100 on average): each "
+                             "training step scores about 400 candidate sequences (2 examples x 2 forward passes x "
+                             "100), 50x a two-label task's 8"));
+  EXPECT_EQ(smezo_test::occurrences(out, "smezo: warning: many"), 1u) << out;
+}
+
 // --- export, and the equivalence with the built-in tasks
 
 TEST_F(TaskSpecFiles, ExportOfEveryTaskReadsBackAsTheSameExamples) {

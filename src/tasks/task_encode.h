@@ -19,7 +19,10 @@
 // Truncation: when tokens exceed max_len, tokens are dropped from the left of the prompt,
 // right after BOS (BOS stays at position 0, the option is never cut, as MeZO's left
 // truncation with add_bos_token); an option that does not fit in max_len - 1 (max_len without
-// BOS) throws.
+// BOS) throws. A prompt far longer than max_len (beyond 8 KB and ~32 bytes per token
+// kept) is tokenized from a tail of its bytes only, which holds at least twice the tokens
+// kept: its last tokens are the whole text's (task_encode.cpp says why), and a 10 MB record
+// costs what an 8 KB one does; C and F of a longer context come from its last 8 KB.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,8 @@ namespace smezo {
 struct EncodedCandidate {
   std::vector<int32_t> tokens;  // (seq_len) [BOS,] prompt tokens, option tokens
   int64_t option_start = 0;     // option tokens are tokens[option_start .. seq_len)
-  int64_t prompt_tokens_cut = 0;  // prompt tokens dropped from the left to fit max_len
+  int64_t prompt_tokens_cut = 0;  // prompt tokens dropped from the left to fit max_len (of a
+                                  // prompt tokenized from a tail: the tail's, fewer than the whole's)
 };
 
 struct EncodedExample {

@@ -127,6 +127,28 @@ std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLeng
   return problems;
 }
 
+// Above this many candidates per example a warning is due: MeZO's tasks have 2 or 3 and
+// multiple-choice sets rarely more than 10, while at 64 a step already scores 32x the
+// sequences of a two-label task (a minute of training becomes half an hour).
+constexpr size_t kManyCandidates = 64;
+
+std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes) {
+  size_t most = 0, total = 0;
+  for (const TaskExample& ex : splits.train) {
+    most = std::max(most, ex.options.size());
+    total += ex.options.size();
+  }
+  if (most <= kManyCandidates) return "";
+  const double mean = static_cast<double>(total) / static_cast<double>(splits.train.size());
+  const int64_t examples = std::min<int64_t>(batch, static_cast<int64_t>(splits.train.size()));
+  const double sequences = static_cast<double>(examples * passes) * mean;
+  return format_string("smezo: warning: %s has up to %zu candidates per example (%.0f on average): each training "
+                       "step scores about %.0f candidate sequences (%lld examples x %lld forward passes x %.0f), "
+                       "%.0fx a two-label task's %lld; expect steps that much slower", printable(splits.name).c_str(),
+                       most, mean, sequences, static_cast<long long>(examples), static_cast<long long>(passes), mean,
+                       mean / 2, static_cast<long long>(examples * passes * 2));
+}
+
 std::string task_examples_fingerprint(const TaskSplits& splits) {
   uint64_t h = 0xcbf29ce484222325ull;
   auto add = [&](const std::string& text) {  // length first: "ab","c" and "a","bc" differ

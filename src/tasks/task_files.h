@@ -37,6 +37,11 @@ struct TaskLengthLimit {
 // Reads all rows (no caps): a problem anywhere in a file is reported.
 std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLengthLimit& limit = {});
 
+// One line warning that a training step will be slow because the examples have many
+// candidates (each candidate of each example is one sequence of every forward pass), else "".
+// passes: forward passes per example and step (2 per SPSA probe, times --accumulate).
+std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes);
+
 // A hash (FNV-1a 64, 16 hex digits) of the train and dev examples' text, candidates and gold:
 // the seed log records it so a resume refuses other data, whatever file or task it came from
 // (an export of a built-in task hashes as the task).

@@ -223,6 +223,7 @@ class TrainRun {
 
  private:
   void load();
+  void load_data();  // the splits, checked
   void agree_on_run_folder();
   bool start();  // false: the run had already finished (result_ holds it)
   void complete_finished_run(const nlohmann::json& done, const SeedLog& log);
@@ -308,8 +309,7 @@ TrainResult TrainRun::run() {
   return result_;
 }
 
-void TrainRun::load() {
-  auto t_phase = SteadyClock::now();
+void TrainRun::load_data() {
   if (given_splits_ || o_.task_spec.empty()) {
     splits_ = given_splits_ ? *given_splits_
                             : load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
@@ -320,6 +320,9 @@ void TrainRun::load() {
     o_.task = splits_.name;
   }
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
+  const int64_t passes = o_.accumulate * (o_.spsa.method == METHOD_FZOO ? o_.spsa.probes + 1 : 2 * o_.spsa.probes);
+  const std::string slow = task_candidates_warning(splits_, o_.batch, passes);
+  if (root_ && !slow.empty()) std::fprintf(stderr, "%s\n", slow.c_str());
   check_objective(o_.objective, splits_.generation, splits_.name);
   if (splits_.generation)  // before any training: a bad example would fail only at evaluation
     for (const auto& [split, xs] : {std::pair{"train", &splits_.train}, {"dev", &splits_.dev}, {"test", &splits_.test}})
@@ -328,6 +331,11 @@ void TrainRun::load() {
   SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == "loss"), "train: --pipeline-stages "
                 "%d does not run %s yet ---> HINT: use data parallel (no --pipeline-stages)", o_.pipeline_stages,
                 splits_.generation ? "generation tasks" : ("--objective " + o_.objective).c_str());
+}
+
+void TrainRun::load() {
+  auto t_phase = SteadyClock::now();
+  load_data();
   ModelOpenOptions mo;
   mo.model_path = o_.model_path;
   mo.tokenizer_path = o_.tokenizer_path;
