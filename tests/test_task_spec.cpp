@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <sstream>
 
 #include "common/assets.h"
 #include "common/check.h"
@@ -461,6 +462,73 @@ TEST_F(TaskSpecFiles, ManyCandidatesWarnWithTheEstimate) {
                              "training step scores about 400 candidate sequences (2 examples x 2 forward passes x "
                              "100), 50x a two-label task's 8"));
   EXPECT_EQ(smezo_test::occurrences(out, "smezo: warning: many"), 1u) << out;
+}
+
+// A run on files records the rows it used (the seed log's header, checkpoint/smezo_run.json),
+// says in one line when a file held fewer than asked for, resumes with the same command (also
+// from a log that recorded the counts asked for), and `smezo eval` of its checkpoint scores
+// the rows it used.
+TEST_F(TaskSpecFiles, RunRecordsTheRowsItUsed) {
+  const std::string spec = put("s.json", R"({"name": "s", "prompt": "{t}", "candidates": [" happy", " sad"],
+      "label": {"field": "l"}})");
+  auto rows = [&](const char* name, int n) {
+    std::string text;
+    for (int i = 0; i < n; i++) text += json({{"t", i % 2 ? "Lily was" : "Tom was"}, {"l", i % 2}}).dump() + "\n";
+    return put(name, text);
+  };
+  const std::string train = rows("train.jsonl", 8), dev = rows("dev.jsonl", 2), test = rows("test.jsonl", 3);
+  const std::string cmd = smezo_test::smezo_binary() + " train --task-spec " + spec + " --train-file " + train +
+                          " --dev-file " + dev + " --test-file " + test + " --steps 2 --batch 2 --max-len 16 --lr 1e-3 "
+                          "--progress-every 1000 --out " + dir_ + "/run";
+  std::string out;
+  ASSERT_EQ(run_command(cmd, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("data: fewer records than asked for: train 8 of --train-examples 1000 (" + train +
+                             "), dev 2 of --dev-examples 500 (" + dev + "), test 3 of --test-examples 1000 (" + test +
+                             "); the run uses and records these\n"));
+  EXPECT_EQ(smezo_test::occurrences(out, "fewer records"), 1u) << out;
+  const std::string log_path = dir_ + "/run/seed_log.txt";
+  auto header = [&] {
+    std::istringstream in(read_file(log_path));
+    std::string line;
+    std::getline(in, line);
+    std::getline(in, line);
+    return json::parse(line.substr(2));
+  };
+  EXPECT_EQ(header()["n_train"], 8);
+  EXPECT_EQ(header()["n_dev"], 2);
+  const json settings = smezo_test::read_json(dir_ + "/run/checkpoint/smezo_run.json");
+  EXPECT_EQ(settings["n_train"], 8);
+  EXPECT_EQ(settings["n_dev"], 2);
+  EXPECT_EQ(settings["n_test"], 3);
+  EXPECT_EQ(run_command(cmd + " --resume", &out), 0) << out;  // the same command: the same run (finished)
+  EXPECT_THAT(out, HasSubstr("already finished"));
+  // a log written when the header held the counts asked for resumes; other counts do not
+  auto set_logged = [&](int64_t n_train, int64_t n_dev) {
+    json h = header();
+    h["n_train"] = n_train;
+    h["n_dev"] = n_dev;
+    std::string text = read_file(log_path);
+    const size_t start = text.find('\n') + 1, end = text.find('\n', start);
+    smezo_test::write_file(log_path, text.substr(0, start) + "# " + h.dump() + text.substr(end));
+  };
+  set_logged(1000, 500);
+  EXPECT_EQ(run_command(cmd + " --resume", &out), 0) << out;
+  set_logged(999, 2);
+  EXPECT_EQ(run_command(cmd + " --resume", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("n_train = 999 in the run, 8 here"));
+  // fewer asked than the file holds: no line, and the count asked is recorded
+  ASSERT_EQ(run_command(cmd + "5 --train-examples 5", &out), 0) << out;  // --out DIR/run5
+  EXPECT_THAT(out, HasSubstr("data: fewer records than asked for: dev 2 of --dev-examples 500"));
+  EXPECT_THAT(out, testing::Not(HasSubstr("train 5")));
+  EXPECT_EQ(smezo_test::read_json(dir_ + "/run5/checkpoint/smezo_run.json")["n_train"], 5);
+  // eval of the checkpoint scores the run's test rows; another test file is not cut to them
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " eval --model " + dir_ + "/run/checkpoint", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--test-file " + test));
+  EXPECT_THAT(out, HasSubstr("--test-examples 3"));
+  EXPECT_THAT(out, HasSubstr("s test (3 examples, zero-shot)"));
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " eval --model " + dir_ + "/run/checkpoint --task-spec " + spec +
+                        " --test-file " + train, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("s test (8 examples, zero-shot)"));
 }
 
 // --- export, and the equivalence with the built-in tasks
