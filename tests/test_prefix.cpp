@@ -262,7 +262,15 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   EXPECT_EQ(config["token_dim"], kv);
   EXPECT_EQ(config["num_attention_heads"], c.n_kv_heads);
   EXPECT_EQ(config["prefix_projection"], false);
+  EXPECT_EQ(config["encoder_hidden_size"], kv) << "PEFT's default: token_dim";
   EXPECT_EQ(config["base_model_name_or_path"], "base-model-path");
+  // PEFT 0.21's PrefixTuningConfig fields, peft_version aside (tools/peft_oracle.py compares values)
+  std::vector<std::string> keys;
+  for (const auto& kv_pair : config.items()) keys.push_back(kv_pair.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"auto_mapping", "base_model_name_or_path", "encoder_hidden_size",
+                                            "inference_mode", "init_weights", "modules_to_save", "num_attention_heads",
+                                            "num_layers", "num_transformer_submodules", "num_virtual_tokens",
+                                            "peft_type", "prefix_projection", "revision", "task_type", "token_dim"}));
   EXPECT_TRUE(std::filesystem::exists(dir + "/adapter/smezo_run.json"));
   const SafetensorsFile file(dir + "/adapter/adapter_model.safetensors");
   ASSERT_EQ(file.tensors().size(), 1u);
@@ -328,6 +336,29 @@ TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
   Model other(smezo_test::random_weight_source(wide, 1), *be, DTYPE_F32, 64, 64);
   other.add_prefix(PrefixOptions{2}, 1);
   EXPECT_THROW(load_prefix_adapter(other, read_prefix_adapter(dir + "/a")), Error);
+}
+
+// The reader takes PEFT's own config (peft_version, PEFT's encoder_hidden_size = token_dim) and
+// smezo's older one (encoder_hidden_size = the model's hidden size): the field is not read.
+TEST(Prefix, AdapterReaderTakesPeftsAndOlderConfigs) {
+  const std::string dir = make_temp_dir("prefix_configs");
+  const ModelConfig c = smezo_test::tiny_llama_config();
+  auto be = make_backend("cpu");
+  Model m(smezo_test::random_weight_source(c, 1), *be, DTYPE_F32, 64, 64);
+  m.add_prefix(PrefixOptions{2}, 1);
+  save_prefix_adapter(m, dir + "/a", "base");
+  const std::vector<float> want = read_prefix_adapter(dir + "/a").values;
+  const nlohmann::json written = nlohmann::json::parse(read_file(dir + "/a/adapter_config.json"));
+  nlohmann::json peft = written, older = written;
+  peft["peft_version"] = "0.21.2";
+  older["encoder_hidden_size"] = c.dim;
+  for (const char* key : {"init_weights", "modules_to_save", "auto_mapping"}) older.erase(key);
+  for (const nlohmann::json& config : {peft, older}) {
+    smezo_test::write_file(dir + "/a/adapter_config.json", config.dump(2));
+    const PrefixAdapter back = read_prefix_adapter(dir + "/a");
+    EXPECT_EQ(back.values, want) << config.dump();
+    EXPECT_EQ(back.token_dim, c.n_kv_heads * c.head_dim);
+  }
 }
 
 TEST(PrefixTrain, ReplayAndResumeAreExact) {

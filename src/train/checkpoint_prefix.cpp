@@ -22,14 +22,18 @@ bool permutes_keys(const Model& model) {
   return c.arch != ARCH_OPT && c.rope_style == ROPE_INTERLEAVED;
 }
 
+// The fields PEFT writes for a PREFIX_TUNING adapter without projection, with its values
+// (peft_version aside: smezo is no PEFT version). token_dim counts key/value heads, and
+// encoder_hidden_size is token_dim (PEFT's default; no encoder runs without a projection).
 nlohmann::json adapter_config(const Model& model, const std::string& base_model) {
   const ModelConfig& c = model.config();
+  const int64_t token_dim = c.n_kv_heads * c.head_dim;
   return {{"peft_type", "PREFIX_TUNING"}, {"task_type", "CAUSAL_LM"},
-          {"base_model_name_or_path", adapter_base_model(base_model)},
+          {"base_model_name_or_path", adapter_base_model(base_model)}, {"revision", nullptr},
           {"num_virtual_tokens", model.prefix_options().tokens}, {"num_layers", c.n_layers},
-          {"token_dim", c.n_kv_heads * c.head_dim}, {"num_attention_heads", c.n_kv_heads},
-          {"num_transformer_submodules", 1}, {"encoder_hidden_size", c.dim}, {"prefix_projection", false},
-          {"inference_mode", true}, {"revision", nullptr}};
+          {"token_dim", token_dim}, {"num_attention_heads", c.n_kv_heads}, {"num_transformer_submodules", 1},
+          {"encoder_hidden_size", token_dim}, {"prefix_projection", false}, {"init_weights", nullptr},
+          {"modules_to_save", nullptr}, {"auto_mapping", nullptr}, {"inference_mode", true}};
 }
 
 // A size of the config: 1 .. 2^24 (far above any model's; a product of three stays in int64).
