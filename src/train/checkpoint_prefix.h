@@ -6,13 +6,14 @@
 //                                  "num_attention_heads": n_kv_heads, "encoder_hidden_size":
 //                                  token_dim, "num_transformer_submodules": 1,
 //                                  "prefix_projection": false, "base_model_name_or_path":
-//                                  "...", "inference_mode": true, "revision",
+//                                  adapter_base.h, "inference_mode": true, "revision",
 //                                  "init_weights", "modules_to_save", "auto_mapping": null}
 //   DIR/adapter_model.safetensors  one fp32 tensor "prompt_embeddings" (P, L*2*token_dim): row t
 //                                  holds layer 0's key, layer 0's value, layer 1's key, ... of
 //                                  virtual token t, each n_kv_heads blocks of head_dim
 //                                  (PEFT's view (P, 2L, heads, head_dim) of the past keys/values)
-//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
+//                                 base_model_path (adapter_base.h)
 // token_dim and num_attention_heads count key/value heads, as PEFT sets them for grouped-query
 // models. The reader ignores encoder_hidden_size (no encoder runs without a projection), so
 // PEFT's files and smezo's older ones (which wrote the model's hidden size there) both load. Keys are stored after the rotary embedding (a cache's keys); models with Meta's
@@ -33,8 +34,8 @@ namespace smezo {
 
 inline constexpr const char* kPrefixTensorName = "prompt_embeddings";
 
-// The prefix of `model` (Model::add_prefix) into dir; base_model is recorded as
-// base_model_name_or_path.
+// The prefix of `model` (Model::add_prefix) into dir; base_model, the path of the model it was
+// trained on, is recorded as adapter_base.h says.
 void save_prefix_adapter(Model& model, const std::string& dir, const std::string& base_model,
                          const nlohmann::json& run_settings = nullptr);
 
