@@ -299,13 +299,23 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   EXPECT_LE(max_diff(smezo_test::logits_of(hf, kTokens), want), 2e-5 * max_abs(want));
 }
 
+namespace {
+
+// A 2-token prefix of the tiny model (weights of seed 1) saved into dir, its base named "base".
+void save_tiny_prefix(const std::string& dir) {
+  auto be = make_backend("cpu");
+  Model m(smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 1), *be, DTYPE_F32, 64, 64);
+  m.add_prefix(PrefixOptions{2}, 1);
+  save_prefix_adapter(m, dir, "base");
+}
+
+}  // namespace
+
 TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
   const std::string dir = make_temp_dir("prefix_refuse");
   const ModelConfig c = smezo_test::tiny_llama_config();
   auto be = make_backend("cpu");
-  Model m(smezo_test::random_weight_source(c, 1), *be, DTYPE_F32, 64, 64);
-  m.add_prefix(PrefixOptions{2}, 1);
-  save_prefix_adapter(m, dir + "/a", "base");
+  save_tiny_prefix(dir + "/a");
   const std::string config_path = dir + "/a/adapter_config.json";
   const std::string good = read_file(config_path);
   auto refused = [&](const std::string& key, const nlohmann::json& value, const std::string& words) {
@@ -343,10 +353,7 @@ TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
 TEST(Prefix, AdapterReaderTakesPeftsAndOlderConfigs) {
   const std::string dir = make_temp_dir("prefix_configs");
   const ModelConfig c = smezo_test::tiny_llama_config();
-  auto be = make_backend("cpu");
-  Model m(smezo_test::random_weight_source(c, 1), *be, DTYPE_F32, 64, 64);
-  m.add_prefix(PrefixOptions{2}, 1);
-  save_prefix_adapter(m, dir + "/a", "base");
+  save_tiny_prefix(dir + "/a");
   const std::vector<float> want = read_prefix_adapter(dir + "/a").values;
   const nlohmann::json written = nlohmann::json::parse(read_file(dir + "/a/adapter_config.json"));
   nlohmann::json peft = written, older = written;
