@@ -17,7 +17,7 @@
 //   linear         CudaBackend::linear, Probe{scale 0} (x -> bf16/f16 conversion + GEMM)
 //   s-mezo, mezo   CudaBackend::linear, Probe{eps, seed} with MASK_MAGNITUDE (threshold above)
 //                  / MASK_DENSE: today "materialise W' in scratch, then cuBLAS" — the path the
-//                  fused kernel must beat (DESIGN.md, "The fused perturbed linear")
+//                  fused kernel must beat (docs/ARCHITECTURE.md, "The linear")
 //   fused          LinearBenchOptions::fused when set, else "n/a (not implemented)"
 // Before timing, every path is validated on sampled output entries against a host computation
 // from downloaded W rows and host-regenerated z (see linear_bench.cu); any FAIL makes
@@ -37,7 +37,7 @@ namespace smezo {
 
 class CudaBackend;
 
-// The hook for the fused perturbed linear (DESIGN.md): out(M, N) = in(M, K) · W'(N, K)ᵀ with
+// The hook for the fused perturbed linear (docs/ARCHITECTURE.md): out(M, N) = in(M, K) · W'(N, K)ᵀ with
 // W' = W + probe.scale · m(W) ⊙ z read through the probe exactly as CudaBackend::linear (no
 // bias), enqueued on backend.stream(); W is never written. W' rounded to the storage dtype
 // before the multiply, so it is validated against the same reference as the materialised path.

@@ -2,8 +2,8 @@
 // fp32 accumulation, W stored fp32 / fp16 / bf16. W' and b' are the parameters read through
 // the probe (src/common/noise_spec.h): w' = keep ? fma(scale, z, w) : w.
 //
-// Version 1 (this file): "materialise, then cuBLAS" — the honest baseline of DESIGN.md's
-// fused perturbed linear.
+// Version 1 (this file): "materialise, then cuBLAS" — the honest baseline of the planned
+// fused perturbed linear (docs/ARCHITECTURE.md, "The linear").
 //   1. perturbed probe: perturb_weight_kernel writes W' (the storage dtype, rounded to nearest
 //      even once from the fp32 w') for THIS layer into the backend's scratch buffer; one
 //      noise_z8 per 8 elements (one Philox call for the spec-v2 noise kinds), i.e. the noise

@@ -243,3 +243,39 @@ TEST(CliLayering, LibraryDoesNotIncludeCliHeaders) {
   }
   EXPECT_GT(files, 50);
 }
+
+namespace {
+
+// "line N: 'a' against 'b'" for the first line where a and b differ ("" when they are equal).
+std::string first_different_line(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  for (int line = 1;; line++) {
+    const bool more_a = static_cast<bool>(std::getline(sa, la)), more_b = static_cast<bool>(std::getline(sb, lb));
+    if (!more_a && !more_b) return a == b ? "" : "the line ends differ";
+    if (!more_a || !more_b || la != lb)
+      return "line " + std::to_string(line) + ": '" + (more_a ? la : "(end)") + "' against '" + (more_b ? lb : "(end)") + "'";
+  }
+}
+
+}  // namespace
+
+// docs/CLI.md is `smezo help --markdown`, committed: it must be what this build prints, and that
+// must not depend on the machine (the working directory, the terminal width, the assets folder,
+// the CPUs OpenMP may use).
+TEST(CliHelp, MarkdownReferenceIsCurrent) {
+  std::string here, elsewhere;
+  ASSERT_EQ(run_command(kSmezo + " help --markdown", &here), 0) << here;
+  const std::string binary = std::filesystem::absolute(kSmezo).string();
+  ASSERT_EQ(run_command("cd /tmp && COLUMNS=37 OMP_NUM_THREADS=1 SMEZO_ASSETS=/nonexistent/assets " + binary +
+                            " help --markdown",
+                        &elsewhere),
+            0)
+      << elsewhere;
+  EXPECT_EQ(first_different_line(here, elsewhere), "") << "smezo help --markdown depends on the machine";
+  EXPECT_THAT(here, HasSubstr("\n## smezo train\n"));
+  EXPECT_THAT(here, HasSubstr("- `--lr X`: learning rate"));
+  EXPECT_EQ(first_different_line(read_file("docs/CLI.md"), here), "")
+      << "docs/CLI.md differs from `build/smezo help --markdown` ---> HINT: regenerate it: "
+         "build/smezo help --markdown > docs/CLI.md";
+}

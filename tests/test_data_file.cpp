@@ -2,14 +2,19 @@
 // records in order with their line numbers; every malformed input is a one-line error naming
 // the file and line; the collecting mode (--check-data) reports all problems of a file.
 // Inputs are random strings from a seeded generator (SMEZO_TEST_SEED), written by a reference
-// writer in the test and read back: the records must come back byte for byte.
+// writer in the test and read back: the records must come back byte for byte. What is not a
+// regular file (a directory, a FIFO, /dev/zero) is refused before it is opened.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <random>
 
 #include "common/check.h"
 #include "tasks/data_file.h"
+#include "tasks/task_spec.h"
 #include "test_util.h"
 
 using namespace smezo;
@@ -148,6 +153,7 @@ TEST(DataFileUtf8, FindsTheFirstByteThatIsNotUtf8) {
 }
 
 TEST_F(DataFileTest, EachBadInputIsOneLineNamingFileAndLine) {
+  const std::string kNul(1, '\0');
   struct Case {
     const char* name;
     std::string bytes;
@@ -168,6 +174,13 @@ TEST_F(DataFileTest, EachBadInputIsOneLineNamingFileAndLine) {
       {"stray.csv", "a,b\n1,x\"y\n", ":2: stray '\"' in a field"},
       {"fields.tsv", "a\tb\n1\t2\n1\n", ":3: expected 2 tab-separated fields (the header's), got 1"},
       {"empty.csv", "", " is empty (expected a header row"},
+      // a NUL after a record would end the line for JSON's parser; after a space it is garbage
+      {"nul_after.jsonl", ok + "{\"a\": \"x\"}" + kNul + "{junk\n", ":2: byte 0x00 (NUL) at column 11"},
+      {"junk_after.jsonl", ok + "{\"a\": \"x\"} {junk\n", ":2: malformed JSON line"},
+      {"nul_first.jsonl", kNul + ok, ":1: byte 0x00 (NUL) at column 1"},
+      {"nul.csv", "a,b\nx,y" + kNul + "z\n", ":2: byte 0x00 (NUL) at column 4"},
+      {"nul_in_quotes.csv", "a,b\nx,\"two\nli" + kNul + "nes\"\n", ":3: byte 0x00 (NUL) at column 3"},
+      {"nul.tsv", "a\tb\nx\t" + kNul + "\n", ":2: byte 0x00 (NUL) at column 3"},
   };
   for (const Case& c : cases) {
     const std::string path = put(c.name, c.bytes);
@@ -200,4 +213,40 @@ TEST_F(DataFileTest, CollectingModeReportsEveryProblemAndKeepsTheGoodRows) {
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_THAT(problems[0], HasSubstr(csv + ":3:"));
   EXPECT_THAT(problems[1], HasSubstr(csv + ":5:"));
+}
+
+// A directory, a FIFO and a character device as a data file or a task spec: one line saying
+// what the path is. The FIFO and /dev/zero (a link named .jsonl) go through the command under
+// a timeout, so the test ends even if they were opened: the open of a FIFO blocks until a
+// writer comes, and /dev/zero never ends.
+TEST_F(DataFileTest, WhatIsNotARegularFileIsRefusedSayingWhatItIs) {
+  const std::string folder = dir_ + "/folder.jsonl";
+  std::filesystem::create_directory(folder);
+  std::string msg = error_of([&] { data_file_read(folder, {}); });
+  EXPECT_THAT(msg, HasSubstr("data file " + folder + " is a directory, not a regular file"));
+  EXPECT_TRUE(smezo_test::is_one_line(msg));
+  msg = error_of([&] { task_spec_read(folder); });
+  EXPECT_THAT(msg, HasSubstr("task spec " + folder + " is a directory, not a regular file"));
+  std::vector<std::string> problems;
+  data_file_read(folder, {}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("is a directory"));
+
+  const std::string fifo = dir_ + "/fifo.jsonl", zero = dir_ + "/zero.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(symlink("/dev/zero", zero.c_str()), 0);
+  const std::string spec = put("s.json", R"({"name": "s", "prompt": "{t}", "candidates": [" a", " b"],
+      "label": {"field": "l"}})");
+  const std::string check = "timeout 60 " + smezo_test::smezo_binary() + " train --check-data";
+  const std::pair<std::string, std::string> cases[] = {
+      {" --task-spec " + spec + " --train-file " + fifo, "data file " + fifo + " is a FIFO, not a regular file"},
+      {" --task-spec " + spec + " --train-file " + zero, "data file " + zero + " is a character device"},
+      {" --task-spec " + fifo + " --train-file " + zero, "task spec " + fifo + " is a FIFO"},
+      {" --task-spec " + zero + " --train-file " + fifo, "task spec " + zero + " is a character device"},
+  };
+  for (const auto& [args, says] : cases) {
+    std::string out;
+    EXPECT_EQ(smezo_test::run_command(check + args, &out), 1) << args << "\n" << out;  // 124: timed out
+    EXPECT_THAT(out, HasSubstr(says)) << args;
+  }
 }

@@ -48,6 +48,12 @@ TEST(GpuBacklog, PlanFitsTheLease) {
   EXPECT_THAT(out, HasSubstr("3. the lease-sized paper grid"));
   EXPECT_THAT(out, HasSubstr("| A.1 | deps/debs, deps/wheels, carry/backlog/call1 | 1.build"));
   EXPECT_THAT(out, Not(HasSubstr("DOES NOT FIT")));
+  // item 9, after the list: the claim grid in slices (SST-2, the peer beside it, then RTE and BoolQ)
+  EXPECT_THAT(out, HasSubstr("| 9 | 9.claim-sst2 | claim grid, SST-2"));
+  EXPECT_THAT(out, HasSubstr("| 9 | 9.peer-sst2 | the PyTorch peer (tools/zo_peer.py)"));
+  EXPECT_THAT(out, HasSubstr("| 9 | 9.claim-rest | claim grid, RTE and BoolQ"));
+  EXPECT_THAT(out, testing::ContainsRegex("- item 9 \\(optional, the claim grid and the peer\\): done in lease "));
+  EXPECT_THAT(out, HasSubstr("--runs /tmp/smezo-backlog/claim-grid --calibration /tmp/smezo-backlog/grid/calibration.json"));
 }
 
 // Two items on tiny settings over three calls: the first call's budget is too small for the
@@ -170,24 +176,25 @@ TEST(GpuBacklog, OracleInstallsTheCarriedPeft) {
                              "--device cuda"));
 }
 
-// RESULTS.md "Waiting for a GPU" is the plan's output, not a list kept by hand: every line the
+// docs/gpu-backlog.md "The plan" is the plan's output, not a list kept by hand: every line the
 // plan prints (its own heading aside) is there. When an estimate, a job or a command changes,
 // regenerate that section: tools/gpu_backlog.sh --plan --state /nonexistent.
-TEST(GpuBacklog, ResultsHoldsThePlan) {
+TEST(GpuBacklog, DocsHoldThePlan) {
   std::string out;
   ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan --state /nonexistent", &out), 0) << out;
-  const std::string results = read_file("RESULTS.md");
+  const std::string page = read_file("docs/gpu-backlog.md");
   size_t at = out.find('\n') + 1, missing = 0;
   std::string first_missing;
   while (at < out.size()) {
     size_t end = out.find('\n', at);
     if (end == std::string::npos) end = out.size();
     const std::string line = out.substr(at, end - at);
-    if (!line.empty() && results.find(line) == std::string::npos && missing++ == 0) first_missing = line;
+    if (!line.empty() && page.find(line) == std::string::npos && missing++ == 0) first_missing = line;
     at = end + 1;
   }
-  EXPECT_EQ(missing, 0u) << "RESULTS.md lacks " << missing << " line(s) of tools/gpu_backlog.sh --plan, the first: "
-                         << first_missing << "\n---> HINT: regenerate the section 'Waiting for a GPU' from the plan";
+  EXPECT_EQ(missing, 0u) << "docs/gpu-backlog.md lacks " << missing
+                         << " line(s) of tools/gpu_backlog.sh --plan, the first: " << first_missing
+                         << "\n---> HINT: regenerate its section 'The plan' from the plan";
 }
 
 // The binaries prepare builds here travel as a tarball stamped with the sources they came from
@@ -260,4 +267,59 @@ TEST(GpuBacklog, FreshMachineTakesOnlyFinishedGridRuns) {
   EXPECT_THAT(out, HasSubstr("grid/sst2/zero-shot.json True"));
   EXPECT_THAT(out, HasSubstr("logs/1.tests/1.tests.log False"));
   EXPECT_THAT(out, HasSubstr("again []"));  // a machine that has its grid keeps it
+}
+
+// The claim grid's and the peer's run trees come back the same way; a fresh machine that has
+// the lease grid already still takes the claim's finished runs.
+TEST(GpuBacklog, FreshMachineTakesTheClaimAndPeerRunsToo) {
+  const std::string dir = make_temp_dir("gpu_backlog_restore_claim");
+  write_file(dir + "/check.py",
+             "import io, json, os, sys, tarfile\n"
+             "sys.path.insert(0, 'tools')\n"
+             "import gpu_backlog as b\n"
+             "d = sys.argv[1]\n"
+             "done = json.dumps({'status': 'completed'})\n"
+             "files = {'claim-grid/sst2/smezo-a/summary.json': done, 'claim-grid/sst2/mezo-b/seed_log.txt': 'x',\n"
+             "         'peer/sst2/mezo-c/summary.json': done, 'grid/sst2/mezo-d/summary.json': done}\n"
+             "with tarfile.open(d + '/logs.tar.gz', 'w:gz') as t:\n"
+             "    for name, body in files.items():\n"
+             "        info = tarfile.TarInfo(name); info.size = len(body); t.addfile(info, io.BytesIO(body.encode()))\n"
+             "os.makedirs(d + '/state/grid')\n"
+             "print(b.restore_finished_runs(d + '/state', d + '/logs.tar.gz'))\n"
+             "for name in sorted(files):\n"
+             "    print(name, os.path.exists(os.path.join(d, 'state', name)))\n");
+  std::string out;
+  ASSERT_EQ(run_command("python3 " + dir + "/check.py " + dir, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("2 finished grid run(s)"));
+  EXPECT_THAT(out, HasSubstr("claim-grid/sst2/smezo-a/summary.json True"));
+  EXPECT_THAT(out, HasSubstr("claim-grid/sst2/mezo-b/seed_log.txt False"));
+  EXPECT_THAT(out, HasSubstr("peer/sst2/mezo-c/summary.json True"));
+  EXPECT_THAT(out, HasSubstr("grid/sst2/mezo-d/summary.json False"));  // this machine has its own grid/
+}
+
+// When the logs outgrow a transfer, a finished run's step-by-step metrics shrink to its dev
+// evaluations and its own plot stays behind (the claim grid: ~130 runs of 3,000 steps).
+TEST(GpuBacklog, TrimmedLogsKeepTheDevEvaluations) {
+  const std::string dir = make_temp_dir("gpu_backlog_trim");
+  write_file(dir + "/check.py",
+             "import json, os, sys, tarfile\n"
+             "sys.path.insert(0, 'tools')\n"
+             "import gpu_backlog as b\n"
+             "d = sys.argv[1] + '/state'\n"
+             "run = os.path.join(d, 'claim-grid', 'sst2', 'smezo-a')\n"
+             "os.makedirs(run)\n"
+             "open(run + '/summary.json', 'w').write('{}')\n"
+             "open(run + '/plot.svg', 'w').write('<svg/>')\n"
+             "open(run + '/metrics.jsonl', 'w').write('{\"step\": 1, \"loss\": 1}\\n{\"dev_acc\": 0.5, \"step\": 1}\\n')\n"
+             "for trim in (False, True):\n"
+             "    b.write_tarball(d, d + '/t.tgz', True, trim)\n"
+             "    t = tarfile.open(d + '/t.tgz')\n"
+             "    names = sorted(m.name for m in t.getmembers())\n"
+             "    print(trim, names, t.extractfile('claim-grid/sst2/smezo-a/metrics.jsonl').read())\n");
+  std::string out;
+  ASSERT_EQ(run_command("python3 " + dir + "/check.py " + dir, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("False ['claim-grid/sst2/smezo-a/metrics.jsonl', 'claim-grid/sst2/smezo-a/plot.svg', "
+                             "'claim-grid/sst2/smezo-a/summary.json']"));
+  EXPECT_THAT(out, HasSubstr("True ['claim-grid/sst2/smezo-a/metrics.jsonl', 'claim-grid/sst2/smezo-a/summary.json'] "
+                             "b'{\"dev_acc\": 0.5, \"step\": 1}\\n'"));
 }

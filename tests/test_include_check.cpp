@@ -1,5 +1,5 @@
-// tools/include_check.py, the include direction between the top-level folders (README.md,
-// "What may include what"): on a made-up tree with one include against the direction, one
+// tools/include_check.py, the include direction between the top-level folders (docs/ARCHITECTURE.md,
+// "Folders and what may include what"): on a made-up tree with one include against the direction, one
 // along it and one relative include, then on the real tree, which must follow it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

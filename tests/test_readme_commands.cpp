@@ -1,8 +1,11 @@
 // tools/readme_commands.py, which hands CI the README's commands as written (tools/newcomer_check.sh
 // runs them in a fresh clone): the two numbered commands of the opening ```sh block, the later
-// blocks as the examples, and a README that lost or reworded a command refused, never run empty.
+// blocks and those of the docs pages it lists as the examples, and a README that lost or reworded
+// a command, or a listed page that went missing, refused, never run empty.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "test_util.h"
 
@@ -13,11 +16,19 @@ using testing::HasSubstr;
 
 namespace {
 
-// Runs readme_commands.py `which` on a README holding `text`; its exit code, output in *out.
-int extract(const std::string& text, const std::string& which, std::string* out) {
-  const std::string readme = make_temp_dir("readme") + "/README.md";
-  write_file(readme, text);
-  return run_command("python3 tools/readme_commands.py " + which + " --readme " + readme, out);
+// Runs readme_commands.py `which` on a README holding `text`, beside a page docs/page.md holding
+// `page` (none when empty), with `--pages` as given; its exit code, output in *out.
+int extract(const std::string& text, const std::string& which, std::string* out, const std::string& page = "",
+            const std::string& pages = "") {
+  const std::string dir = make_temp_dir("readme");
+  write_file(dir + "/README.md", text);
+  if (!page.empty()) {
+    std::filesystem::create_directories(dir + "/docs");
+    write_file(dir + "/docs/page.md", page);
+  }
+  return run_command("python3 tools/readme_commands.py " + which + " --readme " + dir + "/README.md --pages '" +
+                         pages + "'",
+                     out);
 }
 
 const std::string kOpening = "# tool\n\n```sh\n# 1. the demo\ntools/a.sh && make\n# 2. the tests\nmake test\n```\n";
@@ -34,6 +45,21 @@ TEST(ReadmeCommands, NumberedCommandsAndExamples) {
   EXPECT_EQ(out, "make test\n");
   ASSERT_EQ(extract(readme, "examples", &out), 0) << out;
   EXPECT_EQ(out, "build/x one\nbuild/x two \\\n  --flag\nbuild/x three\n");
+  // a listed page's blocks follow the README's, in order
+  ASSERT_EQ(extract(readme, "examples", &out, "# page\n```sh\nbuild/x four\n```\n```sh\nbuild/x five\n```\n",
+                    "docs/page.md"),
+            0)
+      << out;
+  EXPECT_EQ(out, "build/x one\nbuild/x two \\\n  --flag\nbuild/x three\nbuild/x four\nbuild/x five\n");
+}
+
+// A page of the list that is gone, or lost its blocks, is an error, not an example less.
+TEST(ReadmeCommands, AMissingOrEmptyExamplePageIsRefused) {
+  std::string out;
+  EXPECT_EQ(extract(kOpening, "examples", &out, "", "docs/gone.md"), 1);
+  EXPECT_THAT(out, HasSubstr("example page docs/gone.md: No such file or directory"));
+  EXPECT_EQ(extract(kOpening, "examples", &out, "# page, no code\n", "docs/page.md"), 1);
+  EXPECT_THAT(out, HasSubstr("example page docs/page.md has no ```sh block"));
 }
 
 TEST(ReadmeCommands, ALostOrRewordedCommandIsRefused) {
@@ -52,5 +78,22 @@ TEST(ReadmeCommands, TheReadmeHasBoth) {
     std::string out;
     ASSERT_EQ(run_command("python3 tools/readme_commands.py " + which, &out), 0) << out;
     EXPECT_THAT(out, testing::StartsWith("tools/deps.sh install && make -j2")) << which;
+  }
+}
+
+// The real examples: the adapter pages' blocks, then your own data's, in the order they depend on
+// each other (the merge after the LoRA run, the adapter eval after the prefix run, command 1's
+// checkpoint evaluated, the exported data trained on).
+TEST(ReadmeCommands, TheExamplesRunInOrder) {
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/readme_commands.py examples", &out), 0) << out;
+  size_t at = 0;
+  for (const char* step : {"--tune lora", "merge --adapter runs/lora/checkpoint", "--tune prefix",
+                           "eval --adapter runs/prefix/checkpoint", "eval --model runs/demo/checkpoint",
+                           "--export-data sst2-data", "--task-spec sst2-data/spec.json", "cat > qa.json",
+                           "eval --model runs/qa-dev/checkpoint"}) {
+    const size_t found = out.find(step, at);
+    ASSERT_NE(found, std::string::npos) << "'" << step << "' missing or out of order in:\n" << out;
+    at = found;
   }
 }

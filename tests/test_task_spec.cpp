@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <sstream>
 
 #include "common/assets.h"
 #include "common/check.h"
@@ -20,6 +21,7 @@
 #include "tasks/task_spec.h"
 #include "tasks/templates.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace smezo;
 using nlohmann::json;
@@ -238,6 +240,112 @@ TEST_F(TaskSpecFiles, EachBadSpecIsOneLineNamingTheKey) {
     EXPECT_TRUE(smezo_test::is_one_line(msg)) << text;
   }
   EXPECT_THAT(error_of([&] { task_spec_read(dir_ + "/none.json"); }), HasSubstr("cannot open task spec"));
+  // a NUL after the object would end the text for JSON's parser; the spec is refused
+  const std::string nul =
+      std::string(R"({"name": "n", "prompt": "x", "candidates": ["a", "b"], "label": {"field": "l"}})") +
+      std::string(1, '\0') + "junk";
+  EXPECT_THAT(error_of([&] { task_spec_parse(nul, "my_spec.json"); }),
+              HasSubstr("my_spec.json: byte 0x00 (NUL) at offset 79"));
+}
+
+// Candidates a model cannot tell apart are refused, naming the spec (its own candidates and
+// label values) or the record (rendered or per-record options), by --check-data and training.
+TEST_F(TaskSpecFiles, CandidatesThatCannotBeToldApartAreRefused) {
+  const std::pair<const char*, const char*> specs[] = {
+      {R"({"name": "n", "prompt": "x", "candidates": [" great", " bad", " great"], "label": {"field": "l"}})",
+       "\"candidates\" 0 and 2 are the same text \" great\": the model cannot tell them apart"},
+      {R"({"name": "n", "prompt": "x", "candidates": [" great", " great  "], "label": {"field": "l"}})",
+       "\"candidates\" 0 and 1 are the same text \" great\""},
+      {R"({"name": "n", "prompt": "x", "candidates": [" a", " b"], "label": {"field": "l", "values": [1, "1"]}})",
+       "\"label.values\" 0 and 1 are both \"1\""},
+      {R"({"name": "n", "prompt": "x", "candidates": [" a", " b"], "label": {"field": "l", "values": [true, "true"]}})",
+       "\"label.values\" 0 and 1 are both \"true\""},
+      {R"({"name": "n", "prompt": "x", "candidates": [" a", " b"], "label": {"field": "l", "values": [1.5, 2]}})",
+       "\"label.values\" should hold strings, integers or booleans (a label is matched by its text), got 1.5"},
+  };
+  const std::string row = put("row.jsonl", "{\"l\": 1}\n");
+  for (const auto& [text, expected] : specs) {
+    const std::string spec = put("spec.json", text);
+    const std::string msg = error_of([&] { load_task_files({spec, row, "", ""}, 10, 0, 0); });
+    EXPECT_THAT(msg, HasSubstr(spec + ": " + expected)) << text;
+    EXPECT_TRUE(smezo_test::is_one_line(msg)) << text;
+    const std::vector<std::string> problems = check_task_files({spec, row, "", ""});
+    ASSERT_EQ(problems.size(), 1u) << text;
+    EXPECT_THAT(problems[0], HasSubstr(expected));
+  }
+  const std::string mc = put("mc.json", R"({"name": "mc", "prompt": "Q: {q}\nA:",
+      "candidates": {"field": "options", "prefix": " "}, "label": {"field": "answer"}})");
+  const std::string pairs = put("pair.json", R"({"name": "p", "prompt": "{q}", "candidates": [" {c1}", " {c2}"],
+      "label": {"field": "answer"}})");
+  const std::string mc_rows = put("mc.jsonl", "{\"q\": \"x\", \"options\": [\"a\", \"b\"], \"answer\": 0}\n"
+                                              "{\"q\": \"x\", \"options\": [\"only\"], \"answer\": 0}\n"
+                                              "{\"q\": \"x\", \"options\": [\"a\", \"b\", \"a\"], \"answer\": 1}\n"
+                                              "{\"q\": \"x\", \"options\": [\"a\", \"a \"], \"answer\": 1}\n");
+  const std::string pair_rows = put("pair.csv", "q,c1,c2,answer\nx,up,down,0\nx,up,up,1\n");
+  std::vector<std::string> problems = check_task_files({mc, mc_rows, "", ""});
+  ASSERT_EQ(problems.size(), 3u) << testing::PrintToString(problems);
+  EXPECT_THAT(problems[0], HasSubstr(mc_rows + ":2: field \"options\" holds 1 option: a classification needs at "
+                                     "least 2"));
+  EXPECT_THAT(problems[1], HasSubstr(mc_rows + ":3: field \"options\": options 0 and 2 are the same text \" a\""));
+  EXPECT_THAT(problems[2], HasSubstr(mc_rows + ":4: field \"options\": options 0 and 1 are the same text \" a\""));
+  problems = check_task_files({pairs, pair_rows, "", ""});
+  ASSERT_EQ(problems.size(), 1u) << testing::PrintToString(problems);
+  EXPECT_THAT(problems[0], HasSubstr(pair_rows + ":3: candidates 0 and 1 render the same text \" up\" (templates "
+                                     "\" {c1}\" and \" {c2}\")"));
+  // training refuses them too (the first problem), in one line
+  EXPECT_THAT(error_of([&] { load_task_files({pairs, pair_rows, "", ""}, 10, 0, 0); }), HasSubstr(pair_rows + ":3:"));
+  std::string out;
+  EXPECT_EQ(run_command(smezo_test::smezo_binary() + " train --steps 1 --task-spec " + mc + " --train-file " + mc_rows,
+                        &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(mc_rows + ":2: field \"options\" holds 1 option"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
+  // the comparison can fail: distinct candidates pass
+  EXPECT_TRUE(check_task_files({pairs, put("ok.csv", "q,c1,c2,answer\nx,up,down,1\n"), "", ""}).empty());
+}
+
+// An index label (a spec without "label.values") reads the same in every format: a number or
+// its decimal digits as a string (CSV and TSV hold nothing else); a string that is one
+// option's text and another option's index is refused.
+TEST_F(TaskSpecFiles, IndexLabelsReadTheSameInEveryFormat) {
+  const std::string spec = put("abc.json", R"({"name": "abc", "prompt": "{t}", "candidates": [" a", " b", " c"],
+      "label": {"field": "l"}})");
+  const std::vector<int> gold = {0, 1, 2, 2};
+  const std::string files[] = {put("i.jsonl", "{\"t\": \"x\", \"l\": 0}\n{\"t\": \"x\", \"l\": \"1\"}\n"
+                                              "{\"t\": \"x\", \"l\": 2}\n{\"t\": \"x\", \"l\": \"2\"}\n"),
+                               put("i.csv", "t,l\nx,0\nx,1\nx,2\n\"x\",\"2\"\n"),
+                               put("i.tsv", "t\tl\nx\t0\nx\t1\nx\t2\nx\t2\n")};
+  for (const std::string& f : files) {
+    const TaskSplits s = load_task_files({spec, f, "", ""}, 10, 0, 0);
+    ASSERT_EQ(s.train.size(), gold.size()) << f;
+    for (size_t i = 0; i < gold.size(); i++) EXPECT_EQ(s.train[i].gold, gold[i]) << f << " row " << i;
+  }
+  const std::string expected = "is not in the verbalizer of abc (field \"l\"; expected an index 0..2 (a number, or "
+                               "its digits as a string))";
+  for (const char* label : {"\"01\"", "\"-1\"", "-1", "3", "\"3\"", "1.0", "\"1.0\"", "\" 1\"", "\"\"", "\"b\"", "true"}) {
+    const std::string path = put("bad.jsonl", std::string("{\"t\": \"x\", \"l\": ") + label + "}\n");
+    EXPECT_THAT(error_of([&] { load_task_files({spec, path, "", ""}, 10, 0, 0); }), HasSubstr(expected)) << label;
+  }
+  for (const char* label : {"01", "-1", "3", "1.0", "\" 1\"", "b", "true"}) {
+    const std::string path = put("bad.csv", std::string("t,l\nx,") + label + "\n");
+    EXPECT_THAT(error_of([&] { load_task_files({spec, path, "", ""}, 10, 0, 0); }), HasSubstr(expected)) << label;
+  }
+  // per-record options: by text or by index; both readings must name the same option
+  const std::string mc = put("mc.json", R"({"name": "mc", "prompt": "{q}", "candidates": {"field": "o"},
+      "label": {"field": "answer"}})");
+  const std::string ok = put("mc.jsonl", "{\"q\": \"x\", \"o\": [\"x\", \"1\"], \"answer\": \"1\"}\n"
+                                         "{\"q\": \"x\", \"o\": [\"1\", \"2\", \"3\"], \"answer\": 2}\n"
+                                         "{\"q\": \"x\", \"o\": [\"yes\", \"no\"], \"answer\": \"no\"}\n"
+                                         "{\"q\": \"x\", \"o\": [\"yes\", \"no\"], \"answer\": \"0\"}\n");
+  const TaskSplits s = load_task_files({mc, ok, "", ""}, 10, 0, 0);
+  ASSERT_EQ(s.train.size(), 4u);
+  EXPECT_EQ(s.train[0].gold, 1);
+  EXPECT_EQ(s.train[1].gold, 2);
+  EXPECT_EQ(s.train[2].gold, 1);
+  EXPECT_EQ(s.train[3].gold, 0);
+  const std::string two = put("two.jsonl", "{\"q\": \"x\", \"o\": [\"1\", \"2\", \"3\"], \"answer\": \"2\"}\n");
+  const std::string msg = error_of([&] { load_task_files({mc, two, "", ""}, 10, 0, 0); });
+  EXPECT_THAT(msg, HasSubstr(two + ":1: label \"2\" in field \"answer\" names two options: option 1 by its text and "
+                             "option 2 by index ---> HINT: give the gold option's 0-based index as a JSON number"));
 }
 
 // --- --check-data
@@ -259,7 +367,8 @@ TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {
 
   // the command: every problem on its own line, exit 1; clean files exit 0; no model is loaded
   std::string out;
-  const std::string cmd = smezo_test::smezo_binary() + " train --check-data --model /nonexistent --task-spec " + spec;
+  const std::string cmd = smezo_test::smezo_binary() + " train --check-data --model /nonexistent --tokenizer " +
+                          asset_path("tokenizers/tinystories-512.model") + " --task-spec " + spec;
   EXPECT_EQ(run_command(cmd + " --train-file " + train + " --dev-file " + dev, &out), 1) << out;
   EXPECT_EQ(smezo_test::occurrences(out, "\n"), 6u) << out;
   EXPECT_THAT(out, HasSubstr("check-data: 5 problems in " + spec));
@@ -269,6 +378,157 @@ TEST_F(TaskSpecFiles, CheckDataListsEveryProblemOfEveryFile) {
   EXPECT_THAT(out, HasSubstr("need --task-spec"));
   EXPECT_NE(run_command(cmd + " --task rte --train-file " + train, &out), 0);
   EXPECT_THAT(out, HasSubstr("not both"));
+}
+
+// --check-data knows --max-len and the model's tokenizer: a candidate whose tokens cannot fit
+// (a verbalizer, a per-record option, a completion) is named by file:line and field, its text
+// shortened; training names the record and the candidate too.
+TEST_F(TaskSpecFiles, CheckDataFindsCandidatesLongerThanMaxLen) {
+  std::string words;
+  for (int i = 0; i < 60; i++) words += (i ? " " : "") + std::string(i % 2 ? "happy" : "little dog");
+  const std::unique_ptr<Tokenizer> tok = load_sentencepiece_tokenizer(asset_path("tokenizers/tinystories-512.model"));
+  const std::string fixed = put("fixed.json", R"({"name": "f", "prompt": "{t}", "candidates": [" no", " {long}"],
+      "label": {"field": "l"}})");
+  const std::string mc = put("mc.json", R"({"name": "mc", "prompt": "{t}", "candidates": {"field": "o", "prefix": " "},
+      "label": {"field": "l"}})");
+  const std::string gen = put("gen.json", R"({"name": "g", "kind": "generation", "prompt": "{t}",
+      "completion_field": "a", "completion_prefix": " "})");
+  const std::string short_row = json({{"t", "Once"}, {"long", "yes"}, {"o", {"a", "b"}}, {"a", "yes"}, {"l", 0}}).dump();
+  const std::string long_row = json({{"t", "Once"}, {"long", words}, {"o", {"a", words}}, {"a", words}, {"l", 1}}).dump();
+  const std::string data = put("d.jsonl", short_row + "\n" + long_row + "\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {fixed, "candidate 1 (template \" {long}\") \" little dog happy little dog"},
+      {mc, "field \"o\", option 1 \" little dog happy little dog"},
+      {gen, "field \"a\" (the completion) \" little dog happy little dog"},
+  };
+  for (const auto& [spec, expected] : cases) {
+    const std::vector<std::string> problems = check_task_files({spec, data, "", ""}, {tok.get(), 32});
+    ASSERT_EQ(problems.size(), 1u) << spec << testing::PrintToString(problems);
+    EXPECT_THAT(problems[0], HasSubstr(data + ":2: " + expected)) << spec;
+    EXPECT_THAT(problems[0], testing::ContainsRegex("\\.\\.\\.\\([0-9]+ bytes\\)\" is [0-9]+ tokens long and does not "
+                                                    "fit in --max-len 32 with BOS ---> HINT: raise --max-len to"));
+    EXPECT_LT(problems[0].size(), 400u) << problems[0];  // shortened: the text is 509 bytes
+    // the comparison can fail: a --max-len it fits in, and no tokenizer (no length check)
+    EXPECT_TRUE(check_task_files({spec, data, "", ""}, {tok.get(), 2048}).empty()) << spec;
+    EXPECT_TRUE(check_task_files({spec, data, "", ""}).empty()) << spec;
+  }
+  // the command: the model's tokenizer (its weights are not loaded) and --max-len
+  const std::string check = smezo_test::smezo_binary() + " train --check-data --model /nonexistent --tokenizer " +
+                            asset_path("tokenizers/tinystories-512.model") + " --task-spec " + gen + " --train-file " +
+                            data;
+  std::string out;
+  EXPECT_EQ(run_command(check + " --max-len 32", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(data + ":2: field \"a\" (the completion)"));
+  EXPECT_THAT(out, HasSubstr("check-data: 1 problem in " + gen + " and its data files (lengths: --max-len 32, "
+                             "tokenizer " + asset_path("tokenizers/tinystories-512.model") + ")"));
+  EXPECT_EQ(run_command(check + " --max-len 2048", &out), 0) << out;
+  // training stops at it, naming the record and the candidate, the text shortened
+  EXPECT_EQ(run_command(smezo_test::smezo_binary() + " train --steps 1 --max-len 32 --train-examples 2 --task-spec " +
+                        fixed + " --train-file " + data + " --out " + dir_ + "/run", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(data + ":2: candidate 1: option \" little dog happy"));
+  EXPECT_THAT(out, HasSubstr("does not fit in max_len 32 with BOS ---> HINT: raise --max-len"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
+  EXPECT_LT(out.size(), 400u) << out;
+}
+
+// A spec with many labels warns once, with the label count and what a step will score; a
+// 64-label spec (the threshold) does not.
+TEST_F(TaskSpecFiles, ManyCandidatesWarnWithTheEstimate) {
+  auto splits_of = [](size_t candidates, size_t examples) {
+    TaskSplits s;
+    s.name = "many";
+    TaskExample ex;
+    ex.contexts.assign(candidates, "x");
+    ex.options.assign(candidates, " y");
+    s.train.assign(examples, ex);
+    return s;
+  };
+  EXPECT_EQ(task_candidates_warning(splits_of(64, 10), 16, 2), "");
+  EXPECT_EQ(task_candidates_warning(splits_of(10000, 100), 16, 2),
+            "smezo: warning: many has up to 10000 candidates per example (10000 on average): each training step "
+            "scores about 320000 candidate sequences (16 examples x 2 forward passes x 10000), 5000x a two-label "
+            "task's 64; expect steps that much slower");
+  std::string options;
+  for (int i = 0; i < 100; i++) options += (i ? ", \"" : "\"") + std::string(i % 2 ? "dog" : "cat") + std::to_string(i) + "\"";
+  const std::string spec = put("many.json", R"({"name": "many", "prompt": "{t}", "candidates": {"field": "o",
+      "prefix": " "}, "label": {"field": "l"}})");
+  const std::string row = "{\"t\": \"Once\", \"o\": [" + options + "], \"l\": 3}\n";
+  const std::string data = put("many.jsonl", row + row);
+  std::string out;
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " train --steps 1 --batch 2 --max-len 16 --lr 1e-3 "
+                        "--progress-every 1000 --task-spec " + spec + " --train-file " + data + " --out " + dir_ +
+                        "/run", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("smezo: warning: many has up to 100 candidates per example (100 on average): each "
+                             "training step scores about 400 candidate sequences (2 examples x 2 forward passes x "
+                             "100), 50x a two-label task's 8"));
+  EXPECT_EQ(smezo_test::occurrences(out, "smezo: warning: many"), 1u) << out;
+}
+
+// A run on files records the rows it used (the seed log's header, checkpoint/smezo_run.json),
+// says in one line when a file held fewer than asked for, resumes with the same command (also
+// from a log that recorded the counts asked for), and `smezo eval` of its checkpoint scores
+// the rows it used.
+TEST_F(TaskSpecFiles, RunRecordsTheRowsItUsed) {
+  const std::string spec = put("s.json", R"({"name": "s", "prompt": "{t}", "candidates": [" happy", " sad"],
+      "label": {"field": "l"}})");
+  auto rows = [&](const char* name, int n) {
+    std::string text;
+    for (int i = 0; i < n; i++) text += json({{"t", i % 2 ? "Lily was" : "Tom was"}, {"l", i % 2}}).dump() + "\n";
+    return put(name, text);
+  };
+  const std::string train = rows("train.jsonl", 8), dev = rows("dev.jsonl", 2), test = rows("test.jsonl", 3);
+  const std::string cmd = smezo_test::smezo_binary() + " train --task-spec " + spec + " --train-file " + train +
+                          " --dev-file " + dev + " --test-file " + test + " --steps 2 --batch 2 --max-len 16 --lr 1e-3 "
+                          "--progress-every 1000 --out " + dir_ + "/run";
+  std::string out;
+  ASSERT_EQ(run_command(cmd, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("data: fewer records than asked for: train 8 of --train-examples 1000 (" + train +
+                             "), dev 2 of --dev-examples 500 (" + dev + "), test 3 of --test-examples 1000 (" + test +
+                             "); the run uses and records these\n"));
+  EXPECT_EQ(smezo_test::occurrences(out, "fewer records"), 1u) << out;
+  const std::string log_path = dir_ + "/run/seed_log.txt";
+  auto header = [&] {
+    std::istringstream in(read_file(log_path));
+    std::string line;
+    std::getline(in, line);
+    std::getline(in, line);
+    return json::parse(line.substr(2));
+  };
+  EXPECT_EQ(header()["n_train"], 8);
+  EXPECT_EQ(header()["n_dev"], 2);
+  const json settings = smezo_test::read_json(dir_ + "/run/checkpoint/smezo_run.json");
+  EXPECT_EQ(settings["n_train"], 8);
+  EXPECT_EQ(settings["n_dev"], 2);
+  EXPECT_EQ(settings["n_test"], 3);
+  EXPECT_EQ(run_command(cmd + " --resume", &out), 0) << out;  // the same command: the same run (finished)
+  EXPECT_THAT(out, HasSubstr("already finished"));
+  // a log written when the header held the counts asked for resumes; other counts do not
+  auto set_logged = [&](int64_t n_train, int64_t n_dev) {
+    json h = header();
+    h["n_train"] = n_train;
+    h["n_dev"] = n_dev;
+    std::string text = read_file(log_path);
+    const size_t start = text.find('\n') + 1, end = text.find('\n', start);
+    smezo_test::write_file(log_path, text.substr(0, start) + "# " + h.dump() + text.substr(end));
+  };
+  set_logged(1000, 500);
+  EXPECT_EQ(run_command(cmd + " --resume", &out), 0) << out;
+  set_logged(999, 2);
+  EXPECT_EQ(run_command(cmd + " --resume", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("n_train = 999 in the run, 8 here"));
+  // fewer asked than the file holds: no line, and the count asked is recorded
+  ASSERT_EQ(run_command(cmd + "5 --train-examples 5", &out), 0) << out;  // --out DIR/run5
+  EXPECT_THAT(out, HasSubstr("data: fewer records than asked for: dev 2 of --dev-examples 500"));
+  EXPECT_THAT(out, testing::Not(HasSubstr("train 5")));
+  EXPECT_EQ(smezo_test::read_json(dir_ + "/run5/checkpoint/smezo_run.json")["n_train"], 5);
+  // eval of the checkpoint scores the run's test rows; another test file is not cut to them
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " eval --model " + dir_ + "/run/checkpoint", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--test-file " + test));
+  EXPECT_THAT(out, HasSubstr("--test-examples 3"));
+  EXPECT_THAT(out, HasSubstr("s test (3 examples, zero-shot)"));
+  ASSERT_EQ(run_command(smezo_test::smezo_binary() + " eval --model " + dir_ + "/run/checkpoint --task-spec " + spec +
+                        " --test-file " + train, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("s test (8 examples, zero-shot)"));
 }
 
 // --- export, and the equivalence with the built-in tasks

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 
 #include "common/assets.h"
@@ -788,4 +789,98 @@ TEST(TaskEncodeSentencepiece, LeftTruncationOfALongPassage) {
   TaskExample copa = task_read_file(TASK_COPA, superglue("COPA", "val.jsonl"))[0];
   EXPECT_EQ(encode_example(*tok, copa, 9).candidates[0].option_start, 1);
   EXPECT_THAT(error_of([&] { encode_example(*tok, copa, 8); }), HasSubstr("max_len 8"));
+}
+
+// --- long texts: only a tail is tokenized
+
+namespace {
+
+// A tokenizer that remembers the longest text it was asked to encode.
+class LongestInputTokenizer : public Tokenizer {
+ public:
+  explicit LongestInputTokenizer(const Tokenizer& t) : t_(t) {}
+  std::vector<int32_t> encode(const std::string& text, bool add_bos) const override {
+    longest = std::max(longest, text.size());
+    return t_.encode(text, add_bos);
+  }
+  std::string decode(const std::vector<int32_t>& tokens) const override { return t_.decode(tokens); }
+  std::string decode_piece(int32_t prev, int32_t token) const override { return t_.decode_piece(prev, token); }
+  int64_t vocab_size() const override { return t_.vocab_size(); }
+  int32_t bos_id() const override { return t_.bos_id(); }
+  int32_t eos_id() const override { return t_.eos_id(); }
+  bool add_bos_by_default() const override { return t_.add_bos_by_default(); }
+  mutable size_t longest = 0;
+
+ private:
+  const Tokenizer& t_;
+};
+
+// task_encode.h's encoding with every text tokenized whole (the reference the bounded
+// encoding must equal): BOS, encode(prompt) + the option's tokens (or encode(prompt + option)
+// when a token spans the boundary), cut from the left after BOS to max_len.
+EncodedCandidate encode_whole_text(const Tokenizer& tok, const std::string& context, const std::string& option,
+                                   int64_t max_len) {
+  const std::vector<int32_t> c = tok.encode(context, false), f = tok.encode(context + option, false);
+  size_t k = 0;
+  while (k < c.size() && k < f.size() && c[k] == f[k]) k++;
+  const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
+  EncodedCandidate out;
+  if (n_bos) out.tokens.push_back(tok.bos_id());
+  const std::string prompt = template_lstrip_whitespace(context);
+  const std::vector<int32_t> p = k == c.size() ? tok.encode(prompt, false) : tok.encode(prompt + option, false);
+  out.tokens.insert(out.tokens.end(), p.begin(), p.end());
+  if (k == c.size()) out.tokens.insert(out.tokens.end(), f.begin() + static_cast<std::ptrdiff_t>(k), f.end());
+  const int64_t len = static_cast<int64_t>(out.tokens.size());
+  out.option_start = len - static_cast<int64_t>(f.size() - k);
+  if (len > max_len) {
+    out.tokens.erase(out.tokens.begin() + n_bos, out.tokens.begin() + n_bos + (len - max_len));
+    out.option_start -= len - max_len;
+  }
+  return out;
+}
+
+// About `bytes` of random text: words, accents, CJK, emoji, punctuation, line breaks, runs of spaces.
+std::string random_long_text(size_t bytes, uint32_t seed) {
+  static const std::vector<std::string> words = {"the", "little", "dog", "was", "happy", "naïve", "café", "中文",
+                                                 "😀", "don't", "quick", "Lily", "ran", "to", "park", "1984"};
+  static const std::vector<std::string> gaps = {" ", " ", " ", " ", ", ", ". ", "\n", "  ", "\n\n", "-"};
+  std::mt19937 rng(seed);
+  std::string text = "Once";
+  while (text.size() < bytes) text += gaps[rng() % gaps.size()] + words[rng() % words.size()];
+  return text + " quick";
+}
+
+}  // namespace
+
+// A prompt far longer than max_len is tokenized from a tail only, and encodes exactly as its
+// whole text does, with every tokenizer kind (sentencepiece, byte-level BPE), short and long
+// max_len, options that merge with the context's last word or not.
+TEST(TaskEncodeLongText, LongTextsEncodeAsTheirWholeText) {
+  std::vector<std::pair<std::string, std::unique_ptr<Tokenizer>>> toks;
+  toks.emplace_back("llama2", load_sentencepiece_tokenizer(asset_path("tokenizers/llama2.model")));
+  toks.emplace_back("tinystories", load_sentencepiece_tokenizer(asset_path("tokenizers/tinystories-512.model")));
+  toks.emplace_back("tiny_smollm", load_bpe_tokenizer_hf_dir("tests/fixtures/bpe/tiny_smollm"));
+  if (!smezo_test::smollm2_path().empty())
+    toks.emplace_back("smollm2", load_bpe_tokenizer_gguf(smezo_test::smollm2_path()));
+  const std::string text = random_long_text(60000, static_cast<uint32_t>(smezo_test::mixed_seed(1107)));
+  TaskExample ex;
+  ex.options = {" great", "ly done", "\nYes", " naïve 中文 😀 end"};
+  ex.contexts.assign(ex.options.size(), text);
+  for (const auto& [name, tok] : toks) {
+    for (int64_t max_len : {32, 100, 700}) {
+      LongestInputTokenizer counting(*tok);
+      const EncodedExample enc = encode_example(counting, ex, max_len);
+      for (size_t i = 0; i < ex.options.size(); i++) {
+        const EncodedCandidate want = encode_whole_text(*tok, text, ex.options[i], max_len);
+        const EncodedCandidate& got = enc.candidates[i];
+        EXPECT_EQ(got.tokens, want.tokens) << name << " max_len " << max_len << " option " << i << " "
+                                           << smezo_test::seed_note();
+        EXPECT_EQ(got.option_start, want.option_start) << name << " max_len " << max_len << " option " << i;
+        EXPECT_GT(got.prompt_tokens_cut, 0) << name;
+      }
+      // the work is bounded by what is kept: 8 KB plus 16 bytes for twice the tokens kept, and 64
+      EXPECT_LE(counting.longest, static_cast<size_t>(8192 + (2 * max_len + 64) * 16 + 64)) << name << " max_len "
+                                                                                             << max_len;
+    }
+  }
 }

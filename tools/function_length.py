@@ -5,7 +5,7 @@ Usage: python3 tools/function_length.py [--limit N] [--root DIR] FOLDER...
 
 A function is counted from the first line of its signature (a line that starts in column 0,
 after the previous top-level item) to its closing brace in column 0, in the .cpp/.cu/.h files
-of each FOLDER (relative to --root). House style (../shared/STYLE.md) puts both there; lambdas
+of each FOLDER (relative to --root). House style (docs/ARCHITECTURE.md, "Principles") puts both there; lambdas
 and class bodies count towards the function or item that holds them. Prints one line per
 function over the limit, then a count; exit status 1 when there is one.
 """

@@ -81,6 +81,9 @@ ITEMS_1_4_LEASES = 4
 WHOLE_LIST_LEASES = 4
 
 STATE_DEFAULT = "/tmp/smezo-backlog"
+# The state's folders of training runs (zo_grid's grids, tools/zo_peer.py's peer): their small
+# files go into the logs tarball, and a fresh machine takes their finished runs back from it.
+RUN_TREES = ("grid", "claim-grid", "peer")
 CARRY = os.path.join(ROOT, "carry", "backlog")
 
 
@@ -188,13 +191,15 @@ def ingest(ctx):
 
 
 def restore_finished_runs(state, tarball):
-    """A fresh machine takes the grid's finished runs (and evals) from the logs tarball of an
-    earlier machine, carried in carry/backlog/resume/: zo_grid skips them. A run that had not
-    finished is left out (its checkpoint stayed behind): it starts again."""
-    if not os.path.exists(tarball) or os.path.isdir(os.path.join(state, "grid")):
+    """A fresh machine takes the finished runs (and evals) of the run trees (RUN_TREES) from the
+    logs tarball of an earlier machine, carried in carry/backlog/resume/: zo_grid skips them. A run
+    that had not finished is left out (its checkpoint stayed behind): it starts again. A tree the
+    machine has already is left as it is."""
+    trees = tuple(top + "/" for top in RUN_TREES if not os.path.isdir(os.path.join(state, top)))
+    if not os.path.exists(tarball) or not trees:
         return []
     with tarfile.open(tarball) as t:
-        members = [m for m in t.getmembers() if m.isfile() and m.name.startswith("grid/") and ".." not in m.name
+        members = [m for m in t.getmembers() if m.isfile() and m.name.startswith(trees) and ".." not in m.name
                    and not m.name.endswith(".last2MiB")]
         run_dirs = {os.path.dirname(m.name) for m in members
                     if os.path.basename(m.name) in ("seed_log.txt", "summary.json")}
@@ -208,6 +213,8 @@ def restore_finished_runs(state, tarball):
                 finished.add(d)
         take = [m for m in members if os.path.dirname(m.name) in finished or
                 not any(m.name.startswith(d + "/") for d in run_dirs)]
+        if not take:
+            return []
         t.extractall(state, members=take)
     return ["%d finished grid run(s) and %d other grid file(s) from %s" % (
         len(finished), sum(1 for m in take if os.path.dirname(m.name) not in finished), os.path.relpath(tarball, ROOT))]
@@ -588,20 +595,43 @@ def status_table(st, jobs):
     return "\n".join(rows) + "\n"
 
 
-def report_files(state, with_seed_logs):
-    """(path, name in the tarball) of every log and small result: logs/, work/ and the grid's runs
-    (summaries, metrics, seed logs, eval results), never checkpoints or model files."""
+def report_files(state, with_seed_logs, trim=False):
+    """(path, name in the tarball, trimmed) of every log and small result: logs/, work/ and the run
+    trees' runs (summaries, metrics, seed logs, eval results), never checkpoints or model files.
+    trim: a run's own plot.svg is left out and its metrics.jsonl keeps only the dev evaluations
+    (what the tables and a fresh machine's restore read)."""
     keep = (".md", ".svg", ".json", ".jsonl", ".txt", ".log")
-    for top in ("logs", "work", "grid"):
+    for top in ("logs", "work") + RUN_TREES:
         for d, dirs, files in os.walk(os.path.join(state, top)):
             dirs[:] = [x for x in dirs if x not in ("checkpoint", "checkpoint.old", "checkpoint.tmp")]
+            in_run = trim and top in RUN_TREES and "summary.json" in files
             for name in sorted(files):
                 path = os.path.join(d, name)
                 if not name.endswith(keep) or (name == "seed_log.txt" and not with_seed_logs):
                     continue
-                if os.path.getsize(path) > 4 << 20 and not name.endswith(".log"):
+                if (os.path.getsize(path) > 4 << 20 and not name.endswith(".log")) or (in_run and name == "plot.svg"):
                     continue
-                yield path, os.path.relpath(path, state)
+                yield path, os.path.relpath(path, state), in_run and name == "metrics.jsonl"
+
+
+def add_bytes(t, arc, data):
+    info = tarfile.TarInfo(arc)
+    info.size = len(data)
+    t.addfile(info, io.BytesIO(data))
+
+
+def write_tarball(state, path, with_seed_logs, trim):
+    with tarfile.open(path, "w:gz") as t:
+        for src, arc, dev_only in report_files(state, with_seed_logs, trim):
+            if dev_only:  # the dev evaluations of a run's metrics
+                with open(src, "rb") as fh:
+                    add_bytes(t, arc, b"".join(ln for ln in fh if b'"dev_acc"' in ln))
+            elif os.path.getsize(src) > 2 << 20:  # a long log: its end
+                with open(src, "rb") as fh:
+                    fh.seek(-(2 << 20), 2)
+                    add_bytes(t, arc + ".last2MiB", fh.read())
+            else:
+                t.add(src, arc)
 
 
 def write_outputs(ctx, st, jobs, out_dir):
@@ -613,20 +643,12 @@ def write_outputs(ctx, st, jobs, out_dir):
     with open(os.path.join(out_dir, "backlog.md"), "w") as f:
         f.write(md)
     shutil.copyfile(os.path.join(ctx.state, "state.json"), os.path.join(out_dir, "backlog-state.json"))
-    # one tarball of every log and report so far; logs over 2 MiB keep their last 2 MiB
+    # one tarball of every log and report so far; logs over 2 MiB keep their last 2 MiB. When it
+    # outgrows a transfer, the runs' step-by-step metrics and plots go first (the claim grid's
+    # hundred runs of 3,000 steps), then the seed logs.
     tar_path = os.path.join(out_dir, "backlog-logs.tar.gz")
-    for with_seed_logs in (True, False):  # the seed logs go first if the tarball outgrows a transfer
-        with tarfile.open(tar_path + ".tmp", "w:gz") as t:
-            for path, arc in report_files(ctx.state, with_seed_logs):
-                if os.path.getsize(path) > 2 << 20:  # a long log: its end
-                    with open(path, "rb") as fh:
-                        fh.seek(-(2 << 20), 2)
-                        data = fh.read()
-                    info = tarfile.TarInfo(arc + ".last2MiB")
-                    info.size = len(data)
-                    t.addfile(info, io.BytesIO(data))
-                else:
-                    t.add(path, arc)
+    for with_seed_logs, trim in ((True, False), (True, True), (False, True)):
+        write_tarball(ctx.state, tar_path + ".tmp", with_seed_logs, trim)
         if os.path.getsize(tar_path + ".tmp") <= 15 << 20:
             break
     os.replace(tar_path + ".tmp", tar_path)
@@ -722,7 +744,7 @@ def cmd_next(args):
     for jid, why in skipped:
         print("[backlog] not exercised here: %s: %s" % (jid, why))
     if args.dry_run and made_state:  # a dry run's own temporary state: keep the reports, not the copies
-        for big in ("carry", "weights", "grid"):
+        for big in ("carry", "weights", "peer-model") + RUN_TREES:
             shutil.rmtree(os.path.join(state_dir, big), ignore_errors=True)
     if args.dry_run:
         unfinished = [j.id for j in jobs if st["jobs"][j.id]["status"] in ("pending", "partial")]
@@ -745,7 +767,7 @@ def simulate(jobs, parts_calls, slots=10):
     spent = {j.id: 0.0 for j in jobs}
     calls, device_t, lease, lease_t, call_no = [], 0.0, 0, 0.0, 0
     done_at = {}
-    for _ in range(40):
+    for _ in range(100):  # calls; the claim grid (item 9) alone takes some 30
         if all(status[j.id] in ("done",) for j in jobs):
             break
         if call_no == 0 or LEASE_S - LEASE_MARGIN_S - lease_t < CALL_OVERHEAD_S + 2 * MIN_CHUNK_S:
@@ -874,6 +896,11 @@ def cmd_plan(args):
                             "fits" if last[0] <= limit else "DOES NOT FIT"))
     if "8.grid-rest" in done_at:
         verdicts.append("item 8 (optional): done at %.1f device-minutes" % (done_at["8.grid-rest"][2] / 60.0))
+    last9 = [done_at[j.id] for j in jobs if j.item == 9 and j.id in done_at]
+    if last9 and len(last9) == sum(j.item == 9 for j in jobs):
+        end = max(last9, key=lambda d: d[2])
+        verdicts.append("item 9 (optional, the claim grid and the peer): done in lease %d at %.1f device-minutes" %
+                        (end[0], end[2] / 60.0))
     print("\n" + "\n".join("- " + v for v in verdicts))
     listing = Ctx(False, "cuda", STATE_DEFAULT)
     listing.listing = True

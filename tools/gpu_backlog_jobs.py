@@ -369,9 +369,12 @@ def post_bigmem(ctx, job, rc, log):
     return ("done" if ok else "failed"), (figures if ok else ["exit status %d" % rc] + figures + tail(log, 8))
 
 
-def grid_cmd(ctx, tasks, report_dir):
-    common = "--grid smollm2-lease --tasks %s --smezo %s --model %s --runs %s" % (
-        tasks, q(ctx.smezo), q(ctx.model), q(os.path.join(ctx.state, "grid")))
+def grid_cmd(ctx, tasks, report_dir, grid="smollm2-lease", runs="grid"):
+    """zo_grid run of a grid's tasks in STATE/runs (--jobs auto from 3.calibrate's figures), then its table."""
+    common = "--grid %s --tasks %s --smezo %s --model %s --runs %s" % (
+        grid, tasks, q(ctx.smezo), q(ctx.model), q(os.path.join(ctx.state, runs)))
+    if runs != "grid":
+        common += " --calibration %s" % q(os.path.join(ctx.state, "grid", "calibration.json"))
     if ctx.dry:
         common += " --tiny --device %s" % ctx.dev
     deadline = "" if not ctx.deadline else " --deadline-s %d" % max(1, ctx.remaining() - FINISH_MARGIN_S)
@@ -379,7 +382,7 @@ def grid_cmd(ctx, tasks, report_dir):
         deadline = " --deadline-s SECONDS_LEFT_MINUS_%d" % FINISH_MARGIN_S
     return ("python3 tools/zo_grid.py run %s --jobs auto --drop-checkpoints --poll-s 0.2%s; rc=$?; "
             "python3 tools/zo_grid.py table --runs %s --report %s; exit $rc" %
-            (common, deadline, q(os.path.join(ctx.state, "grid")), q(report_dir)))
+            (common, deadline, q(os.path.join(ctx.state, runs)), q(report_dir)))
 
 
 def step_bench_cmd(ctx, jid, shapes, extra):
@@ -522,6 +525,7 @@ def oracle_fallback(ctx):
 
 def all_jobs():
     """Every job, in priority order: item (1) first. Estimates are H100 seconds."""
+    import gpu_backlog_claim  # the claim's jobs (item 9), built on this file's Job and posts
     grid_sst2 = zo_grid.select_grid("smollm2-lease", "sst2")
     grid_rest = zo_grid.select_grid("smollm2-lease", "rte,boolq")
     sst2_s = zo_grid.grid_seconds(grid_sst2, grid_sst2["step_ms"], grid_sst2["speedup"]) + 30
@@ -605,7 +609,7 @@ def all_jobs():
             round(rest_s), grid_basis, lambda c: grid_cmd(c, "rte,boolq", os.path.join(c.work("8.grid-rest"), "report")),
             post_grid, needs=("build", "gguf", "3.grid"), exclusive=True, resumable=True,
             lost_on_new_machine_s=wave_s),
-    ]
+    ] + gpu_backlog_claim.claim_jobs()
 
 
 ITEM_TITLES = {
@@ -617,6 +621,8 @@ ITEM_TITLES = {
     6: "the MPI GPU check (#13)",
     7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and README's demo (#11, #10, #12)",
     8: "optional, after the list: the lease grid's RTE and BoolQ (#12)",
+    9: "optional, after the list: the claim grid (zo_grid.py smollm2-claim: does S-MeZO beat MeZO on SmolLM2?) "
+       "in slices, one lease after another, and the PyTorch peer (tools/zo_peer.py) on SST-2 beside it",
 }
 
 # What each job must show (the old "Waiting for a GPU" table's column; the checks in the posts
@@ -649,4 +655,9 @@ SHOWS = {
     "7.bigmem-13b": "as 5.bigmem-7b, for 13B",
     "7.demo": "zero-shot SST-2 dev accuracy, then dev accuracy every 100 steps rising above it",
     "8.grid-rest": "3.grid's table for RTE and BoolQ",
+    "9.claim-sst2": "claim.md for SST-2: paired S-MeZO - MeZO test accuracy, 95% t interval, the verdict; no best "
+                    "setting left on an edge; dev-curve SVG with min-max bands",
+    "9.peer-sst2": "the peer's MeZO and S-MeZO at our best SST-2 settings, 3 seeds: at every dev evaluation each mean "
+                   "inside the other's seed range (compare.md lists where not)",
+    "9.claim-rest": "claim.md for RTE and BoolQ, as 9.claim-sst2",
 }

@@ -40,7 +40,7 @@ Tolerance policy
             storage). The fair reference is transformers in fp32 on the same upcast weights:
             max abs err <= T32, the fp32 rule.
     native  the backend computes in the storage precision. flash-attention's rule
-            (STYLE.md): our error against the fp32 reference must be at most twice the error
+            (docs/ARCHITECTURE.md, tolerances): our error against the fp32 reference must be at most twice the error
             of transformers' own same-precision run against that reference, plus a floor:
             max abs err <= 2 * err(transformers native vs ref) + T32.
     auto    (default) upcast for --device cpu, native otherwise.

@@ -3,9 +3,10 @@
 Usage: python3 tools/include_check.py [--root DIR]
 
 Each folder of the product may include, with #include "folder/...", only the folders its row
-in ALLOWED names (its own always). The rows are the layering README.md's "Layout" describes:
-common and the public API at the bottom, then the backend interface, the two backends, the
-model, and the run-time layers above it, the command line on top. Folders without a row
+in ALLOWED names (its own always). The rows are the layering docs/ARCHITECTURE.md describes
+("Folders and what may include what"): common and the public API at the bottom, then the
+backend interface, the two backends, the model, and the run-time layers above it, the command
+line on top. Folders without a row
 (tests, tools, docs) may include anything. Relative includes ("x.h", "../cuda/x.h") are
 resolved against the including file first. Prints one line per include against the
 direction, then a count; exit status 1 when there is one.

@@ -6,7 +6,8 @@ sentencepiece):  /tmp/oracle-venv/bin/python tools/make_fuzz_seeds.py [ASSETS_DI
 or, for the task_files or adapter_folder corpus alone, any python3:
 python3 tools/make_fuzz_seeds.py --only task_files (or --only adapter_folder)
 Deterministic: the same assets give the same bytes. Every seed is a valid input (the
-fuzzers mutate from there); each corpus stays a few KB.
+fuzzers mutate from there), but for the task_files seeds of data that must be refused;
+each corpus stays a few KB.
 
   llama2c      stories260K.bin cut down to dim 8, hidden 12, 1 layer, 2 heads / 1 kv head,
                vocab 16, seq_len 4 (slices of the real arrays), tied and untied
@@ -20,8 +21,12 @@ fuzzers mutate from there); each corpus stays a few KB.
   task_files   a task spec and a data file joined by "\\n--8<--\\n", the file's first byte its
                format (0 JSON Lines, 1 CSV, 2 TSV): the shipped SST-2 spec over CSV and TSV rows,
                a hand-written generation spec, the BoolQ generation spec of tools/make_demo_data.py
-               over two of its rows (passages cut); needs no package beyond Python's own
-               (--only task_files writes just these)
+               over two of its rows (passages cut); and data that must be refused or warned
+               about: candidates that cannot be told apart (the same verbalizer, equal label
+               values, one per-record option, a repeated option), a NUL byte after a record,
+               an index label written "0" (JSON Lines and CSV), a verbalizer far longer than
+               --max-len, a 100-label spec and a long record; needs no package beyond Python's
+               own (--only task_files writes just these)
   adapter_folder  PEFT adapter folders as smezo writes them, parts joined by "\\n--8<--\\n":
                adapter_config.json, adapter_model.safetensors (fp32, written here by hand) and
                smezo_run.json: a LoRA (r 1 on q_proj and down_proj of one layer) and a prefix
@@ -290,6 +295,33 @@ def task_files_seeds():
         rows.append(json.dumps({"passage": r["passage"][:120], "question": r["question"],
                                 "answer": "yes" if r["label"] else "no"}).encode())
     put("task_files", "boolq_generation_jsonl", spec + SEP + b"\x00" + b"\n".join(rows) + b"\n")
+    refused_task_files_seeds()
+
+
+def refused_task_files_seeds():
+    """Data a user's files may hold that --check-data and training must refuse or warn about."""
+    def spec(candidates, label=None, **extra):
+        s = {"name": "s", "prompt": "{t}", "candidates": candidates, "label": label or {"field": "l"}}
+        s.update(extra)
+        return json.dumps(s).encode()
+
+    def jsonl(*rows):
+        return b"\x00" + b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+    mc = spec({"field": "o", "prefix": " "})
+    put("task_files", "same_verbalizer_jsonl", spec([" great", " great"]) + SEP + jsonl({"t": "x", "l": 0}))
+    put("task_files", "equal_label_values_jsonl",
+        spec([" a", " b"], {"field": "l", "values": [1, "1"]}) + SEP + jsonl({"t": "x", "l": 1}))
+    put("task_files", "one_option_jsonl", mc + SEP + jsonl({"t": "x", "o": ["only"], "l": 0}))
+    put("task_files", "repeated_option_jsonl", mc + SEP + jsonl({"t": "x", "o": ["a", "b", "a "], "l": "b"}))
+    put("task_files", "nul_after_record_jsonl",
+        spec([" a", " b"]) + SEP + b"\x00" + b'{"t": "x", "l": 0}\x00{"t": "y", "l": 7}\n')
+    put("task_files", "index_label_string_jsonl", spec([" a", " b"]) + SEP + jsonl({"t": "x", "l": "0"}, {"t": "y", "l": 1}))
+    put("task_files", "index_label_csv", spec([" a", " b"]) + SEP + b"\x01t,l\nx,0\ny,\"1\"\nz,01\n")
+    put("task_files", "long_verbalizer_jsonl", spec([" no", " " + "very long answer " * 30]) + SEP +
+        jsonl({"t": "x", "l": 1}))
+    put("task_files", "many_labels_jsonl",
+        mc + SEP + jsonl({"t": "x", "o": ["label %d" % i for i in range(100)], "l": 42}))
+    put("task_files", "long_record_jsonl", spec([" a", " b"]) + SEP + jsonl({"t": "word " * 400, "l": 1}))
 
 
 def f32_safetensors(tensors):

@@ -12,7 +12,9 @@
 #   tools/newcomer_check.sh run 2       (in a clone) README command 2 exactly as written
 #   tools/newcomer_check.sh run examples
 #                                       (in a clone, after command 1) every later ```sh block of
-#                                       the README, in order, as one `bash -e` script
+#                                       the README, then those of the docs pages
+#                                       tools/readme_commands.py lists (EXAMPLE_PAGES), in order,
+#                                       as one `bash -e` script
 # Each run prints its seconds and exits non-zero when the command or a check fails. .ci/run
 # runs clone, run 1, run 2 and run examples, then its other phases in the same clone.
 set -euo pipefail
@@ -61,7 +63,7 @@ run() {
   [ -f README.md ] && [ -d .git ] || die "run from the top of a clone (tools/newcomer_check.sh clone DIR)"
   if [ "$which" = examples ]; then
     cmd=$(python3 tools/readme_commands.py examples)
-    echo "newcomer_check: the README's examples (every later \`\`\`sh block):"
+    echo "newcomer_check: the README's examples (every later \`\`\`sh block, then the docs pages'):"
     printf '%s\n' "$cmd" | sed 's/^/  | /'
     bash -e -x -c "$cmd"
   else

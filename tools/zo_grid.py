@@ -8,12 +8,16 @@ The paper's comparison (MeZO vs R-MeZO vs S-MeZO, issue #12) as a resumable batc
   tools/zo_grid.py calibrate --grid smollm2-lease --model M --runs DIR [--jobs-list 1,2,4,8]
                                                                   ms/step, and the best --jobs
   tools/zo_grid.py run   --grid smollm2-lease --model M --runs DIR [--jobs auto] [--deadline-s 540]
-  tools/zo_grid.py table --runs DIR [--report DIR]                RESULTS-ready table + SVG plots
+  tools/zo_grid.py table --runs DIR [--report DIR]                RESULTS-ready table, claim.md + SVG plots
+  tools/zo_grid.py compare --runs DIR --peer PEER_DIR [--task sst2]  our dev curves against tools/zo_peer.py's
 
 Grids: `smollm2-lease` fits a short GPU lease (tools/gpu_backlog.sh runs it: SST-2 first,
 RTE and BoolQ when the budget allows); `smollm2-paper` is the long-GPU grid (the paper's
 whole search at 5,000 steps: hours of GPU, not for a 30-minute lease); `smollm2-quick` sizes a
-budget; `ci-tiny` is the runner's own test on the CPU. `--tasks` runs a subset of a grid's
+budget; `smollm2-claim` decides whether S-MeZO beats MeZO (3,000 steps, lr x sparsity, best
+settings on an edge of their range extended once, 3-5 seeds; claim.md states the verdict by the
+rule in tools/zo_claim.py; several leases, run in slices by the backlog's item 9); `ci-tiny` and
+`ci-claim` are the runner's own tests on the CPU. `--tasks` runs a subset of a grid's
 tasks; `--tiny` shrinks a grid to a smoke test of its own commands (first task, each method's
 first learning rate, two seeds, 2 steps; the CPU dry run of tools/gpu_backlog.sh uses it).
 
@@ -41,6 +45,11 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
+import zo_claim  # noqa: E402  (edges, extensions, the paired report)
+import zo_stats  # noqa: E402
+from zo_stats import band_curve, mean_curve, steps_to_reach  # noqa: E402
+
 # ---- grids ------------------------------------------------------------------------------
 
 # MeZO's protocol: 1000 train / 500 dev examples sampled from the task's training split, its
@@ -50,14 +59,16 @@ import time
 #
 # The time a grid takes is steps x ms/step. The planning figures below were MEASURED by the
 # backlog's 3.calibrate (`zo_grid.py calibrate`, 100 S-MeZO steps per count) on an H200 on
-# 2026-11-26, main e060df8 (RESULTS.md, "the GPU backlog's items 2-7"): 31.5 ms/step alone, and
-# 8 runs at once on the one GPU gave 89.4 steps/s together, 2.82x one run (2: 1.68x, 4: 2.55x).
+# 2026-11-27, main 1303ad2 (shared gpu-results 2026-11-27-h200-1303ad2, backlog-grid-call.md):
+# 52.5 ms/step alone, and 8 runs at once on the one GPU gave 88.6 steps/s together, 4.66x one run
+# (2: 2.07x, 4: 3.72x). The lease grid's SST-2 then took 331 s against 300 planned. (2026-11-26,
+# main e060df8, had measured 31.5 ms alone and 2.82x at 8: the same 11 ms of GPU per step.)
 # An H100 has the same SMs with less memory bandwidth; the figures plan its leases too.
-SMOLLM2_H100_STEP_MS = 31.5
-SMOLLM2_H100_SPEEDUP = 2.82
-SMOLLM2_ESTIMATE_BASIS = ("measured by 3.calibrate on an H200 on 2026-11-26 (main e060df8): 31.5 ms/step alone; "
-                          "8 runs at once 2.82x the steps/s of one (2: 1.68x, 4: 2.55x)")
-SMOLLM2_ESTIMATE_NOTE = ("measured on an H200, 2026-11-26: 31.5 ms/step alone and 2.82x from 8 concurrent runs "
+SMOLLM2_H100_STEP_MS = 52.5
+SMOLLM2_H100_SPEEDUP = 4.66
+SMOLLM2_ESTIMATE_BASIS = ("measured by 3.calibrate on an H200 on 2026-11-27 (main 1303ad2): 52.5 ms/step alone; "
+                          "8 runs at once 4.66x the steps/s of one (2: 2.07x, 4: 3.72x)")
+SMOLLM2_ESTIMATE_NOTE = ("measured on an H200, 2026-11-27: 52.5 ms/step alone and 4.66x from 8 concurrent runs "
                          "(`zo_grid.py calibrate` measures them again)")
 
 _SMOLLM2_DATA = ["--train-examples", "1000", "--dev-examples", "500", "--test-examples", "1000"]
@@ -79,6 +90,30 @@ GRIDS = {
         },
         "seeds": [42, 43, 44],
         "steps": 1500, "eval_every": 250, "batch": 16, "max_len": 256,
+        "dev_examples": 500, "test_examples": 1000,
+        "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"] + _SMOLLM2_DATA,
+        "evals": [("zero-shot", 0, 256), ("icl", 16, 2048)],
+        "eval_args": ["--device", "cuda", "--dtype", "f32"],
+        "step_ms": SMOLLM2_H100_STEP_MS, "speedup": SMOLLM2_H100_SPEEDUP, "estimate_note": SMOLLM2_ESTIMATE_NOTE,
+    },
+    # Can Sparse-MeZO's claim be decided on SmolLM2? The lease grid (1,500 steps) left S-MeZO's
+    # best lr at the top of its range, leading at 500 and 1,000 steps and trailing at 1,500. Here:
+    # twice the steps, R-MeZO and S-MeZO over lr x sparsity up to 2e-4, every best setting that
+    # sits on an edge of its range extended once (tools/zo_claim.py), 3 seeds of each best
+    # setting, and seeds 45 and 46 of MeZO and S-MeZO where the paired 95% interval of S-MeZO -
+    # MeZO still holds 0. Hours of GPU in all: tools/gpu_backlog.sh runs it in slices, a lease
+    # at a time, carrying the finished runs forward; `zo_grid.py table` writes claim.md.
+    "smollm2-claim": {
+        "label": "the claim: MeZO vs R-MeZO vs S-MeZO on SST-2, RTE and BoolQ, 3,000 steps, edges extended once, "
+                 "3-5 seeds; several leases (tools/gpu_backlog.sh runs it in slices)",
+        "tasks": ["sst2", "rte", "boolq"],
+        "methods": {
+            "mezo": {"lr": [1e-5, 2e-5, 3e-5], "sparsity": [0.0]},
+            "rmezo": {"lr": [3e-5, 5e-5, 1e-4, 2e-4], "sparsity": [0.5, 0.75, 0.9]},
+            "smezo": {"lr": [3e-5, 5e-5, 1e-4, 2e-4], "sparsity": [0.5, 0.75, 0.9]},
+        },
+        "seeds": [42, 43, 44], "extra_seeds": [45, 46], "extend_edges": True,
+        "steps": 3000, "eval_every": 250, "batch": 16, "max_len": 256,
         "dev_examples": 500, "test_examples": 1000,
         "train_args": ["--device", "cuda", "--dtype", "f32", "--eps", "1e-3"] + _SMOLLM2_DATA,
         "evals": [("zero-shot", 0, 256), ("icl", 16, 2048)],
@@ -137,7 +172,23 @@ GRIDS = {
         "evals": [("zero-shot", 0, 32)],
         "eval_args": ["--device", "cpu", "--dev-examples", "8", "--test-examples", "8"],
     },
-}
+    # The claim machinery's own test on the CPU: S-MeZO's two learning rates put its best on an
+    # edge (extended once), and seed 3 runs where the paired interval holds 0.
+    "ci-claim": {
+        "label": "the claim runner's own test (stories260K on the CPU)",
+        "tasks": ["sst2"],
+        "methods": {
+            "mezo": {"lr": [1e-3], "sparsity": [0.0]},
+            "smezo": {"lr": [1e-3, 3e-3], "sparsity": [0.75]},
+        },
+        "seeds": [1, 2], "extra_seeds": [3], "extend_edges": True,
+        "steps": 20, "eval_every": 10, "batch": 2, "max_len": 32,
+        "dev_examples": 8, "test_examples": 8,
+        "train_args": ["--device", "cpu", "--train-examples", "32", "--dev-examples", "8",
+                       "--test-examples", "8", "--flush-every", "2"],
+        "evals": [("zero-shot", 0, 32)],
+        "eval_args": ["--device", "cpu", "--dev-examples", "8", "--test-examples", "8"],
+    },}
 
 # What --tiny keeps of a grid: its commands and methods, on a smoke-test scale (any device).
 TINY = {"steps": 2, "eval_every": 1, "batch": 2, "max_len": 32, "dev_examples": 4, "test_examples": 4,
@@ -177,6 +228,7 @@ def select_grid(name, tasks="", tiny=False, device=""):
         grid["tasks"] = grid["tasks"][:1]
         grid["methods"] = {m: {"lr": s["lr"][:1], "sparsity": s["sparsity"][:1]} for m, s in grid["methods"].items()}
         grid["seeds"] = grid["seeds"][:2]
+        grid["extra_seeds"] = grid.get("extra_seeds", [])[:1]
         for key in ("steps", "eval_every", "batch", "max_len", "dev_examples", "test_examples"):
             grid[key] = TINY[key]
         grid["train_args"] = drop_options(grid["train_args"], data) + TINY["data_args"]
@@ -280,33 +332,123 @@ def dev_curve(run_dir):
     return sorted(points.items())
 
 
-def best_settings(grid, runs_dir):
-    """{(task, method): job} of the finished search run with the best final dev accuracy, once
-    every search run of that task and method is finished (else absent)."""
-    best, pending = {}, set()
-    for job in search_runs(grid):
-        name, task, method = job[0], job[1], job[2]
-        summary = read_json(os.path.join(runs_dir, name, "summary.json"))
+def best_finished(jobs, runs_dir):
+    """(the finished job with the best final dev accuracy or None, whether any job may still
+    finish: one neither completed nor failed)."""
+    best, pending = None, False
+    for job in jobs:
+        summary = read_json(os.path.join(runs_dir, job[0], "summary.json"))
         if summary is None or summary.get("status") != "completed":
-            if run_state(os.path.join(runs_dir, name)) != "failed":
-                pending.add((task, method))
+            pending = pending or run_state(os.path.join(runs_dir, job[0])) != "failed"
             continue
         acc = summary.get("final_dev_acc")
         acc = acc if isinstance(acc, (int, float)) else -1.0
-        key = (task, method)
-        if key not in best or acc > best[key][0]:
-            best[key] = (acc, job)
-    return {k: v[1] for k, v in best.items() if k not in pending}
+        if best is None or acc > best[0]:
+            best = (acc, job)
+    return (best[1] if best else None), pending
 
 
-def all_jobs(grid, runs_dir):
-    """Every job runnable now, in order: search runs, seed runs of decided settings, evals."""
-    jobs = [("train", j) for j in search_runs(grid)]
-    for (task, method), job in sorted(best_settings(grid, runs_dir).items()):
-        _, _, _, sp, lr, _ = job
-        for seed in grid["seeds"][1:]:
-            jobs.append(("train", (train_name(task, method, sp, lr, seed), task, method, sp, lr, seed)))
-    return jobs + [("eval", j) for j in eval_jobs(grid)]
+def best_settings(grid, runs_dir):
+    """{(task, method): job} of the finished search run with the best final dev accuracy, once
+    every search run of that task and method is finished (else absent)."""
+    groups = {}
+    for job in search_runs(grid):
+        groups.setdefault((job[1], job[2]), []).append(job)
+    out = {}
+    for key, jobs in groups.items():
+        best, pending = best_finished(jobs, runs_dir)
+        if best is not None and not pending:
+            out[key] = best
+    return out
+
+
+def with_seed(job, seed):
+    name, task, method, sp, lr, _ = job
+    return (train_name(task, method, sp, lr, seed), task, method, sp, lr, seed)
+
+
+_WARNED = set()  # the edge warnings this process printed (all_jobs runs at every poll)
+
+
+def note_extension(runs_dir, key, best, sides, added):
+    """Warns once per process, and records in TASK/extension-METHOD.json (the report reads it),
+    that a best setting sat on an edge and which runs extend its range."""
+    task, method = key
+    record = {"best_after_search": "sparsity %s, lr %s" % (fmt_num(best[3]), fmt_num(best[4])), "edges": zo_claim.describe_edges(sides),
+              "added": ", ".join(j[0] for j in added)}
+    path = os.path.join(runs_dir, task, "extension-%s.json" % method)
+    if read_json(path) != record:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(record, f, indent=1)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        print("[zo_grid] WARNING: %s %s: the best setting after the search (%s) sits on an edge of its range (%s): "
+              "extending once with %s" % (task, method, record["best_after_search"], record["edges"], record["added"]),
+              flush=True)
+
+
+def decided_settings(grid, runs_dir):
+    """({(task, method): job of the setting the other seeds run}, [edge-extension jobs]). A grid
+    with "extend_edges" runs one step beyond an edge the search's best sits on (tools/zo_claim.py)
+    before deciding; the best over the search and the extension is then the setting."""
+    decided, extension = {}, []
+    for key, best in sorted(best_settings(grid, runs_dir).items()):
+        space = grid["methods"][key[1]]
+        sides, settings = zo_claim.extension_settings((best[3], best[4]), space) if grid.get("extend_edges") else ([], [])
+        if not settings:
+            decided[key] = best
+            continue
+        added = [with_seed((None, key[0], key[1], sp, lr, None), grid["seeds"][0]) for sp, lr in settings]
+        note_extension(runs_dir, key, best, sides, added)
+        extension += added
+        final, pending = best_finished([best] + added, runs_dir)
+        if not pending:
+            decided[key] = final
+    return decided, extension
+
+
+def seed_tests(job, seeds, runs_dir):
+    """({seed: test accuracy} of a setting's finished seeds, whether a seed may still finish)."""
+    tests, pending = {}, False
+    for seed in seeds:
+        run = with_seed(job, seed)[0]
+        summary = read_json(os.path.join(runs_dir, run, "summary.json"))
+        if summary is not None and summary.get("status") == "completed" and \
+                isinstance(summary.get("test_acc"), (int, float)):
+            tests[seed] = summary["test_acc"]
+        elif run_state(os.path.join(runs_dir, run)) != "failed":
+            pending = True
+    return tests, pending
+
+
+def extra_seed_jobs(grid, runs_dir, decided):
+    """A grid's "extra_seeds" for MeZO and S-MeZO of a task whose paired 95% interval of S-MeZO -
+    MeZO test accuracy over the first seeds holds 0 (zo_claim's rule), once those are finished."""
+    jobs = []
+    for task in grid["tasks"] if grid.get("extra_seeds") else []:
+        pair = [decided.get((task, m)) for m in ("smezo", "mezo")]
+        if None in pair:
+            continue
+        (ours, p1), (theirs, p2) = [seed_tests(job, grid["seeds"], runs_dir) for job in pair]
+        seeds = sorted(set(ours) & set(theirs))
+        if p1 or p2 or not zo_stats.straddles_zero(zo_stats.paired_interval([(ours[s], theirs[s]) for s in seeds])):
+            continue
+        jobs += [with_seed(job, seed) for job in pair for seed in grid["extra_seeds"]]
+    return jobs
+
+
+def all_jobs(grid, runs_dir, extra_seeds=True):
+    """Every job runnable now, in order: search runs, edge extensions, the seed runs of decided
+    settings, evals, and last (as the budget allows) the extra seeds of undecided tasks."""
+    decided, extension = decided_settings(grid, runs_dir)
+    jobs = [("train", j) for j in list(search_runs(grid)) + extension]
+    for key, job in sorted(decided.items()):
+        jobs += [("train", with_seed(job, seed)) for seed in grid["seeds"][1:]]
+    jobs += [("eval", j) for j in eval_jobs(grid)]
+    if extra_seeds:
+        jobs += [("train", j) for j in extra_seed_jobs(grid, runs_dir, decided)]
+    return jobs
 
 
 def job_finished(kind, job, runs_dir):
@@ -317,24 +459,45 @@ def job_finished(kind, job, runs_dir):
 
 # ---- run ----------------------------------------------------------------------------------
 
+def extension_bound(grid):
+    """The most edge-extension runs one task can add: per method, one per dimension searched
+    with two or more values, and the corner when there are two."""
+    if not grid.get("extend_edges"):
+        return 0
+    n = 0
+    for space in grid["methods"].values():
+        dims = sum(len(space[d]) >= 2 for d in ("lr", "sparsity"))
+        n += dims + (1 if dims == 2 else 0)
+    return n
+
+
 def grid_size(grid):
-    """Runs, steps and evaluated examples of a whole grid (the seed phase included)."""
+    """Runs, steps and evaluated examples of a whole grid (the seed phase included), and the
+    most its edge extensions and extra seeds can add."""
     n_search = len(list(search_runs(grid)))
     n_seed = len(grid["tasks"]) * len(grid["methods"]) * (len(grid["seeds"]) - 1)
     n_train = n_search + n_seed
+    n_extension = len(grid["tasks"]) * extension_bound(grid)
+    paired = sum(m in grid["methods"] for m in ("mezo", "smezo")) == 2
+    n_extra = len(grid["tasks"]) * 2 * len(grid.get("extra_seeds", [])) if paired else 0
     dev_evals = grid["steps"] // grid["eval_every"] if grid["eval_every"] else 1
-    eval_examples = n_train * (dev_evals * grid.get("dev_examples", 500) + grid.get("test_examples", 1000))
-    eval_examples += len(list(eval_jobs(grid))) * grid.get("test_examples", 1000)
+    per_run = dev_evals * grid.get("dev_examples", 500) + grid.get("test_examples", 1000)
+    baselines = len(list(eval_jobs(grid))) * grid.get("test_examples", 1000)
     return {"search_runs": n_search, "seed_runs": n_seed, "evals": len(list(eval_jobs(grid))),
-            "train_steps": n_train * grid["steps"], "eval_examples": eval_examples}
+            "train_steps": n_train * grid["steps"], "eval_examples": n_train * per_run + baselines,
+            "extension_runs": n_extension, "extra_seed_runs": n_extra,
+            "max_train_steps": (n_train + n_extension + n_extra) * grid["steps"],
+            "max_eval_examples": (n_train + n_extension + n_extra) * per_run + baselines}
 
 
-def grid_seconds(grid, step_ms, speedup):
+def grid_seconds(grid, step_ms, speedup, most=False):
     """Estimated GPU seconds: training steps plus evaluation, where a batch of evaluated examples
     counts as one step (one forward of `batch` sequences, as a step's probe pair is one forward
-    of two), over the throughput gain of concurrent runs."""
+    of two), over the throughput gain of concurrent runs. most: with every edge extension and
+    extra seed the grid may add."""
     size = grid_size(grid)
-    step_equivalents = size["train_steps"] + size["eval_examples"] / grid["batch"]
+    prefix = "max_" if most else ""
+    step_equivalents = size[prefix + "train_steps"] + size[prefix + "eval_examples"] / grid["batch"]
     return step_equivalents * step_ms / 1000.0 / speedup
 
 
@@ -346,14 +509,22 @@ def cmd_plan(args):
           "%d evals; %d evaluated examples (dev every %d steps, test at the end, baselines)" %
           (size["search_runs"], size["seed_runs"], size["search_runs"] + size["seed_runs"], grid["steps"],
            size["train_steps"], size["evals"], size["eval_examples"], grid["eval_every"]))
+    if size["extension_runs"] or size["extra_seed_runs"]:
+        print("  then at most %d edge-extension runs (one step beyond an edge a best setting sits on) and %d "
+              "extra-seed runs (seeds %s of MeZO and S-MeZO where the paired 95%% interval holds 0): at most %d "
+              "steps" % (size["extension_runs"], size["extra_seed_runs"],
+                         ", ".join(str(s) for s in grid.get("extra_seeds", [])), size["max_train_steps"]))
     step_ms = args.step_ms or grid.get("step_ms", 0.0)
     speedup = args.speedup or grid.get("speedup", 1.0)
     if step_ms:
         stated = "stated" if args.step_ms else grid.get("estimate_note", "the grid's planning figure")
         secs = grid_seconds(grid, step_ms, speedup)
-        print("  estimated GPU time at %.0f ms/step and %.1fx from concurrent runs (%s): %.1f min "
+        print("  estimated GPU time at %g ms/step and %.1fx from concurrent runs (%s): %.1f min "
               "(%.0f s; an evaluation batch of %d examples counted as one step)" %
               (step_ms, speedup, stated, secs / 60.0, secs, grid["batch"]))
+        if size["extension_runs"] or size["extra_seed_runs"]:
+            most = grid_seconds(grid, step_ms, speedup, most=True)
+            print("  with every extension and extra seed: at most %.1f min (%.0f s)" % (most / 60.0, most))
     if args.commands:
         for job in search_runs(grid):
             print("  " + " ".join(shlex.quote(c) for c in train_command(grid, "smezo", args.model, args.runs, job)))
@@ -458,11 +629,12 @@ def cmd_calibrate(args):
     return 0
 
 
-def resolve_jobs(jobs, runs_dir):
-    """--jobs N, or auto: calibration.json's best count (4 without one)."""
+def resolve_jobs(jobs, runs_dir, calibration=""):
+    """--jobs N, or auto: the best count of calibration.json (--calibration, else the one in
+    --runs; 4 without one)."""
     if jobs != "auto":
         return int(jobs)
-    cal = read_json(os.path.join(runs_dir, "calibration.json"))
+    cal = read_json(calibration or os.path.join(runs_dir, "calibration.json"))
     if cal and isinstance(cal.get("best_jobs"), int):
         print("[zo_grid] --jobs auto: %d (calibration.json: %.1f ms/step alone, %.2f steps/s at %d)" %
               (cal["best_jobs"], cal.get("ms_per_step_alone") or 0.0,
@@ -474,7 +646,7 @@ def resolve_jobs(jobs, runs_dir):
 
 def cmd_run(args):
     grid = select_grid(args.grid, args.tasks, args.tiny, args.device)
-    args.jobs = resolve_jobs(args.jobs, args.runs)
+    args.jobs = resolve_jobs(args.jobs, args.runs, args.calibration)
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     running = {}  # name -> (kind, job, process, log)
     gave_up = set()  # jobs that exited with an error: not restarted by this invocation (the next retries them)
@@ -513,7 +685,7 @@ def cmd_run(args):
             if deadline and time.time() >= deadline:
                 stop_all("deadline")
                 break
-            todo = [(k, j) for k, j in all_jobs(grid, args.runs)
+            todo = [(k, j) for k, j in all_jobs(grid, args.runs, not args.no_extra_seeds)
                     if j[0] not in running and j[0] not in gave_up and not job_finished(k, j, args.runs)]
             if not todo and not running:
                 break
@@ -537,7 +709,7 @@ def cmd_run(args):
     except Stop as e:
         stopped_by = str(e)
         stop_all(stopped_by)
-    left = [j[0] for k, j in all_jobs(grid, args.runs) if not job_finished(k, j, args.runs)]
+    left = [j[0] for k, j in all_jobs(grid, args.runs, not args.no_extra_seeds) if not job_finished(k, j, args.runs)]
     print("[zo_grid] started %d, failed %d, unfinished %d%s" %
           (started, failed, len(left), "" if left else " — grid complete"), flush=True)
     if stopped_by:
@@ -551,24 +723,6 @@ def mean_std(xs):
     if not xs:
         return None, None
     return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
-
-
-def steps_to_reach(curve, target):
-    for step, acc in curve:
-        if acc >= target:
-            return step
-    return None
-
-
-def mean_curve(curves):
-    """Mean dev accuracy per step over the runs that all have that step."""
-    steps = None
-    for c in curves:
-        s = {p[0] for p in c}
-        steps = s if steps is None else steps & s
-    if not steps:
-        return []
-    return [(st, statistics.mean(dict(c)[st] for c in curves)) for st in sorted(steps)]
 
 
 def collect(runs_dir):
@@ -675,7 +829,7 @@ def svg_plot(task, chosen, baselines, path):
     sy = lambda y: H - B - (H - T - B) * (y - y_lo) / (y_hi - y_lo)
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
            'font-size="12">' % (W, H), '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="%d" y="22" font-size="15">%s: dev accuracy vs step (mean over seeds)</text>' % (L, task)]
+           '<text x="%d" y="22" font-size="15">%s: dev accuracy vs step (mean over seeds; band: their min–max)</text>' % (L, task)]
     for i in range(5):
         y = y_lo + (y_hi - y_lo) * i / 4
         out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (L, W - R, sy(y), sy(y)))
@@ -684,6 +838,13 @@ def svg_plot(task, chosen, baselines, path):
         x = x_max * i / 4
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (sx(x), H - B + 18, x))
     out.append('<text x="%d" y="%d" text-anchor="middle">step</text>' % ((L + W - R) // 2, H - 12))
+    for method, (s, rs) in sorted(chosen.items()):  # the seeds' spread under the means
+        band = band_curve([r["curve"] for r in rs])
+        if len(rs) > 1 and band:
+            edge = ["%.1f,%.1f" % (sx(x), sy(hi)) for x, lo, hi in band] + \
+                ["%.1f,%.1f" % (sx(x), sy(lo)) for x, lo, hi in reversed(band)]
+            out.append('<polygon points="%s" fill="%s" fill-opacity="0.15" stroke="none"/>' %
+                       (" ".join(edge), METHOD_COLOR.get(method, "#555")))
     for k, (method, curve) in enumerate(sorted(series.items())):
         color = METHOD_COLOR.get(method, "#555")
         d = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", sx(x), sy(y)) for i, (x, y) in enumerate(curve))
@@ -719,9 +880,60 @@ def cmd_table(args):
             plots.append("dev_acc_%s.svg" % task)
     with open(os.path.join(report, "table.md"), "w") as f:
         f.write(table)
+    claim = claim_report(args.runs, runs, evals, best)
+    with open(os.path.join(report, "claim.md"), "w") as f:
+        f.write(claim)
     sys.stdout.write(table)
     print("plots: %s" % (", ".join(os.path.join(report, p) for p in plots) or "none"))
+    sys.stdout.write("\n" + claim)
     return 0
+
+
+def claim_report(runs_dir, runs, evals, best):
+    """claim.md: per task, the paired S-MeZO - MeZO test accuracy and the verdict by
+    tools/zo_claim.py's rule, with each best setting's edges; a summary line per task first."""
+    sections, verdicts = [], []
+    for task, chosen in sorted(best.items()):
+        extensions = {}
+        for method in chosen:
+            record = read_json(os.path.join(runs_dir, task, "extension-%s.json" % method))
+            if record:
+                extensions[method] = record
+        lines, word = zo_claim.task_report(task, chosen, runs.get(task, {}), evals.get(task, {}), extensions)
+        sections += lines
+        verdicts.append("- %s: S-MeZO beats MeZO: %s" % (task, word))
+    head = ["# Does S-MeZO beat MeZO? (tools/zo_claim.py's rule)", ""] + verdicts + [""]
+    return "\n".join(head + sections) + "\n"
+
+
+def cmd_compare(args):
+    """Our dev curves against the peer's (tools/zo_peer.py), per method, at every common step."""
+    ours, _ = collect(args.runs)
+    theirs, _ = collect(args.peer)
+    lines, misses_all = ["# Our runs against the independent peer (tools/zo_peer.py), %s" % args.task, ""], []
+    for method in ("mezo", "smezo"):
+        mine, peer = ours.get(args.task, {}).get(method), theirs.get(args.task, {}).get(method)
+        if not mine or not peer:
+            lines += ["## %s: %s" % (METHOD_LABEL[method], "no runs of ours" if not mine else "no peer runs"), ""]
+            misses_all.append("%s: nothing to compare" % METHOD_LABEL[method])
+            continue
+        setting, rs = pick_best(peer)  # the peer ran our best setting alone
+        mine = [r for r in mine if r["setting"] == setting] or mine
+        rows, misses = zo_claim.compare_curves([r["curve"] for r in mine], [r["curve"] for r in rs])
+        lines += ["## %s (sparsity %s, lr %s): %d seeds of ours, %d of the peer" % (
+            METHOD_LABEL[method], fmt_num(setting[0] or 0.0), fmt_num(setting[1]), len(mine), len(rs)), ""] + rows + [""]
+        lines += ["Every step: each mean inside the other's seed range." if not misses else
+                  "Outside: " + "; ".join(misses)] + [""]
+        misses_all += ["%s %s" % (METHOD_LABEL[method], m) for m in misses]
+    lines.append("%d step(s) outside the other's range" % len(misses_all) if misses_all else
+                 "the distributions agree at every dev evaluation")
+    text = "\n".join(lines) + "\n"
+    if args.report:
+        os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
+        with open(args.report, "w") as f:
+            f.write(text)
+    sys.stdout.write(text)
+    return 1 if misses_all else 0
 
 
 def main():
@@ -750,14 +962,24 @@ def main():
             p.add_argument("--jobs", default="4", help="runs at once on the device, or auto (calibration.json)")
             p.add_argument("--deadline-s", type=float, default=0.0, help="stop (resumably) after this long")
             p.add_argument("--poll-s", type=float, default=1.0)
+            p.add_argument("--calibration", default="", help="--jobs auto reads this calibration.json "
+                                                                 "(default: the one in --runs)")
+            p.add_argument("--no-extra-seeds", action="store_true",
+                           help="never run the grid's extra seeds (where the paired interval holds 0)")
             p.add_argument("--drop-checkpoints", action="store_true",
                            help="delete each finished run's checkpoint/ (the table needs none; the seed log "
                                 "rebuilds it with smezo replay)")
     p = sub.add_parser("table")
     p.add_argument("--runs", default="runs/grid")
-    p.add_argument("--report", default="", help="where table.md and the SVGs go (default: --runs)")
+    p.add_argument("--report", default="", help="where table.md, claim.md and the SVGs go (default: --runs)")
+    p = sub.add_parser("compare", help="our dev curves against the peer's (tools/zo_peer.py)")
+    p.add_argument("--runs", default="runs/grid", help="our grid's runs")
+    p.add_argument("--peer", required=True, help="the peer's runs (tools/zo_peer.py run --runs)")
+    p.add_argument("--task", default="sst2")
+    p.add_argument("--report", default="", help="also write the comparison to this file")
     args = ap.parse_args()
-    return {"plan": cmd_plan, "calibrate": cmd_calibrate, "run": cmd_run, "table": cmd_table}[args.command](args)
+    return {"plan": cmd_plan, "calibrate": cmd_calibrate, "run": cmd_run, "table": cmd_table,
+            "compare": cmd_compare}[args.command](args)
 
 
 if __name__ == "__main__":

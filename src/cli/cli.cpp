@@ -215,34 +215,43 @@ class HelpFormatter : public CLI::Formatter {
   }
 
   std::string make_option_opts(const CLI::Option* opt) const override {
-    if (opt->get_expected_max() == 0) return "";  // a switch
-    const std::string full = opt->get_type_name();
-    const std::vector<std::string> parts = split_type_name(full);
-    std::string label = parts.empty() ? "VALUE" : parts[0];
-    if (label == "INT" || label == "UINT") label = "N";
-    if (label == "FLOAT") label = "X";
-    if (label == "TEXT" && full.find(":one of ") != std::string::npos) label = "NAME";
-    return " " + label;
+    const std::string label = option_value_label(opt);
+    return label.empty() ? "" : " " + label;
   }
 
   std::string make_option_desc(const CLI::Option* opt) const override {
-    std::string text = opt->get_description();
-    std::vector<std::string> facts;
-    if (opt->get_required()) facts.push_back("required");
-    else if (opt->get_expected_max() != 0 && !opt->get_default_str().empty())
-      facts.push_back("default: " + opt->get_default_str());
-    const std::vector<std::string> parts = split_type_name(opt->get_type_name());
-    std::vector<std::string> checks;
-    for (size_t i = 1; i < parts.size(); i++)
-      if (!parts[i].empty()) checks.push_back(parts[i]);
-    if (!checks.empty()) facts.push_back("allowed: " + join(checks, ", "));
-    if (!opt->get_excludes().empty()) facts.push_back("not with " + (*opt->get_excludes().begin())->get_name());
-    if (!facts.empty()) text += " (" + join(facts, "; ") + ")";
-    return wrap(text, 100 - get_column_width());
+    return wrap(option_help_text(opt), 100 - get_column_width());
   }
 };
 
 }  // namespace
+
+std::string option_value_label(const CLI::Option* opt) {
+  if (opt->get_expected_max() == 0) return "";  // a switch
+  const std::string full = opt->get_type_name();
+  const std::vector<std::string> parts = split_type_name(full);
+  std::string label = parts.empty() ? "VALUE" : parts[0];
+  if (label == "INT" || label == "UINT") label = "N";
+  if (label == "FLOAT") label = "X";
+  if (label == "TEXT" && full.find(":one of ") != std::string::npos) label = "NAME";
+  return label;
+}
+
+std::string option_help_text(const CLI::Option* opt) {
+  std::string text = opt->get_description();
+  std::vector<std::string> facts;
+  if (opt->get_required()) facts.push_back("required");
+  else if (opt->get_expected_max() != 0 && !opt->get_default_str().empty())
+    facts.push_back("default: " + opt->get_default_str());
+  const std::vector<std::string> parts = split_type_name(opt->get_type_name());
+  std::vector<std::string> checks;
+  for (size_t i = 1; i < parts.size(); i++)
+    if (!parts[i].empty()) checks.push_back(parts[i]);
+  if (!checks.empty()) facts.push_back("allowed: " + join(checks, ", "));
+  if (!opt->get_excludes().empty()) facts.push_back("not with " + (*opt->get_excludes().begin())->get_name());
+  if (!facts.empty()) text += " (" + join(facts, "; ") + ")";
+  return text;
+}
 
 std::shared_ptr<CLI::FormatterBase> make_help_formatter() { return std::make_shared<HelpFormatter>(); }
 

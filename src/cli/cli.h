@@ -70,5 +70,9 @@ CLI::Validator one_of(const std::vector<std::string>& choices, bool ignore_case 
 
 // The help layout: "--name VALUE   description (default: D; allowed: A)".
 std::shared_ptr<CLI::FormatterBase> make_help_formatter();
+// Its two parts for one option, unwrapped, as `smezo help --markdown` prints them too: the value's
+// label ("N", "X", "NAME", "PATH"; "" for a switch) and "description (default: D; allowed: A)".
+std::string option_value_label(const CLI::Option* opt);
+std::string option_help_text(const CLI::Option* opt);
 
 }  // namespace smezo

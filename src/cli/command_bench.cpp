@@ -1,4 +1,4 @@
-// smezo bench: the kernel playground on the GPU (STYLE.md "Kernel playground") and the
+// smezo bench: the kernel playground on the GPU (docs/ARCHITECTURE.md, "The linear") and the
 // model-level benchmark. Both link the production ops; the code that measures lives in bench/.
 //
 //   smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] [--m 16,1024,4096]

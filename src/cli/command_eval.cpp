@@ -103,9 +103,13 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
     s.seed = run["data_seed"].get<uint64_t>();
     taken += " --seed " + std::to_string(s.seed);
   }
-  take_int(s.n_train_opt, &s.n_train, "n_train");
-  take_int(s.n_dev_opt, &s.n_dev, "n_dev");
-  take_int(s.n_test_opt, &s.n_test, "n_test");
+  // a run on files records the rows it used of each: they say nothing of another file
+  auto runs_file = [&](const std::string& file, const char* key) {
+    return !spec_run || (!file.empty() && run.contains(key) && run[key] == file);
+  };
+  if (runs_file(s.train_file, "train_file")) take_int(s.n_train_opt, &s.n_train, "n_train");
+  if (runs_file(s.dev_file, "dev_file")) take_int(s.n_dev_opt, &s.n_dev, "n_dev");
+  if (runs_file(s.test_file, "test_file")) take_int(s.n_test_opt, &s.n_test, "n_test");
   if (!s.data_opt->count() && s.task_spec.empty() && run.contains("data_dir") && run["data_dir"].is_string() &&
       !run["data_dir"].get<std::string>().empty()) {
     s.data_dir = run["data_dir"].get<std::string>();

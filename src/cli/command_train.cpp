@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/assets.h"
 #include "common/check.h"
+#include "setup/model_setup.h"
 #include "tasks/task_data.h"
 #include "tasks/task_files.h"
 #include "train/trainer.h"
@@ -36,6 +37,20 @@ std::string resume_hint(const WriteError& e, const std::string& out_dir) {
          "/seed_log.txt keeps every step logged so far";
 }
 
+// --check-data: every problem of the spec and its files, candidate lengths included (checked
+// with the model's tokenizer, its weights not loaded, against --max-len). Exit 0 when clean.
+int check_data(const TrainState& s) {
+  const TrainOptions& o = s.o;
+  const OpenedTokenizer tok = open_model_tokenizer(resolve_model_path(s.model.model_path), s.model.tokenizer_path);
+  const std::vector<std::string> problems =
+      check_task_files({o.task_spec, o.train_file, o.dev_file, o.test_file}, {tok.tokenizer.get(), o.max_len});
+  for (const std::string& p : problems) std::printf("%s\n", p.c_str());
+  std::printf("check-data: %zu problem%s in %s and its data files (lengths: --max-len %lld, tokenizer %s)\n",
+              problems.size(), problems.size() == 1 ? "" : "s", o.task_spec.c_str(), (long long)o.max_len,
+              tok.path.c_str());
+  return problems.empty() ? 0 : 1;
+}
+
 // --task-spec with data files, --check-data and --export-data: what they need, and the two
 // that stop before training. Returns the exit status when the command is done, else -1.
 int run_data_options(TrainState& s) {
@@ -54,12 +69,7 @@ int run_data_options(TrainState& s) {
                                     s.export_data).c_str());
     return 0;
   }
-  if (!s.check_data) return -1;
-  const std::vector<std::string> problems = check_task_files({o.task_spec, o.train_file, o.dev_file, o.test_file});
-  for (const std::string& p : problems) std::printf("%s\n", p.c_str());
-  std::printf("check-data: %zu problem%s in %s and its data files\n", problems.size(),
-              problems.size() == 1 ? "" : "s", o.task_spec.c_str());
-  return problems.empty() ? 0 : 1;
+  return s.check_data ? check_data(s) : -1;
 }
 
 int run_train(TrainState& s) {
@@ -91,7 +101,7 @@ int run_train(TrainState& s) {
 // Your own data (--task-spec and its files), --check-data and --export-data.
 void add_data_file_options(CLI::App* cmd, TrainState* s) {
   cmd->add_option("--task-spec", s->o.task_spec, "your own data instead of --task: a JSON task spec saying how a "
-                  "record becomes an example (README \"Your own data\"; the built-in ones: src/tasks/specs/)")
+                  "record becomes an example (docs/own-data.md; the built-in ones: src/tasks/specs/)")
       ->type_name("FILE")
       ->default_str("none: the built-in --task");
   cmd->add_option("--train-file", s->o.train_file, "with --task-spec: training records, JSON Lines (.jsonl) or CSV/TSV "
@@ -105,7 +115,8 @@ void add_data_file_options(CLI::App* cmd, TrainState* s) {
       ->type_name("FILE")
       ->default_str("none: no test evaluation");
   cmd->add_flag("--check-data", s->check_data, "with --task-spec: report every problem of the spec and the data "
-                "files (file:line: field), then exit (0: clean, 1: problems) without loading a model");
+                "files (file:line: field), candidates too long for --max-len with the model's tokenizer included, "
+                "then exit (0: clean, 1: problems) without loading the model's weights");
   cmd->add_option("--export-data", s->export_data, "write --task's sampled splits (--data-seed, --train-examples, "
                   "--dev-examples, --test-examples) as DIR/train.jsonl, dev.jsonl, test.jsonl with its spec "
                   "DIR/spec.json, then exit; training from them equals training on --task")

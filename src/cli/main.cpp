@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/help_markdown.h"
 #include "cli/version.h"
 #include "common/check.h"
 #include "cpu/cpu_threads.h"
@@ -53,6 +54,18 @@ int report_extras(const std::vector<std::string>& extras, const std::string& com
                      " (options are --name VALUE; " + see + ")");
 }
 
+// smezo help [COMMAND] [--markdown]: the command list, one command's options, or every command as
+// Markdown (docs/CLI.md).
+int run_help(const CLI::App& app, const std::string& topic, bool markdown) {
+  if (markdown)
+    std::cout << smezo::cli_markdown(app);
+  else if (topic.empty())  // app.help() would explain the selected subcommand, "help" itself
+    std::cout << app.get_formatter()->make_help(&app, "smezo", CLI::AppFormatMode::Normal);
+  else
+    std::cout << app.get_subcommand(topic)->help("smezo");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,8 +92,11 @@ int main(int argc, char** argv) {
     names.push_back(commands.back().app->get_name());
   }
   std::string topic;
+  bool markdown = false;
   CLI::App* help = smezo::add_command(app, "help", "list the commands, or explain one: smezo help COMMAND");
-  help->add_option("COMMAND", topic, "the command to explain")->check(smezo::one_of(names));
+  CLI::Option* topic_option = help->add_option("COMMAND", topic, "the command to explain")->check(smezo::one_of(names));
+  help->add_flag("--markdown", markdown, "print every command and its options as Markdown (docs/CLI.md)")
+      ->excludes(topic_option);
 
   if (argc < 2) {
     std::cout << app.help();
@@ -113,12 +129,7 @@ int main(int argc, char** argv) {
   }
 
   if (!app.remaining().empty() && app.get_subcommands().empty()) return report_extras(app.remaining(), "");
-  if (help->parsed()) {
-    // app.help() would explain the selected subcommand, "help" itself: format the top level
-    std::cout << (topic.empty() ? app.get_formatter()->make_help(&app, "smezo", CLI::AppFormatMode::Normal)
-                                : app.get_subcommand(topic)->help("smezo"));
-    return 0;
-  }
+  if (help->parsed()) return run_help(app, topic, markdown);
   for (const smezo::Command& c : commands) {
     if (!c.app->parsed()) continue;
     if (!c.app->remaining().empty()) return report_extras(c.app->remaining(), c.app->get_name());

@@ -71,7 +71,8 @@ bool run_dir_is_temporary(const std::string& name) {
   if (temp_pid(name) == 0) return false;
   // only the run's own files: a folder may hold other things (tools/zo_grid.py's run.log)
   const std::string base = name.substr(0, name.rfind(".tmp."));
-  return base == "seed_log.txt" || base == "metrics.jsonl" || base == "summary.json" || base == "plot.svg";
+  return base == "seed_log.txt" || base == "metrics.jsonl" || base == "summary.json" || base == "plot.svg" ||
+         base == "mask.json";
 }
 
 RunDirKind run_dir_kind(const std::string& dir, std::string* example) {

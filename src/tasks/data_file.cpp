@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "formats/json_read.h"
 
 namespace smezo {
@@ -65,6 +66,24 @@ std::string data_value_brief(const json& v, DataFormat format) {
 
 // --- reading
 
+// Checked before opening: a FIFO would block the open, /dev/zero would never end.
+static void require_regular_file(const std::string& path, const char* what) {
+  const std::string kind = path_kind(path);  // "": not there, and opening it says so
+  SMEZO_REQUIRE(kind.empty() || kind == "a regular file", "%s %s is %s, not a regular file ---> HINT: smezo reads "
+                "the %s whole, before training: give a regular file (a pipe's or device's output: write it to a "
+                "file first)", what, printable(path).c_str(), kind.c_str(), what);
+}
+
+std::string data_read_file(const std::string& path, const char* what) {
+  require_regular_file(path, what);
+  std::ifstream f(path, std::ios::binary);
+  SMEZO_REQUIRE(f.good(), "cannot open %s %s", what, printable(path).c_str());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  SMEZO_REQUIRE(!f.bad(), "cannot read %s %s", what, printable(path).c_str());
+  return ss.str();
+}
+
 namespace {
 
 // Where problems go: thrown at once, or collected (--check-data).
@@ -83,15 +102,6 @@ struct Problems {
     }
   }
 };
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(f.good(), "cannot open data file %s", printable(path).c_str());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  SMEZO_REQUIRE(!f.bad(), "cannot read data file %s", printable(path).c_str());
-  return ss.str();
-}
 
 // The file's lines (without "\n" or a final "\r"), after the UTF-8 byte-order mark. A UTF-16
 // or UTF-32 file is refused whole: every line of it would be a problem.
@@ -114,7 +124,13 @@ std::vector<std::string> split_lines(const std::string& path, std::string bytes)
   return lines;
 }
 
-void require_utf8(const std::string& path, int64_t line_no, const std::string& line) {
+// A line's bytes are text: no NUL (JSON's parser would end the line there, silently dropping
+// what follows) and UTF-8.
+void require_text(const std::string& path, int64_t line_no, const std::string& line) {
+  const size_t nul = line.find('\0');
+  SMEZO_REQUIRE(nul == std::string::npos, "%s:%lld: byte 0x00 (NUL) at column %zu: a text file holds no NUL bytes "
+                "(is it a binary file, or one cut short by a crash?) ---> HINT: remove the NUL bytes, e.g. "
+                "tr -d '\\000' < IN > OUT", printable(path).c_str(), static_cast<long long>(line_no), nul + 1);
   const size_t at = data_first_non_utf8(line);
   SMEZO_REQUIRE(at == std::string::npos,
                 "%s:%lld: byte 0x%02x at column %zu is not UTF-8 (is the file in another encoding?) ---> HINT: "
@@ -134,7 +150,7 @@ void read_jsonl(const std::vector<std::string>& lines, DataFile* out, Problems p
     DataRow row;
     row.line = line_no;
     const bool bad = problems.bad([&] {
-      require_utf8(path, line_no, line);
+      require_text(path, line_no, line);
       row.fields = json_parse_strict(line.data(), line.data() + line.size(),
                                      format_string("%s:%lld: malformed JSON line", printable(path).c_str(),
                                                    static_cast<long long>(line_no)));
@@ -160,7 +176,7 @@ std::vector<std::string> csv_record(const std::string& path, const std::vector<s
                     printable(path).c_str(), static_cast<long long>(first));
       fields.back() += '\n';
       line = lines[++*i];
-      require_utf8(path, static_cast<int64_t>(*i) + 1, line);
+      require_text(path, static_cast<int64_t>(*i) + 1, line);
       p = 0;
       continue;
     }
@@ -202,7 +218,7 @@ std::vector<std::string> table_header(const std::string& path, const std::vector
                                       DataFormat format, const std::vector<std::string>& columns) {
   SMEZO_REQUIRE(!lines.empty(), "%s is empty (expected a header row naming the columns, then the rows)",
                 printable(path).c_str());
-  require_utf8(path, 1, lines[0]);
+  require_text(path, 1, lines[0]);
   size_t i = 0;
   std::vector<std::string> header = format == DATA_CSV ? csv_record(path, lines, &i) : tsv_record(lines, &i);
   std::string names;
@@ -232,7 +248,7 @@ void read_table(const std::vector<std::string>& lines, const std::vector<std::st
     row.line = static_cast<int64_t>(i) + 1;
     const size_t before = i;
     const bool bad = problems.bad([&] {
-      require_utf8(path, row.line, lines[i]);
+      require_text(path, row.line, lines[i]);
       std::vector<std::string> fields = out->format == DATA_CSV ? csv_record(path, lines, &i) : tsv_record(lines, &i);
       SMEZO_REQUIRE(fields.size() == header.size(), "%s:%lld: expected %zu %s fields (the header's), got %zu",
                     printable(path).c_str(), static_cast<long long>(row.line), header.size(),
@@ -253,8 +269,9 @@ DataFile data_file_read(const std::string& path, const std::vector<std::string>&
   out.path = path;
   Problems sink{problems};
   sink.bad([&] {
+    require_regular_file(path, "data file");  // before the name's ending: say what it is
     out.format = data_format_of(path);
-    const std::vector<std::string> lines = split_lines(path, read_bytes(path));
+    const std::vector<std::string> lines = split_lines(path, data_read_file(path, "data file"));
     if (out.format == DATA_JSONL) read_jsonl(lines, &out, sink);
     else read_table(lines, columns, &out, sink);
   });

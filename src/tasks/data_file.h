@@ -12,10 +12,12 @@
 // The file must be UTF-8 (a leading byte-order mark is skipped); "\r\n" line ends are fine.
 //
 // Strict: a line that is not JSON, a line that is not an object, bytes that are not UTF-8, a
-// CSV/TSV row with the wrong number of fields, a header without a column the spec uses -> a
-// one-line smezo::Error "<file>:<line>: <what>" (line numbers 1-based; a CSV record spanning
-// lines is named by its first line). With a problem list (--check-data) every problem of the
-// file is collected and the bad rows are left out, instead of stopping at the first.
+// NUL byte anywhere (JSON's parser would take it for the end of the line), a CSV/TSV row with
+// the wrong number of fields, a header without a column the spec uses, a path that is not a
+// regular file (a directory, FIFO, device) -> a one-line smezo::Error "<file>:<line>: <what>"
+// (line numbers 1-based; a CSV record spanning lines is named by its first line). With a
+// problem list (--check-data) every problem of the file is collected and the bad rows are
+// left out, instead of stopping at the first.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,11 @@ struct DataFile {
   DataFormat format = DATA_JSONL;
   std::vector<DataRow> rows;  // in file order
 };
+
+// The bytes of the regular file at path; `what` names it in errors ("data file", "task
+// spec"). A directory, FIFO or device is refused before it is opened, naming what it is (a
+// FIFO would block, /dev/zero never ends).
+std::string data_read_file(const std::string& path, const char* what);
 
 // Reads path. columns: fields a CSV/TSV header must name (checked on line 1; JSONL rows are
 // checked field by field later, by the spec). problems == nullptr: the first problem throws;

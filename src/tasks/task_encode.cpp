@@ -7,56 +7,115 @@
 
 namespace smezo {
 
+namespace {
+
 // Length of the longest common prefix of a and b.
-static size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t k = 0;
   while (k < a.size() && k < b.size() && a[k] == b[k]) k++;
   return k;
 }
 
-static EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& context,
-                                         const std::string& option, int64_t max_len,
-                                         const std::string& icl_prefix) {
-  const std::string prompt = template_lstrip_whitespace(icl_prefix + context);
-  const std::vector<int32_t> c_tok = tok.encode(context, false);
-  const std::vector<int32_t> f_tok = tok.encode(context + option, false);
-  const size_t k = common_prefix(c_tok, f_tok);
-  SMEZO_REQUIRE(f_tok.size() > k,
-                "option \"%s\" adds no tokens after its context (context %zu tokens, context + "
-                "option %zu tokens)",
-                option.c_str(), c_tok.size(), f_tok.size());
-  const int64_t n_option = static_cast<int64_t>(f_tok.size() - k);
+// A context and the context + option tokenized; the option's tokens are full[shared..].
+struct ContextOption {
+  std::vector<int32_t> context, full;
+  size_t shared = 0;  // common prefix of context and full
+  int64_t option_tokens() const { return static_cast<int64_t>(full.size() - shared); }
+  bool merged() const { return shared != context.size(); }  // a token spans the boundary
+};
 
-  EncodedCandidate cand;
-  const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
-  if (n_bos) cand.tokens.push_back(tok.bos_id());
-  if (k == c_tok.size()) {
-    std::vector<int32_t> p_tok = tok.encode(prompt, false);
-    cand.tokens.insert(cand.tokens.end(), p_tok.begin(), p_tok.end());
-    cand.tokens.insert(cand.tokens.end(), f_tok.begin() + k, f_tok.end());
-  } else {  // merged across the boundary: score the whole string's tail
-    std::vector<int32_t> all = tok.encode(prompt + option, false);
-    SMEZO_REQUIRE(static_cast<int64_t>(all.size()) >= n_option,
-                  "option \"%s\": the full prompt has %zu tokens, fewer than the %lld option "
-                  "tokens",
-                  option.c_str(), all.size(), static_cast<long long>(n_option));
-    cand.tokens.insert(cand.tokens.end(), all.begin(), all.end());
+// --- long texts: a tail is tokenized, not the whole
+//
+// Left truncation keeps a prompt's last tokens, so of a prompt far longer than max_len only a
+// tail of its bytes is tokenized (a 10 MB record costs what an 8 KB one does). The tokenizers
+// split text at whitespace and merge within a word, so a tail's tokens are the whole text's
+// except in the tail's first word, where it was cut: the tail is taken to hold at least twice
+// the tokens kept plus kTailMarginTokens, and only its last `keep` tokens are used, far from
+// the cut. The first tail guesses kTailBytesPerToken bytes per token (English text runs at
+// about 4, a token covers at most a few dozen) and grows 4x until it holds enough tokens. A text
+// no longer than the first tail is tokenized whole, exactly as before. Test:
+// TaskEncode.LongTextsEncodeAsTheirWholeText compares both on long texts.
+constexpr size_t kTailMinBytes = 8192;  // texts up to this long are always tokenized whole
+constexpr size_t kTailBytesPerToken = 16;
+constexpr int64_t kTailMarginTokens = 64;
+
+// The last bytes of text, at least `bytes` of them, from the start of a UTF-8 character.
+std::string utf8_tail(const std::string& text, size_t bytes) {
+  if (text.size() <= bytes) return text;
+  size_t at = text.size() - bytes;
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xc0) == 0x80) at--;
+  return text.substr(at);
+}
+
+struct LastTokens {
+  std::vector<int32_t> tokens;  // encode(text), or its last `keep` tokens when a tail was tokenized
+  int64_t dropped = 0;          // tokens of the tail left out (the whole text has more)
+};
+
+// encode(text); of a long text only its last `keep` tokens, tokenized from a tail.
+LastTokens encode_last_tokens(const Tokenizer& tok, const std::string& text, int64_t keep) {
+  const int64_t wanted = 2 * keep + kTailMarginTokens;
+  for (size_t bytes = kTailMinBytes + static_cast<size_t>(wanted) * kTailBytesPerToken;; bytes *= 4) {
+    if (text.size() <= bytes) return {tok.encode(text, false), 0};
+    std::vector<int32_t> t = tok.encode(utf8_tail(text, bytes), false);
+    const int64_t n = static_cast<int64_t>(t.size());
+    if (n >= wanted) return {std::vector<int32_t>(t.end() - keep, t.end()), n - keep};
   }
-  int64_t len = static_cast<int64_t>(cand.tokens.size());
-  cand.option_start = len - n_option;
+}
 
-  if (len > max_len) {
-    SMEZO_REQUIRE(n_option + n_bos <= max_len,
-                  "option \"%s\" is %lld tokens long and does not fit in max_len %lld%s "
-                  "---> HINT: raise --max-len",
-                  option.c_str(), static_cast<long long>(n_option),
-                  static_cast<long long>(max_len), n_bos ? " with BOS" : "");
-    int64_t drop = len - max_len;
+// The option's tokens depend on the end of its context only: a context longer than
+// kTailMinBytes is tokenized from its last kTailMinBytes (as above: far more than a word).
+ContextOption tokenize_context_option(const Tokenizer& tok, const std::string& whole_context,
+                                      const std::string& option) {
+  const std::string context = utf8_tail(whole_context, kTailMinBytes);
+  ContextOption t;
+  t.context = tok.encode(context, false);
+  t.full = tok.encode(context + option, false);
+  t.shared = common_prefix(t.context, t.full);
+  SMEZO_REQUIRE(t.option_tokens() > 0, "option \"%s\" adds no tokens after its context (context %zu tokens, context "
+                "+ option %zu tokens)", printable(option, 60).c_str(), t.context.size(), t.full.size());
+  return t;
+}
+
+EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& context, const std::string& option,
+                                  int64_t max_len, const std::string& icl_prefix) {
+  const std::string prompt = template_lstrip_whitespace(icl_prefix + context);
+  const ContextOption t = tokenize_context_option(tok, context, option);
+  const int64_t n_option = t.option_tokens();
+  const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
+  SMEZO_REQUIRE(n_option + n_bos <= max_len, "option \"%s\" is %lld tokens long and does not fit in max_len "
+                "%lld%s ---> HINT: raise --max-len", printable(option, 60).c_str(), static_cast<long long>(n_option),
+                static_cast<long long>(max_len), n_bos ? " with BOS" : "");
+  EncodedCandidate cand;
+  if (n_bos) cand.tokens.push_back(tok.bos_id());
+  LastTokens kept;
+  if (!t.merged()) {
+    kept = encode_last_tokens(tok, prompt, max_len - n_bos - n_option);
+    cand.tokens.insert(cand.tokens.end(), kept.tokens.begin(), kept.tokens.end());
+    cand.tokens.insert(cand.tokens.end(), t.full.begin() + static_cast<std::ptrdiff_t>(t.shared), t.full.end());
+  } else {  // merged across the boundary: score the whole string's tail
+    kept = encode_last_tokens(tok, prompt + option, max_len - n_bos);
+    SMEZO_REQUIRE(static_cast<int64_t>(kept.tokens.size()) >= n_option, "option \"%s\": the full prompt has %zu "
+                  "tokens, fewer than the %lld option tokens", printable(option, 60).c_str(), kept.tokens.size(),
+                  static_cast<long long>(n_option));
+    cand.tokens.insert(cand.tokens.end(), kept.tokens.begin(), kept.tokens.end());
+  }
+  const int64_t len = static_cast<int64_t>(cand.tokens.size());
+  cand.option_start = len - n_option;
+  cand.prompt_tokens_cut = kept.dropped;
+  if (len > max_len) {  // left truncation, right after BOS
+    const int64_t drop = len - max_len;
     cand.tokens.erase(cand.tokens.begin() + n_bos, cand.tokens.begin() + n_bos + drop);
     cand.option_start -= drop;
-    cand.prompt_tokens_cut = drop;
+    cand.prompt_tokens_cut += drop;
   }
   return cand;
+}
+
+}  // namespace
+
+int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option) {
+  return tokenize_context_option(tok, context, option).option_tokens();
 }
 
 EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,
@@ -71,9 +130,14 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
                 static_cast<long long>(max_len));  // (2 also without BOS: one prompt token at least)
   EncodedExample out;
   out.gold = ex.gold;
-  for (size_t i = 0; i < ex.options.size(); i++)
-    out.candidates.push_back(encode_candidate(tok, ex.contexts[i], ex.options[i], max_len,
-                                              icl_prefix));
+  for (size_t i = 0; i < ex.options.size(); i++) {
+    try {
+      out.candidates.push_back(encode_candidate(tok, ex.contexts[i], ex.options[i], max_len, icl_prefix));
+    } catch (const Error& e) {  // say which record and candidate (--check-data also names the field)
+      if (ex.source.empty()) throw;
+      throw Error(format_string("%s: candidate %zu: %s", ex.source.c_str(), i, e.message().c_str()), e.hint());
+    }
+  }
   return out;
 }
 

@@ -19,7 +19,10 @@
 // Truncation: when tokens exceed max_len, tokens are dropped from the left of the prompt,
 // right after BOS (BOS stays at position 0, the option is never cut, as MeZO's left
 // truncation with add_bos_token); an option that does not fit in max_len - 1 (max_len without
-// BOS) throws.
+// BOS) throws. A prompt far longer than max_len (beyond 8 KB and ~32 bytes per token
+// kept) is tokenized from a tail of its bytes only, which holds at least twice the tokens
+// kept: its last tokens are the whole text's (task_encode.cpp says why), and a 10 MB record
+// costs what an 8 KB one does; C and F of a longer context come from its last 8 KB.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,8 @@ namespace smezo {
 struct EncodedCandidate {
   std::vector<int32_t> tokens;  // (seq_len) [BOS,] prompt tokens, option tokens
   int64_t option_start = 0;     // option tokens are tokens[option_start .. seq_len)
-  int64_t prompt_tokens_cut = 0;  // prompt tokens dropped from the left to fit max_len
+  int64_t prompt_tokens_cut = 0;  // prompt tokens dropped from the left to fit max_len (of a
+                                  // prompt tokenized from a tail: the tail's, fewer than the whole's)
 };
 
 struct EncodedExample {
@@ -42,8 +46,13 @@ struct EncodedExample {
   int gold = 0;
 };
 
+// Errors name the example's record (TaskExample::source) and the candidate, when known.
 EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,
                               const std::string& icl_prefix = "");
+
+// How many tokens option adds after context, as encode_example counts them (they are never
+// cut: with BOS they must fit in max_len); throws when it adds none.
+int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option);
 
 // MeZO's in-context demonstrations: each demo's context + gold option, stripped of
 // surrounding whitespace, joined by "\n\n" (MeZO's train_sep), the whole stripped, and a final

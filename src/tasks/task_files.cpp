@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "common/check.h"
+#include "tasks/task_encode.h"
 #include "tasks/task_spec.h"
 
 namespace smezo {
@@ -43,6 +44,40 @@ void sort_by_line(const std::string& path, std::vector<std::string>::iterator be
   std::stable_sort(begin, end, [&](const std::string& a, const std::string& b) { return line_of(a) < line_of(b); });
 }
 
+// A candidate whose option tokens do not fit in the limit, as one line naming the record and
+// the field; "" when it fits (or no limit is given).
+std::string candidate_length_problem(const TaskSpec& spec, const TaskExample& ex, size_t i,
+                                     const TaskLengthLimit& limit) {
+  if (!limit.tokenizer) return "";
+  const int64_t n_bos = tokenizer_wants_bos(*limit.tokenizer) ? 1 : 0;
+  int64_t n = 0;
+  try {
+    n = encode_option_tokens(*limit.tokenizer, ex.contexts[i], ex.options[i]);
+  } catch (const Error& e) {
+    return ex.source + ": " + task_spec_candidate_name(spec, i) + ": " + e.what();
+  }
+  if (n + n_bos <= limit.max_len) return "";
+  return format_string("%s: %s \"%s\" is %lld tokens long and does not fit in --max-len %lld%s ---> HINT: raise "
+                       "--max-len to %lld or more, or shorten it", ex.source.c_str(),
+                       task_spec_candidate_name(spec, i).c_str(), printable(ex.options[i], 60).c_str(),
+                       static_cast<long long>(n), static_cast<long long>(limit.max_len), n_bos ? " with BOS" : "",
+                       static_cast<long long>(n + n_bos));
+}
+
+// The example of a row and its candidates' lengths: each problem appended as one line.
+void check_row(const TaskSpec& spec, const DataFile& file, const DataRow& row, const TaskLengthLimit& limit,
+               std::vector<std::string>* problems) {
+  try {
+    const TaskExample ex = task_spec_example(spec, file, row);
+    for (size_t i = 0; i < ex.options.size(); i++) {
+      const std::string p = candidate_length_problem(spec, ex, i, limit);
+      if (!p.empty()) problems->push_back(p);
+    }
+  } catch (const Error& e) {
+    problems->push_back(e.what());
+  }
+}
+
 }  // namespace
 
 TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_dev, int64_t n_test) {
@@ -71,7 +106,7 @@ TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_de
   return s;
 }
 
-std::vector<std::string> check_task_files(const TaskFiles& files) {
+std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLengthLimit& limit) {
   std::vector<std::string> problems;
   TaskSpec spec;
   try {
@@ -84,18 +119,34 @@ std::vector<std::string> check_task_files(const TaskFiles& files) {
     if (path->empty()) continue;
     const size_t before = problems.size();
     const DataFile file = data_file_read(*path, task_spec_fields(spec), &problems);
-    for (const DataRow& row : file.rows) {
-      try {
-        task_spec_example(spec, file, row);
-      } catch (const Error& e) {
-        problems.push_back(e.what());
-      }
-    }
+    for (const DataRow& row : file.rows) check_row(spec, file, row, limit, &problems);
     if (file.rows.empty() && problems.size() == before)
       problems.push_back(format_string("%s holds no records", printable(*path).c_str()));
     sort_by_line(printable(*path), problems.begin() + static_cast<std::ptrdiff_t>(before), problems.end());
   }
   return problems;
+}
+
+// Above this many candidates per example a warning is due: MeZO's tasks have 2 or 3 and
+// multiple-choice sets rarely more than 10, while at 64 a step already scores 32x the
+// sequences of a two-label task (a minute of training becomes half an hour).
+constexpr size_t kManyCandidates = 64;
+
+std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes) {
+  size_t most = 0, total = 0;
+  for (const TaskExample& ex : splits.train) {
+    most = std::max(most, ex.options.size());
+    total += ex.options.size();
+  }
+  if (most <= kManyCandidates) return "";
+  const double mean = static_cast<double>(total) / static_cast<double>(splits.train.size());
+  const int64_t examples = std::min<int64_t>(batch, static_cast<int64_t>(splits.train.size()));
+  const double sequences = static_cast<double>(examples * passes) * mean;
+  return format_string("smezo: warning: %s has up to %zu candidates per example (%.0f on average): each training "
+                       "step scores about %.0f candidate sequences (%lld examples x %lld forward passes x %.0f), "
+                       "%.0fx a two-label task's %lld; expect steps that much slower", printable(splits.name).c_str(),
+                       most, mean, sequences, static_cast<long long>(examples), static_cast<long long>(passes), mean,
+                       mean / 2, static_cast<long long>(examples * passes * 2));
 }
 
 std::string task_examples_fingerprint(const TaskSplits& splits) {

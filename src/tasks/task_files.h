@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tasks/task_data.h"
+#include "tokenizer/tokenizer.h"
 
 namespace smezo {
 
@@ -23,9 +24,23 @@ struct TaskFiles {
 // empty only when n_train is 0 (evaluation without demonstrations).
 TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_dev, int64_t n_test);
 
+// What --check-data checks candidate lengths against: the tokenizer training would use, and
+// --max-len. Every candidate's option tokens (the verbalizer, per-record option or
+// completion: never cut, task_encode.h), with BOS when the tokenizer wants one, must fit in
+// max_len. No tokenizer: lengths are not checked.
+struct TaskLengthLimit {
+  const Tokenizer* tokenizer = nullptr;
+  int64_t max_len = 0;
+};
+
 // Every problem of the spec and the files, one line each, in file order; empty: all clean.
 // Reads all rows (no caps): a problem anywhere in a file is reported.
-std::vector<std::string> check_task_files(const TaskFiles& files);
+std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLengthLimit& limit = {});
+
+// One line warning that a training step will be slow because the examples have many
+// candidates (each candidate of each example is one sequence of every forward pass), else "".
+// passes: forward passes per example and step (2 per SPSA probe, times --accumulate).
+std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes);
 
 // A hash (FNV-1a 64, 16 hex digits) of the train and dev examples' text, candidates and gold:
 // the seed log records it so a resume refuses other data, whatever file or task it came from

@@ -1,7 +1,6 @@
 // Task specs: parsing, templates, record -> example. See task_spec.h for the format.
 #include "tasks/task_spec.h"
 
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -158,6 +157,33 @@ void check_filters(const TaskSpec& spec, const SpecTemplate& t) {
     }
 }
 
+// The first two positions holding the same text, or {0, 0} when all differ.
+std::pair<size_t, size_t> first_repeat(const std::vector<std::string>& texts) {
+  std::map<std::string, size_t> seen;  // a spec may have thousands of candidates: no pairwise loop
+  for (size_t i = 0; i < texts.size(); i++) {
+    const auto [it, fresh] = seen.emplace(texts[i], i);
+    if (!fresh) return {it->second, i};
+  }
+  return {0, 0};
+}
+
+// Candidates and label values must tell the candidates apart: two candidates that render the
+// same text score the same (training sits at the loss of a coin toss), two equal label values
+// make one candidate unreachable. Trailing spaces of a candidate are stripped when it is
+// rendered (task_spec.h), so they do not make it another one.
+void check_candidates_differ(const TaskSpec& s) {
+  std::vector<std::string> texts;
+  for (const SpecTemplate& c : s.candidates) texts.push_back(c.text.substr(0, c.text.find_last_not_of(' ') + 1));
+  const auto [a, b] = first_repeat(texts);
+  SMEZO_REQUIRE(a == b, "%s: \"candidates\" %zu and %zu are the same text \"%s\": the model cannot tell them "
+                "apart ---> HINT: give each candidate its own words", s.origin.c_str(), a, b,
+                printable(texts[b], 80).c_str());
+  const auto [x, y] = first_repeat(s.label_values);
+  SMEZO_REQUIRE(x == y, "%s: \"label.values\" %zu and %zu are both \"%s\": a label cannot name one of the two "
+                "candidates ---> HINT: give each candidate its own label value", s.origin.c_str(), x, y,
+                printable(s.label_values[y], 80).c_str());
+}
+
 const json& spec_get(const json& j, const char* key, const TaskSpec& spec, bool (json::*is)() const,
                      const char* type) {
   auto it = j.find(key);
@@ -191,11 +217,17 @@ void parse_classification(const json& j, TaskSpec* s) {
                   printable(k).c_str());
   if (label.contains("values")) {
     const json& values = spec_get(label, "values", *s, &json::is_array, "a list, one label value per candidate");
-    for (const json& v : values) s->label_values.push_back(task_spec_value_text(v));
+    for (const json& v : values) {
+      SMEZO_REQUIRE(v.is_string() || v.is_number_integer() || v.is_boolean(), "%s: \"label.values\" should hold "
+                    "strings, integers or booleans (a label is matched by its text), got %s", s->origin.c_str(),
+                    json_brief(v).c_str());
+      s->label_values.push_back(task_spec_value_text(v));
+    }
     SMEZO_REQUIRE(s->candidates_field.empty() && values.size() == s->candidates.size(),
                   "%s: \"label.values\" lists %zu values for %zu fixed candidates (one per candidate)",
                   s->origin.c_str(), values.size(), s->candidates.size());
   }
+  check_candidates_differ(*s);
   if (j.contains("train_as_classification"))
     s->train_as_classification =
         spec_get(j, "train_as_classification", *s, &json::is_boolean, "true or false").get<bool>();
@@ -231,6 +263,9 @@ const std::set<std::string> kKeys[2] = {
 TaskSpec task_spec_parse(const std::string& json_text, const std::string& origin) {
   TaskSpec s;
   s.origin = printable(origin);
+  const size_t nul = json_text.find('\0');  // JSON's parser would stop there and accept what came before
+  SMEZO_REQUIRE(nul == std::string::npos, "%s: byte 0x00 (NUL) at offset %zu: a task spec is JSON text, which "
+                "holds no NUL bytes", s.origin.c_str(), nul);
   const json j = json_parse_strict(json_text.data(), json_text.data() + json_text.size(), s.origin);
   SMEZO_REQUIRE(j.is_object(), "%s: a task spec is a JSON object, got %s", s.origin.c_str(), json_brief(j).c_str());
   s.name = spec_get(j, "name", s, &json::is_string, "the task's name").get<std::string>();
@@ -263,11 +298,7 @@ TaskSpec task_spec_parse(const std::string& json_text, const std::string& origin
 }
 
 TaskSpec task_spec_read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(f.good(), "cannot open task spec %s", printable(path).c_str());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return task_spec_parse(ss.str(), path);
+  return task_spec_parse(data_read_file(path, "task spec"), path);
 }
 
 std::vector<std::string> task_spec_fields(const TaskSpec& spec) {
@@ -297,26 +328,62 @@ std::string task_spec_value_text(const json& v) {
 
 namespace {
 
+// The candidate a label names as an index: a JSON integer, or a string of its decimal
+// digits ("0", "12"; not "01", "+1", " 1"), in [0, n); -1 when it names none. One rule for
+// every format: CSV and TSV values are strings, so "0" must be index 0 there, and is so in
+// JSON Lines too.
+int64_t label_as_index(const json& v, size_t n) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() < n ? v.get<int64_t>() : -1;
+  if (v.is_number_integer()) return -1;  // negative
+  if (!v.is_string()) return -1;
+  const std::string& t = v.get_ref<const std::string&>();
+  const bool digits = !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || (t.size() > 1 && t[0] == '0')) return -1;
+  const int64_t i = std::stoll(t);
+  return i < static_cast<int64_t>(n) ? i : -1;
+}
+
+// The candidate a label names by its text among per-record options (after the prefix); -1
+// when none (or the spec has fixed candidates).
+int64_t label_as_option_text(const TaskSpec& spec, const json& v, const std::vector<std::string>& options) {
+  if (spec.candidates_field.empty() || !v.is_string()) return -1;
+  for (size_t i = 0; i < options.size(); i++)
+    if (spec.candidates_prefix + v.get_ref<const std::string&>() == options[i]) return static_cast<int64_t>(i);
+  return -1;
+}
+
+[[noreturn]] void throw_label_not_found(const TaskSpec& spec, const json& v, size_t n, const Where& w) {
+  std::string expected;
+  for (size_t i = 0; i < spec.label_values.size(); i++)
+    expected += (i ? ", \"" : "one of \"") + printable(spec.label_values[i], 40) + "\"";
+  if (spec.label_values.empty())
+    expected = format_string("an index 0..%zu (a number, or its digits as a string)%s", n - 1,
+                             spec.candidates_field.empty() ? "" : " or an option's text");
+  throw_error("%s label %s is not in the verbalizer of %s (field \"%s\"; expected %s)", w.at().c_str(),
+              data_value_brief(v, w.file.format).c_str(), printable(spec.name).c_str(),
+              printable(spec.label_field).c_str(), expected.c_str());
+}
+
+// The gold candidate: by "label.values" when the spec has them (matched as text), else by
+// index or by an option's text; a string that is an option's text and the index of another
+// option is refused, as it names two.
 int gold_index(const TaskSpec& spec, const std::vector<std::string>& options, const Where& w) {
   const json& v = record_field(spec.label_field, w);
-  const std::string text = task_spec_value_text(v);
-  const size_t n = spec.label_values.empty() ? options.size() : spec.label_values.size();
   const bool scalar = v.is_string() || v.is_boolean() || v.is_number_integer();
-  std::string expected;
-  for (size_t i = 0; i < spec.label_values.size(); i++) {
-    if (scalar && text == spec.label_values[i]) return static_cast<int>(i);
-    expected += (i ? ", \"" : "\"") + printable(spec.label_values[i], 40) + "\"";
+  if (!spec.label_values.empty()) {
+    const std::string text = task_spec_value_text(v);
+    for (size_t i = 0; i < spec.label_values.size() && scalar; i++)
+      if (text == spec.label_values[i]) return static_cast<int>(i);
+    throw_label_not_found(spec, v, spec.label_values.size(), w);
   }
-  if (spec.label_values.empty()) {
-    for (size_t i = 0; i < n && (v.is_number_integer() || (v.is_string() && w.file.format != DATA_JSONL)); i++)
-      if (text == std::to_string(i)) return static_cast<int>(i);
-    for (size_t i = 0; i < n && !spec.candidates_field.empty() && v.is_string(); i++)
-      if (spec.candidates_prefix + text == options[i]) return static_cast<int>(i);
-    expected = format_string("an index 0..%zu%s", n - 1, spec.candidates_field.empty() ? "" : " or an option's text");
-  }
-  throw_error("%s label %s is not in the verbalizer of %s (field \"%s\"; expected %s%s)", w.at().c_str(),
-              data_value_brief(v, w.file.format).c_str(), printable(spec.name).c_str(),
-              printable(spec.label_field).c_str(), spec.label_values.empty() ? "" : "one of ", expected.c_str());
+  const int64_t by_index = label_as_index(v, options.size()), by_text = label_as_option_text(spec, v, options);
+  SMEZO_REQUIRE(by_text < 0 || by_index < 0 || by_text == by_index, "%s label %s in field \"%s\" names two options: "
+                "option %lld by its text and option %lld by index ---> HINT: give the gold option's 0-based index "
+                "as a JSON number", w.at().c_str(), data_value_brief(v, w.file.format).c_str(),
+                printable(spec.label_field).c_str(), static_cast<long long>(by_text), static_cast<long long>(by_index));
+  if (by_text >= 0) return static_cast<int>(by_text);
+  if (by_index >= 0) return static_cast<int>(by_index);
+  throw_label_not_found(spec, v, options.size(), w);
 }
 
 // context = prompt stripped of spaces; option = the rest of (prompt + continuation), stripped.
@@ -330,11 +397,26 @@ void add_candidate(const std::string& prompt, const std::string& continuation, c
   ex->options.push_back(full.substr(context.size()));
 }
 
+// Two candidates of one record with the same text score the same: the model cannot tell
+// them apart (the spec's own candidates were compared when it was read; these are rendered).
+void require_options_differ(const TaskSpec& spec, const TaskExample& ex, const Where& w) {
+  const auto [a, b] = first_repeat(ex.options);
+  if (a == b) return;
+  const std::string text = printable(ex.options[b], 80);
+  if (!spec.candidates_field.empty())
+    throw_error("%s field \"%s\": options %zu and %zu are the same text \"%s\": the model cannot tell them apart",
+                w.at().c_str(), printable(spec.candidates_field).c_str(), a, b, text.c_str());
+  throw_error("%s candidates %zu and %zu render the same text \"%s\" (templates \"%s\" and \"%s\"): the model "
+              "cannot tell them apart", w.at().c_str(), a, b, text.c_str(),
+              printable(spec.candidates[a].text, 40).c_str(), printable(spec.candidates[b].text, 40).c_str());
+}
+
 }  // namespace
 
 TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const DataRow& row) {
   const Where w{file, row};
   TaskExample ex;
+  ex.source = format_string("%s:%lld", printable(file.path).c_str(), static_cast<long long>(row.line));
   const std::string prompt = render(spec, spec.prompt, w);
   if (spec.kind == SPEC_GENERATION) {
     ex.references = record_strings(spec.completion_field, w, false);
@@ -346,13 +428,26 @@ TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const 
     return ex;
   }
   std::vector<std::string> continuations;
-  if (!spec.candidates_field.empty())
+  if (!spec.candidates_field.empty()) {
     for (const std::string& o : record_strings(spec.candidates_field, w, true))
       continuations.push_back(spec.candidates_prefix + o);
+    SMEZO_REQUIRE(continuations.size() >= 2, "%s field \"%s\" holds 1 option: a classification needs at least 2 "
+                  "(with one, every prediction is right)", w.at().c_str(), printable(spec.candidates_field).c_str());
+  }
   for (const SpecTemplate& c : spec.candidates) continuations.push_back(render(spec, c, w));
   ex.gold = gold_index(spec, continuations, w);
   for (size_t i = 0; i < continuations.size(); i++) add_candidate(prompt, continuations[i], "candidate", i, w, &ex);
+  require_options_differ(spec, ex, w);
   return ex;
+}
+
+std::string task_spec_candidate_name(const TaskSpec& spec, size_t i) {
+  if (spec.kind == SPEC_GENERATION)
+    return format_string("field \"%s\" (the completion)", printable(spec.completion_field).c_str());
+  if (!spec.candidates_field.empty())
+    return format_string("field \"%s\", option %zu", printable(spec.candidates_field).c_str(), i);
+  return format_string("candidate %zu (template \"%s\")", i,
+                       i < spec.candidates.size() ? printable(spec.candidates[i].text, 40).c_str() : "");
 }
 
 void task_spec_apply(const TaskSpec& spec, TaskSplits* splits) {

@@ -13,9 +13,14 @@
 //                {"field": F, "prefix": " "}: the record's field F is a list of strings, the
 //                options, each after the prefix (default "")
 //   "label"      {"field": F, "values": [v0, v1, ...]}: the record's F names the gold candidate,
-//                v_i meaning candidate i (matched by text: "1", 1 and true/"true" as written).
+//                v_i meaning candidate i (matched by text: "1", 1 and true/"true" as written;
+//                the values are strings, integers or booleans, no two the same).
 //                Without "values": F is the candidate's 0-based index, or (with a candidate
-//                field) the gold option's text.
+//                field) the gold option's text. An index is a number or a string of its
+//                decimal digits ("0", "12"; not "01", "+1" or " 1"), the same rule in every
+//                format: CSV and TSV values are strings, so "0" has to be index 0 there, and it
+//                is in JSON Lines too. A string that is one option's text and another
+//                option's index is refused (give the index as a JSON number).
 //   "train_as_classification"  true (default): the loss is the cross-entropy over the
 //                candidates' mean option-token log-probs; false: the gold option's tokens
 //                (MeZO's COPA)
@@ -26,6 +31,11 @@
 //   "max_new_tokens"     greedy decoding bound at evaluation (default 32)
 //   "stop"               list of stop strings (default none)
 // Unknown keys, unknown filters and a malformed template are errors naming the spec file.
+// Candidates must be told apart: two fixed candidates with the same text (trailing spaces
+// aside) or two equal label values are errors naming the spec; a record whose candidates
+// render the same text, or whose option list holds one option or one twice, is an error
+// naming the record (file:line). With such candidates training sits at the loss of a coin
+// toss and accuracy measures nothing.
 //
 // Templates: "{field}" is the record's field (a string); "{field|f1|f2}" applies filters left
 // to right; "{{" and "}}" are literal braces. Filters (Python semantics, ASCII case rules):
@@ -103,6 +113,10 @@ std::string task_spec_value_text(const nlohmann::json& v);
 
 // The example of one record; errors read "<path>:<line>: ..." naming the field.
 TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const DataRow& row);
+
+// How a message names candidate i of the spec's examples: 'field "F" (the completion)',
+// 'field "F", option i' or 'candidate i (template "...")'.
+std::string task_spec_candidate_name(const TaskSpec& spec, size_t i);
 
 // Puts the spec's task-level settings on splits (name, generation, stop, ...).
 void task_spec_apply(const TaskSpec& spec, TaskSplits* splits);

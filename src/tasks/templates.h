@@ -41,6 +41,8 @@ struct TaskExample {
   // decodes greedily from the prompt and scores the text against these references (exact
   // match, token F1). Empty for classification examples.
   std::vector<std::string> references;
+  // Where the example came from, for messages: "<file>:<line>" of its record; "" when unknown.
+  std::string source;
 };
 
 // Each takes the raw fields of one row and the label already mapped to MeZO's candidate index

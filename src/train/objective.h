@@ -1,4 +1,4 @@
-// Losses and scores over encoded task examples (DESIGN.md, "Tasks, losses, evaluation").
+// Losses and scores over encoded task examples (MeZO's protocol: docs/training.md, "Tasks").
 // Every candidate of every example goes into packed forwards (chunked to the model's
 // workspace); logits are computed only at the rows that predict option tokens.
 //   score(candidate) = mean over its option tokens of log p(token | prefix)

@@ -1,5 +1,5 @@
-// The zeroth-order SPSA optimiser shared by MeZO, Sparse-MeZO and R-MeZO (DESIGN.md,
-// "The algorithm"). Per step t with seed s_t:
+// The zeroth-order SPSA optimiser shared by MeZO, Sparse-MeZO and R-MeZO (docs/ARCHITECTURE.md,
+// "The algorithm in one step"). Per step t with seed s_t:
 //   l+ = L(W + eps·m(W)⊙z),  l- = L(W - eps·m(W)⊙z),  g = (l+ - l-) / (2 eps)
 //   W <- W - lr_t·g·m(W)⊙z  (- lr_t·wd·m(W)⊙W on decayed parameters)
 // The probes never write W (the backend reads W through a Probe); only the update does.

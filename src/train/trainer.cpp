@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "setup/model_setup.h"
 #include "common/assets.h"
@@ -30,6 +31,7 @@
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
+#include "train/mask_record.h"
 #include "train/generation_eval.h"
 #include "train/metric_objective.h"
 #include "train/objective.h"
@@ -107,12 +109,22 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   return h;
 }
 
+// A data-file run logged before the header held the rows used has the counts asked for: with
+// the same examples (data_fingerprint) and the same counts asked, it is this run.
+bool logged_as_asked(const nlohmann::json& logged, const nlohmann::json& mine, const nlohmann::json& asked,
+                     const char* key) {
+  return asked.contains(key) && logged.contains(key) && logged[key] == asked[key] &&
+         logged.contains("data_fingerprint") && logged["data_fingerprint"] == mine["data_fingerprint"];
+}
+
 // Refuses a resume whose options differ from the run's, listing every differing option at once.
-void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const SpsaOptimizer& opt,
-                         const std::string& path) {
+// asked: a data-file run's n_train and n_dev as asked (the header holds the rows used).
+void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const nlohmann::json& asked,
+                         const SpsaOptimizer& opt, const std::string& path) {
   std::vector<std::string> diffs = opt.differences(logged.value("spsa", nlohmann::json::object()), path);
   for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir", "batch", "max_len",
                           "fixed_batch", "storage_dtype", "device"}) {
+    if (logged_as_asked(logged, mine, asked, key)) continue;
     if (!logged.contains(key) || logged[key] != mine[key])
       diffs.push_back(format_string("%s = %s in the run, %s here", key,
                                     logged.contains(key) ? logged[key].dump().c_str() : "(missing)",
@@ -206,6 +218,23 @@ TrainOptions checked_options(const TrainOptions& o, bool root) {
   return o;
 }
 
+// A data-file run uses each file's first rows, as many as asked for or as the file holds: o's
+// counts become the rows used, which the seed log's header and checkpoint/smezo_run.json
+// record. Returns one line when a file held fewer rows than asked for, else "".
+std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
+  std::string fewer;
+  for (const auto& [split, n, used, file, option] :
+       {std::tuple{"train", &o->n_train, s.train.size(), &o->train_file, "--train-examples"},
+        std::tuple{"dev", &o->n_dev, s.dev.size(), &o->dev_file, "--dev-examples"},
+        std::tuple{"test", &o->n_test, s.test.size(), &o->test_file, "--test-examples"}}) {
+    if (!file->empty() && static_cast<int64_t>(used) < *n)
+      fewer += format_string("%s%s %zu of %s %lld (%s)", fewer.empty() ? "" : ", ", split, used, option,
+                             static_cast<long long>(*n), file->c_str());
+    *n = static_cast<int64_t>(used);
+  }
+  return fewer.empty() ? "" : "data: fewer records than asked for: " + fewer + "; the run uses and records these";
+}
+
 // One run on one rank of a world (one process: the world of one). Every rank computes; rank 0
 // alone writes (seed log, metrics, plot, checkpoints, summary, progress). The phases, in order,
 // the same for one process, data parallel and a pipeline (what differs is the Topology's):
@@ -223,6 +252,7 @@ class TrainRun {
 
  private:
   void load();
+  void load_data();  // the splits, checked; a data-file run's row counts (what it uses)
   void agree_on_run_folder();
   bool start();  // false: the run had already finished (result_ holds it)
   void complete_finished_run(const nlohmann::json& done, const SeedLog& log);
@@ -272,6 +302,7 @@ class TrainRun {
   std::unique_ptr<SpsaOptimizer> optimizer_;
   nlohmann::json header_;        // the run's identity: the seed log's header
   nlohmann::json run_settings_;  // what `smezo eval` needs to measure a checkpoint as the run did
+  nlohmann::json asked_rows_ = nlohmann::json::object();  // a data-file run's n_train, n_dev as asked
   std::string seed_log_path_, metrics_path_;
   std::optional<RunDirLock> lock_;  // rank 0, for the whole run
   std::unique_ptr<SeedLogWriter> seed_log_;
@@ -308,8 +339,7 @@ TrainResult TrainRun::run() {
   return result_;
 }
 
-void TrainRun::load() {
-  auto t_phase = SteadyClock::now();
+void TrainRun::load_data() {
   if (given_splits_ || o_.task_spec.empty()) {
     splits_ = given_splits_ ? *given_splits_
                             : load_task(o_.task, o_.data_seed, o_.n_train, o_.n_dev, o_.n_test,
@@ -318,8 +348,14 @@ void TrainRun::load() {
     splits_ = load_task_files({o_.task_spec, o_.train_file, o_.dev_file, o_.test_file}, o_.n_train, o_.n_dev,
                               o_.n_test);
     o_.task = splits_.name;
+    asked_rows_ = {{"n_train", o_.n_train}, {"n_dev", o_.n_dev}};
+    const std::string fewer = use_file_rows(splits_, &o_);
+    if (root_ && !fewer.empty()) std::fprintf(stderr, "%s\n", fewer.c_str());
   }
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
+  const int64_t passes = o_.accumulate * (o_.spsa.method == METHOD_FZOO ? o_.spsa.probes + 1 : 2 * o_.spsa.probes);
+  const std::string slow = task_candidates_warning(splits_, o_.batch, passes);
+  if (root_ && !slow.empty()) std::fprintf(stderr, "%s\n", slow.c_str());
   check_objective(o_.objective, splits_.generation, splits_.name);
   if (splits_.generation)  // before any training: a bad example would fail only at evaluation
     for (const auto& [split, xs] : {std::pair{"train", &splits_.train}, {"dev", &splits_.dev}, {"test", &splits_.test}})
@@ -328,6 +364,11 @@ void TrainRun::load() {
   SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == "loss"), "train: --pipeline-stages "
                 "%d does not run %s yet ---> HINT: use data parallel (no --pipeline-stages)", o_.pipeline_stages,
                 splits_.generation ? "generation tasks" : ("--objective " + o_.objective).c_str());
+}
+
+void TrainRun::load() {
+  auto t_phase = SteadyClock::now();
+  load_data();
   ModelOpenOptions mo;
   mo.model_path = o_.model_path;
   mo.tokenizer_path = o_.tokenizer_path;
@@ -432,11 +473,12 @@ bool TrainRun::start() {
     if (root_)
       seed_log_ =
           std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every, version));
+    if (root_) spsa_mask_write(o_.out_dir, model(), o_.spsa, topo_.pipelined());  // the masks of the base weights
     return true;
   }
   const auto t_phase = SteadyClock::now();
   const SeedLog log = seed_log_read(seed_log_path_);
-  check_resume_header(log.header, header_, *optimizer_, seed_log_path_);
+  check_resume_header(log.header, header_, asked_rows_, *optimizer_, seed_log_path_);
   const int64_t last = log.records.empty() ? 0 : log.records.back().step;
   // every rank sees the same summary: rank 0 has written nothing since the agreement above
   const nlohmann::json done = last == o_.steps ? completed_summary(o_.out_dir, o_.steps) : nlohmann::json(nullptr);

@@ -1,4 +1,5 @@
-// `smezo train`: zeroth-order fine-tuning on a task, end to end (DESIGN.md, "Runs").
+// `smezo train`: zeroth-order fine-tuning on a task, end to end (docs/ARCHITECTURE.md, "One
+// training step"; the run folder for users: docs/training.md).
 //
 // A run directory holds:
 //   seed_log.txt     step, seed, g, lr per step (and seed, g per further probe: src/run/seed_log.h);
