@@ -278,7 +278,8 @@ FUZZ_LDLIBS   := -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(abspath $(DEPS)
 endif
 FUZZ_LIB_SRC    := $(wildcard src/common/*.cpp src/backend/*.cpp src/formats/*.cpp src/model/*.cpp \
                    src/tokenizer/*.cpp src/tasks/*.cpp) src/run/summary.cpp src/train/checkpoint.cpp \
-                   src/train/checkpoint_lora.cpp src/train/checkpoint_prefix.cpp src/train/adapter_folder.cpp
+                   src/train/checkpoint_lora.cpp src/train/checkpoint_prefix.cpp src/train/adapter_folder.cpp \
+                   src/train/adapter_base.cpp
 FUZZ_LIB_OBJ    := $(FUZZ_LIB_SRC:%.cpp=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS       := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # -malloc_limit_mb: one allocation above it is a finding (a size taken from a file unchecked)

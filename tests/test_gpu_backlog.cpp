@@ -159,6 +159,23 @@ TEST(GpuBacklog, JoinChecksTheParts) {
   EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);
 }
 
+// The GPU machine has torch and transformers but not PEFT: 1.oracle installs the wheels that
+// tools/deps.sh downloads into deps/wheels (call 1 carries them) into the state's pylib/, then
+// runs tools/peft_oracle.py with it on PYTHONPATH. (The round trip itself needs torch: CI's dry
+// run compiles the scripts and shows this install; tools/peft_oracle.py says how to run it.)
+TEST(GpuBacklog, OracleInstallsTheCarriedPeft) {
+  const std::string state = make_temp_dir("gpu_backlog_pylib");
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _pylib --dry " + state + " 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("-m pip install -q --no-deps --no-index --target " + state + "/pylib "));
+  for (const char* wheel : {"deps/wheels/peft-0.21.2-", "deps/wheels/accelerate-", "deps/wheels/psutil-"})
+    EXPECT_THAT(out, HasSubstr(wheel));
+  ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan --state /nonexistent", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("python3 tools/gpu_backlog.py _pylib /tmp/smezo-backlog && "
+                             "PYTHONPATH=/tmp/smezo-backlog/pylib${PYTHONPATH:+:$PYTHONPATH} python3 tools/peft_oracle.py "
+                             "--device cuda"));
+}
+
 // docs/gpu-backlog.md "The plan" is the plan's output, not a list kept by hand: every line the
 // plan prints (its own heading aside) is there. When an estimate, a job or a command changes,
 // regenerate that section: tools/gpu_backlog.sh --plan --state /nonexistent.
