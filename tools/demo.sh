@@ -8,8 +8,8 @@
 #   succeeds): 500 steps on the GPU (sparsity 0.8, lr 1e-5, f32 storage so small updates are
 #   not rounded away; batch 16, dev accuracy on 500 examples every 100 steps; not yet run on a
 #   GPU, the settings are tools/zo_grid.py's S-MeZO ones).
-#   Without one, on the CPU: the settings measured to learn on 2 cores within about 10 minutes
-#   (RESULTS.md, issue #25 item 5): see CPU_* below.
+#   Without one, on the CPU: the settings measured to learn on 2 cores (RESULTS.md): see CPU_*
+#   below; about 18 minutes there (2026-11-27, 0.40 steps/s with the evaluations).
 #   If SmolLM2 cannot be fetched (no network): the bundled stories260K, 200 steps, into
 #   runs/demo (what README (1) ran before).
 #
@@ -62,8 +62,8 @@ if [ "$MODEL" = stories260K ]; then
   exit 0
 fi
 
-# SmolLM2. CPU_*: measured on the 2-core VM (RESULTS.md, issue #25 item 5): 400 steps took 6 min 56 s
-# in all (dev accuracy 0.606 zero-shot -> 0.710), inside the 10 minutes the issue allows.
+# SmolLM2. CPU_*: measured on the 2-core VM (RESULTS.md): dev accuracy 0.606 zero-shot -> 0.710 after
+# 400 steps (6 min 56 s on 2026-11-26; 17 min 50 s in CI's fresh clone on 2026-11-27).
 CPU_STEPS=400 CPU_EVERY=50 CPU_LR=3e-5 CPU_SPARSITY=0.75 CPU_DEV=500 CPU_TEST=200
 if [ "$DEVICE" = cuda ]; then
   STEPS=500 EVERY=100 LR=1e-5 SPARSITY=0.8 DEV=500 TEST=1000 DTYPE=(--dtype f32)
