@@ -2,7 +2,7 @@
 // lease, a dry run of some items on the CPU resumes across calls and records a failed job
 // instead of retrying it, the budget stops a call before a job that does not fit, the test
 // shards tell failures under load from failures, and the SmolLM2 parts join only to the right
-// bytes. (The whole dry run, every item, on the emulated CUDA build is a CI step of its own: .ci/run.)
+// bytes. (The whole dry run, every item, is run before a lease: docs/gpu-backlog.md.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -5,5 +5,5 @@
 #   tools/gpu_backlog.sh prepare                      here: deps/ and carry/backlog/ for the calls
 #   tools/gpu_backlog.sh next --budget-s 540          on the GPU machine, once per device call
 #   DEVICE=cpu tools/gpu_backlog.sh next --dry-run    every job's commands on tiny settings
-#   DEVICE=cuda-emu SMEZO_BIN=build-emu/smezo tools/gpu_backlog.sh next --dry-run   the same, emulated CUDA (CI)
+#   DEVICE=cuda-emu SMEZO_BIN=build-emu/smezo tools/gpu_backlog.sh next --dry-run   the same, emulated CUDA (before a lease)
 exec python3 "$(dirname "$0")/gpu_backlog.py" "$@"
