@@ -166,10 +166,12 @@ TEST(AdapterErrors, EachFolderSmezoCannotApplyIsOneClearLine) {
   EXPECT_THAT(err, HasSubstr("--adapter " + six + " does not fit this model"));
   EXPECT_THAT(err, HasSubstr("for 6 layers"));
 
+  // a PEFT-made folder (no smezo_run.json) whose base is a Hub id
   const std::string elsewhere =
       edited_copy(adapter, dir + "/elsewhere", [](nlohmann::json& j) { j["base_model_name_or_path"] = "org/nowhere"; });
+  std::filesystem::remove(elsewhere + "/smezo_run.json");
   err = error_line(logits + " --adapter " + elsewhere);
-  EXPECT_THAT(err, HasSubstr("the adapter's base model org/nowhere"));
+  EXPECT_THAT(err, HasSubstr("the adapter's base model org/nowhere (base_model_name_or_path in"));
   EXPECT_THAT(err, HasSubstr("pass --model PATH"));
 }
 

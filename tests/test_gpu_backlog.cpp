@@ -2,7 +2,7 @@
 // lease, a dry run of some items on the CPU resumes across calls and records a failed job
 // instead of retrying it, the budget stops a call before a job that does not fit, the test
 // shards tell failures under load from failures, and the SmolLM2 parts join only to the right
-// bytes. (The whole CPU dry run, every item, is a CI step of its own: .ci/run.)
+// bytes. (The whole dry run, every item, on the emulated CUDA build is a CI step of its own: .ci/run.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -157,6 +157,23 @@ TEST(GpuBacklog, JoinChecksTheParts) {
                         &out), 0);
   EXPECT_NE(run_command("python3 tools/gpu_backlog.py _join-gguf " + state + " 2>&1", &out), 0);
   EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);
+}
+
+// The GPU machine has torch and transformers but not PEFT: 1.oracle installs the wheels that
+// tools/deps.sh downloads into deps/wheels (call 1 carries them) into the state's pylib/, then
+// runs tools/peft_oracle.py with it on PYTHONPATH. (The round trip itself needs torch: CI's dry
+// run compiles the scripts and shows this install; tools/peft_oracle.py says how to run it.)
+TEST(GpuBacklog, OracleInstallsTheCarriedPeft) {
+  const std::string state = make_temp_dir("gpu_backlog_pylib");
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _pylib --dry " + state + " 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("-m pip install -q --no-deps --no-index --target " + state + "/pylib "));
+  for (const char* wheel : {"deps/wheels/peft-0.21.2-", "deps/wheels/accelerate-", "deps/wheels/psutil-"})
+    EXPECT_THAT(out, HasSubstr(wheel));
+  ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan --state /nonexistent", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("python3 tools/gpu_backlog.py _pylib /tmp/smezo-backlog && "
+                             "PYTHONPATH=/tmp/smezo-backlog/pylib${PYTHONPATH:+:$PYTHONPATH} python3 tools/peft_oracle.py "
+                             "--device cuda"));
 }
 
 // docs/gpu-backlog.md "The plan" is the plan's output, not a list kept by hand: every line the

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -38,7 +39,11 @@ const char* const kTrainArgs =
     " train --task sst2 --steps 6 --batch 4 --max-len 32 --lr 2e-3 --eval-every 3 --dev-examples 20"
     " --test-examples 20 --checkpoint-every 2 --flush-every 1 --progress-every 1000";
 
-std::string train_command(const std::string& out) { return smezo_test::smezo_binary() + kTrainArgs + " --out " + out; }
+// MeZO by default: an S-MeZO run also writes mask.json at its start (8.6 KB for stories260K,
+// larger than every file the limits below aim at); its own case is MaskRecordFailureIsResumed.
+std::string train_command(const std::string& out, const std::string& method = "mezo") {
+  return smezo_test::smezo_binary() + kTrainArgs + " --method " + method + " --out " + out;
+}
 
 // The records of a seed log, one formatted line each (the header names the run folder).
 std::vector<std::string> seed_records(const std::string& path) {
@@ -52,17 +57,20 @@ struct Straight {
   std::string seed_log;
   std::vector<std::string> records;
   std::string weights;
+  std::string mask_record;  // mask.json ("" for MeZO, which masks nothing)
 };
 
-const Straight& straight_run() {
-  static const Straight s = [] {
+const Straight& straight_run(const std::string& method = "mezo") {
+  static std::map<std::string, Straight> made;
+  if (!made.count(method)) {
     const std::string dir = make_temp_dir("io_straight") + "/run";
     std::string out;
-    EXPECT_EQ(run_command(train_command(dir), &out), 0) << out;
-    return Straight{read_file(dir + "/seed_log.txt"), seed_records(dir + "/seed_log.txt"),
-                    read_file(dir + "/checkpoint/model.safetensors")};
-  }();
-  return s;
+    EXPECT_EQ(run_command(train_command(dir, method), &out), 0) << out;
+    made[method] = Straight{read_file(dir + "/seed_log.txt"), seed_records(dir + "/seed_log.txt"),
+                            read_file(dir + "/checkpoint/model.safetensors"),
+                            fs::exists(dir + "/mask.json") ? read_file(dir + "/mask.json") : ""};
+  }
+  return made[method];
 }
 
 // The seed log's length up to the end of its first `records` records (0: the header alone).
@@ -315,4 +323,26 @@ TEST(IoFailures, MetricsLogOnAFullDevice) {
   EXPECT_THROW_MSG(log.write({{"step", 1}, {"loss", 0.5}}),
                    "cannot write the metrics log " + path + ": No space left on device ---> HINT: the disk (or your "
                    "quota) is full: free space on it");
+}
+
+// S-MeZO writes mask.json after creating the seed log: a limit that lets the seed log's header
+// through stops the run at mask.json (nothing logged yet). --resume, once the limit is gone,
+// writes the record the fresh start could not (of the base weights, before the replay) and
+// ends as the uninterrupted run: the same seed log, weights and mask.json.
+TEST(IoFailures, MaskRecordFailureIsResumed) {
+  const Straight& want = straight_run("smezo");
+  ASSERT_FALSE(want.mask_record.empty());
+  const uint64_t header = want.seed_log.find('\n', want.seed_log.find('\n') + 1) + 1;
+  ASSERT_LT(header + 100, want.mask_record.size());
+  const std::string run = make_temp_dir("io_fsize_mask") + "/run";
+  const std::string error =
+      failed_run("prlimit --fsize=" + std::to_string(header + 100) + " " + train_command(run, "smezo"), run);
+  EXPECT_THAT(error, HasSubstr("cannot write " + run + "/mask.json: File too large"));
+  EXPECT_THAT(error, HasSubstr("then run the same command with --resume"));
+  EXPECT_FALSE(fs::exists(run + "/mask.json"));
+  std::string out;
+  ASSERT_EQ(run_command(train_command(run, "smezo") + " --resume", &out), 0) << out;
+  EXPECT_EQ(seed_records(run + "/seed_log.txt"), want.records);
+  EXPECT_TRUE(read_file(run + "/checkpoint/model.safetensors") == want.weights);
+  EXPECT_EQ(read_file(run + "/mask.json"), want.mask_record);
 }

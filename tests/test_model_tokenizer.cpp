@@ -190,9 +190,17 @@ TEST(Convert, Stories260KToHfDirKeepsLogits) {
   std::string out;
   ASSERT_EQ(run_command(kSmezo + " convert --dtype f32 --out " + dir, &out), 0) << out;
   EXPECT_THAT(out, testing::HasSubstr("tokenizer.model"));
+  // what transformers' AutoTokenizer reads beside tokenizer.model (LlamaTokenizer; the ids it then
+  // gives are smezo's: tools/peft_oracle.py)
+  EXPECT_EQ(smezo_test::read_json(dir + "/tokenizer_config.json"),
+            nlohmann::json({{"tokenizer_class", "LlamaTokenizer"}, {"bos_token", "<s>"}, {"eos_token", "</s>"},
+                            {"unk_token", "<unk>"}, {"pad_token", nullptr}, {"add_bos_token", true},
+                            {"add_eos_token", false}, {"clean_up_tokenization_spaces", false}, {"legacy", true},
+                            {"model_max_length", 512}}));
   LoadedModel src = open_model_paths(default_model_path(), "", "cpu", 64, 64);
   LoadedModel hf = open_model_paths(dir, "", "cpu", 64, 64);
   EXPECT_EQ(hf.model->config().rope_style, ROPE_ROTATE_HALF);
+  EXPECT_EQ(tokenizer_wants_bos(*src.tokenizer), true) << "add_bos_token above";
   const std::vector<int32_t> tokens = src.tokenizer->encode("Once upon a time, Lily had a red ball.", true);
   EXPECT_EQ(hf.tokenizer->encode("Once upon a time, Lily had a red ball.", true), tokens);
   expect_close(logits_of(*src.model, tokens), logits_of(*hf.model, tokens), 1e-5f);

@@ -262,7 +262,15 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   EXPECT_EQ(config["token_dim"], kv);
   EXPECT_EQ(config["num_attention_heads"], c.n_kv_heads);
   EXPECT_EQ(config["prefix_projection"], false);
+  EXPECT_EQ(config["encoder_hidden_size"], kv) << "PEFT's default: token_dim";
   EXPECT_EQ(config["base_model_name_or_path"], "base-model-path");
+  // PEFT 0.21's PrefixTuningConfig fields, peft_version aside (tools/peft_oracle.py compares values)
+  std::vector<std::string> keys;
+  for (const auto& kv_pair : config.items()) keys.push_back(kv_pair.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"auto_mapping", "base_model_name_or_path", "encoder_hidden_size",
+                                            "inference_mode", "init_weights", "modules_to_save", "num_attention_heads",
+                                            "num_layers", "num_transformer_submodules", "num_virtual_tokens",
+                                            "peft_type", "prefix_projection", "revision", "task_type", "token_dim"}));
   EXPECT_TRUE(std::filesystem::exists(dir + "/adapter/smezo_run.json"));
   const SafetensorsFile file(dir + "/adapter/adapter_model.safetensors");
   ASSERT_EQ(file.tensors().size(), 1u);
@@ -291,13 +299,23 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   EXPECT_LE(max_diff(smezo_test::logits_of(hf, kTokens), want), 2e-5 * max_abs(want));
 }
 
+namespace {
+
+// A 2-token prefix of the tiny model (weights of seed 1) saved into dir, its base named "base".
+void save_tiny_prefix(const std::string& dir) {
+  auto be = make_backend("cpu");
+  Model m(smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 1), *be, DTYPE_F32, 64, 64);
+  m.add_prefix(PrefixOptions{2}, 1);
+  save_prefix_adapter(m, dir, "base");
+}
+
+}  // namespace
+
 TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
   const std::string dir = make_temp_dir("prefix_refuse");
   const ModelConfig c = smezo_test::tiny_llama_config();
   auto be = make_backend("cpu");
-  Model m(smezo_test::random_weight_source(c, 1), *be, DTYPE_F32, 64, 64);
-  m.add_prefix(PrefixOptions{2}, 1);
-  save_prefix_adapter(m, dir + "/a", "base");
+  save_tiny_prefix(dir + "/a");
   const std::string config_path = dir + "/a/adapter_config.json";
   const std::string good = read_file(config_path);
   auto refused = [&](const std::string& key, const nlohmann::json& value, const std::string& words) {
@@ -330,6 +348,26 @@ TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
   EXPECT_THROW(load_prefix_adapter(other, read_prefix_adapter(dir + "/a")), Error);
 }
 
+// The reader takes PEFT's own config (peft_version, PEFT's encoder_hidden_size = token_dim) and
+// smezo's older one (encoder_hidden_size = the model's hidden size): the field is not read.
+TEST(Prefix, AdapterReaderTakesPeftsAndOlderConfigs) {
+  const std::string dir = make_temp_dir("prefix_configs");
+  const ModelConfig c = smezo_test::tiny_llama_config();
+  save_tiny_prefix(dir + "/a");
+  const std::vector<float> want = read_prefix_adapter(dir + "/a").values;
+  const nlohmann::json written = nlohmann::json::parse(read_file(dir + "/a/adapter_config.json"));
+  nlohmann::json peft = written, older = written;
+  peft["peft_version"] = "0.21.2";
+  older["encoder_hidden_size"] = c.dim;
+  for (const char* key : {"init_weights", "modules_to_save", "auto_mapping"}) older.erase(key);
+  for (const nlohmann::json& config : {peft, older}) {
+    smezo_test::write_file(dir + "/a/adapter_config.json", config.dump(2));
+    const PrefixAdapter back = read_prefix_adapter(dir + "/a");
+    EXPECT_EQ(back.values, want) << config.dump();
+    EXPECT_EQ(back.token_dim, c.n_kv_heads * c.head_dim);
+  }
+}
+
 TEST(PrefixTrain, ReplayAndResumeAreExact) {
   const std::string dir = make_temp_dir("prefix_train"), smezo = smezo_test::smezo_binary();
   std::string out;
@@ -342,14 +380,18 @@ TEST(PrefixTrain, ReplayAndResumeAreExact) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/a/checkpoint/model.safetensors")) << "the adapter alone";
   const nlohmann::json header = seed_log_read(dir + "/a/seed_log.txt").header;
   EXPECT_EQ(header["tune"], nlohmann::json({{"mode", "prefix"}, {"tokens", 4}, {"init", "real-activations"}}));
-  // the base model is recorded as an absolute path: --adapter finds it from any working directory
-  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/a/checkpoint/adapter_config.json"))["base_model_name_or_path"],
-            std::filesystem::absolute(default_model_path()).lexically_normal().string());
+  // the base model is recorded as an absolute path in smezo_run.json: --adapter finds it from any
+  // working directory; PEFT's field is null (transformers cannot load a llama2.c file)
+  const std::string base = std::filesystem::absolute(default_model_path()).lexically_normal().string();
+  EXPECT_EQ(smezo_test::read_json(dir + "/a/checkpoint/smezo_run.json")["base_model_path"], base);
+  EXPECT_TRUE(smezo_test::read_json(dir + "/a/checkpoint/adapter_config.json")["base_model_name_or_path"].is_null());
 
   ASSERT_EQ(run_command(smezo + " replay " + default_model_path() + " " + dir + "/a/seed_log.txt --out " + dir +
                             "/replayed", &out), 0) << out;
   EXPECT_THAT(out, testing::HasSubstr("is a prefix adapter"));
   EXPECT_EQ(adapter, read_file(dir + "/replayed/adapter_model.safetensors"));
+  EXPECT_EQ(smezo_test::read_json(dir + "/replayed/smezo_run.json"),
+            nlohmann::json({{"base_model_path", base}})) << "so --adapter finds the base without --model";
 
   namespace fs = std::filesystem;  // resume: the run cut back to its first 4 logged steps
   fs::copy(dir + "/a", dir + "/b", fs::copy_options::recursive);

@@ -13,6 +13,7 @@ using smezo_test::make_temp_dir;
 using smezo_test::run_command;
 using smezo_test::write_file;
 using testing::HasSubstr;
+using testing::Not;
 
 namespace {
 
@@ -96,4 +97,29 @@ TEST(ReadmeCommands, TheExamplesRunInOrder) {
     ASSERT_NE(found, std::string::npos) << "'" << step << "' missing or out of order in:\n" << out;
     at = found;
   }
+}
+
+// The checks of README command 1 read the run folder a real `smezo train` writes (the demo on the
+// bundled stories260K, 2 steps): a key that summary.json does not have fails here, not after the
+// newcomer's 8-minute demo in CI. The zero-shot figure is written by the test: -1 is below any
+// accuracy (the check passes), 2 above any (it fails naming both numbers).
+TEST(ReadmeCommands, TheDemoCheckReadsARealRun) {
+  const std::string dir = make_temp_dir("demo_check");
+  std::string out;
+  ASSERT_EQ(run_command("SMEZO=" + smezo_test::smezo_binary() +
+                            " SMEZO_DEMO_MODEL=stories260K SMEZO_DEMO_STEPS=2 SMEZO_DEMO_EXAMPLES=4 "
+                            "tools/demo.sh --out " + dir + "/demo",
+                        &out),
+            0)
+      << out;
+  const std::string check = "tools/newcomer_check.sh check-demo " + dir + "/demo";
+  EXPECT_EQ(run_command(check, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("demo.zero-shot.json was not written"));
+  write_file(dir + "/demo.zero-shot.json", "{\"accuracy\": -1}\n");
+  ASSERT_EQ(run_command(check, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("after 2 steps"));
+  EXPECT_THAT(out, Not(HasSubstr("Traceback")));
+  write_file(dir + "/demo.zero-shot.json", "{\"accuracy\": 2}\n");
+  EXPECT_EQ(run_command(check, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("is not above the zero-shot 2"));
 }

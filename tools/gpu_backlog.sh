@@ -4,6 +4,6 @@
 #   tools/gpu_backlog.sh --plan                       items, estimates, schedule, what to carry
 #   tools/gpu_backlog.sh prepare                      here: deps/ and carry/backlog/ for the calls
 #   tools/gpu_backlog.sh next --budget-s 540          on the GPU machine, once per device call
-#   DEVICE=cpu tools/gpu_backlog.sh next --dry-run    every job's commands on tiny settings (CI)
-#   DEVICE=cuda-emu SMEZO_BIN=build-emu/smezo tools/gpu_backlog.sh next --dry-run
+#   DEVICE=cpu tools/gpu_backlog.sh next --dry-run    every job's commands on tiny settings
+#   DEVICE=cuda-emu SMEZO_BIN=build-emu/smezo tools/gpu_backlog.sh next --dry-run   the same, emulated CUDA (CI)
 exec python3 "$(dirname "$0")/gpu_backlog.py" "$@"

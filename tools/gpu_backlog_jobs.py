@@ -38,7 +38,6 @@ CPU_TABLE = {("sst2", "zero-shot"): (100, 58.0), ("rte", "zero-shot"): (50, 48.0
 # stopped by the budget at 372 s with one of its 2 shards unfinished: at least that.
 MEASURED_S = {
     "1.tests": (91, "H200 2026-11-25, 4 shards"),
-    "1.oracle": (72, "H200 2026-11-25"),
     "1.memcheck": (157, "H200 2026-11-25, 2 shards"),
     "1.racecheck": (231, "H200 2026-11-25, 4 shards"),
     "1.synccheck": (153, "H200 2026-11-25, 2 shards"),
@@ -497,6 +496,33 @@ def greedy_cmd(ctx):
                           q(os.path.join(out, "greedy%d.txt" % k))) for k, c in enumerate(cases))
 
 
+def oracle_cmd(ctx):
+    """tools/hf_oracle.py, then the PEFT round trip (tools/peft_oracle.py) with PEFT installed from
+    the wheels call 1 carries in deps/wheels (the GPU machine has torch and transformers, not PEFT:
+    `gpu_backlog.py _pylib`); the job fails when either does. A dry run without PEFT skips it."""
+    hf = "python3 tools/hf_oracle.py --device %s --smezo %s --workdir %s --assets %s%s" % (
+        ctx.dev, q(ctx.smezo), q(ctx.work("1.oracle")), q(ctx.assets), " --cases llama_gqa --dtypes fp32" if ctx.dry else "")
+    pylib = os.path.join(ctx.state, "pylib")
+    peft_run = "PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} python3 tools/peft_oracle.py --device %s --smezo %s " \
+               "--workdir %s --assets %s" % (q(pylib), ctx.dev, q(ctx.smezo), q(os.path.join(ctx.work("1.oracle"), "peft")),
+                                              q(ctx.assets))
+    install = "python3 tools/gpu_backlog.py _pylib %s" % q(ctx.state)
+    if ctx.dry:
+        peft_run = "%s; if PYTHONPATH=%s python3 -c 'import peft' 2>/dev/null; then %s; else " \
+                   "echo 'tools/peft_oracle.py not run: no peft here (a dry run; prepare downloads its wheels)'; fi" % (
+                       install, q(pylib), peft_run)
+    else:
+        peft_run = "%s && %s" % (install, peft_run)
+    return "%s; a=$?; %s; b=$?; [ $a -eq 0 ] && [ $b -eq 0 ]" % (hf, peft_run)
+
+
+def oracle_fallback(ctx):
+    """No torch here: both scripts compile, and the install of the carried wheels is shown."""
+    return ("python3 -c 'for f in (\"tools/hf_oracle.py\", \"tools/peft_oracle.py\"): "
+            "compile(open(f).read(), f, \"exec\")' && echo 'tools/hf_oracle.py and tools/peft_oracle.py compile' && "
+            "python3 tools/gpu_backlog.py _pylib --dry %s" % q(ctx.state))
+
+
 def all_jobs():
     """Every job, in priority order: item (1) first. Estimates are H100 seconds."""
     import gpu_backlog_claim  # the claim's jobs (item 9), built on this file's Job and posts
@@ -518,14 +544,10 @@ def all_jobs():
                                  q(c.tests) + (" --gtest_filter=ZoGrid.TableFromFakeRuns:ZoGrid.TableWithoutRunsIsAnError:"
                                                 "CudaCheck.*" if c.dry else "") + " --rerun-failed"),
             post_shards),
-        Job("1.oracle", "Hugging Face transformers vs smezo logits (tools/hf_oracle.py), 16 cases", 90,
-            "15 small models built and saved by torch, smezo logits each (estimate)",
-            lambda c: "python3 tools/hf_oracle.py --device %s --smezo %s --workdir %s --assets %s%s" % (
-                c.dev, q(c.smezo), q(c.work("1.oracle")), q(c.assets),
-                " --cases llama_gqa --dtypes fp32" if c.dry else ""),
-            post_count(r"\bPASS\b", r"\bFAIL(ED)?\b"), tools=("torch",),
-            fallback=lambda c: "python3 -c 'compile(open(\"tools/hf_oracle.py\").read(), \"hf_oracle.py\", \"exec\")' "
-                               "&& echo 'tools/hf_oracle.py compiles'"),
+        Job("1.oracle", "Hugging Face transformers vs smezo logits (tools/hf_oracle.py), 16 cases; PEFT loads smezo's "
+            "LoRA and prefix adapters and smezo PEFT's (tools/peft_oracle.py)", 120,
+            "hf_oracle.py: 72 s measured (H200 2026-11-25); peft_oracle.py: 48 s on 2 CPU cores here (estimate)",
+            oracle_cmd, post_count(r"\bPASS\b", r"\bFAIL(ED)?\b"), tools=("torch",), fallback=oracle_fallback),
         sanitizer_job("memcheck", 2, 150, "memcheck with leak check over the 46 GPU tests (estimate)"),
         sanitizer_job("racecheck", 4, 180, "267 s over 37 GPU tests alone on 2026-11-22 (RESULTS.md), 4 shards"),
         sanitizer_job("synccheck", 2, 120, "as memcheck, without the leak check (estimate)"),
@@ -610,7 +632,8 @@ SHOWS = {
     "1.tests": "every test passes, no CUDA test skips; new since the last GPU run: NoiseCuda.*, "
                "StochasticRoundingCuda.*, BackendOps.LinearProbePair, BackendOps.LinearPerturbed*, UploadStoredCuda.*, "
                "CheckpointDtype.CudaBf16WeightsWriteBf16, MpiTrain.*/MpiPipeline.* under Open MPI 5",
-    "1.oracle": "16/16 PASS on cuda (fp32, fp16, bf16)",
+    "1.oracle": "16/16 PASS on cuda (fp32, fp16, bf16); peft_oracle.py 9/9 PASS (10/10 where python3 has the "
+                "sentencepiece and protobuf packages, which its tokenizer check needs: else it SKIPs)",
     "1.memcheck": "0 errors, no leaks", "1.racecheck": "0 hazards", "1.synccheck": "0 errors",
     "1.initcheck": "0 errors",
     "1.determinism-bf16": "two runs identical, kill -9 + --resume identical, replay bit for bit",

@@ -15,6 +15,9 @@
 #                                       the README, then those of the docs pages
 #                                       tools/readme_commands.py lists (EXAMPLE_PAGES), in order,
 #                                       as one `bash -e` script
+#   tools/newcomer_check.sh check-demo [OUT]
+#                                       only the checks of run 1, on the demo's run folder OUT
+#                                       (default runs/demo) and OUT.zero-shot.json
 # Each run prints its seconds and exits non-zero when the command or a check fails. .ci/run
 # runs clone, run 1, run 2 and run examples, then its other phases in the same clone.
 set -euo pipefail
@@ -34,26 +37,30 @@ clone() {
 }
 
 # The demo's documented outputs (README, "Run 1"): fails naming what is missing or wrong.
-check_demo() {
-  python3 - <<'EOF'
+check_demo() {  # [OUT]: the demo's run folder (default runs/demo)
+  python3 - "${1:-runs/demo}" <<'EOF'
 import json, os, sys
+out = sys.argv[1]
 def fail(msg):
     sys.exit("newcomer_check: README command 1: " + msg)
-need = ["runs/demo.zero-shot.json", "runs/demo/summary.json", "runs/demo/plot.svg",
-        "runs/demo/metrics.jsonl", "runs/demo/seed_log.txt", "runs/demo/checkpoint/config.json"]
+need = [out + ".zero-shot.json"] + [os.path.join(out, f) for f in (
+        "summary.json", "plot.svg", "metrics.jsonl", "seed_log.txt", "checkpoint/config.json")]
 for p in need:
     if not os.path.isfile(p):
         fail(p + " was not written")
-zero = json.load(open("runs/demo.zero-shot.json"))["accuracy"]
-s = json.load(open("runs/demo/summary.json"))
+zero = json.load(open(out + ".zero-shot.json"))["accuracy"]
+s = json.load(open(os.path.join(out, "summary.json")))
 if s.get("status") != "completed":
-    fail("runs/demo/summary.json status is %r, not 'completed'" % s.get("status"))
+    fail("%s/summary.json status is %r, not 'completed'" % (out, s.get("status")))
+for key in ("steps", "best_dev_acc", "test_acc"):
+    if not isinstance(s.get(key), (int, float)):
+        fail("%s/summary.json has no number %r (%r)" % (out, key, s.get(key)))
 dev = s.get("final_dev_acc")
 if not isinstance(dev, (int, float)) or not dev > zero:
     fail("dev accuracy after training %r is not above the zero-shot %r" % (dev, zero))
 print("newcomer_check: README command 1: zero-shot dev accuracy %.4f -> %.4f after %d steps "
       "(best %.4f, test %.4f); summary.json completed, plot.svg, checkpoint/ written"
-      % (zero, dev, s["steps_done"], s["best_dev_acc"], s["test_acc"]))
+      % (zero, dev, s["steps"], s["best_dev_acc"], s["test_acc"]))
 EOF
 }
 
@@ -78,5 +85,6 @@ run() {
 case "${1:-}" in
   clone) [ $# = 2 ] || die "usage: tools/newcomer_check.sh clone DIR"; clone "$2" ;;
   run) [ $# = 2 ] || die "usage: tools/newcomer_check.sh run 1|2|examples"; run "$2" ;;
-  *) echo "usage: tools/newcomer_check.sh clone DIR | run 1|2|examples" >&2; exit 2 ;;
+  check-demo) [ $# -le 2 ] || die "usage: tools/newcomer_check.sh check-demo [OUT]"; check_demo "${2:-}" ;;
+  *) echo "usage: tools/newcomer_check.sh clone DIR | run 1|2|examples | check-demo [OUT]" >&2; exit 2 ;;
 esac

@@ -98,6 +98,9 @@ class SentencepieceTokenizer : public Tokenizer {
   int64_t vocab_size() const override { return sp_.GetPieceSize(); }
   int32_t bos_id() const override { return sp_.bos_id(); }
   int32_t eos_id() const override { return sp_.eos_id(); }
+  int32_t unk_id() const { return sp_.unk_id(); }
+  // The piece of id; "" for none (-1).
+  std::string piece(int32_t id) const { return id >= 0 ? sp_.IdToPiece(id) : std::string(); }
 
  private:
   sentencepiece::SentencePieceProcessor sp_;
@@ -107,6 +110,11 @@ class SentencepieceTokenizer : public Tokenizer {
 
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& path) {
   return std::make_unique<SentencepieceTokenizer>(path);
+}
+
+SentencepieceSpecialPieces sentencepiece_special_pieces(const std::string& path) {
+  const SentencepieceTokenizer sp(path);
+  return {sp.piece(sp.bos_id()), sp.piece(sp.eos_id()), sp.piece(sp.unk_id())};
 }
 
 }  // namespace smezo

@@ -38,6 +38,13 @@ inline bool tokenizer_wants_bos(const Tokenizer& tokenizer) {
 // Loads a sentencepiece .model file; errors name the file.
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& path);
 
+// The pieces a sentencepiece model names its BOS, EOS and unknown tokens ("" where it has
+// none), for the tokenizer_config.json of a Hugging Face folder (tokenizer_files.h).
+struct SentencepieceSpecialPieces {
+  std::string bos, eos, unk;
+};
+SentencepieceSpecialPieces sentencepiece_special_pieces(const std::string& path);
+
 // Loads a byte-level BPE tokenizer from a Hugging Face tokenizer.json (with the
 // tokenizer_config.json beside it, when present, for BOS/EOS names); bpe_vocab.h lists the
 // supported subset. Errors name the file and the field.

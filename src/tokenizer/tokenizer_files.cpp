@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "formats/gguf.h"
 #include "tokenizer/bpe_pretokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace smezo {
 
@@ -108,6 +109,22 @@ std::string bpe_tokenizer_config_json(const BpeVocab& v, int64_t model_max_lengt
   return j.dump(2) + "\n";
 }
 
+std::string sentencepiece_tokenizer_config_json(const std::string& model_path, int64_t model_max_length) {
+  const SentencepieceSpecialPieces p = sentencepiece_special_pieces(model_path);
+  auto name = [](const std::string& piece) { return piece.empty() ? json() : json(piece); };
+  json j = {{"tokenizer_class", "LlamaTokenizer"},
+            {"bos_token", name(p.bos)},
+            {"eos_token", name(p.eos)},
+            {"unk_token", name(p.unk)},
+            {"pad_token", nullptr},
+            {"add_bos_token", !p.bos.empty()},  // as tokenizer_wants_bos: sentencepiece models prepend theirs
+            {"add_eos_token", false},
+            {"clean_up_tokenization_spaces", false},
+            {"legacy", true},
+            {"model_max_length", model_max_length}};
+  return j.dump(2) + "\n";
+}
+
 const std::vector<std::string>& tokenizer_file_names() {
   static const std::vector<std::string> names = {"tokenizer.model",         "tokenizer.json", "tokenizer_config.json",
                                                  "special_tokens_map.json", "vocab.json",     "merges.txt"};
@@ -145,7 +162,8 @@ std::vector<std::string> save_tokenizer_files(const std::string& tokenizer_path,
     return written;
   }
   copy_file(tokenizer_path, dir + "/tokenizer.model");
-  return {"tokenizer.model"};
+  write_text(dir + "/tokenizer_config.json", sentencepiece_tokenizer_config_json(tokenizer_path, model_max_length));
+  return {"tokenizer.model", "tokenizer_config.json"};
 }
 
 }  // namespace smezo

@@ -18,6 +18,13 @@
 //                          "eos_token", "unk_token", "pad_token" (names, or null),
 //                          "add_bos_token", "add_eos_token": false, "clean_up_tokenization_spaces":
 //                          false, "model_max_length"}
+//
+// From a sentencepiece .model (copied as tokenizer.model), the tokenizer_config.json that
+// transformers' AutoTokenizer reads with it: {"tokenizer_class": "LlamaTokenizer", "bos_token",
+// "eos_token", "unk_token" (the model's pieces, or null), "pad_token": null, "add_bos_token":
+// whether smezo prepends BOS (tokenizer_wants_bos: when the model has one), "add_eos_token":
+// false, "clean_up_tokenization_spaces": false, "legacy": true (sentencepiece's own
+// encoding, which smezo uses), "model_max_length"}.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +37,7 @@ namespace smezo {
 
 std::string bpe_tokenizer_json(const BpeVocab& vocab);
 std::string bpe_tokenizer_config_json(const BpeVocab& vocab, int64_t model_max_length);
+std::string sentencepiece_tokenizer_config_json(const std::string& model_path, int64_t model_max_length);
 
 // Puts the tokenizer that came from tokenizer_path (OpenedTokenizer::path, model_setup.h)
 // into dir, and returns the names of the files written:
@@ -37,7 +45,7 @@ std::string bpe_tokenizer_config_json(const BpeVocab& vocab, int64_t model_max_l
 //   a directory     its tokenizer files copied (tokenizer.model, tokenizer.json,
 //                   tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt);
 //   *.json          copied as tokenizer.json, with the tokenizer_config.json beside it if any;
-//   anything else   copied as tokenizer.model (sentencepiece).
+//   anything else   copied as tokenizer.model (sentencepiece), with a tokenizer_config.json.
 // "" writes nothing. Errors name the file that could not be read or written.
 std::vector<std::string> save_tokenizer_files(const std::string& tokenizer_path, const std::string& dir,
                                               int64_t model_max_length);

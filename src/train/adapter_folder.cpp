@@ -4,6 +4,7 @@
 #include "common/check.h"
 #include "common/file_util.h"
 #include "formats/json_read.h"
+#include "train/adapter_base.h"
 #include "train/checkpoint.h"  // checkpoint_read_run_settings
 
 namespace smezo {
@@ -31,17 +32,24 @@ AdapterFolder read_adapter_folder(const std::string& dir) {
                 config_path.c_str(), printable(json_brief(config["peft_type"])).c_str());
   }
   a.run_settings = checkpoint_read_run_settings(dir);
+  if (a.run_settings.is_object())
+    a.base_model_path = adapter_config_string(a.run_settings, kRunBaseModelPathKey, dir + "/" + kRunSettingsFile);
   return a;
 }
 
 std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path) {
   if (!model_path.empty()) return model_path;
-  SMEZO_REQUIRE(!adapter.base_model.empty(), "%s/%s has no base_model_name_or_path ---> HINT: pass --model PATH "
-                "(the base model the adapter was trained on)", adapter.dir.c_str(), kAdapterConfigFile);
-  SMEZO_REQUIRE(path_exists(adapter.base_model), "the adapter's base model %s (base_model_name_or_path in %s/%s) "
-                "is not a file or folder here ---> HINT: pass --model PATH (a local copy of it)",
-                printable(adapter.base_model).c_str(), adapter.dir.c_str(), kAdapterConfigFile);
-  return adapter.base_model;
+  if (!adapter.base_model_path.empty() && path_exists(adapter.base_model_path)) return adapter.base_model_path;
+  if (!adapter.base_model.empty() && path_exists(adapter.base_model)) return adapter.base_model;
+  SMEZO_REQUIRE(!adapter.base_model_path.empty() || !adapter.base_model.empty(),
+                "%s names no base model (no %s in %s, no base_model_name_or_path in %s) ---> HINT: pass --model "
+                "PATH (the base model the adapter was trained on)", adapter.dir.c_str(), kRunBaseModelPathKey,
+                kRunSettingsFile, kAdapterConfigFile);
+  const std::string& named = adapter.base_model_path.empty() ? adapter.base_model : adapter.base_model_path;
+  throw_error("the adapter's base model %s (%s in %s/%s) is not a file or folder here ---> HINT: pass --model PATH "
+              "(a local copy of it)", printable(named).c_str(),
+              adapter.base_model_path.empty() ? "base_model_name_or_path" : kRunBaseModelPathKey, adapter.dir.c_str(),
+              adapter.base_model_path.empty() ? kAdapterConfigFile : kRunSettingsFile);
 }
 
 void apply_adapter_folder(Model& model, const AdapterFolder& adapter) {
@@ -57,7 +65,8 @@ void apply_adapter_folder(Model& model, const AdapterFolder& adapter) {
       load_prefix_adapter(model, adapter.prefix);
     }
   } catch (const Error& e) {  // the model's own message, said of the folder
-    const std::string base = adapter.base_model.empty() ? "" : " (" + adapter.base_model + ")";
+    const std::string& named = adapter.base_model_path.empty() ? adapter.base_model : adapter.base_model_path;
+    const std::string base = named.empty() ? "" : " (" + named + ")";
     throw Error("--adapter " + adapter.dir + " does not fit this model: " + e.message(),
                 e.hint().empty() ? "pass the base model the adapter was trained on" + base + " as --model" : e.hint());
   }

@@ -23,6 +23,7 @@ struct AdapterFolder {
   std::string dir;
   std::string peft_type;        // "LORA" | "PREFIX_TUNING"
   std::string base_model;       // base_model_name_or_path ("" when the config has none)
+  std::string base_model_path;  // smezo_run.json's base_model_path (adapter_base.h), "" when absent
   nlohmann::json run_settings;  // the folder's smezo_run.json (checkpoint.h), null when absent
   LoraAdapter lora;             // peft_type LORA
   PrefixAdapter prefix;         // peft_type PREFIX_TUNING
@@ -35,8 +36,8 @@ struct AdapterFolder {
 // for a peft_type other than LORA and PREFIX_TUNING, and for anything their readers refuse.
 AdapterFolder read_adapter_folder(const std::string& dir);
 
-// The model to open under the adapter: model_path (--model) when given, else the adapter's
-// base_model_name_or_path, which must then be a file or folder here.
+// The model to open under the adapter: model_path (--model) when given, else the first of the
+// folder's base_model_path and base_model_name_or_path that is a file or folder here.
 std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path);
 
 // What the folder's adapters add to the model's memory (ModelOpenOptions::adapters), so the

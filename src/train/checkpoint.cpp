@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "common/half.h"
 #include "formats/hf_dir.h"
 #include "formats/safetensors.h"
@@ -71,13 +72,16 @@ int64_t file_bytes(const std::string& path) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-// What save_tokenizer_files will write for tokenizer_path: the files it copies, or for a GGUF
-// (a tokenizer.json rebuilt from its metadata) a generous allowance.
-int64_t tokenizer_files_bytes(const std::string& tokenizer_path) {
+// What save_tokenizer_files will write for tokenizer_path: the files it copies (and a
+// sentencepiece model's tokenizer_config.json), or for a GGUF (a tokenizer.json rebuilt from
+// its metadata) a generous allowance.
+int64_t tokenizer_files_bytes(const std::string& tokenizer_path, int64_t model_max_length) {
   if (tokenizer_path.empty()) return 0;
-  if (tokenizer_path.size() >= 5 && tokenizer_path.compare(tokenizer_path.size() - 5, 5, ".gguf") == 0)
-    return int64_t(64) << 20;
-  if (!std::filesystem::is_directory(tokenizer_path)) return file_bytes(tokenizer_path);
+  if (ends_with(tokenizer_path, ".gguf")) return int64_t(64) << 20;
+  if (ends_with(tokenizer_path, ".json")) return file_bytes(tokenizer_path);
+  if (!std::filesystem::is_directory(tokenizer_path))
+    return file_bytes(tokenizer_path) +
+           static_cast<int64_t>(sentencepiece_tokenizer_config_json(tokenizer_path, model_max_length).size());
   int64_t n = 0;
   for (const std::string& name : tokenizer_file_names()) n += file_bytes(tokenizer_path + "/" + name);
   return n;
@@ -85,7 +89,7 @@ int64_t tokenizer_files_bytes(const std::string& tokenizer_path) {
 
 int64_t plan_bytes(const CheckpointPlan& plan, const std::string& tokenizer_path, const nlohmann::json& run_settings) {
   int64_t n = safetensors_file_bytes(plan.specs, kMetadata) + static_cast<int64_t>(plan.config_json.size());
-  n += tokenizer_files_bytes(tokenizer_path);
+  n += tokenizer_files_bytes(tokenizer_path, plan.config.max_seq_len);
   if (run_settings.is_object()) n += static_cast<int64_t>(run_settings.dump(2).size()) + 1;
   return n;
 }

@@ -13,6 +13,7 @@
 #include "formats/safetensors.h"
 #include "model/model_params.h"
 #include "run/summary.h"
+#include "train/adapter_base.h"
 #include "train/checkpoint.h"  // kRunSettingsFile
 
 namespace smezo {
@@ -66,7 +67,7 @@ Param* find_param(Model& model, const std::string& name) {
   return nullptr;
 }
 
-nlohmann::json adapter_config(const LoraOptions& o, const std::string& base_model) {
+nlohmann::json adapter_config(const LoraOptions& o, const nlohmann::json& base_model) {
   nlohmann::json modules = nlohmann::json::array();
   for (ParamRole r : o.targets) modules.push_back(lora_module_name(r));
   return {{"peft_type", "LORA"}, {"task_type", "CAUSAL_LM"}, {"base_model_name_or_path", base_model},
@@ -139,8 +140,9 @@ std::string adapter_config_string(const nlohmann::json& j, const char* key, cons
 std::string adapter_base_model(const std::string& base_model) {
   std::error_code ec;
   if (base_model.empty() || !std::filesystem::exists(base_model, ec)) return base_model;
-  const std::filesystem::path absolute = std::filesystem::absolute(base_model, ec);
-  return ec ? base_model : absolute.lexically_normal().string();
+  std::filesystem::path absolute = std::filesystem::absolute(base_model, ec).lexically_normal();
+  if (!ec && !absolute.has_filename() && absolute.has_parent_path()) absolute = absolute.parent_path();  // "dir/"
+  return ec ? base_model : absolute.string();
 }
 
 bool is_lora_adapter_dir(const std::string& dir) {
@@ -171,9 +173,9 @@ void save_lora_adapter(Model& model, const std::string& dir, const std::string& 
   write_folder_swapped(dir, "adapter", [&](const std::string& tmp) {  // as full checkpoints are
     write_safetensors(tmp + "/" + kAdapterWeightsFile, entries, {{"format", "pt"}});
     run_write_file_atomic(tmp + "/" + kAdapterConfigFile,
-                          adapter_config(model.lora_options(), adapter_base_model(base_model)).dump(2) + "\n");
-    if (run_settings.is_object())
-      run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
+                          adapter_config(model.lora_options(), adapter_peft_base_name(base_model)).dump(2) + "\n");
+    const nlohmann::json settings = adapter_run_settings(run_settings, base_model);
+    if (settings.is_object()) run_write_file_atomic(tmp + "/" + kRunSettingsFile, settings.dump(2) + "\n");
   });
 }
 

@@ -2,12 +2,13 @@
 // (PeftModel.from_pretrained(base, DIR)):
 //   DIR/adapter_config.json       {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8,
 //                                  "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
-//                                  "base_model_name_or_path": "...", "bias": "none",
+//                                  "base_model_name_or_path": adapter_base.h, "bias": "none",
 //                                  "fan_in_fan_out": false, "lora_dropout": 0.0, ...}
 //   DIR/adapter_model.safetensors  fp32 tensors named as PEFT names them (adapter name
 //                                  stripped): base_model.model.model.layers.N.self_attn.q_proj.
 //                                  lora_A.weight (r, in) and ....lora_B.weight (out, r)
-//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
+//                                 base_model_path (adapter_base.h)
 // Models with Meta's interleaved RoPE (llama2.c, GGUF) hold q/k rows permuted; B's rows of q
 // and k are written in Hugging Face's rotate-half order, as their full checkpoints are
 // (checkpoint.h), and permuted back when an adapter is applied to such a model.
@@ -27,8 +28,8 @@ namespace smezo {
 inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
 inline constexpr const char* kAdapterWeightsFile = "adapter_model.safetensors";
 
-// The adapters of `model` (Model::add_lora) into dir; base_model is recorded as
-// base_model_name_or_path.
+// The adapters of `model` (Model::add_lora) into dir; base_model, the path of the model they
+// were trained on, is recorded as adapter_base.h says.
 void save_lora_adapter(Model& model, const std::string& dir, const std::string& base_model,
                        const nlohmann::json& run_settings = nullptr);
 

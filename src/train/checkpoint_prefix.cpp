@@ -9,8 +9,8 @@
 #include "model/model_params.h"
 #include "run/summary.h"
 #include "train/checkpoint.h"        // kRunSettingsFile, write_folder_swapped
-#include "train/checkpoint_lora.h"   // kAdapterConfigFile, kAdapterWeightsFile, read_adapter_config,
-                                     // adapter_base_model
+#include "train/adapter_base.h"
+#include "train/checkpoint_lora.h"   // kAdapterConfigFile, kAdapterWeightsFile, read_adapter_config
 
 namespace smezo {
 
@@ -22,14 +22,18 @@ bool permutes_keys(const Model& model) {
   return c.arch != ARCH_OPT && c.rope_style == ROPE_INTERLEAVED;
 }
 
+// The fields PEFT writes for a PREFIX_TUNING adapter without projection, with its values
+// (peft_version aside: smezo is no PEFT version). token_dim counts key/value heads, and
+// encoder_hidden_size is token_dim (PEFT's default; no encoder runs without a projection).
 nlohmann::json adapter_config(const Model& model, const std::string& base_model) {
   const ModelConfig& c = model.config();
+  const int64_t token_dim = c.n_kv_heads * c.head_dim;
   return {{"peft_type", "PREFIX_TUNING"}, {"task_type", "CAUSAL_LM"},
-          {"base_model_name_or_path", adapter_base_model(base_model)},
+          {"base_model_name_or_path", adapter_peft_base_name(base_model)}, {"revision", nullptr},
           {"num_virtual_tokens", model.prefix_options().tokens}, {"num_layers", c.n_layers},
-          {"token_dim", c.n_kv_heads * c.head_dim}, {"num_attention_heads", c.n_kv_heads},
-          {"num_transformer_submodules", 1}, {"encoder_hidden_size", c.dim}, {"prefix_projection", false},
-          {"inference_mode", true}, {"revision", nullptr}};
+          {"token_dim", token_dim}, {"num_attention_heads", c.n_kv_heads}, {"num_transformer_submodules", 1},
+          {"encoder_hidden_size", token_dim}, {"prefix_projection", false}, {"init_weights", nullptr},
+          {"modules_to_save", nullptr}, {"auto_mapping", nullptr}, {"inference_mode", true}};
 }
 
 // A size of the config: 1 .. 2^24 (far above any model's; a product of three stays in int64).
@@ -72,8 +76,8 @@ void save_prefix_adapter(Model& model, const std::string& dir, const std::string
   write_folder_swapped(dir, "adapter", [&](const std::string& tmp) {  // as full checkpoints are
     write_safetensors(tmp + "/" + kAdapterWeightsFile, entries, {{"format", "pt"}});
     run_write_file_atomic(tmp + "/" + kAdapterConfigFile, adapter_config(model, base_model).dump(2) + "\n");
-    if (run_settings.is_object())
-      run_write_file_atomic(tmp + "/" + kRunSettingsFile, run_settings.dump(2) + "\n");
+    const nlohmann::json settings = adapter_run_settings(run_settings, base_model);
+    if (settings.is_object()) run_write_file_atomic(tmp + "/" + kRunSettingsFile, settings.dump(2) + "\n");
   });
 }
 

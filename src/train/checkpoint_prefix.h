@@ -1,17 +1,22 @@
 // Prefix adapters (--tune prefix, model/prefix.h) on disk, the way Hugging Face PEFT saves and
 // loads a PREFIX_TUNING adapter without projection (PeftModel.from_pretrained(base, DIR)):
-//   DIR/adapter_config.json       {"peft_type": "PREFIX_TUNING", "task_type": "CAUSAL_LM",
-//                                  "num_virtual_tokens": P, "num_layers": L, "token_dim":
-//                                  n_kv_heads*head_dim, "num_attention_heads": n_kv_heads,
-//                                  "num_transformer_submodules": 1, "prefix_projection": false,
-//                                  "base_model_name_or_path": "...", ...}
+//   DIR/adapter_config.json       the fields PEFT writes: {"peft_type": "PREFIX_TUNING",
+//                                  "task_type": "CAUSAL_LM", "num_virtual_tokens": P,
+//                                  "num_layers": L, "token_dim": n_kv_heads*head_dim,
+//                                  "num_attention_heads": n_kv_heads, "encoder_hidden_size":
+//                                  token_dim, "num_transformer_submodules": 1,
+//                                  "prefix_projection": false, "base_model_name_or_path":
+//                                  adapter_base.h, "inference_mode": true, "revision",
+//                                  "init_weights", "modules_to_save", "auto_mapping": null}
 //   DIR/adapter_model.safetensors  one fp32 tensor "prompt_embeddings" (P, L*2*token_dim): row t
 //                                  holds layer 0's key, layer 0's value, layer 1's key, ... of
 //                                  virtual token t, each n_kv_heads blocks of head_dim
 //                                  (PEFT's view (P, 2L, heads, head_dim) of the past keys/values)
-//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
+//                                 base_model_path (adapter_base.h)
 // token_dim and num_attention_heads count key/value heads, as PEFT sets them for grouped-query
-// models. Keys are stored after the rotary embedding (a cache's keys); models with Meta's
+// models. The reader ignores encoder_hidden_size (no encoder runs without a projection), so
+// PEFT's files and smezo's older ones (which wrote the model's hidden size there) both load. Keys are stored after the rotary embedding (a cache's keys); models with Meta's
 // interleaved RoPE (llama2.c, GGUF) hold them permuted per head and are written in Hugging
 // Face's rotate-half order, and permuted back when read into such a model. The folder is
 // written beside its place and renamed over it, as full checkpoints are.
@@ -29,8 +34,8 @@ namespace smezo {
 
 inline constexpr const char* kPrefixTensorName = "prompt_embeddings";
 
-// The prefix of `model` (Model::add_prefix) into dir; base_model is recorded as
-// base_model_name_or_path.
+// The prefix of `model` (Model::add_prefix) into dir; base_model, the path of the model it was
+// trained on, is recorded as adapter_base.h says.
 void save_prefix_adapter(Model& model, const std::string& dir, const std::string& base_model,
                          const nlohmann::json& run_settings = nullptr);
 

@@ -477,6 +477,10 @@ bool TrainRun::start() {
     complete_finished_run(done, log);
     return false;
   }
+  // a start stopped before its mask record was written: the record is of the base weights, which
+  // the model holds until the replay
+  if (root_ && !std::filesystem::exists(o_.out_dir + "/mask.json"))
+    spsa_mask_write(o_.out_dir, model(), o_.spsa, topo_.pipelined());
   replay(log);
   first_step_ = last + 1;
   startup_["replay"] = seconds_since(t_phase);
