@@ -944,12 +944,13 @@ def deps_packages(variable="PACKAGES"):
 
 
 def peft_wheels():
-    """(name, the wheel in deps/wheels or None) of each wheel tools/deps.sh downloads for PEFT."""
+    """(name==version, the wheel in deps/wheels or None) of each wheel tools/deps.sh downloads for
+    PEFT."""
     found = []
     for spec in deps_packages("PEFT_WHEELS"):
         name, version = spec.split("==")
         hits = glob.glob(os.path.join(ROOT, "deps", "wheels", "%s-%s-*.whl" % (name, version)))
-        found.append((name, hits[0] if hits else None))
+        found.append((spec, hits[0] if hits else None))
     return found
 
 
@@ -960,7 +961,7 @@ def cmd_pylib(args):
     wheels = peft_wheels()
     target = os.path.join(args.state, "pylib")
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", target] + \
-        [w or "deps/wheels/%s-*.whl" % n for n, w in wheels]
+        [w or "deps/wheels/%s-*.whl" % n.replace("==", "-") for n, w in wheels]
     if args.dry:
         print("[pylib] on the GPU machine: %s" % " ".join(cmd), flush=True)
         return 0
