@@ -162,11 +162,12 @@ TEST(CliRuns, LearningRateChecks) {
   smezo::TrainOptions o;
   o.out_dir = dir + "/c";
   o.spsa.lr = INFINITY;
-  EXPECT_THAT([&] { smezo::train(o); }, testing::ThrowsMessage<smezo::Error>(HasSubstr("must be finite")));
+  EXPECT_THAT([&] { smezo::train(o); },
+              testing::ThrowsMessage<smezo::Error>(HasSubstr("--lr must be a finite number >= 0, got inf")));
   o.spsa.lr = 1e-3f;
   o.max_len = 1;  // and names the real minimum of --max-len
   EXPECT_THAT([&] { smezo::train(o); },
-              testing::ThrowsMessage<smezo::Error>(HasSubstr("--max-len 1 is too small: at least 2")));
+              testing::ThrowsMessage<smezo::Error>(HasSubstr("--max-len must be an integer >= 2, got 1")));
 }
 
 // Sampled text without --seed: a seed from the clock, printed, that repeats the text.

@@ -161,7 +161,7 @@ TEST(GenerationTrain, CompletionLossAndEmF1Summary) {
 TEST(GenerationTrain, F1ObjectiveLogsBothAndReplays) {
   const std::string dir = make_temp_dir("gen_f1");
   TrainOptions o = small_run(dir + "/run");
-  o.objective = "f1";
+  o.objective = OBJECTIVE_F1;
   o.steps = 4;
   o.eval_every = 0;
   o.skip_test = true;
@@ -195,7 +195,7 @@ TEST(GenerationTrain, F1RunResumesToTheStraightRun) {
   const std::string dir = make_temp_dir("gen_resume");
   const TaskSplits splits = story_task(3);
   TrainOptions o = small_run(dir + "/straight");
-  o.objective = "f1";
+  o.objective = OBJECTIVE_F1;
   o.eval_every = 2;
   o.skip_test = true;
   train_on_splits(o, splits);
@@ -229,7 +229,7 @@ TEST(MetricObjective, AccuracyIsOneMinusCandidateAccuracy) {
   std::vector<const EncodedExample*> batch;
   for (const EncodedExample& e : enc) batch.push_back(&e);
   const Probe pair{3e-2f, smezo_test::mixed_seed(2), true};
-  const ProbeMeasures m = measure_metric_objective(*lm.model, *lm.tokenizer, "accuracy", {&batch, {}, true},
+  const ProbeMeasures m = measure_metric_objective(*lm.model, *lm.tokenizer, OBJECTIVE_ACCURACY, {&batch, {}, true},
                                                    {Probe{}, pair}, {});
   ASSERT_EQ(m.objective.size(), 3u);
   const Probe singles[3] = {Probe{}, half_probe(pair, +1), half_probe(pair, -1)};
@@ -279,17 +279,17 @@ TEST(MetricObjective, NonsenseCombinationsAreOneLineErrors) {
   EXPECT_EQ(run_command(run + " --objective bleu --out " + dir + "/b", &out), 2);
   EXPECT_THAT(out, HasSubstr("--objective"));
   TrainOptions o = small_run(dir + "/c");
-  o.objective = "accuracy";
+  o.objective = OBJECTIVE_ACCURACY;
   const std::string e = smezo_test::error_of([&] { train_on_splits(o, story_task()); });
   EXPECT_THAT(e, HasSubstr("--objective accuracy scores a choice among candidates, but task stories-gen is a "
                            "generation task"));
-  o.objective = "loss";
+  o.objective = OBJECTIVE_LOSS;
   TaskSplits no_refs = story_task();
   no_refs.dev[2].references.clear();
   EXPECT_THAT(smezo_test::error_of([&] { train_on_splits(o, no_refs); }),
               HasSubstr("generation task: dev example 2 has no reference answer to score against"));
   EXPECT_FALSE(path_exists(dir + "/c/seed_log.txt"));  // refused before training
-  o.objective = "loss-ish";
+  o.objective = static_cast<Objective>(7);
   EXPECT_THAT(smezo_test::error_of([&] { train_on_splits(o, story_task()); }), HasSubstr("unknown --objective"));
 }
 
@@ -302,7 +302,7 @@ TEST(GenerationTrain, F1ObjectiveRunOnCuda) {
   TrainOptions o = small_run(dir + "/run");
   o.device = "cuda";
   o.dtype = "f32";
-  o.objective = "f1";
+  o.objective = OBJECTIVE_F1;
   o.steps = 2;
   o.eval_every = 0;
   o.batch = 2;

@@ -146,7 +146,7 @@ RunOutcome train_run(Method method, bool pair, const std::string& task, const st
   o.skip_test = true;
   o.progress_every = 1000;
   o.max_tokens = 64;  // several chunks per probe, so chunking is exercised too
-  o.probe_pair = pair;
+  o.probe_passes = pair ? PROBES_PAIR : PROBES_SEPARATE;
   o.spsa.method = method;
   o.spsa.sparsity = method == METHOD_MEZO ? 0.0 : 0.5;
   o.spsa.lr = 2e-3f;

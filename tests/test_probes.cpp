@@ -97,8 +97,8 @@ void expect_q_probe_update(const std::string& device) {
       for (int i = 0; i < 3; i++) {
         const float z = noise_z(p.info.noise, s.probes[i].seed, p.info.tensor_id, e);
         const float w0 = w;
-        w = fp_fma(-(o.lr * s.probes[i].g / 3.0f), z, w);
-        if (i == 0 && decayed) w = fp_fma(-(o.lr * o.weight_decay), w0, w);
+        w = fp_fma(-(*o.lr * s.probes[i].g / 3.0f), z, w);
+        if (i == 0 && decayed) w = fp_fma(-(*o.lr * o.weight_decay), w0, w);
       }
       ASSERT_EQ(after[t][e], w) << device << " " << p.info.name << "[" << e << "] (losses from seed " << loss_seed
                                 << ")";
@@ -149,7 +149,7 @@ void expect_fzoo_step(const std::string& device) {
   const double sigma = std::sqrt(var / 3);
   EXPECT_NEAR(s.sigma, sigma, 1e-12 * sigma);
   EXPECT_EQ(s.loss, l[0]);
-  EXPECT_FLOAT_EQ(s.lr, static_cast<float>(o.lr / sigma));
+  EXPECT_FLOAT_EQ(s.lr, static_cast<float>(*o.lr / sigma));
   const auto after = weights_of(*lm.model);
   double max_rel = 0;
   for (size_t t = 0; t < before.size(); t++) {
@@ -162,12 +162,12 @@ void expect_fzoo_step(const std::string& device) {
         step += (l[i] - l[0]) / 1e-3f * u;
         size += std::fabs((l[i] - l[0]) / 1e-3f);
       }
-      const double expected = before[t][e] - o.lr / sigma / 4 * step;
+      const double expected = before[t][e] - *o.lr / sigma / 4 * step;
       const double delta = std::fabs(expected - before[t][e]);
       // tolerance: the float update rounds w once per probe (4 ulps of w, 8 allowed) and its
       // factors lr/sigma, g_i/N and their product are floats (~4 float epsilons of each term)
       const double tol = 8 * std::ldexp(1.0, std::ilogb(std::fabs(before[t][e])) - 23) +
-                         1e-6 * o.lr / sigma / 4 * size + 1e-30;
+                         1e-6 * *o.lr / sigma / 4 * size + 1e-30;
       ASSERT_NEAR(after[t][e], expected, tol) << device << " " << p.info.name << "[" << e << "] (losses from seed "
                                               << loss_seed << ")";
       if (delta > 0) max_rel = std::max(max_rel, std::fabs(after[t][e] - expected) / delta);
@@ -247,7 +247,7 @@ TEST(Probes, OneProbeIsTheOneProbeStepBitForBit) {
   EXPECT_TRUE(s.record().more_probes.empty());
   EXPECT_EQ(seed_log_format_record(s.record()), seed_log_format_record(SeedRecord{9, s.seed, s.g, s.lr}));
   EXPECT_EQ(s.loss, 0.5 * (1.75 + 1.5));
-  ob.apply_update(oa.step_seed(9), static_cast<float>((1.75 - 1.5) / (2.0 * o.eps)), o.lr);
+  ob.apply_update(oa.step_seed(9), static_cast<float>((1.75 - 1.5) / (2.0 * o.eps)), *o.lr);
   EXPECT_EQ(weights_of(*a.model), weights_of(*b.model));
 }
 
@@ -311,7 +311,7 @@ TEST(Probes, BadOptionsAreOneLineErrors) {
   };
   SpsaOptions o;
   o.probes = 0;
-  EXPECT_THAT(error_of(o), HasSubstr("--probes-per-step 0 must be at least 1"));
+  EXPECT_THAT(error_of(o), HasSubstr("--probes-per-step must be an integer >= 1, got 0"));
   o = SpsaOptions();
   o.method = METHOD_FZOO;
   o.sparsity = 0;

@@ -194,17 +194,17 @@ TEST(Spsa, BadOptionsAreClearErrors) {
   };
   SpsaOptions o;
   o.sparsity = 1.0;
-  EXPECT_THAT(msg(o), testing::HasSubstr("sparsity 1 is outside [0, 1)"));
+  EXPECT_THAT(msg(o), testing::HasSubstr("--sparsity must be in [0, 1), got 1"));
   o.sparsity = -0.1;
-  EXPECT_THAT(msg(o), testing::HasSubstr("outside [0, 1)"));
+  EXPECT_THAT(msg(o), testing::HasSubstr("--sparsity must be in [0, 1), got -0.1"));
   o = SpsaOptions();
   o.eps = 0.0f;
-  EXPECT_THAT(msg(o), testing::HasSubstr("eps 0 must be a positive"));
+  EXPECT_THAT(msg(o), testing::HasSubstr("--eps must be > 0, got 0"));
   o.eps = -1e-3f;
   EXPECT_THAT(msg(o), testing::HasSubstr("eps"));
   o = SpsaOptions();
   o.lr = NAN;
-  EXPECT_THAT(msg(o), testing::HasSubstr("learning rate"));
+  EXPECT_THAT(msg(o), testing::HasSubstr("--lr must be a finite number >= 0, got nan"));
   o = SpsaOptions();
   o.method = METHOD_MEZO;
   o.sparsity = 0.5;
@@ -283,15 +283,15 @@ TEST(Spsa, WeightDecayFollowsTheUpdateRule) {
     auto before = snapshot(m);
     const uint64_t seed = 1234;
     const float g = 0.75f;
-    opt.apply_update(seed, g, o.lr);
+    opt.apply_update(seed, g, *o.lr);
     for (size_t t = 0; t < before.size(); t++) {
       const Param& p = *m.params()[t];
       ASSERT_EQ(p.info.noise, kind);
       const bool decayed = p.info.name.find("norm") == std::string::npos;
       for (int64_t i = 0; i < p.w.numel(); i++) {
         const float w = before[t][i], z = noise_z(kind, seed, p.info.tensor_id, i);
-        const float w1 = fp_fma(-(o.lr * g), z, w);
-        const float expected = decayed ? fp_fma(-(o.lr * o.weight_decay), w, w1) : w1;
+        const float w1 = fp_fma(-(*o.lr * g), z, w);
+        const float expected = decayed ? fp_fma(-(*o.lr * o.weight_decay), w, w1) : w1;
         ASSERT_EQ(p.w.f32()[i], expected) << noise_name(kind) << " " << p.info.name << "[" << i << "]";
       }
     }

@@ -6,24 +6,36 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "smezo/noise.h"  // NoiseKind
 
 namespace smezo {
 
+// The enums' names on the command line and in the run's files are those of `smezo train --help`.
 // METHOD_FZOO: FZOO's one-sided batched Rademacher estimate, its step divided by the spread of
 // the probe losses (src/train/spsa.h); dense, like MeZO.
-enum Method { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO, METHOD_FZOO };
-enum LrSchedule { LR_CONSTANT, LR_LINEAR };
+enum Method : int { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO, METHOD_FZOO };
+enum LrSchedule : int { LR_CONSTANT, LR_LINEAR };
+// What the probes measure: the task's loss, 1 - the minibatch's candidate accuracy, or 1 - the
+// token F1 of greedy generations (generation tasks).
+enum Objective : int { OBJECTIVE_LOSS, OBJECTIVE_ACCURACY, OBJECTIVE_F1 };
+// Which parameters are tuned (TrainOptions::tune).
+enum Tune : int { TUNE_FULL, TUNE_LORA, TUNE_PREFIX };
+// PROBES_PAIR: both probes of a step in one forward pass, side by side (one noise generation
+// per weight for both); PROBES_SEPARATE: two passes. Same losses and weights bit for bit.
+enum ProbePasses : int { PROBES_PAIR, PROBES_SEPARATE };
 
 struct SpsaOptions {
   Method method = METHOD_SMEZO;
-  double sparsity = 0.75;        // fraction of each linear weight NOT tuned (S-MeZO, R-MeZO)
+  // Unset: the method's default (resolve_defaults): sparsity 0.75 and lr 2e-6 for smezo and
+  // rmezo; 0 and 1e-6 for mezo and fzoo, which tune every entry.
+  std::optional<double> sparsity;  // fraction of each linear weight NOT tuned (S-MeZO, R-MeZO)
   float eps = 1e-3f;
-  float lr = 1e-6f;
+  std::optional<float> lr;
   LrSchedule schedule = LR_CONSTANT;
-  int64_t total_steps = 1;       // for the linear decay
+  int64_t total_steps = 1;       // for the linear decay (resolve_defaults: TrainOptions::steps)
   float weight_decay = 0.0f;     // applied to tuned entries of weights (not biases or norms)
   uint64_t seed = 42;            // run seed: step seeds and the R-MeZO mask derive from it
   bool freeze_embeddings = false;
@@ -48,11 +60,9 @@ struct TrainOptions {
   // read through the task spec (a JSON file; src/tasks/task_spec.h). train_file is required
   // with them; dev/test files are optional (no dev/test evaluation without them).
   std::string task_spec, train_file, dev_file, test_file;
-  // What the two probes measure: "loss" (the task's loss), "accuracy" (1 - the minibatch's
-  // candidate accuracy) or "f1" (1 - the token F1 of greedy generations; generation tasks).
-  std::string objective = "loss";
+  Objective objective = OBJECTIVE_LOSS;
   int64_t n_train = 1000, n_dev = 500, n_test = 1000;  // n_dev 0: no dev evaluation
-  uint64_t data_seed = 0;        // sampling of the splits
+  uint64_t data_seed = 0;        // sampling of the splits; 0: spsa.seed
   int64_t max_len = 256;         // tokens per candidate (context truncated from the left)
   int64_t batch = 16;            // examples per step
   int64_t accumulate = 1;        // minibatches per step (K), all under the same probes, their
@@ -66,30 +76,33 @@ struct TrainOptions {
   int64_t max_tokens = 8192;     // cap on the workspace tokens per forward: the workspace holds
                                  // batch * max_len tokens up to this (larger batches are chunked)
   bool fixed_batch = false;      // reuse the first minibatch every step (overfitting checks)
-  bool probe_pair = true;        // both probes of a step in one forward pass, side by side (one
-                                 // noise generation per weight for both); false: two passes.
-                                 // Same losses and weights bit for bit either way.
+  ProbePasses probe_passes = PROBES_PAIR;
   bool skip_test = false;        // no test-set evaluation at the end
   bool resume = false;
   int64_t progress_every = 0;    // plain progress line interval; 0: about 20 lines per run
-  std::string out_dir;           // required
+  std::string out_dir;           // "": runs/TASK-METHOD (TASK: task, or the stem of task_spec)
   double mpi_timeout_s = 1800;   // under mpirun/srun: seconds a rank waits for the others in one
                                  // exchange before the job ends naming the silent rank
   int pipeline_stages = 1;       // under mpirun: split the layers over this many ranks (pipeline
                                  // parallel); ranks / stages data-parallel replicas of the pipeline
   int64_t micro_batches = 0;     // pipeline micro-batches in flight; 0: pipeline_stages on cuda, 1 on cpu
-  // Which parameters are tuned: "full" (all, less the freezes), "lora" (only LoRA adapters
+  // Which parameters are tuned: TUNE_FULL (all, less the freezes), TUNE_LORA (only LoRA adapters
   // A (r, in), B (out, r) on the lora_targets linears of every layer, y = W x + (lora_alpha /
-  // lora_r)·B A x) or "prefix" (only prefix_tokens key/value rows per layer that every query
+  // lora_r)·B A x) or TUNE_PREFIX (only prefix_tokens key/value rows per layer that every query
   // attends to, initialised from the model's own activations); under lora and prefix the base
   // weights stay as loaded and checkpoints are PEFT adapter folders.
-  std::string tune = "full";
+  Tune tune = TUNE_FULL;
   int64_t lora_r = 8;
   float lora_alpha = 16.0f;
   std::string lora_targets = "q,v";  // roles among q,k,v,o,gate,up,down (PEFT's LLaMA default)
   int64_t prefix_tokens = 5;         // MeZO's default num_prefix
-  SpsaOptions spsa;              // total_steps is set from steps
+  SpsaOptions spsa;
 };
+
+// The options as a run uses them: what the caller left unset filled in the way `smezo train`
+// fills it (spsa.lr and spsa.sparsity by method, data_seed, out_dir, spsa.total_steps = steps).
+// train() starts with it; call it to see what a run will use.
+TrainOptions resolve_defaults(TrainOptions o);
 
 // Learning rates above this print a warning (stderr) but are used: zeroth-order updates
 // lr·g·z at such rates usually blow the weights up (MeZO: 1e-7 to 1e-5; stories260K: ~1e-3).

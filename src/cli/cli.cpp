@@ -17,13 +17,6 @@ namespace smezo {
 
 namespace {
 
-// Shortest text that reads back as v ("0.001", "2e-06", "1e+30").
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 // Plain decimal integer: optional '-', then "0" or digits without a leading zero.
 bool parse_decimal(const std::string& text, bool allow_negative, long double* out) {
   size_t i = 0;
@@ -48,16 +41,16 @@ bool parse_finite(const std::string& text, double* out) {
   return true;
 }
 
+// description: "integer >= 1" (ValueRange::describe)
 CLI::Validator integer_check(long double lo, long double hi, const std::string& description) {
   return CLI::Validator(
       [lo, hi, description](std::string& text) -> std::string {
         long double v = 0;
-        if (!parse_decimal(text, lo < 0, &v))
-          return "'" + text + "' is not an integer " + description + " in plain decimal";
-        if (v < lo || v > hi) return "must be an integer " + description + ", got " + text;
+        if (!parse_decimal(text, lo < 0, &v)) return "'" + text + "' is not an " + description + " in plain decimal";
+        if (v < lo || v > hi) return "must be an " + description + ", got " + text;
         return "";
       },
-      "integer " + description);
+      description);
 }
 
 CLI::Validator number_check(std::function<bool(double)> ok, const std::string& description) {
@@ -122,36 +115,31 @@ CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::s
       ->default_str("none");
 }
 
-CLI::Validator integer_at_least(int64_t lo) {
-  return integer_check(static_cast<long double>(lo), static_cast<long double>(INT64_MAX),
-                       ">= " + std::to_string(lo));
+CLI::Validator in_range(const ValueRange& r) {
+  if (!r.integer) return number_check([r](double v) { return r.contains(v); }, r.describe());
+  // the int64 fields' own bounds where the range has none
+  return integer_check(std::isinf(r.lo) ? INT64_MIN : r.lo, std::isinf(r.hi) ? INT64_MAX : r.hi, r.describe());
 }
 
+CLI::Validator integer_at_least(int64_t lo) { return in_range(ValueRange::integers_from(static_cast<double>(lo))); }
+
 CLI::Validator integer_in(int64_t lo, int64_t hi) {
-  return integer_check(static_cast<long double>(lo), static_cast<long double>(hi),
-                       "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return in_range({true, static_cast<double>(lo), static_cast<double>(hi)});
 }
 
 CLI::Validator unsigned_integer() {
-  return integer_check(0.0L, static_cast<long double>(UINT64_MAX), "in [0, 2^64)");
+  return integer_check(0.0L, static_cast<long double>(UINT64_MAX), "integer in [0, 2^64)");
 }
 
 CLI::Validator finite_number() {
   return number_check([](double) { return true; }, "a finite number");
 }
 
-CLI::Validator number_at_least(double lo) {
-  return number_check([lo](double v) { return v >= lo; }, ">= " + number_text(lo));
-}
+CLI::Validator number_at_least(double lo) { return in_range(ValueRange::at_least(lo)); }
 
-CLI::Validator number_above(double lo) {
-  return number_check([lo](double v) { return v > lo; }, "> " + number_text(lo));
-}
+CLI::Validator number_above(double lo) { return in_range(ValueRange::above(lo)); }
 
-CLI::Validator number_in(double lo, double hi) {
-  return number_check([lo, hi](double v) { return v >= lo && v <= hi; },
-                      "in [" + number_text(lo) + ", " + number_text(hi) + "]");
-}
+CLI::Validator number_in(double lo, double hi) { return in_range({false, lo, hi}); }
 
 CLI::Validator number_where(std::function<bool(double)> ok, const std::string& description) {
   return number_check(std::move(ok), description);

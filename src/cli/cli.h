@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
+#include "common/value_range.h"
 #include "setup/model_setup.h"
 
 namespace smezo {
@@ -54,6 +56,8 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);
 
 // --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.
+// A range the library states (train/train_options.h): the same words and bounds.
+CLI::Validator in_range(const ValueRange& range);
 // Integers in plain decimal (no 0x, no leading zeros, no overflow).
 CLI::Validator integer_at_least(int64_t lo);
 CLI::Validator integer_in(int64_t lo, int64_t hi);
@@ -67,6 +71,17 @@ CLI::Validator number_in(double lo, double hi);  // [lo, hi]
 CLI::Validator number_where(std::function<bool(double)> ok, const std::string& description);
 // One of the listed words (ignore_case: any capitalisation is accepted).
 CLI::Validator one_of(const std::vector<std::string>& choices, bool ignore_case = false);
+
+// An option whose values are the listed names of an enum's table (common/enum_names.h), bound to
+// *value: help and errors list them, and the default shown is the name of *value.
+template <typename E>
+CLI::Option* add_enum_option(CLI::App* cmd, const std::string& name, E* value, const EnumNames<E>& names,
+                             const std::string& description) {
+  auto set = [value, &names](const std::string& text) { *value = enum_parse(names, text, "value"); };
+  return cmd->add_option_function<std::string>(name, set, description)
+      ->check(one_of(enum_choices(names)))
+      ->default_str(enum_name(names, *value));
+}
 
 // The help layout: "--name VALUE   description (default: D; allowed: A)".
 std::shared_ptr<CLI::FormatterBase> make_help_formatter();

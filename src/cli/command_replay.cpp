@@ -38,11 +38,11 @@ int run_replay(const ReplayState& s) {
   mo.device = device;
   mo.dtype = dtype;
   const nlohmann::json tune = log.header.value("tune", nlohmann::json());  // absent: full
-  const std::string tune_mode = tune.is_object() ? tune.value("mode", std::string()) : std::string("full");
-  SMEZO_REQUIRE(tune_mode == "full" || tune_mode == "lora" || tune_mode == "prefix",
-                "%s: tune mode %s is not one this build replays (lora, prefix, or none for full)", s.log_path.c_str(),
-                tune.dump().c_str());
-  const bool lora = tune_mode == "lora", prefix = tune_mode == "prefix";
+  const std::optional<Tune> tune_mode =
+      tune.is_object() ? enum_find(tune_names(), tune.value("mode", std::string())) : TUNE_FULL;
+  SMEZO_REQUIRE(tune_mode.has_value(), "%s: tune mode %s is not one this build replays (lora, prefix, or none for "
+                "full)", s.log_path.c_str(), tune.dump().c_str());
+  const bool lora = tune_mode == TUNE_LORA, prefix = tune_mode == TUNE_PREFIX;
   const PrefixOptions prefix_options = prefix ? prefix_options_from_json(tune, s.log_path) : PrefixOptions{};
   // the updates need no activations; a prefix is made from the model's activations of P tokens
   mo.max_tokens = prefix ? prefix_options.tokens : 1;

@@ -7,6 +7,7 @@
 #include "common/noise_spec.h"
 #include "run/summary.h"
 #include "train/spsa.h"
+#include "train/train_options.h"  // spsa_resolve_defaults
 
 namespace smezo {
 
@@ -61,8 +62,8 @@ nlohmann::json spsa_mask_record(Model& model, const SpsaOptions& opts) {
     perturbed += kept;
   }
   if (tensors.empty()) return nullptr;
-  return {{"method", method_name(opts.method)}, {"sparsity", opts.sparsity}, {"entries", entries},
-          {"perturbed", perturbed},
+  return {{"method", method_name(opts.method)}, {"sparsity", *spsa_resolve_defaults(opts).sparsity},
+          {"entries", entries}, {"perturbed", perturbed},
           {"fraction_perturbed", static_cast<double>(perturbed) / static_cast<double>(entries)},
           {"tensors", tensors}};
 }

@@ -6,13 +6,12 @@
 
 namespace smezo {
 
-void check_objective(const std::string& objective, bool generation_task, const std::string& task) {
-  SMEZO_REQUIRE(objective == "loss" || objective == "accuracy" || objective == "f1",
-                "train: unknown --objective '%s' ---> HINT: loss, accuracy or f1", printable(objective).c_str());
-  SMEZO_REQUIRE(!(objective == "f1" && !generation_task), "train: --objective f1 scores generated text, but task %s "
-                "is a classification task ---> HINT: use --objective accuracy or loss", task.c_str());
-  SMEZO_REQUIRE(!(objective == "accuracy" && generation_task), "train: --objective accuracy scores a choice among "
-                "candidates, but task %s is a generation task ---> HINT: use --objective f1 or loss", task.c_str());
+void check_objective(Objective objective, bool generation_task, const std::string& task) {
+  SMEZO_REQUIRE(!(objective == OBJECTIVE_F1 && !generation_task), "train: --objective f1 scores generated text, "
+                "but task %s is a classification task ---> HINT: use --objective accuracy or loss", task.c_str());
+  SMEZO_REQUIRE(!(objective == OBJECTIVE_ACCURACY && generation_task), "train: --objective accuracy scores a choice "
+                "among candidates, but task %s is a generation task ---> HINT: use --objective f1 or loss",
+                task.c_str());
 }
 
 std::vector<const std::vector<std::string>*> references_of(const std::vector<const EncodedExample*>& batch,
@@ -28,12 +27,12 @@ std::vector<const std::vector<std::string>*> references_of(const std::vector<con
   return out;
 }
 
-ProbeMeasures measure_metric_objective(Model& model, const Tokenizer& tokenizer, const std::string& objective,
+ProbeMeasures measure_metric_objective(Model& model, const Tokenizer& tokenizer, Objective objective,
                                        const MetricBatch& batch, const std::vector<Probe>& probes,
                                        const GenerationLimits& limits) {
   const std::vector<const EncodedExample*>& xs = *batch.examples;
   ProbeMeasures m;
-  if (objective == "accuracy") {
+  if (objective == OBJECTIVE_ACCURACY) {
     // every candidate's scores: the choice, and the loss from the same numbers
     for (const ExampleScores& scores : score_examples(model, xs, probes, false)) {
       m.objective.push_back(1.0 - static_cast<double>(count_best_is_gold(scores, xs)) / static_cast<double>(xs.size()));
@@ -41,7 +40,8 @@ ProbeMeasures measure_metric_objective(Model& model, const Tokenizer& tokenizer,
     }
     return m;
   }
-  SMEZO_REQUIRE(objective == "f1", "measure_metric_objective: '%s' is not a metric objective", objective.c_str());
+  SMEZO_REQUIRE(objective == OBJECTIVE_F1, "measure_metric_objective: objective %d is not a metric",
+                static_cast<int>(objective));
   for (const std::vector<std::string>& texts : greedy_generations(model, tokenizer, xs, probes, limits))
     m.objective.push_back(1.0 - score_generations(texts, batch.references).f1);
   m.loss = batch_loss(model, xs, probes, batch.as_classification);

@@ -12,14 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "smezo/train.h"  // Objective
 #include "tasks/templates.h"
 #include "train/generation_eval.h"
 
 namespace smezo {
 
-// Checks an --objective name and that it fits the task: f1 needs a generation task, accuracy
-// a classification one. Errors are one line naming the task.
-void check_objective(const std::string& objective, bool generation_task, const std::string& task);
+// Checks that an --objective fits the task: f1 needs a generation task, accuracy a
+// classification one. Errors are one line naming the task.
+void check_objective(Objective objective, bool generation_task, const std::string& task);
 
 struct ProbeMeasures {
   std::vector<double> objective;  // per probe half (probe_halves): 1 - accuracy, or 1 - F1
@@ -32,7 +33,7 @@ std::vector<const std::vector<std::string>*> references_of(const std::vector<con
                                                            const std::vector<EncodedExample>& encoded,
                                                            const std::vector<TaskExample>& examples);
 
-// The objective ("accuracy" or "f1") and the task's loss of `batch` under every probe (one
+// The objective (OBJECTIVE_ACCURACY or OBJECTIVE_F1) and the task's loss of `batch` under every probe (one
 // process: the whole batch here). references: per example (f1 only); as_classification: the
 // loss's kind (objective.h's task_loss).
 struct MetricBatch {
@@ -40,7 +41,7 @@ struct MetricBatch {
   std::vector<const std::vector<std::string>*> references;
   bool as_classification = true;
 };
-ProbeMeasures measure_metric_objective(Model& model, const Tokenizer& tokenizer, const std::string& objective,
+ProbeMeasures measure_metric_objective(Model& model, const Tokenizer& tokenizer, Objective objective,
                                        const MetricBatch& batch, const std::vector<Probe>& probes,
                                        const GenerationLimits& limits);
 

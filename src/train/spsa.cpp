@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "train/train_options.h"  // spsa_resolve_defaults, spsa_option_rules
 
 namespace smezo {
 
@@ -25,50 +26,6 @@ std::string float_hex_bits(float f) {
 
 }  // namespace
 
-Method method_parse(const std::string& name) {
-  if (name == "mezo") return METHOD_MEZO;
-  if (name == "smezo" || name == "s-mezo" || name == "sparse-mezo") return METHOD_SMEZO;
-  if (name == "rmezo" || name == "r-mezo") return METHOD_RMEZO;
-  if (name == "fzoo") return METHOD_FZOO;
-  throw_error("unknown method '%s' (choose mezo, smezo, rmezo or fzoo)", name.c_str());
-}
-
-const char* method_name(Method m) {
-  switch (m) {
-    case METHOD_MEZO: return "mezo";
-    case METHOD_SMEZO: return "smezo";
-    case METHOD_RMEZO: return "rmezo";
-    case METHOD_FZOO: return "fzoo";
-  }
-  return "?";
-}
-
-LrSchedule lr_schedule_parse(const std::string& name) {
-  if (name == "constant") return LR_CONSTANT;
-  if (name == "linear") return LR_LINEAR;
-  throw_error("unknown learning-rate schedule '%s' (choose constant or linear)", name.c_str());
-}
-
-const char* lr_schedule_name(LrSchedule s) { return s == LR_CONSTANT ? "constant" : "linear"; }
-
-NoiseKind noise_parse(const std::string& name) {
-  if (name == "gaussian") return NOISE_GAUSSIAN;
-  if (name == "gaussian-v1") return NOISE_GAUSSIAN_V1;
-  if (name == "rademacher") return NOISE_RADEMACHER;
-  if (name == "auto") return NOISE_AUTO;
-  throw_error("unknown noise '%s' (choose gaussian, gaussian-v1 or rademacher)", name.c_str());
-}
-
-const char* noise_name(NoiseKind k) {
-  switch (k) {
-    case NOISE_GAUSSIAN: return "gaussian";
-    case NOISE_GAUSSIAN_V1: return "gaussian-v1";
-    case NOISE_RADEMACHER: return "rademacher";
-    case NOISE_AUTO: return "auto";
-  }
-  return "?";
-}
-
 NoiseKind spsa_logged_noise(const nlohmann::json& j, const std::string& source) {
   if (!j.contains("noise") && !j.contains("noise_spec")) return NOISE_GAUSSIAN_V1;  // spec v1 log
   SMEZO_REQUIRE(j.contains("noise") && j["noise"].is_string() && j.contains("noise_spec") &&
@@ -83,46 +40,39 @@ NoiseKind spsa_logged_noise(const nlohmann::json& j, const std::string& source) 
                 "---> HINT: replay or resume it with the smezo release that wrote it", source.c_str(),
                 (long long)version, NOISE_SPEC_VERSION);
   const std::string name = j["noise"].get<std::string>();
-  NoiseKind kind = NOISE_AUTO;
-  if (name == "gaussian") kind = NOISE_GAUSSIAN;
-  else if (name == "gaussian-v1") kind = NOISE_GAUSSIAN_V1;
-  else if (name == "rademacher") kind = NOISE_RADEMACHER;
+  const NoiseKind kind = enum_find(noise_names(), name).value_or(NOISE_AUTO);
   SMEZO_REQUIRE(kind != NOISE_AUTO,
-                "%s: the run used noise '%s', which this smezo does not know (it knows gaussian, "
-                "gaussian-v1, rademacher) ---> HINT: replay or resume it with the smezo release that "
-                "wrote it", source.c_str(), name.c_str());
+                "%s: the run used noise '%s', which this smezo does not know (it knows %s) ---> HINT: replay "
+                "or resume it with the smezo release that wrote it", source.c_str(), printable(name).c_str(),
+                enum_choice_list(enum_choices(noise_names())).c_str());
   SMEZO_REQUIRE(kind == NOISE_GAUSSIAN_V1 || version >= 2,
                 "%s: noise '%s' does not exist in noise spec version %lld (it was added in version 2): "
                 "the run header is inconsistent", source.c_str(), name.c_str(), (long long)version);
   return kind;
 }
 
-void spsa_validate(const SpsaOptions& o) {
-  SMEZO_REQUIRE(o.sparsity >= 0.0 && o.sparsity < 1.0,
-                "sparsity %g is outside [0, 1): it is the fraction of each weight left untuned", o.sparsity);
-  SMEZO_REQUIRE(std::isfinite(o.eps) && o.eps > 0.0f, "eps %g must be a positive number (MeZO uses 1e-3)",
-                o.eps);
-  SMEZO_REQUIRE(std::isfinite(o.lr) && o.lr >= 0.0f, "learning rate %g must be >= 0", o.lr);
-  SMEZO_REQUIRE(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f, "weight decay %g must be >= 0",
-                o.weight_decay);
-  SMEZO_REQUIRE(o.method != METHOD_MEZO || o.sparsity == 0.0,
-                "mezo tunes every entry: --sparsity %g applies to smezo and rmezo only", o.sparsity);
+void spsa_validate(const SpsaOptions& options) {
+  const SpsaOptions o = spsa_resolve_defaults(options);
+  enum_require_known(method_names(), o.method, "--method");
+  enum_require_known(lr_schedule_names(), o.schedule, "--lr-schedule");
+  enum_require_known(noise_names(), o.noise, "noise kind");
+  check_option_rules(spsa_option_rules(), o);
+  SMEZO_REQUIRE(o.method != METHOD_MEZO || *o.sparsity == 0.0,
+                "mezo tunes every entry: --sparsity %g applies to smezo and rmezo only", *o.sparsity);
   SMEZO_REQUIRE(o.total_steps > 0, "the number of steps must be positive (got %lld)", (long long)o.total_steps);
-  SMEZO_REQUIRE(o.noise == NOISE_GAUSSIAN || o.noise == NOISE_GAUSSIAN_V1 || o.noise == NOISE_RADEMACHER ||
-                    o.noise == NOISE_AUTO,
-                "unknown noise kind %d (choose gaussian, gaussian-v1 or rademacher)", static_cast<int>(o.noise));
-  SMEZO_REQUIRE(o.probes >= 1, "--probes-per-step %lld must be at least 1", (long long)o.probes);
   if (o.method != METHOD_FZOO) return;
   SMEZO_REQUIRE(o.probes >= 2, "fzoo divides its step by the spread of its probe losses: it needs "
                 "--probes-per-step 2 or more (got %lld; the paper uses 8)", (long long)o.probes);
-  SMEZO_REQUIRE(o.sparsity == 0.0, "fzoo tunes every entry: --sparsity %g applies to smezo and rmezo only", o.sparsity);
+  SMEZO_REQUIRE(*o.sparsity == 0.0, "fzoo tunes every entry: --sparsity %g applies to smezo and rmezo only",
+                *o.sparsity);
   SMEZO_REQUIRE(o.weight_decay == 0.0f, "fzoo scales its step by the spread of the losses; --weight-decay %g is "
                 "not defined for it here", o.weight_decay);
   SMEZO_REQUIRE(o.noise == NOISE_RADEMACHER || o.noise == NOISE_AUTO,
                 "fzoo's probes are Rademacher (±1): --noise %s does not apply to it", noise_name(o.noise));
 }
 
-SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(model), opts_(opts) {
+SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
+    : model_(model), opts_(spsa_resolve_defaults(opts)) {
   spsa_validate(opts_);
   if (opts_.noise == NOISE_AUTO) opts_.noise = opts_.method == METHOD_FZOO ? NOISE_RADEMACHER : NOISE_GAUSSIAN;
   const uint64_t mask_seed = splitmix64(opts_.seed ^ 0x524D455A4FULL);  // "RMEZO"
@@ -143,12 +93,12 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts) : model_(mod
       info.mask = MASK_MAGNITUDE;
       // LoRA's B starts at 0, so its quantile h = 0 would keep only the entries no update has
       // moved yet: B is tuned densely (h = +inf); A (Kaiming-uniform) is masked like any weight.
-      info.threshold = opts_.sparsity == 0.0 || info.adapter == ADAPTER_LORA_B
+      info.threshold = *opts_.sparsity == 0.0 || info.adapter == ADAPTER_LORA_B
                            ? std::numeric_limits<float>::infinity()
-                           : model_.backend().abs_quantile(*p, 1.0 - opts_.sparsity);
-    } else if (info.trainable && maskable && opts_.method == METHOD_RMEZO && opts_.sparsity > 0.0) {
+                           : model_.backend().abs_quantile(*p, 1.0 - *opts_.sparsity);
+    } else if (info.trainable && maskable && opts_.method == METHOD_RMEZO && *opts_.sparsity > 0.0) {
       info.mask = MASK_RANDOM;
-      info.keep_prob = static_cast<float>(1.0 - opts_.sparsity);
+      info.keep_prob = static_cast<float>(1.0 - *opts_.sparsity);
       info.mask_seed = mask_seed;
     }
     SMEZO_REQUIRE(!(opts_.stochastic_rounding && info.trainable && p->w.dtype != DTYPE_BF16),
@@ -164,10 +114,10 @@ uint64_t SpsaOptimizer::step_seed(int64_t step) const {
 }
 
 float SpsaOptimizer::lr_at(int64_t step) const {
-  if (opts_.schedule == LR_CONSTANT) return opts_.lr;
+  if (opts_.schedule == LR_CONSTANT) return *opts_.lr;
   // linear decay to 0 over the run; steps are 1-based
   double frac = 1.0 - static_cast<double>(step - 1) / static_cast<double>(opts_.total_steps);
-  return static_cast<float>(opts_.lr * (frac > 0.0 ? frac : 0.0));
+  return static_cast<float>(*opts_.lr * (frac > 0.0 ? frac : 0.0));
 }
 
 ProbeLosses each_probe(std::function<double(const Probe&)> loss) {
@@ -321,9 +271,9 @@ void SpsaOptimizer::apply_record(const SeedRecord& r, const std::string& path) {
 nlohmann::json SpsaOptimizer::describe() const {
   nlohmann::json j;
   j["method"] = method_name(opts_.method);
-  j["sparsity"] = opts_.sparsity;
+  j["sparsity"] = *opts_.sparsity;
   j["eps"] = opts_.eps;
-  j["lr"] = opts_.lr;
+  j["lr"] = *opts_.lr;
   j["lr_schedule"] = lr_schedule_name(opts_.schedule);
   j["total_steps"] = opts_.total_steps;
   j["weight_decay"] = opts_.weight_decay;

@@ -38,16 +38,9 @@
 #include "model/model.h"
 #include "run/seed_log.h"  // SeedProbe, SeedRecord
 #include "smezo/train.h"  // Method, LrSchedule, SpsaOptions
+#include "train/option_names.h"  // method_name, noise_name ...
 
 namespace smezo {
-
-
-Method method_parse(const std::string& name);  // "mezo", "smezo", "rmezo", "fzoo"; else an error
-const char* method_name(Method m);
-LrSchedule lr_schedule_parse(const std::string& name);  // "constant", "linear"
-const char* lr_schedule_name(LrSchedule s);
-NoiseKind noise_parse(const std::string& name);  // "gaussian", "gaussian-v1", "rademacher", "auto"
-const char* noise_name(NoiseKind k);
 
 // The noise a run header (the "spsa" object of a seed log) names: "noise" and "noise_spec"
 // (the noise-spec version, src/common/noise_spec.h). A header without them was written
@@ -57,7 +50,8 @@ const char* noise_name(NoiseKind k);
 NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
 
 
-// Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …).
+// Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …) or
+// that the method does not take; unset ones count as the method's defaults (spsa_resolve_defaults).
 void spsa_validate(const SpsaOptions& opts);
 
 struct SpsaStep {

@@ -36,6 +36,7 @@
 #include "train/metric_objective.h"
 #include "train/objective.h"
 #include "train/topology.h"
+#include "train/train_options.h"
 
 namespace smezo {
 
@@ -102,7 +103,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   h["max_len"] = o.max_len;
   h["fixed_batch"] = o.fixed_batch;
   h["model"] = o.model_path;
-  h["objective"] = o.objective;  // a log without it ran on the loss (check_resume_header)
+  h["objective"] = enum_name(objective_names(), o.objective);  // a log without it ran on the loss (check_resume_header)
   if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
   if (model.has_prefix()) h["tune"] = prefix_describe(model.prefix_options());
@@ -195,27 +196,17 @@ double host_peak_rss_mb() {
   return j.value("peak_host_rss_bytes", 0.0) / 1e6;
 }
 
-// The option checks that need no model or data (the topology checks --pipeline-stages).
-TrainOptions checked_options(const TrainOptions& o, bool root) {
-  SMEZO_REQUIRE(!o.out_dir.empty(), "train: an output directory is required (--out DIR)");
-  SMEZO_REQUIRE(o.batch > 0 && o.steps > 0, "train: --batch %lld and --steps %lld must be positive", (long long)o.batch,
-                (long long)o.steps);
-  SMEZO_REQUIRE(o.max_len >= 2, "train: --max-len %lld is too small: at least 2 (BOS and one option token)",
-                (long long)o.max_len);
-  SMEZO_REQUIRE(o.flush_every > 0, "train: --flush-every must be positive");
-  SMEZO_REQUIRE(o.accumulate >= 1, "train: --accumulate %lld must be at least 1", (long long)o.accumulate);
-  SMEZO_REQUIRE(o.tune == "full" || o.tune == "lora" || o.tune == "prefix", "train: --tune '%s' is not full, lora "
-                "or prefix", o.tune.c_str());
-  if (o.tune == "lora") lora_validate(LoraOptions{o.lora_r, o.lora_alpha, lora_targets_parse(o.lora_targets)});
-  if (o.tune == "prefix") prefix_validate(PrefixOptions{o.prefix_tokens});
-  SMEZO_REQUIRE(std::isfinite(o.spsa.lr) && std::isfinite(o.spsa.eps) && std::isfinite(o.spsa.weight_decay),
-                "train: --lr %g, --eps %g and --weight-decay %g must be finite numbers", o.spsa.lr, o.spsa.eps,
-                o.spsa.weight_decay);
-  if (o.spsa.lr > kLrWarnAbove && root)
+TrainOptions validated(const TrainOptions& o) {
+  validate_train_options(o);
+  return o;
+}
+
+// Options that usually blow the weights up are used, with a warning.
+void warn_about_options(const TrainOptions& o) {
+  if (*o.spsa.lr > kLrWarnAbove)
     std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
                  "weights up (MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway\n",
-                 o.spsa.lr, kLrWarnAbove);
-  return o;
+                 *o.spsa.lr, kLrWarnAbove);
 }
 
 // A data-file run uses each file's first rows, as many as asked for or as the file holds: o's
@@ -317,13 +308,11 @@ class TrainRun {
 };
 
 TrainRun::TrainRun(const TrainOptions& options, World& world, const TaskSplits* splits)
-    : o_(checked_options(options, world.is_root())),
+    : o_(validated(resolve_defaults(options))),
       topo_(world, o_.pipeline_stages, o_.micro_batches, o_.device),
       root_(world.is_root()),
       given_splits_(splits) {
-  o_.spsa.total_steps = o_.steps;
-  if (o_.data_seed == 0) o_.data_seed = o_.spsa.seed;
-  spsa_validate(o_.spsa);
+  if (root_) warn_about_options(o_);
   t_start_ = SteadyClock::now();
 }
 
@@ -361,9 +350,10 @@ void TrainRun::load_data() {
     for (const auto& [split, xs] : {std::pair{"train", &splits_.train}, {"dev", &splits_.dev}, {"test", &splits_.test}})
       check_generation_examples(*xs, split);
   // greedy decoding and metric objectives run the whole batch on every rank: not split over stages
-  SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == "loss"), "train: --pipeline-stages "
-                "%d does not run %s yet ---> HINT: use data parallel (no --pipeline-stages)", o_.pipeline_stages,
-                splits_.generation ? "generation tasks" : ("--objective " + o_.objective).c_str());
+  SMEZO_REQUIRE(!topo_.pipelined() || (!splits_.generation && o_.objective == OBJECTIVE_LOSS), "train: "
+                "--pipeline-stages %d does not run %s yet ---> HINT: use data parallel (no --pipeline-stages)",
+                o_.pipeline_stages, splits_.generation ? "generation tasks"
+                : (std::string("--objective ") + enum_name(objective_names(), o_.objective)).c_str());
 }
 
 void TrainRun::load() {
@@ -378,17 +368,17 @@ void TrainRun::load() {
   // token count: device memory = weights + what this batch needs. A probe pair runs two copies
   // of a chunk side by side: room for two longest candidates (on every rank: data-parallel
   // shards and pipeline micro-batches run the pair too).
-  const int64_t copies = o_.probe_pair ? 2 : 1;
+  const int64_t copies = o_.probe_passes == PROBES_PAIR ? 2 : 1;
   const WorkspaceRows ws = workspace_for_batch(o_.batch, o_.max_len, o_.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o_.max_len);
   mo.max_logit_rows = std::max(ws.logit_rows, copies * o_.max_len);
   // greedy decoding runs one probe at a time over a prompt (< max_len) and the tokens generated
   if (splits_.generation) mo.max_tokens = std::max(mo.max_tokens, o_.max_len + splits_.max_new_tokens);
-  if (o_.tune == "lora") {  // counted in the memory check before loading; added after it
+  if (o_.tune == TUNE_LORA) {  // counted in the memory check before loading; added after it
     mo.adapters.lora_rank = o_.lora_r;
     mo.adapters.lora_targets = lora_targets_parse(o_.lora_targets);
   }
-  if (o_.tune == "prefix") mo.adapters.prefix_tokens = o_.prefix_tokens;
+  if (o_.tune == TUNE_PREFIX) mo.adapters.prefix_tokens = o_.prefix_tokens;
   topo_.select_stage(&mo);  // a pipeline stage loads only its layers
   dist_select_device(topo_.world(), o_.device);
   startup_["data"] = seconds_since(t_phase);
@@ -399,7 +389,8 @@ void TrainRun::load() {
   o_.model_path = lm_.model_path;
   checkpoint_dtype(model(), o_.checkpoint_dtype);  // a bad name fails now, not after training
   // a prefix takes the first positions (--tune prefix)
-  const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len - (o_.tune == "prefix" ? o_.prefix_tokens : 0));
+  const int64_t prefix = o_.tune == TUNE_PREFIX ? o_.prefix_tokens : 0;
+  const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len - prefix);
   data_.train = encode_all(*lm_.tokenizer, splits_.train, max_len);
   data_.dev = encode_all(*lm_.tokenizer, splits_.dev, max_len);
   if (!o_.skip_test) data_.test = encode_all(*lm_.tokenizer, splits_.test, max_len);
@@ -411,9 +402,9 @@ void TrainRun::load() {
   if (o_.resume && o_.spsa.noise == NOISE_AUTO && path_exists(seed_log_path_))
     o_.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path_).header.value("spsa", nlohmann::json::object()),
                                       seed_log_path_);
-  if (o_.tune == "lora")  // adapters from the run seed, so resume and replay rebuild the same ones
+  if (o_.tune == TUNE_LORA)  // adapters from the run seed, so resume and replay rebuild the same ones
     model().add_lora(LoraOptions{o_.lora_r, o_.lora_alpha, lora_targets_parse(o_.lora_targets)}, o_.spsa.seed);
-  if (o_.tune == "prefix") model().add_prefix(PrefixOptions{o_.prefix_tokens}, o_.spsa.seed);  // the same
+  if (o_.tune == TUNE_PREFIX) model().add_prefix(PrefixOptions{o_.prefix_tokens}, o_.spsa.seed);  // the same
   t_phase = SteadyClock::now();
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
   startup_["thresholds"] = seconds_since(t_phase);
@@ -586,7 +577,7 @@ void TrainRun::train_steps() {
       const auto t_step = SteadyClock::now();
       // the probes' losses over this run's topology (a pipeline, or every rank's shard), averaged
       // over the step's K minibatches
-      const SpsaStep s = optimizer_->step(step, o_.probe_pair, [&](const std::vector<Probe>& probes) {
+      const SpsaStep s = optimizer_->step(step, o_.probe_passes == PROBES_PAIR, [&](const std::vector<Probe>& probes) {
         return step_values(step, fixed, probes);
       });
       if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
@@ -610,12 +601,12 @@ std::vector<double> TrainRun::step_values(int64_t step, const std::vector<const 
     const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed,
                                                           accumulated_minibatch(step, k, o_.accumulate));
     add_into(&sum, probe_values(batch, probes));
-    if (o_.objective != "loss") add_into(&task_sum, step_losses_);
+    if (o_.objective != OBJECTIVE_LOSS) add_into(&task_sum, step_losses_);
   }
   const double k = static_cast<double>(o_.accumulate);  // K = 1: l / 1 = l exactly
   for (double& l : sum) l /= k;
   for (double& l : task_sum) l /= k;
-  if (o_.objective != "loss") step_losses_ = task_sum;
+  if (o_.objective != OBJECTIVE_LOSS) step_losses_ = task_sum;
   return sum;
 }
 
@@ -623,7 +614,7 @@ std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExampl
                                            const std::vector<Probe>& probes) {
   // a generation task trains on its completion's tokens (the gold-token cross-entropy)
   const bool as_classification = splits_.train_as_classification && !splits_.generation;
-  if (o_.objective == "loss") return topo_.losses(model(), batch, probes, as_classification);
+  if (o_.objective == OBJECTIVE_LOSS) return topo_.losses(model(), batch, probes, as_classification);
   MetricBatch mb{&batch, {}, as_classification};
   if (splits_.generation) mb.references = references_of(batch, data_.train, splits_.train);
   // every rank measures the whole batch (data parallel: the same numbers on each)
@@ -637,7 +628,7 @@ std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExampl
 void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
   const int64_t step = s.step;
   // with --objective accuracy|f1 SPSA saw 1 - the metric (s's losses); the task loss is logged beside it
-  const bool metric = o_.objective != "loss", fzoo = o_.spsa.method == METHOD_FZOO;
+  const bool metric = o_.objective != OBJECTIVE_LOSS, fzoo = o_.spsa.method == METHOD_FZOO;
   double loss = s.loss, loss_plus = s.loss_plus, loss_minus = s.loss_minus;
   if (metric) {  // step_losses_ in the order of s.losses (fzoo: l_0 first)
     loss = fzoo ? step_losses_.at(0) : mean_of(step_losses_);
@@ -653,8 +644,8 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
     nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
                         {"g", s.g}, {"lr", s.lr}};
     if (metric)
-      m.update({{"objective", o_.objective}, {"objective_value", s.loss}, {"objective_plus", s.loss_plus},
-                {"objective_minus", s.loss_minus}});
+      m.update({{"objective", enum_name(objective_names(), o_.objective)}, {"objective_value", s.loss},
+                {"objective_plus", s.loss_plus}, {"objective_minus", s.loss_minus}});
     if (s.probes.size() > 1) {  // several probes: each one's g and every half's loss (metric: objective)
       m["probe_g"] = nlohmann::json::array();
       for (const SeedProbe& p : s.probes) m["probe_g"].push_back(p.g);
@@ -821,7 +812,7 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
   summary["sizes"] = {{"train", splits_.train.size()}, {"dev", splits_.dev.size()}, {"test", splits_.test.size()}};
   summary["method"] = method_name(o_.spsa.method);
   summary["noise"] = noise_name(optimizer_->options().noise);  // the kind the run used (never "auto")
-  summary["probes"] = o_.probe_pair ? "pair" : "separate";
+  summary["probes"] = enum_name(probe_passes_names(), o_.probe_passes);
   summary["pipeline_stages"] = o_.pipeline_stages;  // 1: every rank holds the whole model
   summary["micro_batches"] = topo_.pipelined() ? nlohmann::json(topo_.micro_batches()) : nlohmann::json(nullptr);
   summary["model"] = o_.model_path;
@@ -840,7 +831,7 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
   summary["final_dev_acc"] = measured(result_.final_dev_acc);  // null: no dev evaluation
   summary["best_dev_acc"] = measured(result_.best_dev_acc);
   summary["test_acc"] = measured(result_.test_acc);            // null: --skip-test or no test set
-  summary["objective"] = o_.objective;
+  summary["objective"] = enum_name(objective_names(), o_.objective);
   if (splits_.generation) {  // exact match and token F1 of greedy generations (SQuAD v1.1)
     summary["final_dev_em"] = measured(result_.final_dev_em);
     summary["final_dev_f1"] = measured(result_.final_dev_f1);

@@ -1,0 +1,44 @@
+// The allowed values of a numeric option, said once: the library checks its options against
+// these ranges (check_option_rules) and the command line states and checks the same ones
+// (src/cli/cli.h in_range), so `--help`, a bad command line and a bad API call agree.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace smezo {
+
+struct ValueRange {
+  bool integer = false;
+  double lo = -HUGE_VAL, hi = HUGE_VAL;  // infinite: no bound on that side
+  bool lo_open = false, hi_open = false;
+
+  static ValueRange integers_from(double lo) { return {true, lo}; }
+  static ValueRange at_least(double lo) { return {false, lo}; }
+  static ValueRange above(double lo) { return {false, lo, HUGE_VAL, true}; }
+  bool contains(double v) const;  // finite, within the bounds (and whole, for integers)
+  std::string describe() const;   // "integer >= 1", "> 0", "in [0, 1)"
+};
+
+// "0.001", "2e-06", "1e+30": the shortest text that reads back as v.
+std::string number_text(double v);
+
+// One option's rule: its command-line name, its range, and how to read it from the options.
+template <typename Options>
+struct OptionRule {
+  const char* option;  // "--batch"
+  ValueRange range;
+  double (*value)(const Options&);
+};
+
+// Throws smezo::Error for a value outside its range, naming the option ("--batch must be an
+// integer >= 1, got 0").
+void require_in_range(const char* option, const ValueRange& range, double value);
+
+template <typename Options>
+void check_option_rules(const std::vector<OptionRule<Options>>& rules, const Options& o) {
+  for (const OptionRule<Options>& r : rules) require_in_range(r.option, r.range, r.value(o));
+}
+
+}  // namespace smezo

@@ -1,0 +1,29 @@
+// The name table of each enum of the training options (common/enum_names.h): `smezo train`
+// parses with them, its --help and errors list them, and the seed-log header, summary.json and
+// metrics name the values with them. Add a value here and every one of those follows.
+#pragma once
+
+#include <string>
+
+#include "common/enum_names.h"
+#include "smezo/train.h"
+
+namespace smezo {
+
+const EnumNames<Method>& method_names();          // mezo, smezo, rmezo, fzoo (and the spellings s-mezo, r-mezo ...)
+const EnumNames<LrSchedule>& lr_schedule_names();  // constant, linear
+const EnumNames<NoiseKind>& noise_names();        // gaussian, gaussian-v1, rademacher (and "auto" of the options)
+const EnumNames<Objective>& objective_names();    // loss, accuracy, f1
+const EnumNames<Tune>& tune_names();              // full, lora, prefix
+const EnumNames<ProbePasses>& probe_passes_names();  // pair, separate
+
+// The same tables, named for the values that seed-log headers hold; parse throws smezo::Error
+// listing the names for one it does not know.
+Method method_parse(const std::string& name);
+const char* method_name(Method m);
+LrSchedule lr_schedule_parse(const std::string& name);
+const char* lr_schedule_name(LrSchedule s);
+NoiseKind noise_parse(const std::string& name);
+const char* noise_name(NoiseKind k);
+
+}  // namespace smezo
