@@ -72,10 +72,10 @@
 #include "common/half.h"
 #include "cpu/cpu_backend.h"
 #include "formats/model_loader.h"
-#include "model/generate.h"
 #include "model/model.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "train/generate.h"
 
 using namespace smezo;
 using smezo_test::download;
