@@ -10,9 +10,9 @@
 #include "cli/commands.h"
 #include "common/check.h"
 #include "cpu/cpu_threads.h"
-#include "formats/model_loader.h"
 #include "model/memory_estimate.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "setup/model_setup.h"
 
 namespace smezo {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "common/checked_int.h"
 #include "model/model.h"
 #include "model/model_params.h"
 #include "model/model_size.h"

@@ -8,7 +8,7 @@
 #include "common/file_util.h"
 #include "common/stopwatch.h"
 #include "cpu/cpu_backend.h"
-#include "formats/model_loader.h"
+#include "model/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 #ifdef SMEZO_WITH_CUDA

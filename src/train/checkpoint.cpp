@@ -15,8 +15,8 @@
 
 #include "common/check.h"
 #include "common/half.h"
-#include "formats/hf_dir.h"
 #include "formats/safetensors.h"
+#include "model/hf_dir.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
 #include "run/summary.h"

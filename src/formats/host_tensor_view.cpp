@@ -1,10 +1,6 @@
 // HostTensorView helpers (the dtype conversions they use are backend/dtype_convert.h).
-#include "model/weight_source.h"
+#include "formats/host_tensor_view.h"
 
-#include <cmath>
-#include <cstring>
-
-#include "common/half.h"
 #include "common/mapped_file.h"
 
 namespace smezo {
@@ -27,11 +23,6 @@ const char* HostTensorView::storage_name() const { return decode ? quant_name : 
 
 void HostTensorView::release_pages() const {
   if (mapping != nullptr) mapping->release_pages(data, nbytes);
-}
-
-const HostTensorView* WeightSource::find(const std::string& name) const {
-  auto it = tensors.find(name);
-  return it == tensors.end() ? nullptr : &it->second;
 }
 
 }  // namespace smezo
