@@ -1,15 +1,12 @@
 // HostTensorView helpers (the dtype conversions they use are backend/dtype_convert.h).
 #include "formats/host_tensor_view.h"
 
+#include "common/checked_int.h"
 #include "common/mapped_file.h"
 
 namespace smezo {
 
-int64_t HostTensorView::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t HostTensorView::numel() const { return checked_numel(shape.data(), shape.size()); }
 
 void HostTensorView::read_f32(float* dst) const {
   if (decode) {
