@@ -72,6 +72,7 @@ class TimingBackend : public Backend {
   TimingBackend& operator=(const TimingBackend&) = delete;
   const char* name() const override { return inner_.name(); }
   BackendKind kind() const override { return inner_.kind(); }
+  BackendMemoryPlan memory_plan() const override { return inner_.memory_plan(); }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override { return inner_.alloc(rows, cols, dtype); }
   void upload(const Tensor& dst, const float* src) override { inner_.upload(dst, src); }

@@ -16,7 +16,7 @@
 //   elementwise.cu     swiglu, relu, add, add_scaled, gather_rows, copy_rows
 //   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
 // Not ops: cuda_device.cu (error reporting, device discovery; cuda_check.h), noise.cu (whole
-// buffers of z for tests and benchmarks; noise.h), cuda_plan.h (the linear's plan),
+// buffers of z for tests and benchmarks; noise.h), cuda_plan.h (the linear's and the memory plan),
 // device_utils.cuh and probe_args.h (helpers shared by the op files).
 // Host-side vectors (tokens, positions, rows, attention seqs) are copied to device buffers
 // that grow as needed; the one workspace of the model is allocated once by Model.
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cuda_plan.h"  // cuda_memory_plan
 
 namespace smezo {
 
@@ -38,6 +39,7 @@ class CudaBackend : public Backend {
   ~CudaBackend() override;
   const char* name() const override { return "cuda"; }
   BackendKind kind() const override { return BACKEND_CUDA; }
+  BackendMemoryPlan memory_plan() const override { return cuda_memory_plan(); }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
   void upload(const Tensor& dst, const float* src) override;

@@ -10,15 +10,16 @@
 //   LINEAR_MATERIALISE_PAIR   W+ and W- written from ONE noise generation, then one strided-
 //                             batched GEMM (batch 2: each row half times its copy): every
 //                             probe pair, whatever the weight's size (see linear_path_choose)
-// And what each path asks of the scratch buffer (linear_scratch_plan), which the memory
-// estimate counts. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
+// And what each path asks of the scratch buffer (linear_scratch_plan), which cuda_memory_plan()
+// hands the memory estimate. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
 // CPU-only build compiles no file under cuda/ but still estimates a GPU's memory.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
-#include "backend/tensor.h"  // DType
+#include "backend/backend.h"  // BackendMemoryPlan
+#include "backend/tensor.h"   // DType
 
 namespace smezo {
 
@@ -69,8 +70,8 @@ constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
 //   [ W' block, `copies` times (W+ | W- for a pair) | x in W's 16-bit dtype ]
 // W' is formed block_rows rows at a time: all N rows when they fit kCudaWeightChunkBytes,
 // else the most that fit, rounded down to a multiple of 8 (a block starts on a noise group),
-// at least 8. Each region is 256-byte aligned. model/memory_estimate.cpp sizes the scratch
-// from this same plan, so the estimate and the allocation cannot drift apart.
+// at least 8. Each region is 256-byte aligned. The memory estimate sizes the scratch from
+// this same plan (cuda_memory_plan), so the estimate and the allocation cannot drift apart.
 struct LinearScratch {
   int64_t block_rows = 0;  // rows of W' per block; 0 when W is read as stored
   int64_t copies = 0;      // W' copies per block: 1, or 2 for LINEAR_MATERIALISE_PAIR
@@ -94,6 +95,32 @@ inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
   s.block_rows = std::min(c.n, std::max<int64_t>(8, chunk_bytes / (row_bytes * s.copies) / 8 * 8));
   s.w_bytes = linear_align256(s.block_rows * row_bytes);
   return s;
+}
+
+// The most scratch CudaBackend::linear asks for one perturbed (n, k) weight and m input rows,
+// single probe or probe pair (m/2 rows per probe): what it asks on the path it takes.
+inline int64_t cuda_linear_scratch_most(int64_t n, int64_t k, int64_t m, DType storage) {
+  int64_t most = 0;
+  for (bool pair : {false, true}) {
+    const LinearCall c{pair ? m / 2 : m, n, k, /*perturbed=*/true, pair, storage};
+    most = std::max(most, linear_scratch_plan(c, linear_path_choose(c)).total());
+  }
+  return most;
+}
+
+// cuda/upload_stored.cu: 256 B, plus a staging chunk for a tensor stored in another dtype
+// than `storage`: the tensor's elements (at most the chunk) in the file's dtype, taken as the
+// widest one that needs a conversion (f32 files and decoded GGUF into 16-bit storage; 16-bit
+// files into f32).
+inline int64_t cuda_upload_scratch(int64_t largest_numel, DType storage) {
+  const int64_t src_size = storage == DTYPE_F32 ? 2 : 4;
+  const int64_t chunk = std::min(largest_numel, std::max<int64_t>(1, kCudaUploadChunkBytes / src_size));
+  return 256 + chunk * src_size;
+}
+
+// CudaBackend::memory_plan(), also for estimates on a machine without a GPU (smezo info).
+inline BackendMemoryPlan cuda_memory_plan() {
+  return {cuda_linear_scratch_most, cuda_upload_scratch, kCublasWorkspaceBytes};
 }
 
 }  // namespace smezo

@@ -71,11 +71,11 @@
 #include "common/assets.h"
 #include "common/half.h"
 #include "cpu/cpu_backend.h"
-#include "formats/model_loader.h"
-#include "model/generate.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "train/generate.h"
 
 using namespace smezo;
 using smezo_test::download;

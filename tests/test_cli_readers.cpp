@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/assets.h"
-#include "formats/hf_dir.h"
 #include "formats/safetensors.h"
+#include "model/hf_dir.h"
 #include "model/model.h"
 #include "model_fixture.h"
 #include "test_util.h"

@@ -10,9 +10,9 @@
 #include <random>
 
 #include "common/check.h"
-#include "model/generate.h"
 #include "setup/model_setup.h"
 #include "tasks/task_encode.h"
+#include "train/generate.h"
 #include "train/generation_eval.h"
 #include "test_util.h"
 #ifdef SMEZO_WITH_CUDA

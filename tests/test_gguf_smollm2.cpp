@@ -20,8 +20,8 @@
 #include "cuda/cuda_check.h"
 #endif
 #include "formats/gguf.h"
-#include "formats/model_loader.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "model_fixture.h"
 #include "test_util.h"
 

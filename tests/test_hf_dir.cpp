@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
-#include "formats/hf_dir.h"
 #include "formats/safetensors.h"
+#include "model/hf_dir.h"
 #include "test_util.h"
 
 using nlohmann::json;

@@ -1,10 +1,12 @@
-// tools/include_check.py, the include direction between the top-level folders (docs/ARCHITECTURE.md,
-// "Folders and what may include what"): on a made-up tree with one include against the direction, one
-// along it and one relative include, then on the real tree, which must follow it.
+// tools/include_check.py, the strict order of the product's folders (docs/ARCHITECTURE.md, "Folders and what may
+// include what"): on made-up trees with a loop planted (a lower folder including a higher one;
+// two folders including each other) and a folder without a rank, then on the real tree, which
+// must follow the order.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "test_util.h"
 
@@ -14,29 +16,70 @@ using smezo_test::write_file;
 using testing::HasSubstr;
 using testing::Not;
 
-TEST(IncludeCheck, FindsAnIncludeAgainstTheDirection) {
+namespace {
+
+// A tree of the given files (path -> text) in a fresh folder; returns the check's exit status.
+int check_tree(const std::map<std::string, std::string>& files, std::string* out) {
   const std::string root = make_temp_dir("include_check");
-  for (const char* dir : {"/src/model", "/src/backend", "/src/common", "/cuda"})
-    std::filesystem::create_directories(root + dir);
-  write_file(root + "/src/model/model.h", "#pragma once\n");
-  write_file(root + "/src/backend/backend.h", "#pragma once\n#include \"common/check.h\"\n");
-  write_file(root + "/src/common/check.h", "#pragma once\n");
-  write_file(root + "/cuda/plan.h", "#pragma once\n");
-  write_file(root + "/cuda/kernel.cu",
-             "#include <cstdio>\n"
-             "#include \"backend/backend.h\"\n"  // along the direction
-             "#include \"plan.h\"\n"             // beside the file: its own folder
-             "#include \"model/model.h\"\n");    // against it: a backend including the model
-  std::string out;
-  EXPECT_EQ(run_command("python3 tools/include_check.py --root " + root, &out), 1) << out;
-  EXPECT_THAT(out, HasSubstr("cuda/kernel.cu:4: includes src/model/model.h (cuda may include: "));
-  EXPECT_THAT(out, Not(HasSubstr("kernel.cu:2:")));
-  EXPECT_THAT(out, Not(HasSubstr("kernel.cu:3:")));
-  EXPECT_THAT(out, HasSubstr("include_check: 1 include(s) against the direction"));
+  for (const auto& [path, text] : files) {
+    std::filesystem::create_directories(std::filesystem::path(root + "/" + path).parent_path());
+    write_file(root + "/" + path, text);
+  }
+  return run_command("python3 tools/include_check.py --root " + root, out);
 }
 
-TEST(IncludeCheck, TheProductFollowsTheDirection) {
+}  // namespace
+
+TEST(IncludeCheck, FailsOnALowerFolderIncludingAHigherOne) {
+  std::string out;
+  EXPECT_EQ(check_tree({{"src/common/check.h", "#pragma once\n"},
+                        {"src/backend/backend.h", "#pragma once\n#include \"common/check.h\"\n"},
+                        {"cuda/cuda_plan.h", "#pragma once\n"},
+                        {"src/model/model.h", "#pragma once\n"},
+                        {"src/model/memory_estimate.h",
+                         "#include <cstdio>\n"
+                         "#include \"backend/backend.h\"\n"  // down the order
+                         "#include \"model.h\"\n"            // beside the file: its own folder
+                         "#include \"cuda/cuda_plan.h\"\n"},  // up: the model including a backend
+                        {"tests/test_x.cpp", "#include \"cuda/cuda_plan.h\"\n"}},  // tests: anything
+                       &out),
+            1)
+      << out;
+  EXPECT_THAT(out, HasSubstr("src/model/memory_estimate.h:4: includes cuda/cuda_plan.h: src/model (rank 9) may "
+                             "include only lower ranks, cuda is rank 11"));
+  EXPECT_THAT(out, HasSubstr("include_check: 1 include(s) against the order"));
+}
+
+TEST(IncludeCheck, FailsOnTwoFoldersIncludingEachOther) {
+  std::string out;
+  EXPECT_EQ(check_tree({{"src/formats/gguf.h", "#pragma once\n#include \"tokenizer/vocab.h\"\n"},
+                        {"src/tokenizer/vocab.h", "#pragma once\n#include \"formats/gguf.h\"\n"}},
+                       &out),
+            1)
+      << out;
+  EXPECT_THAT(out, HasSubstr("src/formats/gguf.h:2: includes src/tokenizer/vocab.h: src/formats (rank 6)"));
+  EXPECT_THAT(out, Not(HasSubstr("vocab.h:2:")));  // the lower half of the loop is allowed
+  EXPECT_THAT(out, HasSubstr("include_check: 1 include(s) against the order"));
+}
+
+TEST(IncludeCheck, FailsOnAFolderWithoutARank) {
+  std::string out;
+  EXPECT_EQ(check_tree({{"src/plugins/x.cpp", "#include \"common/check.h\"\n"}, {"src/common/check.h", ""}}, &out),
+            1)
+      << out;
+  EXPECT_THAT(out, HasSubstr("src/plugins/x.cpp: src/plugins has no rank"));
+}
+
+TEST(IncludeCheck, PrintsTheOrderBottomFirst) {
+  std::string out;
+  ASSERT_EQ(run_command("python3 tools/include_check.py --print-order", &out), 0) << out;
+  EXPECT_THAT(out, testing::StartsWith(" 1 include/smezo\n 2 src/common\n"));
+  EXPECT_THAT(out, HasSubstr(" 9 src/model\n10 src/cpu\n11 cuda\n"));
+  EXPECT_THAT(out, testing::EndsWith("15 src/cli\n"));
+}
+
+TEST(IncludeCheck, TheProductFollowsTheOrder) {
   std::string out;
   EXPECT_EQ(run_command("python3 tools/include_check.py", &out), 0) << out;
-  EXPECT_THAT(out, HasSubstr("include_check: 0 include(s) against the direction"));
+  EXPECT_THAT(out, HasSubstr("include_check: 0 include(s) against the order"));
 }

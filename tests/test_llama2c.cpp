@@ -6,8 +6,8 @@
 
 #include "common/assets.h"
 #include "common/check.h"
-#include "formats/llama2c.h"
-#include "formats/model_loader.h"
+#include "model/llama2c.h"
+#include "model/model_loader.h"
 #include "test_util.h"
 
 using namespace smezo;

@@ -10,6 +10,7 @@
 #include "bench/model_bench.h"
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
+#include "cuda/cuda_plan.h"
 #include "model/memory_estimate.h"
 #include "model/model.h"
 #include "model/model_params.h"
@@ -63,7 +64,7 @@ TEST(MemoryEstimate, WorkspaceIsSizedFromTheBatch) {
 // LLaMA-7B, bf16, batch 16, T 256 on CUDA: weights 13.48 GB, everything else under 1 GB.
 TEST(MemoryEstimate, Llama7bBf16Batch16Len256FitsWeightsPlusOneGB) {
   const MemoryEstimate e =
-      estimate_model_memory(llama7b_config(), DTYPE_BF16, workspace_for_batch(16, 256, 8192), BACKEND_CUDA);
+      estimate_model_memory(llama7b_config(), DTYPE_BF16, workspace_for_batch(16, 256, 8192), cuda_memory_plan());
   EXPECT_EQ(e.weights, 6738415616LL * 2);  // the published 7B parameter count
   const int64_t M = 4096, R = 256;
   // x, xn, q, att, k, v (4096 wide), h_gate, h_up (11008), last, logits
@@ -80,7 +81,7 @@ TEST(MemoryEstimate, Llama7bBf16Batch16Len256FitsWeightsPlusOneGB) {
   // 16-bit checkpoint stages 64 MiB chunks after a 256-byte slot (cuda/upload_stored.cu),
   // which is the larger by those 256 bytes.
   const MemoryEstimate f =
-      estimate_model_memory(llama7b_config(), DTYPE_F32, workspace_for_batch(16, 256, 8192), BACKEND_CUDA);
+      estimate_model_memory(llama7b_config(), DTYPE_F32, workspace_for_batch(16, 256, 8192), cuda_memory_plan());
   EXPECT_EQ(f.weights, 6738415616LL * 4);
   EXPECT_EQ(f.scratch, 256 + 4096LL * 4096 * 4);
 }
@@ -96,7 +97,7 @@ TEST(MemoryEstimate, ProbePairScratchHoldsTwoCopiesOfTheWeight) {
   const WorkspaceRows ws = workspace_for_batch(4, 16, 8192);
   ASSERT_EQ(ws.tokens, 64);
   ASSERT_EQ(ws.logit_rows, 16);
-  const MemoryEstimate e = estimate_model_memory(smol, DTYPE_BF16, ws, BACKEND_CUDA);
+  const MemoryEstimate e = estimate_model_memory(smol, DTYPE_BF16, ws, cuda_memory_plan());
   EXPECT_EQ(e.scratch, 2 * 29120LL * 576 * 2 + 16 * 576 * 2);
 
   // A model whose largest demand is a small weight: down_proj (1024 x 4096, 8 MiB in bf16)
@@ -108,7 +109,7 @@ TEST(MemoryEstimate, ProbePairScratchHoldsTwoCopiesOfTheWeight) {
   c.n_layers = 2;
   c.n_heads = c.n_kv_heads = 8;
   c.vocab_size = 1000;
-  const MemoryEstimate small = estimate_model_memory(c, DTYPE_BF16, WorkspaceRows{8, 8}, BACKEND_CUDA);
+  const MemoryEstimate small = estimate_model_memory(c, DTYPE_BF16, WorkspaceRows{8, 8}, cuda_memory_plan());
   EXPECT_EQ(small.scratch, 2 * 1024LL * 4096 * 2 + 8 * 4096 * 2);
 }
 
@@ -121,7 +122,7 @@ TEST(MemoryEstimate, MatchesWhatTheCpuBackendAllocates) {
     CpuBackend backend;
     const WorkspaceRows ws = workspace_for_batch(3, 20, 8192);
     Model model(src, backend, DTYPE_F32, ws.tokens, ws.logit_rows);
-    const MemoryEstimate e = estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU);
+    const MemoryEstimate e = estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan());
     EXPECT_EQ(e.weights + e.activations, backend.bytes_allocated()) << "tied " << tied;
   }
 }
@@ -138,10 +139,10 @@ TEST(MemoryEstimate, CountsLoraAndPrefixAsTheCpuBackendAllocates) {
     CpuBackend a;
     Model adapted(src, a, DTYPE_F32, ws.tokens, ws.logit_rows);
     adapted.add_lora(LoraOptions{3, 6.0f, lora.lora_targets}, 1);
-    const MemoryEstimate el = estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU, ModelStage{}, lora);
+    const MemoryEstimate el = estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, lora);
     EXPECT_GT(el.adapters, 0);
     EXPECT_EQ(el.weights + el.activations + el.adapters, a.bytes_allocated()) << "lora, " << ws.tokens << " tokens";
-    EXPECT_EQ(el.total, estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU).total + el.adapters);
+    EXPECT_EQ(el.total, estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan()).total + el.adapters);
     EXPECT_THAT(describe_memory_estimate(el), testing::HasSubstr(" adapters = "));
 
     for (const ModelConfig& pc : {smezo_test::tiny_llama_config(), smezo_test::tiny_opt_config()}) {
@@ -150,7 +151,7 @@ TEST(MemoryEstimate, CountsLoraAndPrefixAsTheCpuBackendAllocates) {
       CpuBackend b;
       Model prefixed(smezo_test::random_weight_source(pc, 5, 0.1f), b, DTYPE_F32, ws.tokens, ws.logit_rows);
       prefixed.add_prefix(PrefixOptions{4}, 1);
-      const MemoryEstimate ep = estimate_model_memory(pc, DTYPE_F32, ws, BACKEND_CPU, ModelStage{}, prefix);
+      const MemoryEstimate ep = estimate_model_memory(pc, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, prefix);
       EXPECT_EQ(ep.weights + ep.activations + ep.adapters, b.bytes_allocated())
           << "prefix, " << architecture_name(pc.arch) << ", " << ws.tokens << " tokens";
     }
@@ -159,7 +160,7 @@ TEST(MemoryEstimate, CountsLoraAndPrefixAsTheCpuBackendAllocates) {
 
 TEST(MemoryEstimate, RefusesInOneLineWhenTheBackendHasTooLittleFree) {
   const MemoryEstimate e =
-      estimate_model_memory(llama7b_config(), DTYPE_BF16, workspace_for_batch(16, 256, 8192), BACKEND_CUDA);
+      estimate_model_memory(llama7b_config(), DTYPE_BF16, workspace_for_batch(16, 256, 8192), cuda_memory_plan());
   EXPECT_NO_THROW(require_memory_fits(e, e.total, "cuda", "/m/llama-7b"));
   EXPECT_NO_THROW(require_memory_fits(e, -1, "cuda", "/m/llama-7b"));  // unknown: no refusal
   const std::string msg =

@@ -55,8 +55,8 @@ TEST(MemoryEstimateCuda, EqualsWhatTheCudaBackendHoldsAfterAPairStepOfSmolLM2) {
     const WorkspaceRows ws = workspace_for_batch(4, 16, 8192);
     ASSERT_EQ(ws.tokens, 64);
     ASSERT_EQ(ws.logit_rows, 16);
-    const MemoryEstimate e = estimate_model_memory(c, storage, ws, BACKEND_CUDA);
     CudaBackend gpu;
+    const MemoryEstimate e = estimate_model_memory(c, storage, ws, gpu.memory_plan());
     {
       const WeightSource src = smezo_test::random_weight_source(c, 3, 0.02f);
       Model model(src, gpu, storage, ws.tokens, ws.logit_rows);

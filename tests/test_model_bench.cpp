@@ -165,7 +165,9 @@ TEST(ModelBench, TimingBackendForwardsEveryVirtualWithADefault) {
   RecordingCpuBackend inner;
   TimingBackend timed(inner);
   EXPECT_EQ(timed.free_memory_bytes(), 123456789);
-  EXPECT_EQ(timed.kind(), inner.kind());  // the memory estimate asks the inner backend what it is
+  EXPECT_EQ(timed.kind(), inner.kind());
+  // the memory estimate asks the inner backend's plan
+  EXPECT_EQ(timed.memory_plan().linear_scratch, inner.memory_plan().linear_scratch);
   const Tensor t = timed.alloc(1, 3, DTYPE_F32);
   const float values[3] = {1.5f, -2.0f, 0.25f};
   EXPECT_EQ(timed.upload_stored(t, values, DTYPE_F32), 4242);

@@ -15,9 +15,10 @@
 
 #include "common/assets.h"
 #include "common/check.h"
+#include "common/checked_int.h"
 #include "common/half.h"
 #include "cpu/cpu_backend.h"
-#include "formats/llama2c.h"
+#include "model/llama2c.h"
 #include "model/model.h"
 #include "model/model_check.h"
 #include "model/model_size.h"

@@ -16,12 +16,12 @@
 
 #include "common/assets.h"
 #include "formats/safetensors.h"
-#include "model/generate.h"
 #include "setup/model_convert.h"
 #include "setup/model_setup.h"
 #include "tasks/task_encode.h"
 #include "tokenizer/bpe_vocab.h"
 #include "tokenizer/tokenizer_files.h"
+#include "train/generate.h"
 #include "model_fixture.h"
 #include "test_util.h"
 #ifdef SMEZO_WITH_CUDA

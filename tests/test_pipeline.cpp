@@ -136,11 +136,11 @@ TEST(PipelineStage, MemoryEstimateOfAStageIsWhatItAllocates) {
       const ModelStage st = model_stage(c, s, 3);
       CpuBackend be;
       Model m(src, be, DTYPE_F32, ws.tokens, ws.logit_rows, st);
-      const MemoryEstimate e = estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU, st);
+      const MemoryEstimate e = estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), st);
       EXPECT_EQ(e.weights + e.activations, be.bytes_allocated()) << "stage " << s;
       weights += e.weights;
     }
-    const MemoryEstimate whole = estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU);
+    const MemoryEstimate whole = estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan());
     EXPECT_EQ(weights, whole.weights + (c.tied_lm_head ? c.vocab_size * c.dim * 4 : 0));
   }
 }

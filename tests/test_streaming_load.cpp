@@ -17,10 +17,10 @@
 #include "common/half.h"
 #include "common/mapped_file.h"
 #include "cpu/cpu_backend.h"
-#include "formats/hf_dir.h"
-#include "formats/model_loader.h"
 #include "formats/safetensors.h"
+#include "model/hf_dir.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "test_util.h"
 
 using namespace smezo;

@@ -34,15 +34,28 @@ struct AttentionParams {
   int64_t sliding_window = 0;  // 0 = full causal attention
 };
 
-// What a backend is, for code that must decide by it (the memory estimate); name() is for
-// messages.
+// What a backend is, for code that must decide by it (the op benchmark's dtypes); name() is
+// for messages.
 enum BackendKind { BACKEND_CPU, BACKEND_CUDA };
+
+// What a backend allocates besides the tensors asked of it, as the memory estimate counts it
+// (model/memory_estimate.h). The CPU's: cpu_memory_plan (src/cpu/linear.cpp); the CUDA's:
+// cuda_memory_plan (cuda/cuda_plan.h, host only, so a CPU-only build estimates a GPU too).
+struct BackendMemoryPlan {
+  // The most scratch one perturbed linear asks: an (n, k) weight in `storage`, m input rows,
+  // a single probe or a probe pair (m/2 rows per probe).
+  int64_t (*linear_scratch)(int64_t n, int64_t k, int64_t m, DType storage);
+  // The streaming load's scratch when the largest tensor has this many elements (0: none).
+  int64_t (*load_scratch)(int64_t largest_numel, DType storage);
+  int64_t library_bytes;  // the backend's libraries' own buffers (cuBLAS's workspace)
+};
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual BackendKind kind() const = 0;
+  virtual BackendMemoryPlan memory_plan() const = 0;
 
   // ---- memory: tensors live until the backend is destroyed
   virtual Tensor alloc(int64_t rows, int64_t cols, DType dtype) = 0;
@@ -60,7 +73,7 @@ class Backend {
   virtual int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype);
   // Memory the backend could still allocate, in bytes (CPU: MemAvailable of /proc/meminfo;
   // CUDA: cudaMemGetInfo's free), or -1 when unknown. Model loading compares it with
-  // estimate_model_memory() before allocating anything (model/memory_estimate.h).
+  // estimate_model_memory(memory_plan()) before allocating anything (model/memory_estimate.h).
   virtual int64_t free_memory_bytes() const { return -1; }
 
   // ---- ops (parameters read through the probe; a single probe except in linear)

@@ -8,8 +8,8 @@
 #include "cli/commands.h"
 #include "common/check.h"
 #include "common/stopwatch.h"
-#include "model/generate.h"
 #include "train/adapter_folder.h"
+#include "train/generate.h"
 
 namespace smezo {
 

@@ -9,10 +9,12 @@
 
 #include "cli/commands.h"
 #include "common/check.h"
+#include "cpu/cpu_backend.h"  // cpu_memory_plan
 #include "cpu/cpu_threads.h"
-#include "formats/model_loader.h"
+#include "cuda/cuda_plan.h"   // cuda_memory_plan
 #include "model/memory_estimate.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "setup/model_setup.h"
 
 namespace smezo {
@@ -66,9 +68,9 @@ int run_info(const InfoState& s) {
               (long long)s.batch, (long long)len, (long long)ws.tokens, (long long)ws.logit_rows);
   const DType cuda_dtype = storage_dtype("cuda", s.dtype);
   std::printf("  cuda %-4s %s\n", dtype_name(cuda_dtype),
-              describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, BACKEND_CUDA)).c_str());
+              describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, cuda_memory_plan())).c_str());
   std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
-              describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, BACKEND_CPU)).c_str());
+              describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan())).c_str());
   std::printf("\ncpu backend (OpenMP):\n");
   for (const std::string& line : cpu_threads_describe()) std::printf("  %s\n", line.c_str());
   return 0;

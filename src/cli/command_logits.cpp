@@ -13,9 +13,9 @@
 
 #include "cli/commands.h"
 #include "common/check.h"
-#include "formats/model_loader.h"
 #include "formats/safetensors.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "run/summary.h"
 #include "train/adapter_folder.h"
 

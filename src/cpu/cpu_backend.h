@@ -27,11 +27,15 @@
 
 namespace smezo {
 
+// CpuBackend::memory_plan() (linear.cpp), also for estimates without a CPU backend (smezo info).
+BackendMemoryPlan cpu_memory_plan();
+
 class CpuBackend : public Backend {
  public:
   CpuBackend();  // picks the noise path (noise_path.h)
   const char* name() const override { return "cpu"; }
   BackendKind kind() const override { return BACKEND_CPU; }
+  BackendMemoryPlan memory_plan() const override { return cpu_memory_plan(); }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
   void upload(const Tensor& dst, const float* src) override;

@@ -59,6 +59,16 @@ const char* cpu_linear_path(int64_t N, int64_t K) {
   return scheme ? scheme->name : "reference";
 }
 
+BackendMemoryPlan cpu_memory_plan() {
+  // linear_rows_ and linear_weights_: the packed input panels (m rows plus guard rows) and one
+  // group of perturbed weight rows per probe (two for a pair)
+  return {[](int64_t n, int64_t k, int64_t m, DType) {
+            return ((m + 64) * k + 2 * std::min(kGroupRows, n) * k) * 4;
+          },
+          [](int64_t, DType) -> int64_t { return 0; },  // upload_stored.cpp converts in place
+          0};
+}
+
 void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weight,
                           const Param* bias, const Probe& probe) {
   check_linear_shapes(out, in, weight);

@@ -1,7 +1,7 @@
 // Reader for GGUF files (llama.cpp's single-file checkpoint format), versions 2 and 3,
 // memory-mapped. This file is the container only: header, metadata, tensor table.
 // Dequantising tensors: formats/gguf_dequant.h. A LLaMA GGUF as a WeightSource (Hugging Face
-// names and shapes): formats/gguf_llama.h.
+// names and shapes): model/gguf_llama.h.
 //
 // ---- File layout (every number little-endian; big-endian GGUF files are refused)
 //   u32 magic        the bytes "GGUF"

@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/checked_int.h"
 #include "common/mapped_file.h"
 #include "formats/json_read.h"
-#include "model/model_size.h"
 
 namespace smezo {
 

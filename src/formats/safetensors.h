@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "model/weight_source.h"  // HostTensorView
+#include "formats/host_tensor_view.h"
 
 namespace smezo {
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "common/checked_int.h"
 #include "model/model.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
@@ -22,39 +23,6 @@ struct Bytes {
       overflow = true;
   }
 };
-
-// The largest scratch one linear call asks for (N x K weight, M input rows), single probe or
-// probe pair (M/2 rows per probe).
-int64_t linear_scratch(int64_t N, int64_t K, int64_t M, DType storage, BackendKind backend) {
-  if (backend == BACKEND_CPU) {
-    // src/cpu/linear.cpp: the packed input panels (M rows plus guard rows) and one group of 768
-    // perturbed weight rows per probe (two for a pair).
-    return ((M + 64) * K + 2 * std::min<int64_t>(768, N) * K) * 4;
-  }
-  // cuda/linear.cu: what it asks for on the path it takes (cuda/cuda_plan.h)
-  int64_t most = 0;
-  for (bool pair : {false, true}) {
-    LinearCall c;
-    c.rows_per_probe = pair ? M / 2 : M;
-    c.n = N;
-    c.k = K;
-    c.perturbed = true;
-    c.pair = pair;
-    c.storage = storage;
-    most = std::max(most, linear_scratch_plan(c, linear_path_choose(c)).total());
-  }
-  return most;
-}
-
-// cuda/upload_stored.cu: 256 B, plus a staging chunk for a tensor stored in another dtype
-// than `storage`: the tensor's elements (at most the chunk) in the file's dtype, taken as the
-// widest one that needs a conversion (f32 files and decoded GGUF into 16-bit storage; 16-bit
-// files into f32).
-int64_t upload_scratch(int64_t largest_numel, DType storage) {
-  const int64_t src_size = storage == DTYPE_F32 ? 2 : 4;
-  const int64_t chunk = std::min(largest_numel, std::max<int64_t>(1, kCudaUploadChunkBytes / src_size));
-  return 256 + chunk * src_size;
-}
 
 // Model::add_lora and Model::add_prefix's allocations (model_lora.cpp, model_prefix.cpp) for a
 // workspace of M token rows and R logit rows.
@@ -98,7 +66,8 @@ WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_to
 }
 
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
-                                     BackendKind backend, const ModelStage& stage, const TunedAdapters& adapters) {
+                                     const BackendMemoryPlan& backend, const ModelStage& stage,
+                                     const TunedAdapters& adapters) {
   MemoryEstimate e;
   ModelSize size;
   if (!model_size_of(cfg, &size)) {
@@ -114,8 +83,7 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   int64_t held_bytes = 0, largest_numel = 0;
   for (const ParamSlot& s : list_param_slots(cfg, slots_of))
     if (stage.whole() || stage_holds(held, cfg, s)) {
-      int64_t n = 1;
-      for (int64_t d : s.shape) n *= d;
+      const int64_t n = checked_numel(s.shape.data(), s.shape.size());
       held_bytes += n * dtype_size(storage);
       largest_numel = std::max(largest_numel, n);
     }
@@ -140,11 +108,10 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   for (const ParamSlot& s : list_param_slots(one, scratch_params))
     if (s.is_linear) {
       const bool head = s.name == "lm_head.weight";
-      scratch = std::max(scratch, linear_scratch(s.shape[0], s.shape[1], head ? R : M, storage, backend));
+      scratch = std::max(scratch, backend.linear_scratch(s.shape[0], s.shape[1], head ? R : M, storage));
     }
-  if (cfg.tied_lm_head)
-    scratch = std::max(scratch, linear_scratch(cfg.vocab_size, cfg.dim, R, storage, backend));
-  if (backend == BACKEND_CUDA) scratch = std::max(scratch, upload_scratch(largest_numel, storage));
+  if (cfg.tied_lm_head) scratch = std::max(scratch, backend.linear_scratch(cfg.vocab_size, cfg.dim, R, storage));
+  scratch = std::max(scratch, backend.load_scratch(largest_numel, storage));
   const Bytes tuned = adapter_bytes(cfg, adapters, M, R);
   if (e.weights < 0 || act.overflow || tuned.overflow) {
     e.weights = e.activations = e.scratch = e.library = e.adapters = e.total = -1;
@@ -152,7 +119,7 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   }
   e.activations = act.value;
   e.scratch = scratch;
-  e.library = kSmallBuffersBytes + (backend == BACKEND_CUDA ? kCublasWorkspaceBytes : 0);
+  e.library = kSmallBuffersBytes + backend.library_bytes;
   e.adapters = tuned.value;
   e.total = e.weights + e.activations + e.scratch + e.library + e.adapters;
   return e;

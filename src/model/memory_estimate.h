@@ -6,27 +6,26 @@
 // refuses in one line ("model needs X GB on the cuda device, Y GB free") instead of failing in
 // the middle of the load, and `smezo info` prints it.
 //
-// The terms mirror the allocations (Model's workspace exactly: a test compares it with the
-// CPU backend's bytes_allocated()); scratch is the high-water mark of the backend's scratch
-// buffer: the largest per-call demand of a training step, single probe or probe pair
-// (linear_scratch_plan: a pair holds two copies of W', so a weight of at most 32 MiB needs
-// twice its size), and on CUDA the load's staging chunk. tests/test_memory_estimate_cuda.cu
-// checks it against the CUDA backend's bytes_allocated() and scratch_capacity() (SmolLM2-135M,
-// a pair step). Not counted: the CUDA context itself (about 0.5 GB on an H100, outside
-// cudaMalloc and already gone from cudaMemGetInfo's free when the backend exists), the
-// key/value cache of generation (`smezo generate`, and a generation task's greedy decoding:
-// examples x (longest prompt + max_new_tokens, rounded up to a power of two) rows per layer,
-// fp32 keys and values), and host memory of other kinds.
+// The terms mirror the allocations (Model's workspace exactly: a test compares it with the CPU
+// backend's bytes_allocated()); scratch is the high-water mark of the backend's scratch buffer:
+// the largest per-call demand of a training step, single probe or probe pair (on CUDA a pair
+// holds two copies of W', so a weight of at most 32 MiB needs twice its size), and on CUDA the
+// load's staging chunk, each as the backend's memory_plan() (backend.h) says.
+// tests/test_memory_estimate_cuda.cu checks it against the CUDA backend's bytes_allocated() and
+// scratch_capacity() (SmolLM2-135M, a pair step). Not counted: the CUDA context itself (about
+// 0.5 GB on an H100, outside cudaMalloc and already gone from cudaMemGetInfo's free when the
+// backend exists), the key/value cache of generation (`smezo generate`, and a generation task's
+// greedy decoding: examples x (longest prompt + max_new_tokens, rounded up to a power of two)
+// rows per layer, fp32 keys and values), and host memory of other kinds.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_plan.h"  // the CUDA backend's chunks, workspace and linear scratch plan
-#include "backend/backend.h"   // BackendKind
-#include "model/model_stage.h"
+#include "backend/backend.h"  // BackendMemoryPlan
 #include "backend/tensor.h"
+#include "model/model_stage.h"
 #include "smezo/model_config.h"
 
 namespace smezo {
@@ -71,7 +70,7 @@ struct MemoryEstimate {
 // stage: a pipeline stage (model.h) counts only the weights it holds, and logits only on the
 // last stage; the default is the whole model.
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
-                                     BackendKind backend, const ModelStage& stage = ModelStage{},
+                                     const BackendMemoryPlan& backend, const ModelStage& stage = ModelStage{},
                                      const TunedAdapters& adapters = TunedAdapters{});
 
 // "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"

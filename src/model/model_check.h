@@ -3,7 +3,7 @@
 // and the checkpoint holds every tensor the architecture needs, with the right shape and a
 // dtype smezo converts, and no layer the config does not have.
 //
-// load_weights() (formats/model_loader.h) runs check_weight_source on what every format
+// load_weights() (model/model_loader.h) runs check_weight_source on what every format
 // reader returns, so `smezo info` refuses exactly what `generate` and `train` refuse; Model's
 // constructor runs it again on whatever source it is given (cheap: no tensor data is read).
 // Format readers check their own fields first, under the names their files use

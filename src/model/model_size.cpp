@@ -2,16 +2,14 @@
 #include "model/model_size.h"
 
 #include <cstdio>
-#include <limits>
 
+#include "common/checked_int.h"
 #include "model/model.h"
 #include "model/model_params.h"
 
 namespace smezo {
 
 namespace {
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 bool in_range(int64_t v, int64_t hi) { return v >= 1 && v <= hi; }
 
@@ -40,26 +38,6 @@ std::string with_unit(double v, const char* const* units, int n_units, double st
 }
 
 }  // namespace
-
-bool checked_mul(int64_t a, int64_t b, int64_t* out) {
-  if (a < 0 || b < 0) return false;
-  if (a != 0 && b > kInt64Max / a) return false;
-  *out = a * b;
-  return true;
-}
-
-bool checked_add(int64_t a, int64_t b, int64_t* out) {
-  if (a < 0 || b < 0 || a > kInt64Max - b) return false;
-  *out = a + b;
-  return true;
-}
-
-int64_t checked_numel(const int64_t* dims, size_t n) {
-  int64_t numel = 1;
-  for (size_t i = 0; i < n; i++)
-    if (!checked_mul(numel, dims[i], &numel)) return -1;
-  return numel;
-}
 
 bool model_size_of(const ModelConfig& cfg, ModelSize* out) {
   if (!in_range(cfg.dim, kMaxWidth) || !in_range(cfg.hidden_dim, kMaxWidth) ||

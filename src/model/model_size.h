@@ -7,7 +7,7 @@
 //
 // Also the upper bounds every model reader enforces on a config's sizes. No real model comes
 // near them; a value beyond one means the file is corrupt. Within them every shape product
-// of this file fits int64 with room to spare, and the checked helpers say so if it ever
+// of this file fits int64 with room to spare, and common/checked_int.h says so if it ever
 // does not.
 #pragma once
 
@@ -23,13 +23,6 @@ constexpr int64_t kMaxLayers = 4096;                  // n_layers
 constexpr int64_t kMaxWidth = int64_t(1) << 20;       // dim, hidden_dim, n_heads * head_dim
 constexpr int64_t kMaxVocab = (int64_t(1) << 31) - 1;  // token ids are int32
 constexpr int64_t kMaxPositions = int64_t(1) << 30;   // positions are int32
-
-// a * b and a + b for non-negative a, b: false (and *out untouched) when the result would
-// not fit int64.
-bool checked_mul(int64_t a, int64_t b, int64_t* out);
-bool checked_add(int64_t a, int64_t b, int64_t* out);
-// The product of a shape's dimensions (each >= 0), or -1 when it overflows int64.
-int64_t checked_numel(const int64_t* dims, size_t n);
 
 struct ModelSize {
   int64_t parameters = 0;        // every stored parameter (a tied LM head counted once)

@@ -7,10 +7,10 @@
 
 #include "common/check.h"
 #include "common/half.h"
-#include "formats/hf_dir.h"
-#include "formats/model_loader.h"
 #include "formats/safetensors.h"
+#include "model/hf_dir.h"
 #include "model/model.h"
+#include "model/model_loader.h"
 #include "model/model_params.h"
 #include "setup/model_setup.h"
 #include "tokenizer/tokenizer_files.h"

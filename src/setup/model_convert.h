@@ -1,6 +1,6 @@
 // smezo convert: any model smezo reads (GGUF, llama2.c .bin, a Hugging Face directory) written
 // out as a Hugging Face model directory that transformers loads:
-//   config.json         hf_config_json (formats/hf_dir.h), torch_dtype = the written dtype;
+//   config.json         hf_config_json (model/hf_dir.h), torch_dtype = the written dtype;
 //   model.safetensors   every tensor under its Hugging Face name, in bf16 (round to nearest
 //                       even) or f32; block-quantised GGUF tensors are dequantised first. Q and
 //                       K of interleaved-RoPE sources (GGUF, llama2.c) get their rows put in

@@ -8,7 +8,7 @@
 #include "common/file_util.h"
 #include "common/stopwatch.h"
 #include "cpu/cpu_backend.h"
-#include "formats/model_loader.h"
+#include "model/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 #ifdef SMEZO_WITH_CUDA
@@ -181,7 +181,7 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   rows.tokens = o.max_tokens;
   rows.logit_rows = o.max_logit_rows;
   const ModelStage stage = o.stage_count > 1 ? model_stage(source.config, o.stage_index, o.stage_count) : ModelStage{};
-  lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->kind(), stage, o.adapters);
+  lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->memory_plan(), stage, o.adapters);
   require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
   lm.open_s = seconds_since(t_open);
   const auto t_load = SteadyClock::now();

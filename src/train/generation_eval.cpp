@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "common/check.h"
-#include "model/generate.h"  // sample_token
 #include "tasks/text_metrics.h"
+#include "train/generate.h"  // sample_token
 
 namespace smezo {
 

@@ -2,7 +2,7 @@
 // common checks and its sizes must be computable (no overflow) — the reader's promise.
 #include <cstdlib>
 
-#include "formats/hf_dir.h"
+#include "model/hf_dir.h"
 #include "fuzz_util.h"
 #include "model/model_check.h"
 #include "model/model_size.h"

@@ -1,7 +1,7 @@
 // Fuzz target: one GGUF file through load_weights (the GGUF reader, the LLaMA mapping, the
 // common checks) and Model's load (dequantisation included), and, when its metadata names a
 // byte-level BPE tokenizer, through load_bpe_tokenizer_gguf with an encode/decode round.
-#include "formats/model_loader.h"
+#include "model/model_loader.h"
 #include "fuzz_util.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

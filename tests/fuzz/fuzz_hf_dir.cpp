@@ -5,7 +5,7 @@
 //   3+ parts: part 1 is model.safetensors.index.json, parts 2.. are shard1.safetensors, ...
 #include <memory>
 
-#include "formats/model_loader.h"
+#include "model/model_loader.h"
 #include "fuzz_util.h"
 #include "model/model.h"
 

@@ -1,5 +1,5 @@
 // Fuzz target: one llama2.c checkpoint through load_weights and Model's load.
-#include "formats/model_loader.h"
+#include "model/model_loader.h"
 #include "fuzz_util.h"
 #include "model/model.h"
 

@@ -120,6 +120,7 @@ class HostBackend : public smezo::Backend {
   }
   const char* name() const override { return "fuzz-host"; }
   smezo::BackendKind kind() const override { return smezo::BACKEND_CPU; }
+  smezo::BackendMemoryPlan memory_plan() const override { return {}; }  // no estimate is made here
   smezo::Tensor alloc(int64_t rows, int64_t cols, smezo::DType) override {
     smezo::Tensor t;
     t.rows = rows;

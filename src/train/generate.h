@@ -1,4 +1,5 @@
-// Text generation with the KV cache: greedy (temperature 0) or temperature sampling.
+// Text generation with the KV cache: greedy (temperature 0) or temperature sampling. Above
+// model/ and tokenizer/, which it joins (the model knows no tokenizer).
 #pragma once
 
 #include <cstdint>

@@ -1,19 +1,12 @@
 // HostTensorView helpers (the dtype conversions they use are backend/dtype_convert.h).
-#include "model/weight_source.h"
+#include "formats/host_tensor_view.h"
 
-#include <cmath>
-#include <cstring>
-
-#include "common/half.h"
+#include "common/checked_int.h"
 #include "common/mapped_file.h"
 
 namespace smezo {
 
-int64_t HostTensorView::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t HostTensorView::numel() const { return checked_numel(shape.data(), shape.size()); }
 
 void HostTensorView::read_f32(float* dst) const {
   if (decode) {
@@ -27,11 +20,6 @@ const char* HostTensorView::storage_name() const { return decode ? quant_name : 
 
 void HostTensorView::release_pages() const {
   if (mapping != nullptr) mapping->release_pages(data, nbytes);
-}
-
-const HostTensorView* WeightSource::find(const std::string& name) const {
-  auto it = tensors.find(name);
-  return it == tensors.end() ? nullptr : &it->second;
 }
 
 }  // namespace smezo

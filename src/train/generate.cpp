@@ -1,5 +1,5 @@
 // Generation loop and token sampling.
-#include "model/generate.h"
+#include "train/generate.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // LLaMA GGUF -> WeightSource (what is mapped and checked: gguf_llama.h).
-#include "formats/gguf_llama.h"
+#include "model/gguf_llama.h"
 
 #include <cstdlib>
 

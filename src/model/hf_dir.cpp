@@ -1,6 +1,6 @@
 // Hugging Face config.json <-> ModelConfig, and loading a model directory's safetensors
 // weights into a WeightSource. Supported subset: hf_dir.h.
-#include "formats/hf_dir.h"
+#include "model/hf_dir.h"
 
 #include <sys/stat.h>
 

@@ -1,13 +1,13 @@
 // Format dispatch for load_weights().
-#include "formats/model_loader.h"
+#include "model/model_loader.h"
 
 #include <sys/stat.h>
 
 #include "common/check.h"
 #include "common/file_util.h"
-#include "formats/gguf_llama.h"
-#include "formats/hf_dir.h"
-#include "formats/llama2c.h"
+#include "model/gguf_llama.h"
+#include "model/hf_dir.h"
+#include "model/llama2c.h"
 #include "model/model_check.h"
 
 namespace smezo {

@@ -1,11 +1,12 @@
 // llama2.c checkpoint reader (format in llama2c.h).
-#include "formats/llama2c.h"
+#include "model/llama2c.h"
 
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "common/check.h"
+#include "common/checked_int.h"
 #include "common/mapped_file.h"
 #include "model/model_check.h"
 #include "model/model_size.h"
