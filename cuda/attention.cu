@@ -320,9 +320,8 @@ void launch_attention(const AttnKernelParams& kp, int64_t n_items, int n_warps,
   CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void CudaBackend::attention(const AttentionParams& p) {
+// CudaBackend::attention's preconditions: the kernel's limits, every sequence inside q/out and k/v.
+void check_attention_params(const AttentionParams& p) {
   const int64_t hd = p.head_dim;
   SMEZO_REQUIRE(p.n_heads > 0 && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0,
                 "attention: n_heads %lld must be a positive multiple of n_kv_heads %lld",
@@ -347,6 +346,28 @@ void CudaBackend::attention(const AttentionParams& p) {
                 "attention: k has %lld columns and v %lld, need n_kv_heads*head_dim = %lld",
                 (long long)p.k.cols, (long long)p.v.cols, (long long)kv_width);
   SMEZO_REQUIRE(p.seqs.size() < 0x7fffffffu, "attention: too many sequences");
+  for (size_t i = 0; i < p.seqs.size(); ++i) {
+    const AttentionSeq& s = p.seqs[i];
+    SMEZO_REQUIRE(s.q_len >= 0 && s.q_len <= s.kv_len && s.kv_len <= kMaxKvLen,
+                  "attention: sequence %zu has q_len %lld and kv_len %lld (need 0 <= q_len <= "
+                  "kv_len <= %d)",
+                  i, (long long)s.q_len, (long long)s.kv_len, kMaxKvLen);
+    SMEZO_REQUIRE(s.q_row >= 0 && s.q_row + s.q_len <= std::min(p.q.rows, p.out.rows),
+                  "attention: sequence %zu query rows [%lld, %lld) exceed q/out (%lld, %lld rows)",
+                  i, (long long)s.q_row, (long long)(s.q_row + s.q_len), (long long)p.q.rows,
+                  (long long)p.out.rows);
+    SMEZO_REQUIRE(s.kv_row >= 0 && s.kv_row + s.kv_len <= std::min(p.k.rows, p.v.rows),
+                  "attention: sequence %zu key rows [%lld, %lld) exceed k/v (%lld, %lld rows)",
+                  i, (long long)s.kv_row, (long long)(s.kv_row + s.kv_len), (long long)p.k.rows,
+                  (long long)p.v.rows);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::attention(const AttentionParams& p) {
+  check_attention_params(p);
+  const int64_t hd = p.head_dim;
 
   // A window longer than any sequence is no window (keeps it an int for the kernel).
   const int window = p.sliding_window > kMaxKvLen ? 0 : static_cast<int>(p.sliding_window);
@@ -365,18 +386,6 @@ void CudaBackend::attention(const AttentionParams& p) {
   std::vector<int64_t> cost;
   for (size_t i = 0; i < p.seqs.size(); ++i) {
     const AttentionSeq& s = p.seqs[i];
-    SMEZO_REQUIRE(s.q_len >= 0 && s.q_len <= s.kv_len && s.kv_len <= kMaxKvLen,
-                  "attention: sequence %zu has q_len %lld and kv_len %lld (need 0 <= q_len <= "
-                  "kv_len <= %d)",
-                  i, (long long)s.q_len, (long long)s.kv_len, kMaxKvLen);
-    SMEZO_REQUIRE(s.q_row >= 0 && s.q_row + s.q_len <= std::min(p.q.rows, p.out.rows),
-                  "attention: sequence %zu query rows [%lld, %lld) exceed q/out (%lld, %lld rows)",
-                  i, (long long)s.q_row, (long long)(s.q_row + s.q_len), (long long)p.q.rows,
-                  (long long)p.out.rows);
-    SMEZO_REQUIRE(s.kv_row >= 0 && s.kv_row + s.kv_len <= std::min(p.k.rows, p.v.rows),
-                  "attention: sequence %zu key rows [%lld, %lld) exceed k/v (%lld, %lld rows)",
-                  i, (long long)s.kv_row, (long long)(s.kv_row + s.kv_len), (long long)p.k.rows,
-                  (long long)p.v.rows);
     seqs[i] = AttnSeqDev{s.q_row, s.q_len, s.kv_row, s.kv_len};
     for (int64_t q0 = 0; q0 < s.q_len; q0 += bq) {
       const int pos_lo = static_cast<int>(s.kv_len - s.q_len + q0);

@@ -121,6 +121,17 @@ bool inside(const Stored& s, int batch) {
   return emu::device_range_ok(s.p, static_cast<size_t>(e) * type_size(s.t));
 }
 
+// Matrix bi of s as fp32 and its leading dimension: in place when fp32, else widened into out.
+const float* as_f32(const Stored& s, int bi, std::vector<float>& out, int64_t* ld) {
+  *ld = s.ld;
+  if (s.t == CUDA_R_32F) return static_cast<const float*>(s.p) + bi * s.stride;
+  out.resize(static_cast<size_t>(s.rows * s.cols));
+  for (int64_t c = 0; c < s.cols; ++c)
+    for (int64_t r = 0; r < s.rows; ++r) out[c * s.rows + r] = load(s.p, s.t, bi * s.stride + c * s.ld + r);
+  *ld = s.rows;
+  return out.data();
+}
+
 cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                     int m, int n, int k, const void* alpha, const void* A, cudaDataType at,
                     int lda, long long sa, const void* B, cudaDataType bt, int ldb, long long sb,
@@ -168,21 +179,10 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   std::vector<float> a32, b32, c32;
   for (int bi = 0; bi < batch; ++bi) {
-    const float* pa;
-    const float* pb;
+    int64_t la, lb, lc = ldc;
+    const float* pa = as_f32(sA, bi, a32, &la);
+    const float* pb = as_f32(sB, bi, b32, &lb);
     float* pc;
-    int64_t la = lda, lb = ldb, lc = ldc;
-    auto widen = [](const Stored& s, int bi, std::vector<float>& out, int64_t& ld) {
-      out.resize(static_cast<size_t>(s.rows * s.cols));
-      for (int64_t c = 0; c < s.cols; ++c)
-        for (int64_t r = 0; r < s.rows; ++r) out[c * s.rows + r] = load(s.p, s.t, bi * s.stride + c * s.ld + r);
-      ld = s.rows;
-      return out.data();
-    };
-    if (at == CUDA_R_32F) pa = static_cast<const float*>(A) + bi * sa;
-    else pa = widen(sA, bi, a32, la);
-    if (bt == CUDA_R_32F) pb = static_cast<const float*>(B) + bi * sb;
-    else pb = widen(sB, bi, b32, lb);
     const bool c_fp32 = ct_ == CUDA_R_32F;
     if (c_fp32) pc = static_cast<float*>(C) + bi * sc;
     else {

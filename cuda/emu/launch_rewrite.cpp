@@ -68,6 +68,37 @@ size_t kernel_start(const std::string& out, size_t end) {
   return i;
 }
 
+// The launch at src[i] (`<<<`) and the kernel before it in out (after its first `body` bytes) as
+// ::emu::make_launch(kernel, "name", __FILE__, __LINE__, LaunchConfig(...)); returns the index after `>>>`.
+size_t rewrite_launch(const char* file, const std::string& src, size_t i, size_t body, std::string* out) {
+  const size_t start = kernel_start(*out, out->size());
+  if (start < body || start == out->size()) die(file, src, i, "no kernel name before <<<");
+  const std::string kernel = out->substr(start, out->size() - start);
+  // The launch configuration: up to the matching >>> outside any brackets.
+  size_t j = i + 3;
+  int depth = 0;
+  while (j < src.size() && !(depth == 0 && src.compare(j, 3, ">>>") == 0)) {
+    if (const size_t n = skip_literal(src, j)) {
+      j += n;
+      continue;
+    }
+    const char c = src[j];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    ++j;
+  }
+  if (j >= src.size()) die(file, src, i, "<<< without a matching >>>");
+  std::string name = kernel;
+  for (char& c : name)
+    if (c == '\n' || c == '"' || c == '\\') c = ' ';
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+  out->resize(start);
+  *out += "::emu::make_launch(" + kernel + ", \"" + name + "\", __FILE__, __LINE__, ::emu::LaunchConfig(";
+  out->append(src, i + 3, j - (i + 3));
+  *out += "))";
+  return j + 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,32 +138,7 @@ int main(int argc, char** argv) {
       }
     }
     if (src.compare(i, 3, "<<<") == 0) {
-      const size_t start = kernel_start(out, out.size());
-      if (start < body || start == out.size()) die(argv[1], src, i, "no kernel name before <<<");
-      const std::string kernel = out.substr(start, out.size() - start);
-      // The launch configuration: up to the matching >>> outside any brackets.
-      size_t j = i + 3;
-      int depth = 0;
-      while (j < src.size() && !(depth == 0 && src.compare(j, 3, ">>>") == 0)) {
-        if (const size_t n = skip_literal(src, j)) {
-          j += n;
-          continue;
-        }
-        const char c = src[j];
-        if (c == '(' || c == '[' || c == '{') ++depth;
-        if (c == ')' || c == ']' || c == '}') --depth;
-        ++j;
-      }
-      if (j >= src.size()) die(argv[1], src, i, "<<< without a matching >>>");
-      std::string name = kernel;
-      for (char& c : name)
-        if (c == '\n' || c == '"' || c == '\\') c = ' ';
-      while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
-      out.resize(start);
-      out += "::emu::make_launch(" + kernel + ", \"" + name + "\", __FILE__, __LINE__, ::emu::LaunchConfig(";
-      out.append(src, i + 3, j - (i + 3));
-      out += "))";
-      i = j + 3;
+      i = rewrite_launch(argv[1], src, i, body, &out);
       continue;
     }
     if (src.compare(i, 6, "extern") == 0 && (i == 0 || !std::isalnum(static_cast<unsigned char>(src[i - 1])))) {

@@ -52,6 +52,15 @@ const GemmRowScheme* scheme_for_weight(int64_t N, int64_t K) {
   return gemm_scheme_for(block_sizes, K);
 }
 
+// SMEZO_CPU_LINEAR=reference: the plain loops everywhere, to measure what OpenBLAS buys.
+bool reference_forced() {
+  static const bool forced = [] {
+    const char* v = std::getenv("SMEZO_CPU_LINEAR");
+    return v && std::string(v) == "reference";
+  }();
+  return forced;
+}
+
 }  // namespace
 
 const char* cpu_linear_path(int64_t N, int64_t K) {
@@ -105,12 +114,7 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   const int halves = probe.pair ? 2 : 1;
   const int64_t Mh = in.rows / halves;
   auto single = [&](int h) { return probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe; };
-  // SMEZO_CPU_LINEAR=reference: the plain loops everywhere, to measure what OpenBLAS buys
-  static const bool force_reference = [] {
-    const char* v = std::getenv("SMEZO_CPU_LINEAR");
-    return v && std::string(v) == "reference";
-  }();
-  const GemmRowScheme* scheme = K > 0 && !force_reference ? scheme_for_weight(N, K) : nullptr;
+  const GemmRowScheme* scheme = K > 0 && !reference_forced() ? scheme_for_weight(N, K) : nullptr;
   if (!scheme) {
     for (int h = 0; h < halves; h++)
       cpu_linear_reference(tensor_rows(out, h * Mh, Mh), tensor_rows(in, h * Mh, Mh), weight, bias, single(h));

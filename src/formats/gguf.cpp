@@ -202,6 +202,43 @@ void read_value(Cursor& cur, const std::string& path, const std::string& what, u
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+// Entry i of the tensor table; its data offset (a multiple of alignment) into *rel_offset.
+GgufTensorInfo read_tensor_info(Cursor& cur, const std::string& path, uint64_t i,
+                                const std::map<std::string, size_t>& index, int64_t alignment, uint64_t* rel_offset) {
+  const char* p = path.c_str();
+  GgufTensorInfo t;
+  t.name = std::string(cur.string("tensor #" + std::to_string(i) + " (name)"));
+  const std::string what = "tensor " + quoted(t.name);
+  SMEZO_REQUIRE(index.count(t.name) == 0, "%s: %s appears twice", p, what.c_str());
+  const uint32_t n_dims = cur.u32(what + " (n_dims)");
+  SMEZO_REQUIRE(n_dims >= 1 && n_dims <= kMaxDims,
+                "%s: %s has %u dimensions; GGUF tensors have 1 to %u", p, what.c_str(), n_dims,
+                kMaxDims);
+  t.numel = 1;
+  for (uint32_t d = 0; d < n_dims; d++) {
+    const uint64_t dim = cur.u64(what + " (dims)");
+    SMEZO_REQUIRE(dim >= 1 && dim <= static_cast<uint64_t>(kMaxNumel / t.numel),
+                  "%s: %s dimension %u is %llu (zero, or the tensor would have more than 2^60 "
+                  "elements)", p, what.c_str(), d, (unsigned long long)dim);
+    t.dims.push_back(static_cast<int64_t>(dim));
+    t.numel *= static_cast<int64_t>(dim);
+  }
+  t.type = cur.u32(what + " (type)");
+  const GgufTypeTraits* traits = gguf_type_traits(t.type);
+  SMEZO_REQUIRE(traits, "%s: %s has tensor type %s (%u), which smezo does not read (it reads %s)",
+                p, what.c_str(), gguf_type_name(t.type), t.type, gguf_supported_types().c_str());
+  SMEZO_REQUIRE(t.dims[0] % traits->block_size == 0,
+                "%s: %s has type %s (blocks of %lld) but its innermost dimension %lld is not a "
+                "multiple of the block size", p, what.c_str(), traits->name,
+                (long long)traits->block_size, (long long)t.dims[0]);
+  t.nbytes = t.numel / traits->block_size * traits->block_bytes;
+  *rel_offset = cur.u64(what + " (offset)");
+  SMEZO_REQUIRE(*rel_offset % static_cast<uint64_t>(alignment) == 0,
+                "%s: %s starts at data offset %llu, which is not a multiple of the alignment %lld",
+                p, what.c_str(), (unsigned long long)*rel_offset, (long long)alignment);
+  return t;
+}
+
 }  // namespace
 
 // ---- type tables
@@ -320,40 +357,9 @@ void GgufFile::parse() {
 
   std::vector<uint64_t> rel_offsets;
   for (uint64_t i = 0; i < n_tensors; i++) {
-    tensors_.emplace_back();
     rel_offsets.push_back(0);
-    GgufTensorInfo& t = tensors_.back();
-    t.name = std::string(cur.string("tensor #" + std::to_string(i) + " (name)"));
-    const std::string what = "tensor " + quoted(t.name);
-    SMEZO_REQUIRE(tensor_index_.count(t.name) == 0, "%s: %s appears twice", p, what.c_str());
-    const uint32_t n_dims = cur.u32(what + " (n_dims)");
-    SMEZO_REQUIRE(n_dims >= 1 && n_dims <= kMaxDims,
-                  "%s: %s has %u dimensions; GGUF tensors have 1 to %u", p, what.c_str(), n_dims,
-                  kMaxDims);
-    t.numel = 1;
-    for (uint32_t d = 0; d < n_dims; d++) {
-      const uint64_t dim = cur.u64(what + " (dims)");
-      SMEZO_REQUIRE(dim >= 1 && dim <= static_cast<uint64_t>(kMaxNumel / t.numel),
-                    "%s: %s dimension %u is %llu (zero, or the tensor would have more than 2^60 "
-                    "elements)", p, what.c_str(), d, (unsigned long long)dim);
-      t.dims.push_back(static_cast<int64_t>(dim));
-      t.numel *= static_cast<int64_t>(dim);
-    }
-    t.type = cur.u32(what + " (type)");
-    const GgufTypeTraits* traits = gguf_type_traits(t.type);
-    SMEZO_REQUIRE(traits, "%s: %s has tensor type %s (%u), which smezo does not read (it reads %s)",
-                  p, what.c_str(), gguf_type_name(t.type), t.type, gguf_supported_types().c_str());
-    SMEZO_REQUIRE(t.dims[0] % traits->block_size == 0,
-                  "%s: %s has type %s (blocks of %lld) but its innermost dimension %lld is not a "
-                  "multiple of the block size", p, what.c_str(), traits->name,
-                  (long long)traits->block_size, (long long)t.dims[0]);
-    t.nbytes = t.numel / traits->block_size * traits->block_bytes;
-    rel_offsets[static_cast<size_t>(i)] = cur.u64(what + " (offset)");
-    SMEZO_REQUIRE(rel_offsets[static_cast<size_t>(i)] % static_cast<uint64_t>(alignment_) == 0,
-                  "%s: %s starts at data offset %llu, which is not a multiple of the alignment %lld",
-                  p, what.c_str(), (unsigned long long)rel_offsets[static_cast<size_t>(i)],
-                  (long long)alignment_);
-    tensor_index_[t.name] = static_cast<size_t>(i);
+    tensors_.push_back(read_tensor_info(cur, path_, i, tensor_index_, alignment_, &rel_offsets.back()));
+    tensor_index_[tensors_.back().name] = static_cast<size_t>(i);
   }
 
   // The data section starts at the first multiple of the alignment after the table (a file

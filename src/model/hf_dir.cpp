@@ -336,6 +336,66 @@ void require_writable(bool ok, const char* model_type, const char* what) {
   SMEZO_REQUIRE(ok, "hf_config_json: cannot write a %s config.json: %s", model_type, what);
 }
 
+// The shards model.safetensors.index.json lists (each a file in dir), checked against it, into ws.
+void load_shards(const std::string& dir, const std::string& index_path, WeightSource* ws) {
+  json index = read_json_file(index_path, "safetensors index");
+  const char* ip = index_path.c_str();
+  auto wm = index.find("weight_map");
+  SMEZO_REQUIRE(wm != index.end() && wm->is_object(), "safetensors index %s: field 'weight_map' "
+                "is missing or not an object of tensor name -> shard file", ip);
+  auto meta = index.find("metadata");
+  SMEZO_REQUIRE(meta == index.end() || meta->is_object() || meta->is_null(), "safetensors index "
+                "%s: field 'metadata' is %s, expected an object", ip, json_brief(*meta).c_str());
+  std::set<std::string> shard_names;
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    const std::string tensor = printable(it.key());
+    SMEZO_REQUIRE(it->is_string(), "safetensors index %s: weight_map entry '%s' is %s, expected "
+                  "a shard file name", ip, tensor.c_str(), json_brief(*it).c_str());
+    const std::string name = it->get<std::string>();
+    // A plain file name in the model directory (as transformers writes them): no path that
+    // could point elsewhere.
+    SMEZO_REQUIRE(!name.empty() && name != "." && name != ".." &&
+                      name.find('/') == std::string::npos && name.find('\0') == std::string::npos,
+                  "safetensors index %s: tensor '%s' maps to shard '%s', which is not a file name "
+                  "inside the model directory", ip, tensor.c_str(), printable(name).c_str());
+    shard_names.insert(name);
+  }
+  SMEZO_REQUIRE(!shard_names.empty(), "safetensors index %s: weight_map is empty", ip);
+
+  std::map<std::string, std::unique_ptr<SafetensorsFile>> shards;
+  for (const std::string& name : shard_names) {
+    const std::string shard_path = join_path(dir, name);
+    SMEZO_REQUIRE(is_file(shard_path), "safetensors index %s lists shard '%s', but %s "
+                  "is missing; download every shard of the model", ip, printable(name).c_str(),
+                  printable(shard_path).c_str());
+    auto file = std::make_unique<SafetensorsFile>(shard_path);
+    for (const auto& kv : file->tensors()) {
+      auto prev = ws->tensors.find(kv.first);
+      SMEZO_REQUIRE(prev == ws->tensors.end(), "model %s: tensor '%s' is in two shards, %s and "
+                    "%s", dir.c_str(), printable(kv.first).c_str(), prev->second.file.c_str(),
+                    shard_path.c_str());
+      auto listed = wm->find(kv.first);
+      SMEZO_REQUIRE(listed != wm->end() && listed->get<std::string>() == name,
+                    "safetensors index %s: shard '%s' holds tensor '%s', which the index %s; the "
+                    "index is stale or the shards are mixed up", ip, printable(name).c_str(),
+                    printable(kv.first).c_str(),
+                    listed == wm->end()
+                        ? "does not list"
+                        : ("maps to shard '" + printable(listed->get<std::string>()) + "'").c_str());
+      ws->tensors.emplace(kv.first, kv.second);
+    }
+    ws->keep_alive.push_back(file->keep_alive());
+    shards.emplace(name, std::move(file));
+  }
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    const std::string shard = it->get<std::string>();
+    SMEZO_REQUIRE(shards.at(shard)->has(it.key()), "safetensors index %s lists tensor '%s' in "
+                  "shard '%s', but that shard does not contain it; the download is incomplete "
+                  "or the index is stale", ip, printable(it.key()).c_str(),
+                  printable(shard).c_str());
+  }
+}
+
 }  // namespace
 
 // --- public API
@@ -472,62 +532,7 @@ WeightSource load_hf_dir(const std::string& path) {
                           "safe_serialization=True))" : "");
   }
 
-  json index = read_json_file(index_path, "safetensors index");
-  const char* ip = index_path.c_str();
-  auto wm = index.find("weight_map");
-  SMEZO_REQUIRE(wm != index.end() && wm->is_object(), "safetensors index %s: field 'weight_map' "
-                "is missing or not an object of tensor name -> shard file", ip);
-  auto meta = index.find("metadata");
-  SMEZO_REQUIRE(meta == index.end() || meta->is_object() || meta->is_null(), "safetensors index "
-                "%s: field 'metadata' is %s, expected an object", ip, json_brief(*meta).c_str());
-  std::set<std::string> shard_names;
-  for (auto it = wm->begin(); it != wm->end(); ++it) {
-    const std::string tensor = printable(it.key());
-    SMEZO_REQUIRE(it->is_string(), "safetensors index %s: weight_map entry '%s' is %s, expected "
-                  "a shard file name", ip, tensor.c_str(), json_brief(*it).c_str());
-    const std::string name = it->get<std::string>();
-    // A plain file name in the model directory (as transformers writes them): no path that
-    // could point elsewhere.
-    SMEZO_REQUIRE(!name.empty() && name != "." && name != ".." &&
-                      name.find('/') == std::string::npos && name.find('\0') == std::string::npos,
-                  "safetensors index %s: tensor '%s' maps to shard '%s', which is not a file name "
-                  "inside the model directory", ip, tensor.c_str(), printable(name).c_str());
-    shard_names.insert(name);
-  }
-  SMEZO_REQUIRE(!shard_names.empty(), "safetensors index %s: weight_map is empty", ip);
-
-  std::map<std::string, std::unique_ptr<SafetensorsFile>> shards;
-  for (const std::string& name : shard_names) {
-    const std::string shard_path = join_path(dir, name);
-    SMEZO_REQUIRE(is_file(shard_path), "safetensors index %s lists shard '%s', but %s "
-                  "is missing; download every shard of the model", ip, printable(name).c_str(),
-                  printable(shard_path).c_str());
-    auto file = std::make_unique<SafetensorsFile>(shard_path);
-    for (const auto& kv : file->tensors()) {
-      auto prev = ws.tensors.find(kv.first);
-      SMEZO_REQUIRE(prev == ws.tensors.end(), "model %s: tensor '%s' is in two shards, %s and "
-                    "%s", dir.c_str(), printable(kv.first).c_str(), prev->second.file.c_str(),
-                    shard_path.c_str());
-      auto listed = wm->find(kv.first);
-      SMEZO_REQUIRE(listed != wm->end() && listed->get<std::string>() == name,
-                    "safetensors index %s: shard '%s' holds tensor '%s', which the index %s; the "
-                    "index is stale or the shards are mixed up", ip, printable(name).c_str(),
-                    printable(kv.first).c_str(),
-                    listed == wm->end()
-                        ? "does not list"
-                        : ("maps to shard '" + printable(listed->get<std::string>()) + "'").c_str());
-      ws.tensors.emplace(kv.first, kv.second);
-    }
-    ws.keep_alive.push_back(file->keep_alive());
-    shards.emplace(name, std::move(file));
-  }
-  for (auto it = wm->begin(); it != wm->end(); ++it) {
-    const std::string shard = it->get<std::string>();
-    SMEZO_REQUIRE(shards.at(shard)->has(it.key()), "safetensors index %s lists tensor '%s' in "
-                  "shard '%s', but that shard does not contain it; the download is incomplete "
-                  "or the index is stale", ip, printable(it.key()).c_str(),
-                  printable(shard).c_str());
-  }
+  load_shards(dir, index_path, &ws);
   return ws;
 }
 

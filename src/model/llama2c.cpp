@@ -25,15 +25,13 @@ struct Llama2cArray {
   std::string name;
 };
 
-}  // namespace
-
-WeightSource load_llama2c(const std::string& path) {
-  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+// The header's 7 int32 fields as a config (LLaMA, interleaved RoPE), each size checked.
+ModelConfig read_llama2c_header(const MappedFile& file, const std::string& path) {
   const char* p = path.c_str();
-  SMEZO_REQUIRE(file->size() >= 28, "%s: %lld bytes is too short for a llama2.c header (28 bytes)",
-                p, static_cast<long long>(file->size()));
+  SMEZO_REQUIRE(file.size() >= 28, "%s: %lld bytes is too short for a llama2.c header (28 bytes)",
+                p, static_cast<long long>(file.size()));
   int32_t h[7];
-  std::memcpy(h, file->data(), sizeof h);
+  std::memcpy(h, file.data(), sizeof h);
   const char* field_names[7] = {"dim", "hidden_dim", "n_layers", "n_heads",
                                 "n_kv_heads", "vocab_size", "seq_len"};
   const int64_t limits[7] = {kMaxWidth, kMaxWidth, kMaxLayers, kMaxWidth,
@@ -45,10 +43,7 @@ WeightSource load_llama2c(const std::string& path) {
                   "size (1..%lld); the file is corrupt or not a llama2.c checkpoint", p,
                   field_names[i], h[i], static_cast<long long>(limits[i]));
   }
-  WeightSource src;
-  src.path = path;
-  src.keep_alive.push_back(file);
-  ModelConfig& c = src.config;
+  ModelConfig c;
   c.arch = ARCH_LLAMA;
   c.dim = h[0];
   c.hidden_dim = h[1];
@@ -71,6 +66,19 @@ WeightSource load_llama2c(const std::string& path) {
   c.norm_kind = NORM_RMS;
   c.mlp_kind = MLP_SWIGLU;
   check_model_config(c, path);  // the common floor; every size is bounded from here on
+  return c;
+}
+
+}  // namespace
+
+WeightSource load_llama2c(const std::string& path) {
+  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  const char* p = path.c_str();
+  WeightSource src;
+  src.path = path;
+  src.keep_alive.push_back(file);
+  src.config = read_llama2c_header(*file, path);
+  const ModelConfig& c = src.config;
 
   const int64_t L = c.n_layers, D = c.dim, H = c.hidden_dim, hd = c.head_dim;
   const int64_t q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;

@@ -220,20 +220,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
 
   // Embeddings and norms read their parameters per half of a pair (they are small); the
   // linears take the pair whole, so a weight's noise is generated once for both halves.
-  SMEZO_REQUIRE((hidden_in == nullptr) == stage_.first(), "pipeline stage %d of %d: %s", stage_.index, stage_.count,
-                stage_.first() ? "the first stage embeds the tokens itself" : "needs the previous stage's hidden states");
-  if (hidden_in != nullptr) {
-    backend_.upload(x, hidden_in);
-  } else {
-    per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
-      const std::vector<int32_t> tok(tokens.begin() + r0, tokens.begin() + r0 + n);
-      const std::vector<int32_t> pos(positions.begin() + r0, positions.begin() + r0 + n);
-      backend_.embedding(tensor_rows(x, r0, n), weights_.tok_embedding, probe.pair ? tok : tokens, p);
-      if (weights_.pos_embedding.w.data)
-        backend_.add_position_embedding(tensor_rows(x, r0, n), weights_.pos_embedding,
-                                        probe.pair ? pos : positions, c.learned_pos_offset, p);
-    });
-  }
+  embed(tokens, positions, probe, hidden_in, x);
   auto norm = [&](const Param& w, const Param* b) {
     per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {
       backend_.norm(tensor_rows(xn, r0, n), tensor_rows(x, r0, n), w, b, c.norm_kind, c.norm_eps, p);
@@ -256,13 +243,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       backend_.rope(q, positions, c.n_heads, c.head_dim, c.rope_theta, c.rope_style);
       backend_.rope(k, positions, c.n_kv_heads, c.head_dim, c.rope_theta, c.rope_style);
     }
-    AttentionParams ap;
-    ap.out = att;
-    ap.q = q;
-    ap.n_heads = c.n_heads;
-    ap.n_kv_heads = c.n_kv_heads;
-    ap.head_dim = c.head_dim;
-    ap.sliding_window = c.sliding_window;
+    AttentionParams ap{att, q, k, v, seqs, c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window};
     if (cached) {  // a prefix: the first P rows of each slot, written by forward_cached
       for (const AttentionSeq& s : seqs) {
         backend_.copy_rows(cache_k_[l], s.kv_row + s.kv_len - s.q_len, tensor_rows(k, s.q_row, s.q_len));
@@ -270,14 +251,9 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       }
       ap.k = cache_k_[l];
       ap.v = cache_v_[l];
-      ap.seqs = seqs;
     } else if (prefixed) {
       prefix_attention(l, probe, M, prefix_kv_index, &ap);
       ap.seqs = prefix_seqs;
-    } else {
-      ap.k = k;
-      ap.v = v;
-      ap.seqs = seqs;
     }
     backend_.attention(ap);
     linear(xn, att, L.wo, bias(L.bo), ROLE_ATTN_O);  // xn is free again: it holds the output
@@ -295,6 +271,21 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     linear(xn, h_up, L.w_down, bias(L.b_down), ROLE_MLP_DOWN);
     backend_.add(x, xn);
   }
+}
+
+void Model::embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
+                  const float* hidden_in, const Tensor& x) {
+  SMEZO_REQUIRE((hidden_in == nullptr) == stage_.first(), "pipeline stage %d of %d: %s", stage_.index, stage_.count,
+                stage_.first() ? "the first stage embeds the tokens itself" : "needs the previous stage's hidden states");
+  if (hidden_in != nullptr) return backend_.upload(x, hidden_in);
+  per_half(probe, x.rows, [&](int64_t r0, int64_t n, const Probe& p) {
+    const std::vector<int32_t> tok(tokens.begin() + r0, tokens.begin() + r0 + n);
+    const std::vector<int32_t> pos(positions.begin() + r0, positions.begin() + r0 + n);
+    backend_.embedding(tensor_rows(x, r0, n), weights_.tok_embedding, probe.pair ? tok : tokens, p);
+    if (weights_.pos_embedding.w.data)
+      backend_.add_position_embedding(tensor_rows(x, r0, n), weights_.pos_embedding, probe.pair ? pos : positions,
+                                      config_.learned_pos_offset, p);
+  });
 }
 
 void Model::add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe) {

@@ -162,6 +162,9 @@ class Model {
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
+  // x (M rows) = the tokens' embeddings (first stage), else hidden_in (the previous stage's).
+  void embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
+             const float* hidden_in, const Tensor& x);
   // hidden_in: null = embed the tokens (first stage), else the previous stage's hidden states.
   // cached: the seqs' key/value spans are rows of the cache, each ending with its q_len new rows
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,

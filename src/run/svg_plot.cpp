@@ -252,6 +252,49 @@ double quantile(std::vector<double> v, double q) {
   return v[k];
 }
 
+// The loss panel's y axis: the raw loss's 0.5 % to 99.5 % quantiles and the whole smoothed curve.
+Axis loss_axis(const PlotSeries& loss, const std::vector<double>& smooth) {
+  if (loss.empty()) return make_axis(0, 1, 5, false);
+  std::vector<double> v;
+  for (const auto& p : loss) v.push_back(p.second);
+  double lo = quantile(v, 0.005), hi = quantile(v, 0.995);
+  for (double s : smooth) lo = std::min(lo, s), hi = std::max(hi, s);
+  return make_axis(lo, hi, 6, false);
+}
+
+// The accuracy panel's y axis: the range padded by 8 % (a percent axis kept inside 0..100 %).
+Axis accuracy_axis(const PlotSeries& acc, bool percent) {
+  if (acc.empty()) return make_axis(0, 1, 4, false);
+  double lo = acc[0].second, hi = lo;
+  for (const auto& p : acc) lo = std::min(lo, p.second), hi = std::max(hi, p.second);
+  double pad = (hi - lo) * 0.08;
+  lo -= pad;
+  hi += pad;
+  if (percent) {
+    if (hi - lo < 0.02) lo -= 0.01, hi += 0.01;
+    if (lo < 0) hi = std::min(1.0, hi - lo), lo = 0;
+    if (hi > 1) lo = std::max(0.0, lo - (hi - 1)), hi = 1;
+  }
+  return make_axis(lo, hi, 4, false);
+}
+
+// The one-line summary under the title: steps logged, final smoothed loss, best accuracy.
+std::string plot_summary(const PlotSeries& loss, const std::vector<double>& smooth, const PlotSeries& acc,
+                         bool percent, const std::string& dev_label) {
+  std::string sub;
+  if (!loss.empty())
+    sub += format_string("%zu step%s logged, final smoothed loss %.4g", loss.size(),
+                         loss.size() == 1 ? "" : "s", smooth.back());
+  if (acc.empty()) return sub;
+  size_t best = 0;
+  for (size_t i = 1; i < acc.size(); ++i)
+    if (acc[i].second > acc[best].second) best = i;
+  if (!sub.empty()) sub += "  \xC2\xB7  ";
+  sub += percent ? format_string("best %s %.1f%%", dev_label.c_str(), 100 * acc[best].second)
+                 : format_string("best %s %.4g", dev_label.c_str(), acc[best].second);
+  return sub + format_string(" at step %.0f", acc[best].first);
+}
+
 }  // namespace
 
 std::vector<double> svg_nice_ticks(double lo, double hi, int target, bool integer,
@@ -303,36 +346,12 @@ std::string training_plot_svg(const std::string& title, const PlotSeries& loss_i
   std::vector<double> smooth = moving_average(loss, w);
   PlotSeries loss_smooth(loss.size());
   for (size_t i = 0; i < loss.size(); ++i) loss_smooth[i] = {loss[i].first, smooth[i]};
-  Axis ay_loss;
-  if (!loss.empty()) {
-    std::vector<double> v;
-    for (const auto& p : loss) v.push_back(p.second);
-    double lo = quantile(v, 0.005), hi = quantile(v, 0.995);
-    for (double s : smooth) lo = std::min(lo, s), hi = std::max(hi, s);
-    ay_loss = make_axis(lo, hi, 6, false);
-  } else {
-    ay_loss = make_axis(0, 1, 5, false);
-  }
+  const Axis ay_loss = loss_axis(loss, smooth);
 
   // Accuracy: percent when every value is a fraction.
   bool percent = true;
   for (const auto& p : acc) percent = percent && p.second >= 0 && p.second <= 1;
-  Axis ay_acc;
-  if (!acc.empty()) {
-    double lo = acc[0].second, hi = lo;
-    for (const auto& p : acc) lo = std::min(lo, p.second), hi = std::max(hi, p.second);
-    double pad = (hi - lo) * 0.08;
-    lo -= pad;
-    hi += pad;
-    if (percent) {  // stay inside 0..100%, with room around a constant series
-      if (hi - lo < 0.02) lo -= 0.01, hi += 0.01;
-      if (lo < 0) hi = std::min(1.0, hi - lo), lo = 0;
-      if (hi > 1) lo = std::max(0.0, lo - (hi - 1)), hi = 1;
-    }
-    ay_acc = make_axis(lo, hi, 4, false);
-  } else {
-    ay_acc = make_axis(0, 1, 4, false);
-  }
+  const Axis ay_acc = accuracy_axis(acc, percent);
 
   std::string svg;
   svg += format_string(
@@ -342,20 +361,7 @@ std::string training_plot_svg(const std::string& title, const PlotSeries& loss_i
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   text(&svg, left, 32, title, "start", 18, " font-weight=\"bold\"");
 
-  // One-line summary under the title.
-  std::string sub;
-  if (!loss.empty())
-    sub += format_string("%zu step%s logged, final smoothed loss %.4g", loss.size(),
-                         loss.size() == 1 ? "" : "s", smooth.back());
-  if (!acc.empty()) {
-    size_t best = 0;
-    for (size_t i = 1; i < acc.size(); ++i)
-      if (acc[i].second > acc[best].second) best = i;
-    if (!sub.empty()) sub += "  \xC2\xB7  ";
-    sub += percent ? format_string("best %s %.1f%%", opt.dev_label.c_str(), 100 * acc[best].second)
-                   : format_string("best %s %.4g", opt.dev_label.c_str(), acc[best].second);
-    sub += format_string(" at step %.0f", acc[best].first);
-  }
+  const std::string sub = plot_summary(loss, smooth, acc, percent, opt.dev_label);
   if (!sub.empty()) text(&svg, left, 54, sub, "start", 12, " fill-opacity=\"0.75\"");
 
   // --- loss panel

@@ -223,20 +223,8 @@ void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
   }
 }
 
-void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v) {
-  SMEZO_REQUIRE(root.contains("model") && root["model"].is_object(), "%s: no \"model\" object", path.c_str());
-  const json& model = root["model"];
-  const std::string type = model.value("type", std::string("(none)"));
-  SMEZO_REQUIRE(type == "BPE", "%s: model.type is \"%s\"; smezo's byte-level tokenizer reads BPE models (a "
-                "sentencepiece model needs its tokenizer.model)", path.c_str(), type.c_str());
-  const std::string where = path + ": model";
-  require_neutral(model, "dropout", json(), where);
-  require_neutral(model, "continuing_subword_prefix", "", where);
-  require_neutral(model, "end_of_word_suffix", "", where);
-  require_neutral(model, "byte_fallback", false, where);
-  v->ignore_merges = model.value("ignore_merges", false);
-
-  // Tokens: the model's vocab, then added_tokens (which may reuse a vocab id or extend it).
+// The model's vocab, then added_tokens (which may reuse a vocab id or extend it), without holes.
+void read_json_tokens(const json& root, const json& model, const std::string& path, BpeVocab* v) {
   const json& vocab = model.at("vocab");
   SMEZO_REQUIRE(vocab.is_object(), "%s: model.vocab is not an object", path.c_str());
   const json added = root.value("added_tokens", json::array());
@@ -267,6 +255,22 @@ void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v)
   for (int64_t id = 0; id < n; id++)
     SMEZO_REQUIRE(v->types[id] != 0, "%s: no token has id %lld (ids must run 0..%lld without holes)",
                   path.c_str(), (long long)id, (long long)n - 1);
+}
+
+void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v) {
+  SMEZO_REQUIRE(root.contains("model") && root["model"].is_object(), "%s: no \"model\" object", path.c_str());
+  const json& model = root["model"];
+  const std::string type = model.value("type", std::string("(none)"));
+  SMEZO_REQUIRE(type == "BPE", "%s: model.type is \"%s\"; smezo's byte-level tokenizer reads BPE models (a "
+                "sentencepiece model needs its tokenizer.model)", path.c_str(), type.c_str());
+  const std::string where = path + ": model";
+  require_neutral(model, "dropout", json(), where);
+  require_neutral(model, "continuing_subword_prefix", "", where);
+  require_neutral(model, "end_of_word_suffix", "", where);
+  require_neutral(model, "byte_fallback", false, where);
+  v->ignore_merges = model.value("ignore_merges", false);
+
+  read_json_tokens(root, model, path, v);
 
   const json& merges = model.at("merges");
   v->merges.reserve(merges.size());
@@ -301,7 +305,7 @@ void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v)
   parse_post_processor(root.value("post_processor", json()), path, &bos_name);
 
   std::unordered_map<std::string, int32_t> id_of;
-  for (int32_t i = 0; i < static_cast<int32_t>(n); i++) id_of.emplace(v->tokens[i], i);
+  for (int32_t i = 0; i < static_cast<int32_t>(v->tokens.size()); i++) id_of.emplace(v->tokens[i], i);
   auto lookup = [&](const std::string& name, const std::string& field) {
     auto it = id_of.find(name);
     SMEZO_REQUIRE(it != id_of.end(), "%s: %s \"%s\" is not a token", path.c_str(), field.c_str(), name.c_str());
