@@ -79,6 +79,7 @@ int run_train(TrainState& s) {
   o.tokenizer_path = s.model.tokenizer_path;
   o.device = s.model.device;
   o.dtype = s.model.dtype;
+  o.linear_path = s.model.linear_path;
   o.spsa.method = method_parse(s.method);
   o.spsa.schedule = lr_schedule_parse(s.schedule);
   o.spsa.noise = noise_parse(s.noise);  // "auto" when not given: resume takes the run's own
@@ -132,6 +133,7 @@ Command register_train(CLI::App& smezo) {
   CLI::App* cmd = add_command(smezo, "train", "zeroth-order fine-tuning of a model on a task; writes a run "
                                               "folder (seed log, metrics, summary, plot, checkpoint)");
   add_model_options(cmd, &s->model);
+  add_linear_path_option(cmd, &s->model.linear_path);
   s->task = cmd->add_option("--task", o.task, "the task (MeZO's templates and sampling)")
                 ->type_name("NAME")
                 ->check(one_of(task_names(), true));
