@@ -710,6 +710,41 @@ void bench_pair(Bench& B, const Param& ws, const Tensor& x, const Tensor& y0, Ro
   CUDA_CHECK(cudaStreamSynchronize(stream));  // before the buffers are freed
 }
 
+// cublasGemmEx alone, x already rounded (xr), with the operand layout of cuda/linear.cu ("GEMM
+// layout"): y(M, N) = xr(M, K) · Wᵀ.
+void gemm_only(CudaBackend& b, const Param& ws, const void* xr, const Tensor& y) {
+  const int64_t N = ws.w.rows, K = ws.w.cols, M = y.rows;
+  const cudaDataType ab = ws.w.dtype == DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasGemmEx(b.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                            static_cast<int>(K), &alpha, ws.w.data, ab, static_cast<int>(K), xr, ab,
+                            static_cast<int>(K), &beta, y.data, CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+}
+
+// The check line of one M (and what failed), merging the paths' checks into row.check.
+void report_checks(Row& row, const CheckResult& c_lin, const CheckResult& c_gemm, const CheckResult& c_s,
+                   const CheckResult& c_d, const CheckResult& c_f) {
+  for (const CheckResult& c : {c_lin, c_gemm, c_s, c_d, c_f}) row.check.merge(c);
+  std::printf("  %s M=%-6lld check %s (worst err/tol: linear %.3g, gemm %.3g, s-mezo %.3g, mezo %.3g, fused %.3g)\n",
+              noise_label(row.noise), (long long)row.m, pass_fail(row.check.ok), c_lin.worst, c_gemm.worst,
+              c_s.worst, c_d.worst, c_f.worst);
+  if (!c_lin.ok || !c_gemm.ok) std::printf("           FAIL unperturbed: y != x·Wᵀ beyond 2·K·2^-24·Σ|x·w|\n");
+  if (!c_s.ok || !c_d.ok || !c_f.ok)
+    std::printf("           FAIL perturbed: y' - y != x·(W' - W)ᵀ (W' = W + eps·m⊙z rounded)\n");
+}
+
+void print_row_timings(const Row& row) {
+  const double lin = row.linear.median_ms;
+  std::printf("           gemm %.4f ms %.1f TF/s | linear %.4f ms | s-mezo %.4f ms (%.2fx) | mezo %.4f ms (%.2fx) | "
+              "fused %.4f ms (%.2fx) | pair: w' %.4f ms, fused %.4f ms (%.2fx)\n",
+              row.gemm.median_ms, tflops(row.m, row.shape.n, row.shape.k, row.gemm), lin, row.smezo.median_ms,
+              row.smezo.median_ms / lin, row.mezo.median_ms, row.mezo.median_ms / lin, row.fused.median_ms,
+              row.fused.median_ms / lin, row.pair_wprime.median_ms, row.pair_fused.median_ms,
+              row.pair_fused.median_ms / row.pair_wprime.median_ms);
+  std::fflush(stdout);
+}
+
 // One M (rows per probe) of one shape and noise kind: validates every path, then times it.
 void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, int64_t M,
              uint64_t x_seed, uint64_t step_seed) {
@@ -732,15 +767,7 @@ void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, in
     bench_round_kernel<T><<<grid_blocks(M * K, kBlock), kBlock, 0, stream>>>(xrb.as<T>(), x.f32(), M * K);
     CUDA_CHECK_LAUNCH();
   });
-  // gemm only: cublasGemmEx with the operand layout of cuda/linear.cu ("GEMM layout").
-  const cudaDataType ab = dt == DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-  auto gemm = [&] {
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(b.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                              static_cast<int>(K), &alpha, ws.w.data, ab, static_cast<int>(K), xrb.get(), ab,
-                              static_cast<int>(K), &beta, y1.data, CUDA_R_32F, static_cast<int>(N),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  };
+  auto gemm = [&] { gemm_only(b, ws, xrb.get(), y1); };
   auto linear = [&] { b.linear(y1, x, ws, nullptr, plain); };
   auto smezo = [&] { b.linear(y1, x, ws, nullptr, probe); };
   auto mezo = [&] { b.linear(y1, x, wd, nullptr, probe); };
@@ -760,9 +787,7 @@ void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, in
   row.noise = ws.info.noise;
   row.s = s;
   // Each output poisoned (all-ones bytes: NaN) before the path that must write it, so an
-  // entry left unwritten fails its check. (compute-sanitizer initcheck on an H200 reported the
-  // rows that cuBLAS's nvjet GEMMs wrote as uninitialised when the host read them, though they
-  // held the right values: its reads now see bytes set by the memset, whatever it tracks.)
+  // entry left unwritten fails its check (and initcheck sees bytes set: nvjet GEMMs' rows).
   auto poison = [&](const Tensor& y) {
     CUDA_CHECK(cudaMemsetAsync(y.data, 0xff, static_cast<size_t>(M * N) * sizeof(float), stream));
   };
@@ -784,13 +809,7 @@ void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, in
     fused();
     c_f = check_delta(b, y1.f32(), y0.f32(), N, ref_s);
   }
-  for (const CheckResult& c : {c_lin, c_gemm, c_s, c_d, c_f}) row.check.merge(c);
-  std::printf("  %s M=%-6lld check %s (worst err/tol: linear %.3g, gemm %.3g, s-mezo %.3g, mezo %.3g, fused %.3g)\n",
-              noise_label(row.noise), (long long)M, pass_fail(row.check.ok), c_lin.worst, c_gemm.worst, c_s.worst,
-              c_d.worst, c_f.worst);
-  if (!c_lin.ok || !c_gemm.ok) std::printf("           FAIL unperturbed: y != x·Wᵀ beyond 2·K·2^-24·Σ|x·w|\n");
-  if (!c_s.ok || !c_d.ok || !c_f.ok)
-    std::printf("           FAIL perturbed: y' - y != x·(W' - W)ᵀ (W' = W + eps·m⊙z rounded)\n");
+  report_checks(row, c_lin, c_gemm, c_s, c_d, c_f);
 
   row.gemm = B.timer.time(gemm);
   row.linear = B.timer.time(linear);
@@ -802,14 +821,7 @@ void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, in
   bench_pair(B, ws, x, y0, row, refs, step_seed);
   if (!row.check.ok) B.all_ok = false;
 
-  const double lin = row.linear.median_ms;
-  std::printf("           gemm %.4f ms %.1f TF/s | linear %.4f ms | s-mezo %.4f ms (%.2fx) | mezo %.4f ms (%.2fx) | "
-              "fused %.4f ms (%.2fx) | pair: w' %.4f ms, fused %.4f ms (%.2fx)\n",
-              row.gemm.median_ms, tflops(M, N, K, row.gemm), lin, row.smezo.median_ms, row.smezo.median_ms / lin,
-              row.mezo.median_ms, row.mezo.median_ms / lin, row.fused.median_ms, row.fused.median_ms / lin,
-              row.pair_wprime.median_ms, row.pair_fused.median_ms,
-              row.pair_fused.median_ms / row.pair_wprime.median_ms);
-  std::fflush(stdout);
+  print_row_timings(row);
   write_json(B, row);
   B.rows.push_back(row);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // before the buffers are freed
