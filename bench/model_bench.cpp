@@ -189,6 +189,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       j["phase"] = phase;
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
+      j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
       j["reps"] = o.reps;
       j["ms"] = median(ms);
       j["ms_min"] = *std::min_element(ms.begin(), ms.end());
