@@ -180,11 +180,14 @@ __device__ void stage_input(const FusedLinearParams& p, const RowMap& rows, int6
 }
 
 // --- kernels
+// __launch_bounds__(kThreads, 1): one block per SM is enough to let ptxas take up to 255
+// registers; with no minimum it capped the bf16 kernel at 128 and spilled (sm_90a). The
+// few-rows grids (N / 32 blocks) hold about one block per SM anyway.
 
 // fp16/bf16 weights: tensor cores. Warp w: columns 16 (w & 1) .. +15 of the block, row tiles
 // 4 (w >> 1) .. +3 of its slots (pair: warps 0-1 the + half, 2-3 the - half).
 template <typename T>
-__global__ void __launch_bounds__(kThreads) fused_linear_wmma_kernel(FusedLinearParams p, bool vec) {
+__global__ void __launch_bounds__(kThreads, 1) fused_linear_wmma_kernel(FusedLinearParams p, bool vec) {
   namespace wmma = nvcuda::wmma;
   constexpr int BK = Tile<T>::kBK, LD = Tile<T>::kLd;
   __shared__ FusedSmem<T> sm;
@@ -230,7 +233,7 @@ __global__ void __launch_bounds__(kThreads) fused_linear_wmma_kernel(FusedLinear
 
 // fp32 weights: plain FMAs, fp32 throughout. Lane l: column n0 + l; warp w: slots 32w .. +31
 // (pair: warps 0-1 the + half, 2-3 the - half).
-__global__ void __launch_bounds__(kThreads) fused_linear_fma_kernel(FusedLinearParams p, bool vec) {
+__global__ void __launch_bounds__(kThreads, 1) fused_linear_fma_kernel(FusedLinearParams p, bool vec) {
   constexpr int BK = Tile<float>::kBK, LD = Tile<float>::kLd;
   __shared__ FusedSmem<float> sm;
   const RowMap rows = make_rows(p);
