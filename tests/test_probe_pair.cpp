@@ -304,7 +304,7 @@ TEST(LinearDispatch, LinearPathModeAndTheCrossoverTable) {
   c.storage = DTYPE_F16;
   EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE_PAIR);
   c.storage = DTYPE_BF16;
-  c.n = 1000;
+  c.n = 200;  // 200 x 4096 < 2^20 elements
   EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE_PAIR);
   c.mode = LINEAR_MODE_WPRIME;
   c.n = 4096;
