@@ -451,6 +451,12 @@ constexpr NoiseKind kNoiseFloors[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_R
 constexpr int kNumNoiseFloors = 3;
 const char* const kNoiseFloorNames[] = {"gaussian", "gaussian-v1", "rademacher"};
 
+const char* noise_label(NoiseKind k) {
+  for (int i = 0; i < kNumNoiseFloors; ++i)
+    if (kNoiseFloors[i] == k) return kNoiseFloorNames[i];
+  return "?";
+}
+
 struct ShapeStats {
   double threshold = 0;
   double keep_fraction = 0;  // fraction of sampled |w| <= threshold (≈ mask_quantile)
@@ -464,7 +470,9 @@ struct Row {
   LinearShape shape;
   int64_t m = 0;
   ShapeStats s;
-  Timing gemm, linear, smezo, mezo, fused;
+  NoiseKind noise = NOISE_GAUSSIAN;  // W's z
+  Timing gemm, linear, smezo, mezo, fused;  // single probes (fused: NAN when not run)
+  Timing pair_wprime, pair_fused;           // the S-MeZO pair, 2·m rows
   CheckResult check;
 };
 
@@ -646,6 +654,9 @@ void write_json(Bench& B, const Row& r) {
   line += ",\"smezo_ms\":" + num(r.smezo.median_ms) + ",\"smezo_min_ms\":" + num(r.smezo.min_ms);
   line += ",\"mezo_ms\":" + num(r.mezo.median_ms) + ",\"mezo_min_ms\":" + num(r.mezo.min_ms);
   line += ",\"fused_ms\":" + num(r.fused.median_ms);
+  line += ",\"noise\":\"" + std::string(noise_label(r.noise)) + "\",\"rows_per_probe\":" + std::to_string(M);
+  line += ",\"pair_wprime_ms\":" + num(r.pair_wprime.median_ms) +
+          ",\"pair_fused_ms\":" + num(r.pair_fused.median_ms);
   line += ",\"noise_ms\":" + num(r.s.noise[0].median_ms) +
           ",\"noise_gaussian_v1_ms\":" + num(r.s.noise[1].median_ms) +
           ",\"noise_rademacher_ms\":" + num(r.s.noise[2].median_ms);
@@ -660,144 +671,207 @@ void write_json(Bench& B, const Row& r) {
   std::fflush(B.json);
 }
 
-void bench_rows(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s,
-                uint64_t x_seed, uint64_t step_seed) {
+// The S-MeZO probe pair (2·M rows) on both paths, each half validated against its probe's
+// reference (x is duplicated, so y0 is each half's unperturbed output); returns the timings
+// in row.pair_wprime / row.pair_fused and merges the checks into row.check.
+void bench_pair(Bench& B, const Param& ws, const Tensor& x, const Tensor& y0, Row& row,
+                const std::vector<EntryRef> refs[2], uint64_t step_seed) {
+  CudaBackend& b = B.backend;
+  cudaStream_t stream = b.stream();
+  const int64_t M = x.rows, K = x.cols, N = ws.w.rows;
+  DeviceBuffer x2b(static_cast<size_t>(2 * M * K * 4), "x (pair)");
+  DeviceBuffer y2b(static_cast<size_t>(2 * M * N * 4), "y (pair)");
+  const Tensor x2 = view(x2b.get(), DTYPE_F32, 2 * M, K);
+  const Tensor y2 = view(y2b.get(), DTYPE_F32, 2 * M, N);
+  for (int h = 0; h < 2; ++h)
+    CUDA_CHECK(cudaMemcpyAsync(x2.f32() + h * M * K, x.data, static_cast<size_t>(M * K * 4),
+                               cudaMemcpyDeviceToDevice, stream));
+  const Probe pair{B.opt.eps, step_seed, true};
+  auto call = [&](LinearPathMode mode) {
+    b.set_linear_mode(mode);
+    b.linear(y2, x2, ws, nullptr, pair);
+    b.set_linear_mode(LINEAR_MODE_WPRIME);
+  };
+  std::vector<LinearPathMode> modes = {LINEAR_MODE_WPRIME};
+  if (B.opt.fused) modes.push_back(LINEAR_MODE_FUSED);
+  for (LinearPathMode mode : modes) {
+    CUDA_CHECK(cudaMemsetAsync(y2.data, 0xff, static_cast<size_t>(2 * M * N) * sizeof(float), stream));
+    call(mode);
+    for (int h = 0; h < 2; ++h) {
+      const CheckResult c = check_delta(b, y2.f32() + h * M * N, y0.f32(), N, refs[h]);
+      if (!c.ok)
+        std::printf("           FAIL pair (%s, %s half): y' - y != x·(W%s - W)ᵀ\n", linear_mode_name(mode),
+                    h == 0 ? "+" : "-", h == 0 ? "+" : "-");
+      row.check.merge(c);
+    }
+    Timing& t = mode == LINEAR_MODE_FUSED ? row.pair_fused : row.pair_wprime;
+    t = B.timer.time([&] { call(mode); });
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // before the buffers are freed
+}
+
+// cublasGemmEx alone, x already rounded (xr), with the operand layout of cuda/linear.cu ("GEMM
+// layout"): y(M, N) = xr(M, K) · Wᵀ.
+void gemm_only(CudaBackend& b, const Param& ws, const void* xr, const Tensor& y) {
+  const int64_t N = ws.w.rows, K = ws.w.cols, M = y.rows;
+  const cudaDataType ab = ws.w.dtype == DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasGemmEx(b.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                            static_cast<int>(K), &alpha, ws.w.data, ab, static_cast<int>(K), xr, ab,
+                            static_cast<int>(K), &beta, y.data, CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+}
+
+// The check line of one M (and what failed), merging the paths' checks into row.check.
+void report_checks(Row& row, const CheckResult& c_lin, const CheckResult& c_gemm, const CheckResult& c_s,
+                   const CheckResult& c_d, const CheckResult& c_f) {
+  for (const CheckResult& c : {c_lin, c_gemm, c_s, c_d, c_f}) row.check.merge(c);
+  std::printf("  %s M=%-6lld check %s (worst err/tol: linear %.3g, gemm %.3g, s-mezo %.3g, mezo %.3g, fused %.3g)\n",
+              noise_label(row.noise), (long long)row.m, pass_fail(row.check.ok), c_lin.worst, c_gemm.worst,
+              c_s.worst, c_d.worst, c_f.worst);
+  if (!c_lin.ok || !c_gemm.ok) std::printf("           FAIL unperturbed: y != x·Wᵀ beyond 2·K·2^-24·Σ|x·w|\n");
+  if (!c_s.ok || !c_d.ok || !c_f.ok)
+    std::printf("           FAIL perturbed: y' - y != x·(W' - W)ᵀ (W' = W + eps·m⊙z rounded)\n");
+}
+
+void print_row_timings(const Row& row) {
+  const double lin = row.linear.median_ms;
+  std::printf("           gemm %.4f ms %.1f TF/s | linear %.4f ms | s-mezo %.4f ms (%.2fx) | mezo %.4f ms (%.2fx) | "
+              "fused %.4f ms (%.2fx) | pair: w' %.4f ms, fused %.4f ms (%.2fx)\n",
+              row.gemm.median_ms, tflops(row.m, row.shape.n, row.shape.k, row.gemm), lin, row.smezo.median_ms,
+              row.smezo.median_ms / lin, row.mezo.median_ms, row.mezo.median_ms / lin, row.fused.median_ms,
+              row.fused.median_ms / lin, row.pair_wprime.median_ms, row.pair_fused.median_ms,
+              row.pair_fused.median_ms / row.pair_wprime.median_ms);
+  std::fflush(stdout);
+}
+
+// One M (rows per probe) of one shape and noise kind: validates every path, then times it.
+void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, int64_t M,
+             uint64_t x_seed, uint64_t step_seed) {
   CudaBackend& b = B.backend;
   cudaStream_t stream = b.stream();
   const DType dt = ws.w.dtype;
   const int64_t N = ws.w.rows, K = ws.w.cols;
   const Probe plain{0.0f, 0};
   const Probe probe{B.opt.eps, step_seed};
-  for (int64_t M : B.opt.ms) {
-    DeviceBuffer xb(static_cast<size_t>(M * K * 4), "x (fp32)");
-    DeviceBuffer xrb(static_cast<size_t>(M * K * dtype_size(dt)), "x (storage dtype)");
-    DeviceBuffer y0b(static_cast<size_t>(M * N * 4), "y (unperturbed)");
-    DeviceBuffer y1b(static_cast<size_t>(M * N * 4), "y");
-    const Tensor x = view(xb.get(), DTYPE_F32, M, K);
-    const Tensor y0 = view(y0b.get(), DTYPE_F32, M, N);
-    const Tensor y1 = view(y1b.get(), DTYPE_F32, M, N);
-    fill_uniform(DTYPE_F32, x.data, M * K, x_seed + static_cast<uint64_t>(M), 1.0f, stream);
-    dispatch_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      bench_round_kernel<T><<<grid_blocks(M * K, kBlock), kBlock, 0, stream>>>(
-          xrb.as<T>(), x.f32(), M * K);
-      CUDA_CHECK_LAUNCH();
-    });
-    // gemm only: cublasGemmEx with the operand layout of cuda/linear.cu ("GEMM layout").
-    const cudaDataType ab = dt == DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    auto gemm = [&] {
-      const float alpha = 1.0f, beta = 0.0f;
-      CUBLAS_CHECK(cublasGemmEx(b.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N),
-                                static_cast<int>(M), static_cast<int>(K), &alpha, ws.w.data, ab,
-                                static_cast<int>(K), xrb.get(), ab, static_cast<int>(K), &beta,
-                                y1.data, CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F,
-                                CUBLAS_GEMM_DEFAULT));
-    };
-    auto linear = [&] { b.linear(y1, x, ws, nullptr, plain); };
-    auto smezo = [&] { b.linear(y1, x, ws, nullptr, probe); };
-    auto mezo = [&] { b.linear(y1, x, wd, nullptr, probe); };
+  DeviceBuffer xb(static_cast<size_t>(M * K * 4), "x (fp32)");
+  DeviceBuffer xrb(static_cast<size_t>(M * K * dtype_size(dt)), "x (storage dtype)");
+  DeviceBuffer y0b(static_cast<size_t>(M * N * 4), "y (unperturbed)");
+  DeviceBuffer y1b(static_cast<size_t>(M * N * 4), "y");
+  const Tensor x = view(xb.get(), DTYPE_F32, M, K);
+  const Tensor y0 = view(y0b.get(), DTYPE_F32, M, N);
+  const Tensor y1 = view(y1b.get(), DTYPE_F32, M, N);
+  fill_uniform(DTYPE_F32, x.data, M * K, x_seed + static_cast<uint64_t>(M), 1.0f, stream);
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    bench_round_kernel<T><<<grid_blocks(M * K, kBlock), kBlock, 0, stream>>>(xrb.as<T>(), x.f32(), M * K);
+    CUDA_CHECK_LAUNCH();
+  });
+  auto gemm = [&] { gemm_only(b, ws, xrb.get(), y1); };
+  auto linear = [&] { b.linear(y1, x, ws, nullptr, plain); };
+  auto smezo = [&] { b.linear(y1, x, ws, nullptr, probe); };
+  auto mezo = [&] { b.linear(y1, x, wd, nullptr, probe); };
+  auto fused = [&] {
+    b.set_linear_mode(LINEAR_MODE_FUSED);
+    b.linear(y1, x, ws, nullptr, probe);
+    b.set_linear_mode(LINEAR_MODE_WPRIME);
+  };
 
-    // Validate every path once (this also grows the backend's scratch before any timing).
-    const uint64_t salt = static_cast<uint64_t>(M) * 131 + static_cast<uint64_t>(N);
-    const std::vector<EntryRef> ref_s = reference_entries(b, ws, probe, x.f32(), M, salt);
-    const std::vector<EntryRef> ref_d = reference_entries(b, wd, probe, x.f32(), M, salt);
-    Row row;
-    row.shape = {N, K};
-    row.m = M;
-    row.s = s;
-    // Each output poisoned (all-ones bytes: NaN) before the path that must write it, so an
-    // entry left unwritten fails its check. (compute-sanitizer initcheck on an H200 reported the
-    // rows that cuBLAS's nvjet GEMMs wrote as uninitialised when the host read them, though they
-    // held the right values: its reads now see bytes set by the memset, whatever it tracks.)
-    auto poison = [&](const Tensor& y) {
-      CUDA_CHECK(cudaMemsetAsync(y.data, 0xff, static_cast<size_t>(M * N) * sizeof(float), stream));
-    };
-    poison(y0);
-    b.linear(y0, x, ws, nullptr, plain);
-    const CheckResult c_lin = check_plain(b, y0.f32(), N, ref_s);
+  // Validate every path once (this also grows the backend's scratch before any timing).
+  const uint64_t salt = static_cast<uint64_t>(M) * 131 + static_cast<uint64_t>(N);
+  const std::vector<EntryRef> ref_s = reference_entries(b, ws, probe, x.f32(), M, salt);
+  const std::vector<EntryRef> ref_d = reference_entries(b, wd, probe, x.f32(), M, salt);
+  Row row;
+  row.shape = {N, K};
+  row.m = M;
+  row.noise = ws.info.noise;
+  row.s = s;
+  // Each output poisoned (all-ones bytes: NaN) before the path that must write it, so an
+  // entry left unwritten fails its check (and initcheck sees bytes set: nvjet GEMMs' rows).
+  auto poison = [&](const Tensor& y) {
+    CUDA_CHECK(cudaMemsetAsync(y.data, 0xff, static_cast<size_t>(M * N) * sizeof(float), stream));
+  };
+  poison(y0);
+  b.linear(y0, x, ws, nullptr, plain);
+  const CheckResult c_lin = check_plain(b, y0.f32(), N, ref_s);
+  poison(y1);
+  gemm();
+  const CheckResult c_gemm = check_plain(b, y1.f32(), N, ref_s);
+  poison(y1);
+  smezo();
+  const CheckResult c_s = check_delta(b, y1.f32(), y0.f32(), N, ref_s);
+  poison(y1);
+  mezo();
+  const CheckResult c_d = check_delta(b, y1.f32(), y0.f32(), N, ref_d);
+  CheckResult c_f;
+  if (B.opt.fused) {
     poison(y1);
-    gemm();
-    const CheckResult c_gemm = check_plain(b, y1.f32(), N, ref_s);
-    poison(y1);
-    smezo();
-    const CheckResult c_s = check_delta(b, y1.f32(), y0.f32(), N, ref_s);
-    poison(y1);
-    mezo();
-    const CheckResult c_d = check_delta(b, y1.f32(), y0.f32(), N, ref_d);
-    CheckResult c_f;
-    if (B.opt.fused != nullptr) {
-      poison(y1);
-      B.opt.fused(b, y1, x, ws, probe);
-      CUDA_CHECK_LAUNCH();
-      c_f = check_delta(b, y1.f32(), y0.f32(), N, ref_s);
-    }
-    for (const CheckResult& c : {c_lin, c_gemm, c_s, c_d, c_f}) row.check.merge(c);
-    if (!row.check.ok) B.all_ok = false;
-    std::printf("  M=%-6lld check %s (worst err/tol: linear %.3g, gemm %.3g, s-mezo %.3g, "
-                "mezo %.3g%s; %d entries)\n",
-                (long long)M, pass_fail(row.check.ok), c_lin.worst, c_gemm.worst, c_s.worst,
-                c_d.worst,
-                B.opt.fused
-                    ? format_string(", %s %.3g", B.opt.fused_name.c_str(), c_f.worst).c_str()
-                    : "",
-                row.check.entries);
-    if (!c_lin.ok || !c_gemm.ok)
-      std::printf("           FAIL unperturbed: y != x·Wᵀ beyond 2·K·2^-24·Σ|x·w|\n");
-    if (!c_s.ok || !c_d.ok || !c_f.ok)
-      std::printf(
-          "           FAIL perturbed: y' - y != x·(W' - W)ᵀ (W' = W + eps·m⊙z rounded)\n");
-
-    row.gemm = B.timer.time(gemm);
-    row.linear = B.timer.time(linear);
-    row.smezo = B.timer.time(smezo);
-    row.mezo = B.timer.time(mezo);
-    if (B.opt.fused != nullptr)
-      row.fused = B.timer.time([&] { B.opt.fused(b, y1, x, ws, probe); });
-
-    const double lin = row.linear.median_ms;
-    std::printf("           gemm %.4f ms %.1f TF/s | linear %.4f ms %.1f TF/s | s-mezo %.4f ms "
-                "(%.2fx) | mezo %.4f ms (%.2fx) | %s %s\n",
-                row.gemm.median_ms, tflops(M, N, K, row.gemm), lin, tflops(M, N, K, row.linear),
-                row.smezo.median_ms, row.smezo.median_ms / lin, row.mezo.median_ms,
-                row.mezo.median_ms / lin, B.opt.fused_name.c_str(),
-                B.opt.fused ? format_string("%.4f ms (%.2fx)", row.fused.median_ms,
-                                            row.fused.median_ms / lin).c_str()
-                            : "n/a (not implemented)");
-    std::fflush(stdout);
-    write_json(B, row);
-    B.rows.push_back(row);
-    CUDA_CHECK(cudaStreamSynchronize(stream));  // before the buffers are freed
+    fused();
+    c_f = check_delta(b, y1.f32(), y0.f32(), N, ref_s);
   }
+  report_checks(row, c_lin, c_gemm, c_s, c_d, c_f);
+
+  row.gemm = B.timer.time(gemm);
+  row.linear = B.timer.time(linear);
+  row.smezo = B.timer.time(smezo);
+  row.mezo = B.timer.time(mezo);
+  if (B.opt.fused) row.fused = B.timer.time(fused);
+  const std::vector<EntryRef> refs[2] = {ref_s, reference_entries(b, ws, half_probe(Probe{B.opt.eps, step_seed, true}, -1),
+                                                                  x.f32(), M, salt)};
+  bench_pair(B, ws, x, y0, row, refs, step_seed);
+  if (!row.check.ok) B.all_ok = false;
+
+  print_row_timings(row);
+  write_json(B, row);
+  B.rows.push_back(row);
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // before the buffers are freed
+}
+
+void bench_rows(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, uint64_t x_seed,
+                uint64_t step_seed) {
+  for (int64_t M : B.opt.ms) bench_m(B, ws, wd, s, M, x_seed, step_seed);
 }
 
 void print_table(const Bench& B) {
   std::printf(
       "\nsummary (ms = median of %d reps, L2 flushed; x lin = / linear; noise = gaussian (spec v2),"
-      " nz-v1 = gaussian-v1; fl1 = max(wread, noise), fl2 = max(linear, noise))\n",
+      " nz-v1 = gaussian-v1; fl1 = max(wread, noise), fl2 = max(linear, noise); z = W's noise)\n",
       B.opt.reps);
-  std::printf("%6s %6s %6s | %8s %8s %6s | %8s %6s | %8s %6s | %8s %6s %8s | %8s %6s | %8s | "
+  std::printf("%6s %6s %6s %-10s | %8s %8s %6s | %8s %6s | %8s %6s | %8s %6s %8s | %8s %6s | %8s | "
               "%6s %6s | %5s | %s\n",
-              "N", "K", "M", "gemm", "linear", "TF/s", "s-mezo", "x lin", "mezo", "x lin",
-              "noise", "x lin", "nz-v1", "wread", "GB/s", "update", "s/fl1", "s/fl2", "check",
-              B.opt.fused_name.c_str());
+              "N", "K", "M", "z", "gemm", "linear", "TF/s", "s-mezo", "x lin", "mezo", "x lin", "noise", "x lin",
+              "nz-v1", "wread", "GB/s", "update", "s/fl1", "s/fl2", "check", "fused");
   for (const Row& r : B.rows) {
     const int64_t N = r.shape.n, K = r.shape.k;
     const double lin = r.linear.median_ms, nz = r.s.noise[0].median_ms, wr = r.s.wread.median_ms;
     const double gbps = static_cast<double>(N) * K * dtype_size(B.opt.dtype) / (wr * 1e-3) / 1e9;
     const double fl1 = std::max(wr, nz), fl2 = std::max(lin, nz);
-    const std::string fused =
-        B.opt.fused ? format_string("%.4f (%.2fx)", r.fused.median_ms, r.fused.median_ms / lin)
-                    : std::string("n/a (not implemented)");
-    std::printf("%6lld %6lld %6lld | %8.4f %8.4f %6.1f | %8.4f %6.2f | %8.4f %6.2f | %8.4f "
+    const std::string fused = B.opt.fused ? format_string("%.4f (%.2fx)", r.fused.median_ms, r.fused.median_ms / lin)
+                                          : std::string("n/a");
+    std::printf("%6lld %6lld %6lld %-10s | %8.4f %8.4f %6.1f | %8.4f %6.2f | %8.4f %6.2f | %8.4f "
                 "%6.2f %8.4f | %8.4f %6.0f | %8.4f | %6.2f %6.2f | %5s | %s\n",
-                (long long)N, (long long)K, (long long)r.m, r.gemm.median_ms, lin,
-                tflops(r.m, N, K, r.linear), r.smezo.median_ms, r.smezo.median_ms / lin,
-                r.mezo.median_ms, r.mezo.median_ms / lin, nz, nz / lin, r.s.noise[1].median_ms,
-                wr, gbps,
-                r.s.update_smezo.median_ms, r.smezo.median_ms / fl1, r.smezo.median_ms / fl2,
-                pass_fail(r.check.ok && r.s.floors_check != "FAIL" && r.s.update_check == "PASS"),
-                fused.c_str());
+                (long long)N, (long long)K, (long long)r.m, noise_label(r.noise), r.gemm.median_ms, lin,
+                tflops(r.m, N, K, r.linear), r.smezo.median_ms, r.smezo.median_ms / lin, r.mezo.median_ms,
+                r.mezo.median_ms / lin, nz, nz / lin, r.s.noise[1].median_ms, wr, gbps, r.s.update_smezo.median_ms,
+                r.smezo.median_ms / fl1, r.smezo.median_ms / fl2,
+                pass_fail(r.check.ok && r.s.floors_check != "FAIL" && r.s.update_check == "PASS"), fused.c_str());
   }
+}
+
+// The fused kernel against W' + cuBLAS for the S-MeZO probe pair (the call a step makes) and
+// the single probe: < 1 means fused is faster. cuda_plan.h's fused_crossover_table takes the
+// (dtype, pair, rows per probe, weight size) where it is.
+void print_crossover(const Bench& B) {
+  if (!B.opt.fused) return;
+  std::printf("\ncrossover: fused / W' (S-MeZO mask, %s W; ms = median of %d reps; < 1: fused faster)\n",
+              dtype_name(B.opt.dtype), B.opt.reps);
+  std::printf("%6s %6s %-10s %8s | %9s %9s %7s | %9s %9s %7s\n", "N", "K", "z", "rows/pr", "pair w'",
+              "pair fus", "ratio", "single w'", "sing fus", "ratio");
+  for (const Row& r : B.rows)
+    std::printf("%6lld %6lld %-10s %8lld | %9.4f %9.4f %7.2f | %9.4f %9.4f %7.2f\n", (long long)r.shape.n,
+                (long long)r.shape.k, noise_label(r.noise), (long long)r.m, r.pair_wprime.median_ms,
+                r.pair_fused.median_ms, r.pair_fused.median_ms / r.pair_wprime.median_ms, r.smezo.median_ms,
+                r.fused.median_ms, r.fused.median_ms / r.smezo.median_ms);
 }
 
 std::string utc_now() {
@@ -824,9 +898,11 @@ int run_linear_bench(const LinearBenchOptions& opt) {
   SMEZO_REQUIRE(opt.mask_quantile >= 0.0 && opt.mask_quantile <= 1.0,
                 "bench: --quantile %g outside [0, 1]", opt.mask_quantile);
   SMEZO_REQUIRE(opt.eps != 0.0f, "bench: eps must be nonzero (the perturbed path is timed)");
+  SMEZO_REQUIRE(!opt.noises.empty(), "bench: no noise kind given");
   SMEZO_REQUIRE(opt.flush_bytes >= 0, "bench: negative flush size");
 
   CudaBackend backend;
+  backend.set_linear_mode(LINEAR_MODE_WPRIME);  // s-mezo / mezo: the W' path; fused switches per call
   cudaStream_t stream = backend.stream();
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
@@ -858,7 +934,8 @@ int run_linear_bench(const LinearBenchOptions& opt) {
               opt.flush_bytes / 1048576.0);
   std::printf("gemm = cublasGemmEx alone (x pre-rounded) | linear = CudaBackend::linear, scale 0 "
               "(x rounding + GEMM) | s-mezo / mezo = CudaBackend::linear perturbed (materialise W'"
-              " + x rounding + GEMM) | floors: noise-only (regenerate every z), weight-read (read W"
+              " + x rounding + GEMM) | fused = s-mezo on cuda/fused_linear.cu | pair = the S-MeZO probe pair"
+              " (2M rows) on each path | floors: noise-only (regenerate every z), weight-read (read W"
               " once)\n");
 
   if (!opt.json_path.empty()) {
@@ -884,12 +961,16 @@ int run_linear_bench(const LinearBenchOptions& opt) {
       ws.info.mask = MASK_MAGNITUDE;
       const uint64_t step_seed = bench_mix64(shape_seed ^ 0x5eedull);
       const ShapeStats s = bench_shape_floors(B, ws, copy, step_seed);  // sets the threshold
-      Param wd = ws;
-      wd.info.mask = MASK_DENSE;
-      bench_rows(B, ws, wd, s, shape_seed ^ 0xa11ce, step_seed);
+      for (NoiseKind noise : opt.noises) {
+        ws.info.noise = noise;
+        Param wd = ws;
+        wd.info.mask = MASK_DENSE;
+        bench_rows(B, ws, wd, s, shape_seed ^ 0xa11ce, step_seed);
+      }
       CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     print_table(B);
+    print_crossover(B);
   } catch (...) {
     if (B.json) std::fclose(B.json);
     throw;

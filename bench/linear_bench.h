@@ -12,13 +12,18 @@
 //                  bandwidth floor
 //   update         CudaBackend::update with the S-MeZO mask and with MASK_DENSE, timed on a
 //                  COPY of W (W itself is never written, so every row uses the same weights)
-// and per M (rows of x):
+// and per noise kind (W's z: LinearBenchOptions::noises) and M (rows of x per probe):
 //   gemm           cublasGemmEx alone, x already rounded to the storage dtype (cuBLAS's rate)
 //   linear         CudaBackend::linear, Probe{scale 0} (x -> bf16/f16 conversion + GEMM)
 //   s-mezo, mezo   CudaBackend::linear, Probe{eps, seed} with MASK_MAGNITUDE (threshold above)
-//                  / MASK_DENSE: today "materialise W' in scratch, then cuBLAS" — the path the
-//                  fused kernel must beat (docs/ARCHITECTURE.md, "The linear")
-//   fused          LinearBenchOptions::fused when set, else "n/a (not implemented)"
+//                  / MASK_DENSE, on the W' path (--linear-path wprime: materialise W' in
+//                  scratch, then cuBLAS) — the path the fused kernel must beat
+//   fused          the same S-MeZO call on the fused path (--linear-path fused,
+//                  cuda/fused_linear.cu), when LinearBenchOptions::fused
+//   pair w', pair fused   the S-MeZO probe PAIR (2·M rows: M at +eps, M at -eps) on each path:
+//                  the call a training step makes; their ratio is the crossover table
+//                  (printed last) that --linear-path auto's table (cuda/cuda_plan.h) is filled
+//                  from
 // Before timing, every path is validated on sampled output entries against a host computation
 // from downloaded W rows and host-regenerated z (see linear_bench.cu); any FAIL makes
 // run_linear_bench return 1 (the timings are still printed, marked FAIL).
@@ -32,17 +37,9 @@
 #include <vector>
 
 #include "backend/tensor.h"
+#include "smezo/noise.h"  // NoiseKind
 
 namespace smezo {
-
-class CudaBackend;
-
-// The hook for the fused perturbed linear (docs/ARCHITECTURE.md): out(M, N) = in(M, K) · W'(N, K)ᵀ with
-// W' = W + probe.scale · m(W) ⊙ z read through the probe exactly as CudaBackend::linear (no
-// bias), enqueued on backend.stream(); W is never written. W' rounded to the storage dtype
-// before the multiply, so it is validated against the same reference as the materialised path.
-using FusedLinearFn = void (*)(CudaBackend& backend, const Tensor& out, const Tensor& in,
-                               const Param& weight, const Probe& probe);
 
 struct LinearShape {
   int64_t n = 0;  // out features (rows of W)
@@ -57,7 +54,8 @@ inline std::vector<LinearShape> default_linear_bench_shapes() {
 struct LinearBenchOptions {
   DType dtype = DTYPE_BF16;                       // W storage: DTYPE_BF16 or DTYPE_F16
   std::vector<LinearShape> shapes = default_linear_bench_shapes();
-  std::vector<int64_t> ms = {16, 1024, 4096};     // rows of x (batch x length)
+  std::vector<int64_t> ms = {16, 64, 256, 1024, 4096};  // rows of x per probe (batch x length)
+  std::vector<NoiseKind> noises = {NOISE_GAUSSIAN, NOISE_RADEMACHER};  // W's z, each timed
   int reps = 20;                                  // timed reps per region (median reported)
   int warmup = 3;                                 // untimed calls before the reps
   double mask_quantile = 0.75;                    // S-MeZO threshold = this quantile of |W|
@@ -65,8 +63,7 @@ struct LinearBenchOptions {
   uint64_t seed = 20240601;                       // weights, x and the step seed derive from it
   int64_t flush_bytes = int64_t(256) << 20;       // L2 flush buffer (> the 50 MB L2 of an H100)
   std::string json_path;                          // one JSON object per shape x M; "" = none
-  FusedLinearFn fused = nullptr;                  // nullptr: "n/a (not implemented)"
-  std::string fused_name = "fused";               // its label in the report
+  bool fused = true;                              // false: no fused columns ("n/a")
 };
 
 // Validates, times and prints (stdout) every path for every shape x M; writes JSON lines when

@@ -146,7 +146,7 @@ int run_model_bench(const ModelBenchOptions& o) {
     SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
                   (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
   const DType storage = storage_dtype(o.device, o.dtype);
-  std::unique_ptr<Backend> inner = make_backend(o.device);
+  std::unique_ptr<Backend> inner = make_backend(o.device, o.linear_path);
   // --profile wraps the backend to time each op (CPU: exact wall time per op; see timing_backend.h)
   std::unique_ptr<TimingBackend> timed;
   if (o.profile) timed = std::make_unique<TimingBackend>(*inner, /*split_linear_noise=*/true);
@@ -189,6 +189,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       j["phase"] = phase;
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
+      j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
       j["reps"] = o.reps;
       j["ms"] = median(ms);
       j["ms_min"] = *std::min_element(ms.begin(), ms.end());

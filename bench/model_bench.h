@@ -35,6 +35,7 @@ struct ModelBenchOptions {
   std::string shape = "tiny";
   std::string device = "cpu";
   std::string dtype;                       // "": the device's default
+  std::string linear_path = "auto";        // --linear-path (make_backend)
   int64_t batch = 16;                      // sequences per probe
   std::vector<int64_t> seqs = {64, 160, 256};
   int reps = 5;

@@ -10,7 +10,8 @@
 //   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
 //   linear.cu          linear: cuBLAS GEMM; a perturbed probe materialises W' for one layer
 //                      (a probe pair: W+ and W- from one noise generation) into the scratch
-//                      buffer first, on the path cuda_plan.h chooses
+//                      buffer first, or takes the fused kernel (fused_linear.cu), on the path
+//                      cuda_plan.h chooses under the backend's --linear-path mode
 //   rope.cu            rope (rotate-half and interleaved pairs)
 //   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
 //   elementwise.cu     swiglu, relu, add, add_scaled, gather_rows, copy_rows
@@ -29,7 +30,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cuda_plan.h"  // cuda_memory_plan
+#include "cuda_plan.h"  // cuda_memory_plan, LinearPathMode
 
 namespace smezo {
 
@@ -71,6 +72,10 @@ class CudaBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
+  // --linear-path: which path a perturbed linear takes (cuda_plan.h, linear_path_choose).
+  void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
+  LinearPathMode linear_mode() const { return linear_mode_; }
+
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
 
@@ -94,6 +99,7 @@ class CudaBackend : public Backend {
   size_t index_cap_[SLOT_COUNT] = {};
   void* scratch_ = nullptr;
   size_t scratch_cap_ = 0;
+  LinearPathMode linear_mode_ = LINEAR_MODE_AUTO;
 };
 
 }  // namespace smezo

@@ -10,6 +10,11 @@
 //   LINEAR_MATERIALISE_PAIR   W+ and W- written from ONE noise generation, then one strided-
 //                             batched GEMM (batch 2: each row half times its copy): every
 //                             probe pair, whatever the weight's size (see linear_path_choose)
+//   LINEAR_FUSED              mask + noise + multiply in one kernel, W' never written
+//                             (cuda/fused_linear.cu; single probes and pairs, every dtype)
+// The run-time switch (--linear-path, LinearPathMode) picks between the last three: wprime =
+// the materialising paths, fused = LINEAR_FUSED for every perturbed call, auto = fused only
+// where the measured crossover table (fused_crossover_table) says it is faster.
 // And what each path asks of the scratch buffer (linear_scratch_plan), which cuda_memory_plan()
 // hands the memory estimate. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
 // CPU-only build compiles no file under cuda/ but still estimates a GPU's memory.
@@ -17,6 +22,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "backend/backend.h"  // BackendMemoryPlan
 #include "backend/tensor.h"   // DType
@@ -30,7 +37,29 @@ constexpr int64_t kCudaUploadChunkBytes = int64_t(64) << 20;
 // larger one is assumed.
 constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
 
-enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR };
+enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR, LINEAR_FUSED };
+
+// --linear-path: how a perturbed linear is computed on the GPU (the CPU has one path).
+enum LinearPathMode { LINEAR_MODE_AUTO, LINEAR_MODE_WPRIME, LINEAR_MODE_FUSED };
+
+inline const char* linear_mode_name(LinearPathMode m) {
+  switch (m) {
+    case LINEAR_MODE_AUTO: return "auto";
+    case LINEAR_MODE_WPRIME: return "wprime";
+    case LINEAR_MODE_FUSED: return "fused";
+  }
+  return "?";
+}
+
+// "auto" | "wprime" | "fused" -> the mode; false for anything else.
+inline bool linear_mode_parse(const std::string& text, LinearPathMode* mode) {
+  for (LinearPathMode m : {LINEAR_MODE_AUTO, LINEAR_MODE_WPRIME, LINEAR_MODE_FUSED})
+    if (text == linear_mode_name(m)) {
+      *mode = m;
+      return true;
+    }
+  return false;
+}
 
 struct LinearCall {
   int64_t rows_per_probe = 0;  // token rows under each probe (M, or M/2 for a pair)
@@ -39,15 +68,46 @@ struct LinearCall {
   bool perturbed = false;      // the probe's scale is nonzero and W is trainable
   bool pair = false;           // a probe pair (Probe::pair)
   DType storage = DTYPE_BF16;  // W's storage dtype
+  LinearPathMode mode = LINEAR_MODE_AUTO;  // --linear-path
 };
+
+// One measured win of the fused kernel over W' + cuBLAS: calls of this storage dtype and
+// probe kind (pair or single) with at most max_rows_per_probe rows and a weight of at least
+// min_weight_elems elements. Rows come from `smezo bench --kernel linear` on a GPU.
+struct FusedCrossoverRow {
+  DType storage;
+  bool pair;
+  int64_t max_rows_per_probe;
+  int64_t min_weight_elems;
+};
+
+// The measured crossover table. EMPTY: no GPU has timed the fused kernel yet, so auto takes
+// the W' path everywhere. A lease's crossover table (RESULTS.md) adds the rows where fused won.
+inline const std::vector<FusedCrossoverRow>& fused_crossover_table() {
+  static const std::vector<FusedCrossoverRow> table;
+  return table;
+}
+
+// Whether `table` says the fused kernel is faster for this call.
+inline bool fused_measured_faster(const LinearCall& c, const std::vector<FusedCrossoverRow>& table) {
+  for (const FusedCrossoverRow& r : table)
+    if (r.storage == c.storage && r.pair == c.pair && c.rows_per_probe <= r.max_rows_per_probe &&
+        c.n * c.k >= r.min_weight_elems)
+      return true;
+  return false;
+}
 
 // A perturbed weight is materialised in row blocks (linear_scratch_plan): a pair's W+ and W-
 // share one block of at most kCudaWeightChunkBytes, so a pair never asks more scratch than a
 // single probe, however large the weight, and always takes the one-noise-generation path.
 // (Until 2026-11-25 a 1 GiB limit on the whole weight's two copies, older than the row blocks,
 // sent a 128k-vocabulary LM head or OPT-30B's through two noise generations: issue #25 item 7.)
-inline LinearPath linear_path_choose(const LinearCall& c) {
+// The fused path: always under mode fused; under auto where `table` measured it faster.
+inline LinearPath linear_path_choose(const LinearCall& c,
+                                     const std::vector<FusedCrossoverRow>& table = fused_crossover_table()) {
   if (!c.perturbed) return LINEAR_GEMM;
+  if (c.mode == LINEAR_MODE_FUSED || (c.mode == LINEAR_MODE_AUTO && fused_measured_faster(c, table)))
+    return LINEAR_FUSED;
   return c.pair ? LINEAR_MATERIALISE_PAIR : LINEAR_MATERIALISE;
 }
 
@@ -57,6 +117,7 @@ inline const char* linear_path_name(LinearPath path) {
     case LINEAR_GEMM: return "gemm";
     case LINEAR_MATERIALISE: return "materialise";
     case LINEAR_MATERIALISE_PAIR: return "materialise-pair";
+    case LINEAR_FUSED: return "fused";
   }
   return "?";
 }
@@ -80,12 +141,14 @@ struct LinearScratch {
   int64_t total() const { return copies * w_bytes + x_bytes; }
 };
 
-// The scratch of one call on `path` (linear_path_choose(call)).
+// The scratch of one call on `path` (linear_path_choose(call)). LINEAR_FUSED needs none: it
+// rounds x and forms W' tile by tile in shared memory.
 inline int64_t linear_align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
                                          int64_t chunk_bytes = kCudaWeightChunkBytes) {
   LinearScratch s;
+  if (path == LINEAR_FUSED) return s;
   const int64_t sz = dtype_size(c.storage);
   const int64_t rows = c.pair ? 2 * c.rows_per_probe : c.rows_per_probe;
   if (c.storage != DTYPE_F32) s.x_bytes = linear_align256(rows * c.k * sz);

@@ -18,7 +18,8 @@
 // ONCE: perturb_weight_pair_kernel writes W+ and W- side by side from one noise_z8 per group,
 // then one cublasGemmStridedBatchedEx multiplies each row half by its copy (batch 2); the
 // bias epilogue runs per half. Which path a linear takes is linear_path_choose
-// (cuda/cuda_plan.h).
+// (cuda/cuda_plan.h) under the backend's --linear-path mode; LINEAR_FUSED hands the product to
+// cuda/fused_linear.cu (no scratch) and adds the bias here, as the W' path does.
 // Checked against the CPU reference by tests/test_backend_ops.cu (Linear* cases).
 //
 // Memory contract. Scratch holds one row block of W' (at most kCudaWeightChunkBytes, 64 MiB,
@@ -49,6 +50,7 @@
 #include "cuda_check.h"
 #include "cuda_plan.h"
 #include "device_utils.cuh"
+#include "fused_linear.h"
 
 namespace smezo {
 
@@ -316,6 +318,21 @@ void bias_epilogue(DType dtype, float* out, const void* bias, int64_t M, int64_t
   }
 }
 
+// The fused kernel's operands for CudaBackend::linear's call (a pair's probe is its + half's).
+FusedLinearParams fused_params(const Tensor& out, const Tensor& in, const Param& weight, const Probe& probe) {
+  FusedLinearParams fp;
+  fp.out = out.f32();
+  fp.in = in.f32();
+  fp.w = weight.w.data;
+  fp.dtype = weight.w.dtype;
+  fp.M = in.rows;
+  fp.N = weight.w.rows;
+  fp.K = in.cols;
+  fp.pair = probe.pair;
+  fp.probe = probe_args(weight, probe.pair ? half_probe(probe, +1) : probe);
+  return fp;
+}
+
 cudaDataType cuda_data_type(DType dtype) {
   switch (dtype) {
     case DTYPE_F32: return CUDA_R_32F;
@@ -368,6 +385,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   call.perturbed = probe.scale != 0.0f && weight.info.trainable;
   call.pair = probe.pair;
   call.storage = wt;
+  call.mode = linear_mode_;
   const LinearPath path = linear_path_choose(call);
   const bool perturb_w = path != LINEAR_GEMM;
   const bool pair_w = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
@@ -384,7 +402,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
       plan.total() > 0 ? static_cast<char*>(scratch(static_cast<size_t>(plan.total()))) : nullptr;
 
   const void* x_gemm = in.data;
-  if (wt != DTYPE_F32) {
+  if (wt != DTYPE_F32 && path != LINEAR_FUSED) {  // fused rounds x tile by tile itself
     x_gemm = scratch_base + w_copies * w_bytes;
     convert_input(wt, scratch_base + w_copies * w_bytes, in.f32(), M * K, stream_);
   }
@@ -427,7 +445,9 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
         CUDA_R_32F, static_cast<int>(N), static_cast<long long>(Mh * N), 2, compute,
         CUBLAS_GEMM_DEFAULT));
   };
-  if (!perturb_w) {
+  if (path == LINEAR_FUSED) {
+    launch_fused_linear(fused_params(out, in, weight, probe), stream_);
+  } else if (!perturb_w) {
     gemm_rows(W.data, 0, N);  // one W for every row (also a pair on an unperturbed weight)
   } else {
     for (int64_t n0 = 0; n0 < N; n0 += block_rows) {

@@ -1,7 +1,9 @@
 // The linear kernel playground (bench/linear_bench.h) end to end on tiny shapes: every path
-// validates (run_linear_bench returns 0) and one JSON line per shape x M is written. One shape
-// has an odd K and N·K not a multiple of 8, so the tails of the floors and of the perturb /
-// update kernels run. Skips without a GPU.
+// validates (run_linear_bench returns 0: the W' path and the fused kernel, single probes and
+// the probe pair) and one JSON line per shape x noise kind x M is written, with the fused and
+// pair timings the crossover table is made of. One shape has an odd K and N·K not a multiple
+// of 8, so the tails of the floors and of the perturb / update / fused kernels run. Skips
+// without a GPU. (Emulated, the timings are host times: only that they are there is checked.)
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -34,9 +36,16 @@ TEST(LinearBench, TinyShapesValidateAndWriteJson) {
     EXPECT_EQ(line.front(), '{');
     EXPECT_EQ(line.back(), '}');
     EXPECT_NE(line.find("\"check\":\"PASS\""), std::string::npos) << line;
-    EXPECT_NE(line.find("\"fused_ms\":null"), std::string::npos) << line;
+    EXPECT_EQ(line.find("\"fused_ms\":null"), std::string::npos) << line;
+    EXPECT_EQ(line.find("\"pair_fused_ms\":null"), std::string::npos) << line;
+    EXPECT_EQ(line.find("\"pair_wprime_ms\":null"), std::string::npos) << line;
+    // per shape: gaussian M = 1, 33, then rademacher M = 1, 33
+    const int i = count - 1;
+    EXPECT_NE(line.find(std::string("\"noise\":\"") + ((i / 2) % 2 == 0 ? "gaussian" : "rademacher") + "\""),
+              std::string::npos) << line;
+    EXPECT_NE(line.find(std::string("\"rows_per_probe\":") + (i % 2 == 0 ? "1," : "33,")), std::string::npos) << line;
   }
-  EXPECT_EQ(count, 4);  // 2 shapes x 2 M
+  EXPECT_EQ(count, 8);  // 2 shapes x 2 noise kinds (gaussian, rademacher) x 2 M
 }
 
 TEST(LinearBench, F16AndRejectsF32) {

@@ -21,6 +21,10 @@
 #include "common/check.h"
 #include "test_util.h"
 
+#ifdef SMEZO_WITH_CUDA
+#include "cuda/cuda_check.h"
+#endif
+
 using namespace smezo;
 using testing::HasSubstr;
 
@@ -80,6 +84,31 @@ TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
   smezo_test::write_file(dir + "/plain.jsonl", "{\"phase\": \"forward\"}\n");  // no --profile
   EXPECT_EQ(smezo_test::run_command("python3 tools/profile_rows.py " + dir + "/plain.jsonl 2>&1", &rows), 1);
   EXPECT_THAT(rows, HasSubstr("run the bench with --profile"));
+}
+
+// --linear-path reaches the backend: on CUDA the tiny shape's forward and steps run on the fused
+// kernel and the JSON lines say so; the CPU refuses fused (it has one path) with the hint.
+TEST(ModelBench, LinearPathFusedOnCuda) {
+  std::string out;
+  const std::string bench = smezo_test::smezo_binary() + " bench --shape tiny --batch 1 --seq 8 --reps 1 --warmup 0";
+  EXPECT_NE(smezo_test::run_command(bench + " --device cpu --linear-path fused 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--linear-path fused: the CPU backend has one linear path"));
+#ifdef SMEZO_WITH_CUDA
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  ASSERT_EQ(smezo_test::run_command(bench + " --device cuda --linear-path fused", &out), 0) << out;
+  std::istringstream lines(out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["linear_path"], "fused") << line;
+    EXPECT_GT(j["ms"].get<double>(), 0.0) << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 3);  // forward, mezo-step and smezo-step (pair)
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
 }
 
 // Which op kinds make GEMM, noise, attention and rest, per step; the rest takes what no op

@@ -271,3 +271,62 @@ TEST(LinearDispatch, ScratchPlanBlocksTheWeightAndCountsBothCopiesOfAPair) {
   s = linear_scratch_plan(c, LINEAR_MATERIALISE_PAIR);
   EXPECT_EQ(s.block_rows, 8);
 }
+
+// --linear-path (LinearPathMode): wprime keeps the materialising paths, fused takes the fused
+// kernel for every perturbed call (never for an unperturbed one), auto takes it only where the
+// measured crossover table has a row for the call; the real table is empty until a GPU has
+// timed the kernel, so auto is wprime today. The fused path asks no scratch.
+TEST(LinearDispatch, LinearPathModeAndTheCrossoverTable) {
+  LinearCall c;
+  c.n = 4096;
+  c.k = 4096;
+  c.rows_per_probe = 16;
+  c.storage = DTYPE_BF16;
+  c.pair = true;
+  c.mode = LINEAR_MODE_FUSED;
+  EXPECT_EQ(linear_path_choose(c), LINEAR_GEMM);  // unperturbed: the mode does not matter
+  c.perturbed = true;
+  EXPECT_EQ(linear_path_choose(c), LINEAR_FUSED);
+  c.mode = LINEAR_MODE_WPRIME;
+  EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE_PAIR);
+  c.mode = LINEAR_MODE_AUTO;
+  EXPECT_TRUE(fused_crossover_table().empty()) << "a measured table needs its RESULTS.md row and this test updated";
+  EXPECT_EQ(linear_path_choose(c), LINEAR_MATERIALISE_PAIR);
+  // a measured win: bf16 pairs of <= 64 rows per probe on weights of >= 2^20 elements
+  const std::vector<FusedCrossoverRow> table = {{DTYPE_BF16, true, 64, int64_t(1) << 20}};
+  EXPECT_EQ(linear_path_choose(c, table), LINEAR_FUSED);
+  c.rows_per_probe = 65;
+  EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE_PAIR);
+  c.rows_per_probe = 64;
+  c.pair = false;
+  EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE);
+  c.pair = true;
+  c.storage = DTYPE_F16;
+  EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE_PAIR);
+  c.storage = DTYPE_BF16;
+  c.n = 200;  // 200 x 4096 < 2^20 elements
+  EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE_PAIR);
+  c.mode = LINEAR_MODE_WPRIME;
+  c.n = 4096;
+  EXPECT_EQ(linear_path_choose(c, table), LINEAR_MATERIALISE_PAIR);  // wprime ignores the table
+  const LinearScratch s = linear_scratch_plan(c, LINEAR_FUSED);
+  EXPECT_EQ(s.total(), 0);
+  EXPECT_STREQ(linear_path_name(LINEAR_FUSED), "fused");
+  LinearPathMode m = LINEAR_MODE_AUTO;
+  EXPECT_TRUE(linear_mode_parse("fused", &m));
+  EXPECT_EQ(m, LINEAR_MODE_FUSED);
+  EXPECT_TRUE(linear_mode_parse("wprime", &m));
+  EXPECT_EQ(m, LINEAR_MODE_WPRIME);
+  EXPECT_FALSE(linear_mode_parse("cublas", &m));
+  EXPECT_EQ(m, LINEAR_MODE_WPRIME);
+}
+
+// The CPU backend has one linear path: --linear-path auto and wprime are accepted, fused is
+// refused with a hint, and an unknown name is refused for every device.
+TEST(LinearDispatch, CpuBackendRefusesTheFusedPath) {
+  EXPECT_NE(make_backend("cpu", "auto"), nullptr);
+  EXPECT_NE(make_backend("cpu", "wprime"), nullptr);
+  EXPECT_THROW_MSG(make_backend("cpu", "fused"), "--linear-path fused: the CPU backend has one linear path");
+  EXPECT_THROW_MSG(make_backend("cpu", "cublas"), "unknown --linear-path 'cublas'");
+  EXPECT_THROW_MSG(make_backend("cuda", "cublas"), "unknown --linear-path 'cublas'");
+}

@@ -216,4 +216,20 @@ TEST(Train, PublicApiRunsATinyJob) {
     EXPECT_EQ(s[key].get<double>(), acc) << key;
   }
   EXPECT_EQ(seed_log_read(o.out_dir + "/seed_log.txt").records.size(), 3u);
+  EXPECT_EQ(s["linear_path"], "auto");  // --linear-path's default, recorded
+}
+
+// The public API's linear_path reaches the backend: the CPU refuses fused (it has one path)
+// before anything is trained.
+TEST(Train, LinearPathFusedIsRefusedOnTheCpu) {
+  smezo::TrainOptions o;
+  o.model_path = default_model_path();
+  o.task = "rte";
+  o.n_train = 8;
+  o.n_dev = 4;
+  o.n_test = 4;
+  o.steps = 1;
+  o.out_dir = make_temp_dir("api_fused") + "/run";
+  o.linear_path = "fused";
+  EXPECT_THROW_MSG(smezo::train(o), "--linear-path fused: the CPU backend has one linear path");
 }

@@ -54,6 +54,11 @@ struct TrainOptions {
   std::string tokenizer_path;    // empty: tokenizer.model beside the model (bundled one for stories260K)
   std::string device = "cpu";
   std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
+  // How a perturbed linear runs on the GPU: "wprime" (W' written to scratch, then cuBLAS),
+  // "fused" (cuda/fused_linear.cu: W' formed in shared memory, never written) or "auto" (fused
+  // only where a measured crossover table says it is faster; none is measured yet, so auto is
+  // wprime). The CPU has one path: "fused" is refused there.
+  std::string linear_path = "auto";
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
   // Your own data (instead of a built-in task's files): JSON Lines or CSV/TSV with a header,

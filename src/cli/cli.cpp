@@ -106,6 +106,16 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
   return model;
 }
 
+CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path) {
+  return cmd->add_option("--linear-path", *linear_path,
+                         "how a perturbed linear runs on the GPU: wprime writes W' = W + eps*m*z to scratch and "
+                         "multiplies with cuBLAS; fused forms W' tile by tile in shared memory and multiplies there "
+                         "(W' never written; tensor cores for f16/bf16, FMAs for f32); auto takes fused only where "
+                         "a measured crossover table says it is faster, and no GPU has measured it yet, so auto is "
+                         "wprime. The CPU has one path: fused is refused there")
+      ->check(one_of({"auto", "wprime", "fused"}));
+}
+
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter) {
   model_option->default_str("with --adapter its base_model_name_or_path, else the bundled stories260K");
   return cmd->add_option("--adapter", *adapter, "a PEFT adapter folder applied to the model: LoRA or prefix "

@@ -1,14 +1,15 @@
 // smezo bench: the kernel playground on the GPU (docs/ARCHITECTURE.md, "The linear") and the
 // model-level benchmark. Both link the production ops; the code that measures lives in bench/.
 //
-//   smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] [--m 16,1024,4096]
+//   smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] [--m 16,64,256,1024,4096]
 //               [--reps 20] [--warmup 3] [--quantile 0.75] [--json FILE]    (smezo help bench)
 //   smezo bench --shape llama-7b|mistral-7b|opt-13b|llama-30b|smollm2-135m|tiny [--batch 16]
 //               [--seq 64,160,256] [--device cpu|cuda] [--dtype ...] [--probes pair|separate|both]
 //               [--noise ...] [--reps 5] [--warmup 1] [--profile]
 //
-// Kernels: linear (bench/linear_bench.h): validates each path, then times it (events, warm-up,
-// L2 flushed, median); exit code 1 when a validation failed; needs a CUDA build and a GPU (the
+// Kernels: linear (bench/linear_bench.h): validates each path (the W' path and the fused
+// kernel, single probes and the probe pair, gaussian and rademacher z), then times it (events,
+// warm-up, L2 flushed, median) and prints the fused/W' crossover table last; exit code 1 when a validation failed; needs a CUDA build and a GPU (the
 // CPU-only build says so). Shapes: bench/model_bench.h, JSON lines on stdout, any backend.
 #include <cerrno>
 #include <cstdint>
@@ -73,11 +74,12 @@ std::vector<int64_t> parse_list(const std::string& text, const char* option) {
 }
 
 struct BenchState {
-  std::string kernel, dtype, shapes, ms = "16,1024,4096", json;
+  std::string kernel, dtype, shapes, ms = "16,64,256,1024,4096", json;
   int64_t reps = 20, warmup = 3;
   double quantile = 0.75;
   // --shape
   std::string shape, device = "cpu", seqs = "64,160,256", probes = "pair", noise = "gaussian";
+  std::string linear_path = "auto";
   int64_t batch = 16;
   bool profile = false;
   CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr;
@@ -88,6 +90,7 @@ int run_shape_bench(const BenchState& s) {
   o.shape = s.shape;
   o.device = s.device;
   o.dtype = s.dtype;
+  o.linear_path = s.linear_path;
   o.batch = s.batch;
   o.seqs = parse_list(s.seqs, "seq");
   o.probes = s.probes;
@@ -156,6 +159,10 @@ Command register_bench(CLI::App& smezo) {
   cmd->add_option("--seq", s->seqs, "--shape: tokens per sequence, comma-separated")->type_name("T,...");
   cmd->add_option("--probes", s->probes, "--shape: time the steps with the probe pair, two passes, or both")
       ->check(one_of({"pair", "separate", "both"}));
+  add_linear_path_option(cmd, &s->linear_path)->description(
+      "--shape: how a perturbed linear runs on the GPU (wprime: W' to scratch + cuBLAS; fused: "
+      "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "
+      "refuses fused). --kernel linear times both paths whatever this says");
   cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher"}));
   cmd->add_flag("--profile", s->profile, "--shape: each phase's step split into GEMM, noise, attention and rest, "
                                          "then time per op kind, means of the timed reps (stderr; the split also "
@@ -163,7 +170,8 @@ Command register_bench(CLI::App& smezo) {
   cmd->add_option("--shapes", s->shapes, "weight shapes, out x in features, comma-separated: 11008x4096,4096x4096")
       ->type_name("NxK,...")
       ->default_str("LLaMA-7B's");
-  cmd->add_option("--m", s->ms, "rows (tokens) per call, comma-separated")->type_name("M,...");
+  cmd->add_option("--m", s->ms, "--kernel: rows (tokens) per probe, comma-separated (a pair's call has twice as many)")
+      ->type_name("M,...");
   s->reps_opt = cmd->add_option("--reps", s->reps, "timed repetitions (the median is reported)")
                     ->check(integer_in(1, 100000))
                     ->default_str("20; --shape: 5");

@@ -8,6 +8,7 @@
 #include "common/file_util.h"
 #include "common/stopwatch.h"
 #include "cpu/cpu_backend.h"
+#include "cuda/cuda_plan.h"  // LinearPathMode (host-only header)
 #include "model/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,11 +35,20 @@ std::string directory_of(const std::string& path) {
 
 std::string default_model_path() { return asset_path("models/stories260K.bin"); }
 
-std::unique_ptr<Backend> make_backend(const std::string& device) {
-  if (device == "cpu") return std::make_unique<CpuBackend>();
+std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path) {
+  LinearPathMode mode = LINEAR_MODE_AUTO;
+  SMEZO_REQUIRE(linear_mode_parse(linear_path, &mode), "unknown --linear-path '%s' (choose auto, wprime or fused)",
+                linear_path.c_str());
+  if (device == "cpu") {
+    SMEZO_REQUIRE(mode != LINEAR_MODE_FUSED, "--linear-path fused: the CPU backend has one linear path (it forms W' "
+                  "rows in a buffer) ---> HINT: leave --linear-path out on the CPU, or use --device cuda");
+    return std::make_unique<CpuBackend>();
+  }
   if (device == "cuda") {
 #ifdef SMEZO_WITH_CUDA
-    return std::make_unique<CudaBackend>();
+    auto cuda = std::make_unique<CudaBackend>();
+    cuda->set_linear_mode(mode);
+    return cuda;
 #else
     throw_error("--device cuda: this build has no CUDA (built without nvcc) ---> HINT: use --device "
                 "cpu, or rebuild with nvcc on the PATH");
@@ -159,7 +169,7 @@ std::string resolve_model_path(const std::string& model_path) {
 LoadedModel open_model(const ModelOpenOptions& o) {
   storage_dtype(o.device, o.dtype);  // before anything heavy: fail fast
   resolve_model_path(o.model_path);
-  return open_model_on(o, make_backend(o.device));
+  return open_model_on(o, make_backend(o.device, o.linear_path));
 }
 
 LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> backend) {

@@ -19,6 +19,7 @@ struct ModelOpenOptions {
   std::string tokenizer_path;     // "": the model's own (open_model_tokenizer)
   std::string device = "cpu";     // "cpu" | "cuda"
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
+  std::string linear_path = "auto";  // --linear-path: "auto" | "wprime" | "fused" (make_backend)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
   int stage_index = 0, stage_count = 1;  // a pipeline stage (model_stage): load only its layers
@@ -59,8 +60,10 @@ LoadedModel open_model_paths(const std::string& model_path, const std::string& t
                              const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
                              const std::string& dtype = "");
 
-// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA).
-std::unique_ptr<Backend> make_backend(const std::string& device);
+// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA). linear_path (--linear-path): "auto",
+// "wprime" or "fused", the CUDA backend's linear path mode (cuda/cuda_plan.h); the CPU backend
+// has one path and refuses "fused".
+std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path = "auto");
 
 // The parameter storage dtype for a dtype name on a device: "f32" | "f16" | "bf16", or "" for
 // the device's default (cpu: f32, the only one it stores; cuda: bf16).

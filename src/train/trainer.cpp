@@ -364,6 +364,7 @@ void TrainRun::load() {
   mo.tokenizer_path = o_.tokenizer_path;
   mo.device = o_.device;
   mo.dtype = o_.dtype;
+  mo.linear_path = o_.linear_path;
   // The workspace is sized from the run's batch and length (memory_estimate.h), not a fixed
   // token count: device memory = weights + what this batch needs. A probe pair runs two copies
   // of a chunk side by side: room for two longest candidates (on every rank: data-parallel
@@ -813,6 +814,7 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
   summary["method"] = method_name(o_.spsa.method);
   summary["noise"] = noise_name(optimizer_->options().noise);  // the kind the run used (never "auto")
   summary["probes"] = enum_name(probe_passes_names(), o_.probe_passes);
+  summary["linear_path"] = o_.linear_path;  // --linear-path: the GPU linear's rounding differs by path
   summary["pipeline_stages"] = o_.pipeline_stages;  // 1: every rank holds the whole model
   summary["micro_batches"] = topo_.pipelined() ? nlohmann::json(topo_.micro_batches()) : nlohmann::json(nullptr);
   summary["model"] = o_.model_path;
