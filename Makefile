@@ -338,6 +338,8 @@ endif
 COMMA        := ,
 EMPTY        :=
 SPACE        := $(EMPTY) $(EMPTY)
+LPAREN       := (
+RPAREN       := )
 EMU_PLAIN    := build-emu
 EMU_BUILD    := $(if $(filter 1,$(EMU_SAN)),build-emu-san,$(EMU_PLAIN))
 # Host-only code (src/, the CLI, bench/*.cpp, tests/*.cpp) is compiled once, plainly, into
@@ -357,7 +359,12 @@ EMU_CLI_OBJ  := $(CLI_SRC:%.cpp=$(EMU_PLAIN)/%.o)
 EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_PLAIN)/%.o,$(filter-out $(BENCH_PROGRAMS),$(wildcard bench/*.cpp))) \
                  $(patsubst %.cu,$(EMU_BUILD)/%.cu.o,$(wildcard bench/*.cu))
 EMU_TEST_CU  := $(wildcard tests/*.cu) $(wildcard cuda/emu/tests/*.cu)
-EMU_TEST_OBJ := $(TEST_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUILD)/%.cu.o)
+# The emulated test binary holds only what emu-test runs (below), so it compiles about a quarter
+# of the suite's .cpp files, not all of them again: every CUDA test file, the .cpp test files
+# with a test whose suite or name says Cuda, and those with no test (main, fixtures, helpers).
+EMU_TEST_CPP := $(sort $(shell grep -lE '^TEST(_F|_P)?[$(LPAREN)][^$(RPAREN)]*Cuda' $(TEST_SRC)) \
+                       $(shell grep -LE '^TEST(_F|_P)?[$(LPAREN)]' $(TEST_SRC)))
+EMU_TEST_OBJ := $(EMU_TEST_CPP:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_TEST_CU:%.cu=$(EMU_BUILD)/%.cu.o)
 # Every CUDA test: the suites of the .cu test files, the CUDA cases of .cpp files (named
 # *Cuda*), and the emulator's own tests (Emu*).
 EMU_TEST_FILTER := $(subst $(SPACE),:,$(sort $(patsubst %,%.*,$(shell awk -F'[\050,]' '/^TEST(_F|_P)?\050/ {print $$2}' $(EMU_TEST_CU))))):*Cuda*
@@ -384,6 +391,9 @@ $(EMU_BUILD)/launch_rewrite: cuda/emu/launch_rewrite.cpp
 # variables) and found first: quoted includes search $(EMU_BUILD)/gen, then the .cu file's
 # own folder.
 EMU_CUH := $(patsubst %,$(EMU_BUILD)/gen/%,$(wildcard cuda/*.cuh))
+# The rewritten sources are kept (not deleted as make's intermediate files): deleted, the next
+# make of the same folder (EMU_SCHED=rev after fwd) wrote them again and recompiled every .cu.
+.PRECIOUS: $(EMU_BUILD)/gen/%.cu.cpp $(EMU_BUILD)/gen/%.cuh
 $(EMU_BUILD)/gen/%.cu.cpp: %.cu $(EMU_BUILD)/launch_rewrite
 	@mkdir -p $(dir $@)
 	./$(EMU_BUILD)/launch_rewrite $< $@

@@ -1,4 +1,4 @@
-// Model-level benchmark (`smezo bench --shape NAME`, issue #11): a random-weight model of a
+// Model-level benchmark (`smezo bench --shape NAME`): a random-weight model of a
 // named architecture built in memory (no files; weights generated tensor by tensor as they
 // load), then per sequence length T, on `batch` random sequences of T tokens:
 //   forward      Model::forward, unperturbed, one logit row per sequence (the last)

@@ -1,4 +1,4 @@
-// CPU noise benchmark (issue #11 "Cheaper noise", #14 "CPU replay is slow"): the library's
+// CPU noise benchmark (CPU replay speed): the library's
 // own paths, timed on this machine.
 //
 //   make bench-cpu && build/noise_bench [N_UPDATE]   (or NO_CUDA=1 BUILD=build-cpu: build-cpu/noise_bench)

@@ -24,7 +24,7 @@
 
 namespace smezo {
 
-// A step cut into the parts issue 25 item 4 asks for, in ms per step (means over the reps).
+// A step cut into its parts (GEMM, noise, attention, rest), in ms per step (means over the reps).
 // gemm + noise + attention + rest = step.
 struct ProfileSplit {
   double step_ms = 0;         // the step's wall time

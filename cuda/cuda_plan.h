@@ -101,7 +101,7 @@ inline bool fused_measured_faster(const LinearCall& c, const std::vector<FusedCr
 // share one block of at most kCudaWeightChunkBytes, so a pair never asks more scratch than a
 // single probe, however large the weight, and always takes the one-noise-generation path.
 // (Until 2026-11-25 a 1 GiB limit on the whole weight's two copies, older than the row blocks,
-// sent a 128k-vocabulary LM head or OPT-30B's through two noise generations: issue #25 item 7.)
+// sent a 128k-vocabulary LM head or OPT-30B's through two noise generations.)
 // The fused path: always under mode fused; under auto where `table` measured it faster.
 inline LinearPath linear_path_choose(const LinearCall& c,
                                      const std::vector<FusedCrossoverRow>& table = fused_crossover_table()) {

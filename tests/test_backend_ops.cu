@@ -422,7 +422,7 @@ TEST_F(BackendOps, LinearPerturbed) {
     if (c.group == LINEAR_PERTURBED) check_linear(cpu_, *gpu_, c, c.seed_index);
 }
 
-// ---- the probe pair (Probe::pair, issue #11)
+// ---- the probe pair (Probe::pair)
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Checkpoints in the weights' storage dtype, or the one --checkpoint-dtype asks for (issue #10),
+// Checkpoints in the weights' storage dtype, or the one --checkpoint-dtype asks for,
 // with the free disk space checked before anything is written.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -228,7 +228,7 @@ TEST(CliAssets, DefaultModelFromAnyDirectory) {
   EXPECT_THAT(out, HasSubstr("---> HINT: pass --model PATH, or set SMEZO_ASSETS"));
 }
 
-// Layering (issue #10): the library never includes the CLI; src/cli/ is not part of libsmezo.a.
+// Layering: the library never includes the CLI; src/cli/ is not part of libsmezo.a.
 TEST(CliLayering, LibraryDoesNotIncludeCliHeaders) {
   namespace fs = std::filesystem;
   ASSERT_TRUE(fs::is_directory("src/cli")) << "run the tests from the repository root";

@@ -1,4 +1,4 @@
-// tools/function_length.py, the function-length limit (issue 23: no function in src/ or cuda/
+// tools/function_length.py, the function-length limit (no function in src/ or cuda/
 // over about 80 lines): on a made-up file with one long function among short ones, one-line
 // definitions and a namespace; on nested folders (it descends into every subfolder); with an
 // allowlist (an allowed function passes, an allowlist line without a reason or naming no long

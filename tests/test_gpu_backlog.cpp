@@ -1,4 +1,4 @@
-// tools/gpu_backlog.sh, the runner of everything owed to a GPU (issue #21): its plan fits the
+// tools/gpu_backlog.sh, the runner of everything owed to a GPU: its plan fits the
 // lease, a dry run of some items on the CPU resumes across calls and records a failed job
 // instead of retrying it, the budget stops a call before a job that does not fit, the test
 // shards tell failures under load from failures, and the SmolLM2 parts join only to the right

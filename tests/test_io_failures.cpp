@@ -1,4 +1,4 @@
-// Real write failures through the CLI (issue 22, part 1): `smezo train` on stories260K runs
+// Real write failures through the CLI: `smezo train` on stories260K runs
 // under a file-size limit (RLIMIT_FSIZE), on a full disk (a small tmpfs) and in folders or
 // files it may not write, so that each of its writers — seed log, metrics, summary, plot and
 // checkpoint — meets a real failed write(2)/open(2). Every failure must end the same way:

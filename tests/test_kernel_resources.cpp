@@ -1,5 +1,5 @@
 // tools/kernel_resources.py, the committed table of each CUDA kernel's registers, stack and
-// spills (issue 25 item 6): on a made-up ptxas log against a made-up table (more stack, a new
+// spills: on a made-up ptxas log against a made-up table (more stack, a new
 // kernel, a kernel gone, a register change that only notes), then --update writing a table the
 // same log passes. The real kernels are checked by .ci/run (it needs nvcc).
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// SIGKILL at random moments (issue #14): a short CPU run on stories260K with frequent seed-log
+// SIGKILL at random moments: a short CPU run on stories260K with frequent seed-log
 // flushes, checkpoints and evaluations is killed 20 times at random moments of its life
 // (start-up, steps, seed-log flushes, checkpoint writes, the final evaluation and summary),
 // each killed run is resumed with --resume, and every one must end with the weights and the

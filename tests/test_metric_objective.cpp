@@ -1,4 +1,4 @@
-// The trainer on generation tasks and on metric objectives (issue 24 item 2), on the real
+// The trainer on generation tasks and on metric objectives, on the real
 // stories260K: a generation task built here by hand (short story prompts, a one-word answer)
 // trains on its completion's token cross-entropy and reports exact match and F1 of greedy
 // generations (equal to generation_eval.h run on the written checkpoint); --objective

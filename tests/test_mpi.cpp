@@ -1,4 +1,4 @@
-// Data-parallel training over MPI (issue #13): `mpirun -np 2` and `-np 3` runs of stories260K
+// Data-parallel training over MPI: `mpirun -np 2` and `-np 3` runs of stories260K
 // equal the one-process run bit for bit (seed log, metrics, accuracies, final weights); the
 // seed log of a 3-rank run replays on one process; a killed multi-rank run resumes with another
 // rank count; a rank that hangs or exits early ends the job with a message naming it, never a

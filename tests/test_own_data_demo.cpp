@@ -1,4 +1,4 @@
-// The "your own data" demo (issue #24 item 5): tools/make_demo_data.py's dataset and
+// The "your own data" demo: tools/make_demo_data.py's dataset and
 // tools/own_data_demo.sh's commands, end to end on the bundled stories260K (2 steps, 4 examples).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

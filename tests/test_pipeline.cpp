@@ -1,4 +1,4 @@
-// Pipeline stages in one process (issue #13; the multi-rank runs are in test_mpi.cpp): a model
+// Pipeline stages in one process (the multi-rank runs are in test_mpi.cpp): a model
 // split into K stages (model_stage), each loaded as its own Model, chained through
 // forward_stage, gives forward()'s logits bit for bit under a perturbing probe, for LLaMA (tied
 // and untied head) and OPT (learned positions, LayerNorm biases) layouts; a stage holds only its

@@ -1,4 +1,4 @@
-// The probe pair (Probe::pair, issue #11): the + and - probes of an SPSA step in one pass,
+// The probe pair (Probe::pair): the + and - probes of an SPSA step in one pass,
 // the two batches side by side, each weight's noise generated once for both. On the CPU every
 // number must equal the two separate probes' bit for bit: the linear on fresh random inputs
 // (poisoned, guarded outputs), a model forward (LLaMA and OPT layouts: biases, LayerNorm,

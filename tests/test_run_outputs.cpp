@@ -520,7 +520,7 @@ TEST(ProgressBar, TtyLineFitsTheTerminal) {
   }
 }
 
-// --- error sites a user reaches (issue 22, part 3)
+// --- error sites a user reaches
 
 // A header line that follows the records (two logs pasted together, or a hand edit): refused
 // as a second header, naming the file and the line.

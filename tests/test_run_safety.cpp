@@ -1,4 +1,4 @@
-// Runs never lose a result (issue #14): resuming a finished run changes nothing, a run killed
+// Runs never lose a result: resuming a finished run changes nothing, a run killed
 // before its seed log existed resumes from step 1, leftovers of interrupted writes are
 // removed, summary.json is written before the final checkpoint and a failed checkpoint is a
 // warning, `eval --out` is checked before evaluating, and replay needs no tokenizer.

@@ -1,4 +1,4 @@
-// Start-up phase timing (issue #10): a run's summary.json says how long each start-up phase
+// Start-up phase timing: a run's summary.json says how long each start-up phase
 // and each end phase took, in the order they ran, and the screen shows the same line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

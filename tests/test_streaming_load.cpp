@@ -1,4 +1,4 @@
-// Streaming load (issue #10): weights go to the backend one tensor at a time in the file's
+// Streaming load: weights go to the backend one tensor at a time in the file's
 // dtype, and the file's pages are released once a tensor is uploaded, so a loaded model costs
 // its backend weights and not weights + file. The RSS test writes a ~250 MB f32 model into
 // the build's test folder, loads it on the CPU backend while the mapping is still open, and

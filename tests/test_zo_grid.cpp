@@ -114,8 +114,8 @@ TEST(ZoGrid, FailingJobsAreNotRestartedForever) {
   EXPECT_THAT(out, HasSubstr("started 4, failed 4, unfinished 4"));
 }
 
-// The lease-sized grid's plan: its size and the GPU minutes at a stated step time (issue #21:
-// SST-2 is 15 runs of 1,500 steps; at 40 ms/step and 2x from concurrent runs, with the dev and
+// The lease-sized grid's plan: its size and the GPU minutes at a stated step time (the
+// lease-sized SST-2 grid is 15 runs of 1,500 steps; at 40 ms/step and 2x from concurrent runs, with the dev and
 // test evaluations counted as steps, 8.8 minutes). The paper grid says it is for a long GPU.
 TEST(ZoGrid, PlanStatesStepsAndMinutes) {
   std::string out;

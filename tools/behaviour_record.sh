@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The behaviour record of issue 23 (code shape): short stories260K training runs whose seed logs
+# The behaviour record of a restructuring: short stories260K training runs whose seed logs
 # and final weights must stay byte-identical while the code is restructured.
 #   tools/behaviour_record.sh [--smezo build/smezo] [--device cpu|cuda] [--label NAME] [--workdir DIR]
 # For each method (MeZO, R-MeZO, S-MeZO) and layout (one process with the probe pair, and with

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #10's GPU figures for a big model from a file: peak host RSS, start-up phases and peak
+# The GPU figures for a big model from a file: peak host RSS, start-up phases and peak
 # device memory of an S-MeZO run, next to the estimate `smezo info` prints. Run on the GPU
 # machine after a build (tools/gpu_check.sh builds), with python3 + torch + transformers for
 # the random checkpoint (written once into $DIR, bf16, one or more safetensors shards):
@@ -7,7 +7,7 @@
 #   bash tools/bigmem_check.sh 13b   # LLaMA-13B shape (26 GB on disk)
 #   DEVICE=cpu bash tools/bigmem_check.sh tiny   # the same commands on stories260K (written as
 #                                    # a Hugging Face directory by smezo convert; no torch), 2 steps
-# It prints one line per figure. The targets (issue #10): peak host RSS <= 2 GB, start-up
+# It prints one line per figure. The targets: peak host RSS <= 2 GB, start-up
 # (startup_s summed up to the first step, file in the page cache) <= 15 s for 7B, peak device
 # memory (nvidia-smi, which includes the CUDA context) <= weights + 1 GB.
 # Environment: OUT (build/bigmem_check), DIR (the checkpoint, $OUT/llama-SHAPE), SMEZO (the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """eval_oracle.py: transformers' accuracy on exactly the examples `smezo eval` scored, so the two
-can stand side by side (issue #9: they must agree within 2 points).
+can stand side by side (they must agree within 2 points).
 
 What it does
   1. Reads the JSONL that `smezo eval ... --examples-out F` writes: a header (task, mode, shots,

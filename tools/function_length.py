@@ -1,5 +1,5 @@
 """Checks that no function in the given folders (and their subfolders) is longer than a limit
-(issue 23: code in phases; no function in src/ or cuda/ over about 80 lines).
+(code in phases; no function in src/ or cuda/ over about 80 lines).
 
 Usage: python3 tools/function_length.py [--limit N] [--root DIR] [--allow FILE] FOLDER...
 

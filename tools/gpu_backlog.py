@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The work behind tools/gpu_backlog.sh: everything owed to a GPU, run in priority order in
-short device calls that resume where the last one stopped (issue #21).
+short device calls that resume where the last one stopped.
 
   tools/gpu_backlog.sh --plan      the items, their jobs and order, estimated (or measured)
                                    minutes, a simulated schedule over device calls and leases,
@@ -74,7 +74,7 @@ CALL_OVERHEAD_S = 10        # a warm machine: 9 s of transfers around the comman
 TRANSFER_BYTES = 64 << 20   # the working tree plus carried paths, per call
 TRANSFER_MARGIN = 2 << 20
 MIN_CHUNK_S = 90            # a resumable job is started with at least this much left
-# Issue #21 asked for items 1-4 in 4 calls and 25 minutes and the whole list in 40, when a
+# The backlog was first sized for items 1-4 in 4 calls and 25 minutes and the whole list in 40, when a
 # session had 30 minutes of device time. At 15 minutes a session (2026-11) a lease is one fresh
 # machine of about two calls: the limits are in leases now, items 1-4 and the whole list in 4.
 ITEMS_1_4_LEASES = 4

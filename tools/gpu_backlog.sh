@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything owed to a GPU, run in short device calls, resumably (issue #21). The work is done by
+# Everything owed to a GPU, run in short device calls, resumably. The work is done by
 # tools/gpu_backlog.py (python3, standard library only); `tools/gpu_backlog.sh --help` says more.
 #   tools/gpu_backlog.sh --plan                       items, estimates, schedule, what to carry
 #   tools/gpu_backlog.sh prepare                      here: deps/ and carry/backlog/ for the calls

@@ -613,14 +613,14 @@ def all_jobs():
 
 
 ITEM_TITLES = {
-    1: "the whole test suite on CUDA with sanitizers, the HF oracle, determinism (issues #10, #11, #14)",
-    2: "SmolLM2 on CUDA: greedy text and accuracies equal to the CPU table (#9)",
-    3: "the lease-sized paper grid (zo_grid.py smollm2-lease), SST-2 (#12)",
-    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer (#11)",
-    5: "bigmem 7b and the llama-30b bench (#10)",
-    6: "the MPI GPU check (#13)",
-    7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and README's demo (#11, #10, #12)",
-    8: "optional, after the list: the lease grid's RTE and BoolQ (#12)",
+    1: "the whole test suite on CUDA with sanitizers, the HF oracle, determinism",
+    2: "SmolLM2 on CUDA: greedy text and accuracies equal to the CPU table",
+    3: "the lease-sized paper grid (zo_grid.py smollm2-lease), SST-2",
+    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer",
+    5: "bigmem 7b and the llama-30b bench",
+    6: "the MPI GPU check",
+    7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and README's demo",
+    8: "optional, after the list: the lease grid's RTE and BoolQ",
     9: "optional, after the list: the claim grid (zo_grid.py smollm2-claim: does S-MeZO beat MeZO on SmolLM2?) "
        "in slices, one lease after another, and the PyTorch peer (tools/zo_peer.py) on SST-2 beside it",
 }

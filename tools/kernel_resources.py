@@ -1,5 +1,5 @@
-"""The resources of every production CUDA kernel, as ptxas reports them, against a committed table
-(issue 25 item 6): registers, stack frame and spill bytes per kernel on the target architecture.
+"""The resources of every production CUDA kernel, as ptxas reports them, against a committed table:
+registers, stack frame and spill bytes per kernel on the target architecture.
 
 Usage: python3 tools/kernel_resources.py [--check | --update] [--table FILE] [--ptxas-log FILE]
 

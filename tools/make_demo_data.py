@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make_demo_data.py: a small generation dataset made from the shared assets, for the
-"your own data" demo (issue #24 item 5) and the README's example.
+"your own data" demo and the README's example.
 
 BoolQ as a generation task: the passage and the question are the prompt, the answer "yes" or
 "no" is the completion; evaluation decodes at most 3 tokens greedily, cut at the first newline, period or

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-rank training on the GPU machine (issue #13), with the ranks sharing its one GPU: this
+# Multi-rank training on the GPU machine, with the ranks sharing its one GPU: this
 # shows the protocol works on CUDA, not a speed-up. Needs a build with MPI (`make info` shows
 # ✓ MPI) and mpirun: on the GPU machine the Open MPI wheel of `tools/deps.sh download`, which
 # `tools/deps.sh unpack` extracts (gpu_check.sh unpacks it and builds with it).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# own_data_demo.sh: fine-tuning on your own data (issue #24 item 5), on the CPU.
+# own_data_demo.sh: fine-tuning on your own data, on the CPU.
 #   1. tools/make_demo_data.py makes a small generation dataset from the shared assets: BoolQ as
 #      "passage + question -> yes/no", JSON Lines files and a task spec (DIR/data).
 #   2. smezo eval prints SmolLM2-135M's dev exact match and token F1 before any training.

@@ -1,4 +1,4 @@
-"""Markdown table rows from `smezo bench --shape ... --profile` JSON lines (issue 25 item 4).
+"""Markdown table rows from `smezo bench --shape ... --profile` JSON lines.
 
 Usage: build/smezo bench --shape smollm2-135m --device cpu --profile ... > bench.jsonl
        python3 tools/profile_rows.py --label "before (4fc3b59)" bench.jsonl [more.jsonl ...]

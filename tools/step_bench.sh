@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model-level step benchmark beside the PyTorch peer, on the GPU machine (issue #11):
+# The model-level step benchmark beside the PyTorch peer, on the GPU machine:
 # for each shape, `smezo bench --shape S --device cuda` (forward, MeZO and S-MeZO steps, probe
 # pair and two passes) and ../shared/anchors/torch_mezo.py (the reference implementations'
 # MeZO/S-MeZO step in PyTorch + transformers) in the same session, then the ratio table the
@@ -15,7 +15,7 @@
 # and the table says so. Each shape is one process of each program, so GPU memory is freed
 # between them; llama-30b needs ~65 GB in bf16 (H100 80 GB: run it on its own).
 #
-# Targets (issue #11; H100, ratios from one run):
+# Targets (H100, ratios from one run):
 #   S-MeZO step <= 2.2x our own plain forward at T = 160 and 256 (llama-7b, mistral-7b)
 #   torch S-MeZO step / our S-MeZO step >= 5 at T = 160/256, >= 12 at T = 64 (llama-7b,
 #     mistral-7b, opt-13b), >= 20 on smollm2-135m

@@ -1,4 +1,4 @@
-"""List the error sites in src/ whose message no test checks (issue 22, part 3).
+"""List the error sites in src/ whose message no test checks.
 
 Usage: python3 tools/untested_errors.py [--src DIR] [--tests DIR] [--all]
 

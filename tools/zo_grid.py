@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs a named grid of `smezo train` / `smezo eval` jobs and builds the comparison table.
 
-The paper's comparison (MeZO vs R-MeZO vs S-MeZO, issue #12) as a resumable batch job:
+The paper's comparison (MeZO vs R-MeZO vs S-MeZO) as a resumable batch job:
 
   tools/zo_grid.py plan  --grid smollm2-lease [--tasks sst2] [--step-ms 40 --speedup 2]
                                                                   runs, total steps, GPU minutes
@@ -74,7 +74,7 @@ SMOLLM2_ESTIMATE_NOTE = ("measured on an H200, 2026-11-27: 52.5 ms/step alone an
 _SMOLLM2_DATA = ["--train-examples", "1000", "--dev-examples", "500", "--test-examples", "1000"]
 
 GRIDS = {
-    # The grid for a short GPU lease (issue #21): three learning rates per method inside
+    # The grid for a short GPU lease: three learning rates per method inside
     # 1e-5..5e-5 (useful on a 135M model at batch 16 and eps 1e-3; 1e-4 diverges for MeZO),
     # S-MeZO and R-MeZO at sparsity 0.75, 3 seeds, 1,500 steps, dev accuracy every 250 steps.
     # SST-2 alone is 15 runs (9 search + 6 seed runs) = 22,500 steps; run it first

@@ -1,4 +1,4 @@
-// How many OpenMP threads the CPU backend runs, and how they wait (issue 25 item 3).
+// How many OpenMP threads the CPU backend runs, and how they wait.
 //
 // Thread count. libgomp starts as many threads as the CPUs in the process's affinity mask
 // (sched_getaffinity: taskset, mpirun's binding, a container's cpuset), but it does not read

@@ -1,4 +1,4 @@
-// The CPU noise loops (issue #25 item 1): perturbing a range of a parameter for one probe or a
+// The CPU noise loops: perturbing a range of a parameter for one probe or a
 // probe pair, and the SPSA update, each built three times from one spec
 // (src/common/noise_spec.h) and chosen once per process by what the CPU runs:
 //

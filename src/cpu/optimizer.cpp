@@ -1,7 +1,7 @@
 // CPU reference: reading a parameter under a probe, the SPSA update W <- W - coef·m(W)⊙z, and
 // the exact |W| quantile that fixes the S-MeZO threshold. All follow src/common/noise_spec.h.
 //
-// Speed (issue #14, CPU replay; #25 item 1): the range workers are the noise path the CPU runs
+// Speed (CPU replay): the range workers are the noise path the CPU runs
 // best (noise_path.h: AVX-512, AVX2 or portable, all bit-identical to the spec), and large
 // ranges are split over the cores with OpenMP in chunks aligned to 8 elements. Every element
 // is a pure function of its index, so the result is bit-identical for any thread count

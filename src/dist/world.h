@@ -1,4 +1,4 @@
-// The ranks of a multi-process run (issue #13): who I am, how many we are, and the one
+// The ranks of a multi-process run: who I am, how many we are, and the one
 // exchange the data-parallel trainer needs. Built on MPI (Open MPI) when the Makefile found it
 // (-DSMEZO_MPI, world_mpi.cpp); otherwise world_single.cpp is a one-process world that refuses,
 // with a clear message, to run as one of several processes.

@@ -7,7 +7,7 @@
 
 namespace smezo {
 
-// The part of the model one pipeline stage holds (issue #13, src/train/pipeline.h): layers
+// The part of the model one pipeline stage holds (src/train/pipeline.h): layers
 // [first_layer, end_layer), plus the embeddings on the first stage and the final norm and LM
 // head on the last (a tied head: the token embedding on both). The default is the whole model.
 // Parameters keep their canonical tensor ids, so a stage draws the noise the whole model would.

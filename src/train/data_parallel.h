@@ -1,4 +1,4 @@
-// Data-parallel training over the ranks of a World (issue #13; src/dist/world.h).
+// Data-parallel training over the ranks of a World (src/dist/world.h).
 //
 // Every rank holds the whole model and the whole (deterministic) minibatch; rank r scores
 // only its contiguous shard of the examples (shard_of), under the same probe. The ranks then

@@ -1,4 +1,4 @@
-// The task metric as the quantity SPSA minimises (--objective, issue 24 item 2), as MeZO does
+// The task metric as the quantity SPSA minimises (--objective), as MeZO does
 // for SQuAD F1: the metric needs no gradient, only the two probes' forwards.
 //   loss      the task's loss (objective.h's batch_loss): the default, handled by the trainer
 //   accuracy  1 - the share of the minibatch whose highest-scoring candidate is the gold one

@@ -1,4 +1,4 @@
-// Pipeline-parallel training over the ranks of a World (issue #13; `--pipeline-stages K`).
+// Pipeline-parallel training over the ranks of a World (`--pipeline-stages K`).
 //
 // Layout: ranks = K stages × R replicas; rank r is stage r % K of replica r / K, so the stages
 // of one pipeline are neighbouring ranks (one node, where possible). Each stage holds a

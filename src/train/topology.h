@@ -1,4 +1,4 @@
-// Where this process sits in a training run, and the work that depends on it (issue #13): one
+// Where this process sits in a training run, and the work that depends on it: one
 // process; data-parallel replicas (every rank holds the whole model and scores a shard of each
 // batch: data_parallel.h); or a pipeline of K stages × R replicas (each rank a range of layers:
 // pipeline.h). The trainer's phases are the same for all three and ask this value for what

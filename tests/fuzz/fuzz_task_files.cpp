@@ -1,4 +1,4 @@
-// Fuzz target: your own data (--task-spec with --train-file, issue #24) through both paths a user
+// Fuzz target: your own data (--task-spec with --train-file) through both paths a user
 // takes: --check-data's report of every problem, and the loading a training run does. The input
 // is split at "\n--8<--\n": part 0 the task spec (JSON), part 1 the data file, whose format the
 // first byte of part 1 picks (0: JSON Lines, 1: CSV, 2: TSV; the byte itself is dropped).
