@@ -5,8 +5,8 @@
 #   make profile    as make, with -lineinfo and NVTX ranges for Nsight
 #   make fuzz       build the libFuzzer targets (tests/fuzz/, clang, ASan+UBSan, in build-fuzz/)
 #                   and run each for FUZZ_SECONDS (default 300); make fuzz-ci: FUZZ_CI_SECONDS each
-#   make emu        the emulated CUDA target (cuda/emu/README.md): the same cuda/*.cu, tests/*.cu
-#                   and bench/*.cu compiled by the host compiler against cuda/emu/ and run on the
+#   make emu        the emulated CUDA target (tests/emu/README.md): the same cuda/*.cu, tests/*.cu
+#                   and bench/*.cu compiled by the host compiler against tests/emu/ and run on the
 #                   CPU, in build-emu/ (EMU_SAN=1: ASan+UBSan, in build-emu-san/)
 #   make emu-test   every CUDA test of the suite, emulated (EMU_SCHED=fwd|rev|random:SEED)
 #   make san-test   the CPU suite under ASan+UBSan, built with NO_CUDA=1 NO_MPI=1 in build-asan/
@@ -166,7 +166,7 @@ $(BUILD)/libsmezo_bench.a: $(BENCH_OBJ)
 $(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-# tools/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/bpe_oracle.py)
+# tools/oracles/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/oracles/bpe_oracle.py)
 $(BUILD)/render_prompts: $(BUILD)/tools/render_prompts.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
@@ -328,10 +328,10 @@ ifneq ($(filter fuzz%,$(MAKECMDGOALS)),)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 endif
 
-# ---- the emulated CUDA target (cuda/emu/README.md). No nvcc and no GPU needed: every .cu file
-# is rewritten by cuda/emu/launch_rewrite (only the <<<>>> launches and extern __shared__
+# ---- the emulated CUDA target (tests/emu/README.md). No nvcc and no GPU needed: every .cu file
+# is rewritten by tests/emu/launch_rewrite (only the <<<>>> launches and extern __shared__
 # declarations change, line for line, with #line) and compiled by $(CXX) with
-# cuda/emu/emu_prelude.h force-included; the CUDA headers resolve to cuda/emu/include; kernels
+# tests/emu/emu_prelude.h force-included; the CUDA headers resolve to tests/emu/include; kernels
 # run as fibers on OpenMP threads, cuBLAS is computed by OpenBLAS. Everything it prints says
 # "emulated": it shows logic, indexing, barriers, warp collectives and API use, never speed or
 # GPU numerics. EMU_SAN=1 adds ASan+UBSan (fiber-aware), in its own build folder.
@@ -346,19 +346,19 @@ EMU_BUILD    := $(if $(filter 1,$(EMU_SAN)),build-emu-san,$(EMU_PLAIN))
 # $(EMU_PLAIN); device code (.cu files and the emulator itself) into $(EMU_BUILD), where
 # EMU_SAN=1 instruments it with ASan+UBSan (-O1: the sanitized build stays quick to compile).
 EMU_SANFLAGS := $(if $(filter 1,$(EMU_SAN)),-O1 -fsanitize=address$(COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-EMU_CXXFLAGS := -Icuda/emu/include $(filter-out -DSMEZO_WITH_CUDA -I$(CUDA_HOME)/include,$(CXXFLAGS)) \
+EMU_CXXFLAGS := -Itests/emu/include $(filter-out -DSMEZO_WITH_CUDA -I$(CUDA_HOME)/include,$(CXXFLAGS)) \
                 -DSMEZO_WITH_CUDA -DSMEZO_EMU
 EMU_DEV_CXXFLAGS = $(EMU_CXXFLAGS) $(EMU_SANFLAGS)
 EMU_LDFLAGS  := $(filter-out -L$(CUDA_HOME)/lib64 -Wl$(COMMA)-rpath$(COMMA)$(CUDA_HOME)/lib64,$(LDFLAGS)) $(EMU_SANFLAGS)
 EMU_LDLIBS   := $(filter-out -lcublas -lcudart,$(LDLIBS)) -lboost_context
-EMU_RT_SRC   := $(filter-out cuda/emu/launch_rewrite.cpp,$(wildcard cuda/emu/*.cpp))
+EMU_RT_SRC   := $(filter-out tests/emu/launch_rewrite.cpp,$(wildcard tests/emu/*.cpp))
 EMU_CU_ALL   := $(wildcard cuda/*.cu)
 EMU_LIB_OBJ  := $(LIB_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_CU_ALL:%.cu=$(EMU_BUILD)/%.cu.o) \
                 $(EMU_RT_SRC:%.cpp=$(EMU_BUILD)/%.o)
 EMU_CLI_OBJ  := $(CLI_SRC:%.cpp=$(EMU_PLAIN)/%.o)
 EMU_BENCH_OBJ := $(patsubst %.cpp,$(EMU_PLAIN)/%.o,$(filter-out $(BENCH_PROGRAMS),$(wildcard bench/*.cpp))) \
                  $(patsubst %.cu,$(EMU_BUILD)/%.cu.o,$(wildcard bench/*.cu))
-EMU_TEST_CU  := $(wildcard tests/*.cu) $(wildcard cuda/emu/tests/*.cu)
+EMU_TEST_CU  := $(wildcard tests/*.cu) $(wildcard tests/emu/tests/*.cu)
 # The emulated test binary holds only what emu-test runs (below), so it compiles about a quarter
 # of the suite's .cpp files, not all of them again: every CUDA test file, the .cpp test files
 # with a test whose suite or name says Cuda, and those with no test (main, fixtures, helpers).
@@ -382,7 +382,7 @@ emu-test: emu
 	@echo "emu-test: schedule $${EMU_SCHED:-fwd}$(if $(filter 1,$(EMU_SAN)), with ASan+UBSan,); tests: $(EMU_TEST_FILTER)"
 	./$(EMU_BUILD)/smezo_tests --gtest_filter='$(EMU_TEST_FILTER)'
 
-$(EMU_BUILD)/launch_rewrite: cuda/emu/launch_rewrite.cpp
+$(EMU_BUILD)/launch_rewrite: tests/emu/launch_rewrite.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $<
 
@@ -403,12 +403,12 @@ $(EMU_BUILD)/gen/%.cuh: %.cuh $(EMU_BUILD)/launch_rewrite
 
 $(EMU_BUILD)/%.cu.o: $(EMU_BUILD)/gen/%.cu.cpp $(EMU_CUH)
 	@mkdir -p $(dir $@)
-	$(CXX) $(filter-out -Wextra,$(EMU_DEV_CXXFLAGS)) -Wno-unknown-pragmas -Wno-subobject-linkage -iquote $(EMU_BUILD)/gen -iquote $(dir $*) -iquote cuda -include cuda/emu/emu_prelude.h -MMD -MP -c $< -o $@
+	$(CXX) $(filter-out -Wextra,$(EMU_DEV_CXXFLAGS)) -Wno-unknown-pragmas -Wno-subobject-linkage -iquote $(EMU_BUILD)/gen -iquote $(dir $*) -iquote cuda -include tests/emu/emu_prelude.h -MMD -MP -c $< -o $@
 
 $(EMU_PLAIN)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $< -o $@
-$(EMU_BUILD)/cuda/emu/%.o: cuda/emu/%.cpp
+$(EMU_BUILD)/tests/emu/%.o: tests/emu/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_DEV_CXXFLAGS) -MMD -MP -c $< -o $@
 

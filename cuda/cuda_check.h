@@ -33,7 +33,7 @@ bool cuda_sync_debug();
 // computed once (false on machines with no GPU, no driver, or a too-old driver).
 bool cuda_device_available();
 
-// True in the emulated CUDA build (cuda/emu/: `make emu`), where kernels run on the CPU. Tests
+// True in the emulated CUDA build (tests/emu/: `make emu`), where kernels run on the CPU. Tests
 // whose sizes only serve to measure throughput shrink under emulation through this one
 // query; shapes that exercise multi-block paths, tails and chunk boundaries stay.
 bool cuda_running_emulated();

@@ -3,7 +3,7 @@
 // streaming load, cuBLAS's workspace, and which path a linear takes on the GPU
 // (CudaBackend::linear) as a function of its shape, so that the choice is unit-tested on the
 // CPU and the crossovers are named constants that the GPU benchmark (smezo bench --shape,
-// tools/step_bench.sh) sets. Paths:
+// tools/gpu/step_bench.sh) sets. Paths:
 //   LINEAR_GEMM               W as stored, one cuBLAS GEMM (unperturbed, or untrainable W)
 //   LINEAR_MATERIALISE        W' = W + scale·m(W)⊙z written to scratch, then cuBLAS (a
 //                             single probe)

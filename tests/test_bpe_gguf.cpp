@@ -1,7 +1,7 @@
 // The byte-level BPE tokenizer from GGUF metadata: a tiny GGUF written from the committed
 // tiny vocabulary (runs everywhere), its errors, the tokenizer-kind functions, and the real
 // SmolLM2-135M-Instruct GGUF against Hugging Face's ids (tests/fixtures/bpe/smollm2_ids.jsonl,
-// written by tools/bpe_oracle.py smollm2; skipped, saying why, when the GGUF is absent).
+// written by tools/oracles/bpe_oracle.py smollm2; skipped, saying why, when the GGUF is absent).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -174,7 +174,7 @@ TEST(BpeSmolLM2, MatchesHuggingFaceOnTaskPromptsAndEdgeCases) {
   EXPECT_EQ(tok->bos_id(), 1);
   EXPECT_EQ(tok->eos_id(), 2);
   EXPECT_FALSE(tok->add_bos_by_default());
-  // A bigger fixture (tools/bpe_oracle.py smollm2 --every-kind --out F) can replace the
+  // A bigger fixture (tools/oracles/bpe_oracle.py smollm2 --every-kind --out F) can replace the
   // committed one.
   const char* env = std::getenv("SMEZO_BPE_SMOLLM2_FIXTURE");
   const std::string fixture = env && *env ? env : kFixtures + "smollm2_ids.jsonl";

@@ -1,7 +1,7 @@
 // The byte-level BPE tokenizer: alphabet and UTF-8 handling, the merge loop against a naive
 // reference, the PCRE2 pre-tokeniser, the tokenizer.json loader and its errors, and ids
 // against Hugging Face on two small committed vocabularies (tests/fixtures/bpe, written by
-// tools/bpe_oracle.py tiny).
+// tools/oracles/bpe_oracle.py tiny).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

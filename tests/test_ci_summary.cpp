@@ -1,4 +1,4 @@
-// tools/ci_summary.py, the last step of .ci/run: sums the closing counts of every test run and
+// tools/checks/ci_summary.py, the last step of .ci/run: sums the closing counts of every test run and
 // fails when a run skipped other tests than tests/ci_expected_skips.txt lists for it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ std::string gtest_log(int passed, int failed, const std::vector<std::string>& sk
 
 Summary summarize(const std::string& dir, const std::string& runs) {
   Summary s;
-  s.rc = smezo_test::run_command("python3 tools/ci_summary.py --expected " + dir + "/expected " + runs, &s.out);
+  s.rc = smezo_test::run_command("python3 tools/checks/ci_summary.py --expected " + dir + "/expected " + runs, &s.out);
   return s;
 }
 

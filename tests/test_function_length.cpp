@@ -1,4 +1,4 @@
-// tools/function_length.py, the function-length limit (no function in src/ or cuda/
+// tools/checks/function_length.py, the function-length limit (no function in src/ or cuda/
 // over about 80 lines): on a made-up file with one long function among short ones, one-line
 // definitions and a namespace; on nested folders (it descends into every subfolder); with an
 // allowlist (an allowed function passes, an allowlist line without a reason or naming no long
@@ -30,7 +30,7 @@ std::string source_with_long_function(int body) {
 
 std::string check(const std::string& root, const std::string& args, int* rc) {
   std::string out;
-  *rc = run_command("python3 tools/function_length.py --root " + root + " " + args, &out);
+  *rc = run_command("python3 tools/checks/function_length.py --root " + root + " " + args, &out);
   return out;
 }
 
@@ -73,9 +73,9 @@ TEST(FunctionLength, DescendsIntoNestedFolders) {
 TEST(FunctionLength, AllowlistKeepsAFunctionWithItsReason) {
   const std::string root = make_temp_dir("function_length_allow");
   std::filesystem::create_directories(root + "/src/x");
-  std::filesystem::create_directories(root + "/tools");
+  std::filesystem::create_directories(root + "/tools/checks");
   write_file(root + "/src/x/x.cpp", source_with_long_function(10));
-  const std::string allow = root + "/tools/function_length_allow.txt";
+  const std::string allow = root + "/tools/checks/function_length_allow.txt";
   write_file(allow, "# a comment\nsrc/x/x.cpp:long_one  a kernel that keeps its registers in one body\n");
   int rc = 0;
   std::string out = check(root, "--limit 8 src", &rc);
@@ -102,6 +102,6 @@ TEST(FunctionLength, AllowlistKeepsAFunctionWithItsReason) {
 
 TEST(FunctionLength, SrcAndCudaKeepWithinEightyLines) {
   std::string out;
-  EXPECT_EQ(run_command("python3 tools/function_length.py --limit 80 src cuda", &out), 0) << out;
+  EXPECT_EQ(run_command("python3 tools/checks/function_length.py --limit 80 src cuda", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("function_length: 0 function(s) over 80 lines in src, cuda"));
 }

@@ -4,7 +4,7 @@
 //     fresh random blocks;
 //  2. tests/fixtures/gguf_quant_types.gguf: random blocks and their dequantisation by the
 //     `gguf` Python package (llama.cpp's own Python code), written by its GGUFWriter
-//     (regenerate with tools/make_gguf_fixtures.py).
+//     (regenerate with tools/fixtures/make_gguf_fixtures.py).
 // Tolerance: the reference is exact (double); smezo rounds each of its 2-4 fp32 operations,
 // so |ours - ref| <= 4 * FLT_EPSILON * (sum of the magnitudes of the terms).
 #include <gmock/gmock.h>

@@ -1,8 +1,8 @@
 // Tests on the real SmolLM2-135M-Instruct GGUF (weights/fetch_smollm2.sh puts it in
 // weights/; $SMEZO_SMOLLM2 overrides the path). They skip, saying why, when it is absent.
 // The logits are checked against tests/fixtures/smollm2_logits.json: a slice of Hugging Face
-// transformers' fp32 logits on the same file, written by tools/gguf_oracle.py. Tolerance
-// (tools/hf_oracle.py's fp32 rule): |ours - ref| <= 1e-4 * (1 + max|ref|) per prompt; the
+// transformers' fp32 logits on the same file, written by tools/oracles/gguf_oracle.py. Tolerance
+// (tools/oracles/hf_oracle.py's fp32 rule): |ours - ref| <= 1e-4 * (1 + max|ref|) per prompt; the
 // argmax must agree wherever the reference's top-2 gap exceeds twice that.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

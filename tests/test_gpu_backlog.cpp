@@ -50,7 +50,7 @@ TEST(GpuBacklog, PlanFitsTheLease) {
   EXPECT_THAT(out, Not(HasSubstr("DOES NOT FIT")));
   // item 9, after the list: the claim grid in slices (SST-2, the peer beside it, then RTE and BoolQ)
   EXPECT_THAT(out, HasSubstr("| 9 | 9.claim-sst2 | claim grid, SST-2"));
-  EXPECT_THAT(out, HasSubstr("| 9 | 9.peer-sst2 | the PyTorch peer (tools/zo_peer.py)"));
+  EXPECT_THAT(out, HasSubstr("| 9 | 9.peer-sst2 | the PyTorch peer (tools/claim/zo_peer.py)"));
   EXPECT_THAT(out, HasSubstr("| 9 | 9.claim-rest | claim grid, RTE and BoolQ"));
   EXPECT_THAT(out, testing::ContainsRegex("- item 9 \\(optional, the claim grid and the peer\\): done in lease "));
   EXPECT_THAT(out, HasSubstr("--runs /tmp/smezo-backlog/claim-grid --calibration /tmp/smezo-backlog/grid/calibration.json"));
@@ -115,13 +115,13 @@ TEST(GpuBacklog, ShardsRerunFailuresAlone) {
              "if [ \"$alone\" = 1 ] && [ -n \"${ALWAYS:-}\" ]; then echo '[  FAILED  ] Fake.UnderLoad'; exit 1; fi\n"
              "echo 'smezo_tests: 4 passed, 0 failed, 0 skipped'\n");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _shards 3 " + dir + "/t bash " + dir + "/fake.sh --rerun-failed",
+  ASSERT_EQ(run_command("python3 tools/gpu/gpu_backlog.py _shards 3 " + dir + "/t bash " + dir + "/fake.sh --rerun-failed",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("[shards] 0/3 rc=1 smezo_tests: 3 passed, 1 failed, 0 skipped"));
   EXPECT_THAT(out, HasSubstr("[shards] 2/3 rc=0 smezo_tests: 4 passed, 0 failed, 0 skipped"));
   EXPECT_THAT(out, HasSubstr("[shards] failed: Fake.UnderLoad"));
   EXPECT_THAT(out, HasSubstr("still failing: none; passed alone (failed only under load): Fake.UnderLoad"));
-  EXPECT_EQ(run_command("ALWAYS=1 python3 tools/gpu_backlog.py _shards 2 " + dir + "/u bash " + dir +
+  EXPECT_EQ(run_command("ALWAYS=1 python3 tools/gpu/gpu_backlog.py _shards 2 " + dir + "/u bash " + dir +
                             "/fake.sh --rerun-failed",
                         &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("still failing: Fake.UnderLoad"));
@@ -149,30 +149,30 @@ TEST(GpuBacklog, JoinChecksTheParts) {
       "open('" + state + "/expected', 'wb').write(data)\n"
       "\"";
   ASSERT_EQ(run_command(make_parts, &out), 0) << out;
-  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _join-gguf " + state, &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/gpu/gpu_backlog.py _join-gguf " + state, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("300000 bytes from 3 parts, sha256 ok"));
   EXPECT_EQ(read_file(state + "/weights/m.gguf"), read_file(state + "/expected"));
   // a part cut short: the join refuses and leaves no file behind
   ASSERT_EQ(run_command("rm " + state + "/weights/m.gguf && truncate -s -10 " + state + "/carry/smollm2.gguf.xz.02",
                         &out), 0);
-  EXPECT_NE(run_command("python3 tools/gpu_backlog.py _join-gguf " + state + " 2>&1", &out), 0);
+  EXPECT_NE(run_command("python3 tools/gpu/gpu_backlog.py _join-gguf " + state + " 2>&1", &out), 0);
   EXPECT_NE(run_command("test -e " + state + "/weights/m.gguf", &out), 0);
 }
 
 // The GPU machine has torch and transformers but not PEFT: 1.oracle installs the wheels that
 // tools/deps.sh downloads into deps/wheels (call 1 carries them) into the state's pylib/, then
-// runs tools/peft_oracle.py with it on PYTHONPATH. (The round trip itself needs torch: CI's dry
-// run compiles the scripts and shows this install; tools/peft_oracle.py says how to run it.)
+// runs tools/oracles/peft_oracle.py with it on PYTHONPATH. (The round trip itself needs torch: CI's dry
+// run compiles the scripts and shows this install; tools/oracles/peft_oracle.py says how to run it.)
 TEST(GpuBacklog, OracleInstallsTheCarriedPeft) {
   const std::string state = make_temp_dir("gpu_backlog_pylib");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/gpu_backlog.py _pylib --dry " + state + " 2>&1", &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/gpu/gpu_backlog.py _pylib --dry " + state + " 2>&1", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("-m pip install -q --no-deps --no-index --target " + state + "/pylib "));
   for (const char* wheel : {"deps/wheels/peft-0.21.2-", "deps/wheels/accelerate-", "deps/wheels/psutil-"})
     EXPECT_THAT(out, HasSubstr(wheel));
   ASSERT_EQ(run_command("tools/gpu_backlog.sh --plan --state /nonexistent", &out), 0) << out;
-  EXPECT_THAT(out, HasSubstr("python3 tools/gpu_backlog.py _pylib /tmp/smezo-backlog && "
-                             "PYTHONPATH=/tmp/smezo-backlog/pylib${PYTHONPATH:+:$PYTHONPATH} python3 tools/peft_oracle.py "
+  EXPECT_THAT(out, HasSubstr("python3 tools/gpu/gpu_backlog.py _pylib /tmp/smezo-backlog && "
+                             "PYTHONPATH=/tmp/smezo-backlog/pylib${PYTHONPATH:+:$PYTHONPATH} python3 tools/oracles/peft_oracle.py "
                              "--device cuda"));
 }
 
@@ -198,14 +198,14 @@ TEST(GpuBacklog, DocsHoldThePlan) {
 }
 
 // The binaries prepare builds here travel as a tarball stamped with the sources they came from
-// (tools/gpu_prebuilt.py). On the GPU machine they are used only when the stamp matches, no
+// (tools/gpu/gpu_prebuilt.py). On the GPU machine they are used only when the stamp matches, no
 // build/ folder was made there, and they run; otherwise nothing is left behind and the job
 // makes. Fake binaries (shell scripts) stand in for smezo and smezo_tests.
 TEST(GpuBacklog, PrebuiltBinariesOnlyWhenTheyMatchAndRun) {
   const std::string dir = make_temp_dir("gpu_prebuilt");
   write_file(dir + "/check.py",
              "import os, sys, tarfile, io\n"
-             "sys.path.insert(0, 'tools')\n"
+             "sys.path.insert(0, 'tools/gpu')\n"
              "import gpu_prebuilt as g\n"
              "def fake(root, stamp, tests_rc):\n"
              "    os.makedirs(root, exist_ok=True)\n"
@@ -241,7 +241,7 @@ TEST(GpuBacklog, FreshMachineTakesOnlyFinishedGridRuns) {
   const std::string dir = make_temp_dir("gpu_backlog_restore");
   write_file(dir + "/check.py",
              "import io, json, os, sys, tarfile\n"
-             "sys.path.insert(0, 'tools')\n"
+             "sys.path.insert(0, 'tools/gpu')\n"
              "import gpu_backlog as b\n"
              "d = sys.argv[1]\n"
              "files = {'grid/sst2/smezo-a/summary.json': json.dumps({'status': 'completed'}),\n"
@@ -275,7 +275,7 @@ TEST(GpuBacklog, FreshMachineTakesTheClaimAndPeerRunsToo) {
   const std::string dir = make_temp_dir("gpu_backlog_restore_claim");
   write_file(dir + "/check.py",
              "import io, json, os, sys, tarfile\n"
-             "sys.path.insert(0, 'tools')\n"
+             "sys.path.insert(0, 'tools/gpu')\n"
              "import gpu_backlog as b\n"
              "d = sys.argv[1]\n"
              "done = json.dumps({'status': 'completed'})\n"
@@ -303,7 +303,7 @@ TEST(GpuBacklog, TrimmedLogsKeepTheDevEvaluations) {
   const std::string dir = make_temp_dir("gpu_backlog_trim");
   write_file(dir + "/check.py",
              "import json, os, sys, tarfile\n"
-             "sys.path.insert(0, 'tools')\n"
+             "sys.path.insert(0, 'tools/gpu')\n"
              "import gpu_backlog as b\n"
              "d = sys.argv[1] + '/state'\n"
              "run = os.path.join(d, 'claim-grid', 'sst2', 'smezo-a')\n"

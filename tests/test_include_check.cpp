@@ -1,4 +1,4 @@
-// tools/include_check.py, the strict order of the product's folders (docs/ARCHITECTURE.md, "Folders and what may
+// tools/checks/include_check.py, the strict order of the product's folders (docs/ARCHITECTURE.md, "Folders and what may
 // include what"): on made-up trees with a loop planted (a lower folder including a higher one;
 // two folders including each other) and a folder without a rank, then on the real tree, which
 // must follow the order.
@@ -25,7 +25,7 @@ int check_tree(const std::map<std::string, std::string>& files, std::string* out
     std::filesystem::create_directories(std::filesystem::path(root + "/" + path).parent_path());
     write_file(root + "/" + path, text);
   }
-  return run_command("python3 tools/include_check.py --root " + root, out);
+  return run_command("python3 tools/checks/include_check.py --root " + root, out);
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ TEST(IncludeCheck, FailsOnAFolderWithoutARank) {
 
 TEST(IncludeCheck, PrintsTheOrderBottomFirst) {
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/include_check.py --print-order", &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/checks/include_check.py --print-order", &out), 0) << out;
   EXPECT_THAT(out, testing::StartsWith(" 1 include/smezo\n 2 src/common\n"));
   EXPECT_THAT(out, HasSubstr(" 9 src/model\n10 src/cpu\n11 cuda\n"));
   EXPECT_THAT(out, testing::EndsWith("15 src/cli\n"));
@@ -80,6 +80,6 @@ TEST(IncludeCheck, PrintsTheOrderBottomFirst) {
 
 TEST(IncludeCheck, TheProductFollowsTheOrder) {
   std::string out;
-  EXPECT_EQ(run_command("python3 tools/include_check.py", &out), 0) << out;
+  EXPECT_EQ(run_command("python3 tools/checks/include_check.py", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("include_check: 0 include(s) against the order"));
 }

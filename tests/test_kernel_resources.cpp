@@ -1,4 +1,4 @@
-// tools/kernel_resources.py, the committed table of each CUDA kernel's registers, stack and
+// tools/checks/kernel_resources.py, the committed table of each CUDA kernel's registers, stack and
 // spills: on a made-up ptxas log against a made-up table (more stack, a new
 // kernel, a kernel gone, a register change that only notes), then --update writing a table the
 // same log passes. The real kernels are checked by .ci/run (it needs nvcc).
@@ -37,7 +37,7 @@ TEST(KernelResources, FailsOnMoreStackANewKernelAndAGoneOne) {
   write_file(dir + "/table.txt", "# header\n"
                                  "linear.cu\tperturb_weight_pair_kernel<__half>\t32\t0\t0\t0\n"
                                  "linear.cu\told_kernel\t10\t0\t0\t0\n");
-  const std::string cmd = "python3 tools/kernel_resources.py --ptxas-log " + dir + "/ptxas.log --table " + dir + "/table.txt";
+  const std::string cmd = "python3 tools/checks/kernel_resources.py --ptxas-log " + dir + "/ptxas.log --table " + dir + "/table.txt";
   std::string out;
   EXPECT_EQ(run_command(cmd, &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("linear.cu perturb_weight_pair_kernel<__half>: 96 B stack, 0/0 B spill stores/loads; "

@@ -1,6 +1,6 @@
 // GoogleTest entry point. Besides gtest's own report it prints one closing line,
 // "smezo_tests: N passed, N failed, N skipped" ("emulated: ..." in the emulated CUDA build,
-// cuda/emu/), that CI reads.
+// tests/emu/), that CI reads.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   int rc = RUN_ALL_TESTS();
   const testing::UnitTest* ut = testing::UnitTest::GetInstance();
 #if defined(SMEZO_EMU)
-  // The emulated CUDA build (cuda/emu/): its counts are never GPU results.
+  // The emulated CUDA build (tests/emu/): its counts are never GPU results.
   const char* label = "emulated:";
 #else
   const char* label = "smezo_tests:";

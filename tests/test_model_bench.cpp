@@ -1,9 +1,9 @@
 // `smezo bench --shape` on the CPU backend at the tiny shape: one JSON line per (T, phase,
 // probes) with positive times and token rates, the profile on stderr and its split (GEMM,
-// noise, attention, rest) in the JSON adding up to the step, tools/profile_rows.py's rows,
+// noise, attention, rest) in the JSON adding up to the step, tools/gpu/profile_rows.py's rows,
 // bad shapes refused; the profiling wrapper (bench/timing_backend.h) forwards the Backend
 // virtuals that have a default and cuts the CPU linear's noise out only when asked.
-// (The named large shapes are for the GPU machine: tools/step_bench.sh.)
+// (The named large shapes are for the GPU machine: tools/gpu/step_bench.sh.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -73,16 +73,16 @@ TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
   EXPECT_THAT(profile, HasSubstr("linear q noise"));  // the CPU linear's noise, cut out
   EXPECT_THAT(profile, HasSubstr("update"));
   EXPECT_THAT(profile, HasSubstr("  split: GEMM "));
-  // tools/profile_rows.py: a markdown row per JSON line, for RESULTS.md's before/after tables
+  // tools/gpu/profile_rows.py: a markdown row per JSON line, for RESULTS.md's before/after tables
   smezo_test::write_file(dir + "/bench.jsonl", out);
   std::string rows;
-  ASSERT_EQ(smezo_test::run_command("python3 tools/profile_rows.py --header --label before " + dir + "/bench.jsonl",
+  ASSERT_EQ(smezo_test::run_command("python3 tools/gpu/profile_rows.py --header --label before " + dir + "/bench.jsonl",
                                     &rows), 0) << rows;
   EXPECT_THAT(rows, HasSubstr("| run | shape | phase | T | step ms | GEMM ms (share) |"));
   EXPECT_THAT(rows, HasSubstr("| before | tiny b2 | smezo-step (pair) | 16 | "));
   EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 2 + 10);
   smezo_test::write_file(dir + "/plain.jsonl", "{\"phase\": \"forward\"}\n");  // no --profile
-  EXPECT_EQ(smezo_test::run_command("python3 tools/profile_rows.py " + dir + "/plain.jsonl 2>&1", &rows), 1);
+  EXPECT_EQ(smezo_test::run_command("python3 tools/gpu/profile_rows.py " + dir + "/plain.jsonl 2>&1", &rows), 1);
   EXPECT_THAT(rows, HasSubstr("run the bench with --profile"));
 }
 

@@ -191,7 +191,7 @@ TEST(Convert, Stories260KToHfDirKeepsLogits) {
   ASSERT_EQ(run_command(kSmezo + " convert --dtype f32 --out " + dir, &out), 0) << out;
   EXPECT_THAT(out, testing::HasSubstr("tokenizer.model"));
   // what transformers' AutoTokenizer reads beside tokenizer.model (LlamaTokenizer; the ids it then
-  // gives are smezo's: tools/peft_oracle.py)
+  // gives are smezo's: tools/oracles/peft_oracle.py)
   EXPECT_EQ(smezo_test::read_json(dir + "/tokenizer_config.json"),
             nlohmann::json({{"tokenizer_class", "LlamaTokenizer"}, {"bos_token", "<s>"}, {"eos_token", "</s>"},
                             {"unk_token", "<unk>"}, {"pad_token", nullptr}, {"add_bos_token", true},
@@ -271,7 +271,7 @@ TEST(ModelTokenizer, GenerateWithoutBosNeedsAPrompt) {
 }
 
 // Greedy text on SmolLM2 equals transformers' greedy continuation (tests/fixtures/
-// smollm2_greedy.json, tools/greedy_oracle.py; every step's top-1/top-2 gap is > 0.03, far
+// smollm2_greedy.json, tools/oracles/greedy_oracle.py; every step's top-1/top-2 gap is > 0.03, far
 // above the fp32 differences of the two implementations).
 void expect_smollm2_greedy(const std::string& device_args) {
   const std::string path = smollm2_path();

@@ -1,4 +1,4 @@
-// The "your own data" demo: tools/make_demo_data.py's dataset and
+// The "your own data" demo: tools/fixtures/make_demo_data.py's dataset and
 // tools/own_data_demo.sh's commands, end to end on the bundled stories260K (2 steps, 4 examples).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -33,9 +33,9 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
 TEST(OwnDataDemo, DatasetSplitsAreDisjointAndReproducible) {
   const std::string dir = smezo_test::make_temp_dir("own_data");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/make_demo_data.py --out " + dir + "/a --train 50 --dev 20 --test 30", &out), 0)
+  ASSERT_EQ(run_command("python3 tools/fixtures/make_demo_data.py --out " + dir + "/a --train 50 --dev 20 --test 30", &out), 0)
       << out;
-  ASSERT_EQ(run_command("python3 tools/make_demo_data.py --out " + dir + "/b --train 50 --dev 20 --test 30", &out), 0)
+  ASSERT_EQ(run_command("python3 tools/fixtures/make_demo_data.py --out " + dir + "/b --train 50 --dev 20 --test 30", &out), 0)
       << out;
   std::set<std::string> seen;
   size_t yes = 0, total = 0;

@@ -264,7 +264,7 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   EXPECT_EQ(config["prefix_projection"], false);
   EXPECT_EQ(config["encoder_hidden_size"], kv) << "PEFT's default: token_dim";
   EXPECT_EQ(config["base_model_name_or_path"], "base-model-path");
-  // PEFT 0.21's PrefixTuningConfig fields, peft_version aside (tools/peft_oracle.py compares values)
+  // PEFT 0.21's PrefixTuningConfig fields, peft_version aside (tools/oracles/peft_oracle.py compares values)
   std::vector<std::string> keys;
   for (const auto& kv_pair : config.items()) keys.push_back(kv_pair.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"auto_mapping", "base_model_name_or_path", "encoder_hidden_size",

@@ -1,4 +1,4 @@
-// tools/readme_commands.py, which hands CI the README's commands as written (tools/newcomer_check.sh
+// tools/checks/readme_commands.py, which hands CI the README's commands as written (tools/checks/newcomer_check.sh
 // runs them in a fresh clone): the two numbered commands of the opening ```sh block, the later
 // blocks and those of the docs pages it lists as the examples, and a README that lost or reworded
 // a command, or a listed page that went missing, refused, never run empty.
@@ -27,7 +27,7 @@ int extract(const std::string& text, const std::string& which, std::string* out,
     std::filesystem::create_directories(dir + "/docs");
     write_file(dir + "/docs/page.md", page);
   }
-  return run_command("python3 tools/readme_commands.py " + which + " --readme " + dir + "/README.md --pages '" +
+  return run_command("python3 tools/checks/readme_commands.py " + which + " --readme " + dir + "/README.md --pages '" +
                          pages + "'",
                      out);
 }
@@ -77,7 +77,7 @@ TEST(ReadmeCommands, ALostOrRewordedCommandIsRefused) {
 TEST(ReadmeCommands, TheReadmeHasBoth) {
   for (const std::string which : {"1", "2"}) {
     std::string out;
-    ASSERT_EQ(run_command("python3 tools/readme_commands.py " + which, &out), 0) << out;
+    ASSERT_EQ(run_command("python3 tools/checks/readme_commands.py " + which, &out), 0) << out;
     EXPECT_THAT(out, testing::StartsWith("tools/deps.sh install && make -j2")) << which;
   }
 }
@@ -87,7 +87,7 @@ TEST(ReadmeCommands, TheReadmeHasBoth) {
 // checkpoint evaluated, the exported data trained on).
 TEST(ReadmeCommands, TheExamplesRunInOrder) {
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/readme_commands.py examples", &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/checks/readme_commands.py examples", &out), 0) << out;
   size_t at = 0;
   for (const char* step : {"--tune lora", "merge --adapter runs/lora/checkpoint", "--tune prefix",
                            "eval --adapter runs/prefix/checkpoint", "eval --model runs/demo/checkpoint",
@@ -112,7 +112,7 @@ TEST(ReadmeCommands, TheDemoCheckReadsARealRun) {
                         &out),
             0)
       << out;
-  const std::string check = "tools/newcomer_check.sh check-demo " + dir + "/demo";
+  const std::string check = "tools/checks/newcomer_check.sh check-demo " + dir + "/demo";
   EXPECT_EQ(run_command(check, &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("demo.zero-shot.json was not written"));
   write_file(dir + "/demo.zero-shot.json", "{\"accuracy\": -1}\n");

@@ -115,7 +115,7 @@ TEST(RunSafety, ResumeBeforeTheFirstLogStartsAtStepOne) {
 }
 
 // --resume refuses a folder that is not a run's and touches nothing in it; a new run may use
-// such a folder (tools/zo_grid.py puts its run.log there first) and leaves its files alone.
+// such a folder (tools/claim/zo_grid.py puts its run.log there first) and leaves its files alone.
 TEST(RunSafety, ResumeRefusesAFolderThatIsNotARun) {
   const std::string dir = make_temp_dir("foreign");
   fs::create_directories(dir + "/run");

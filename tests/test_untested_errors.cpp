@@ -1,4 +1,4 @@
-// tools/untested_errors.py, the rough list of error sites in src/ whose message no test
+// tools/checks/untested_errors.py, the rough list of error sites in src/ whose message no test
 // checks: on a tiny made-up src/ and tests/ whose answer is known, then on the real tree.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -35,7 +35,7 @@ TEST(UntestedErrors, CountsSitesOnAMadeUpTree) {
              "EXPECT_THAT(msg, HasSubstr(\"zorblax size 3 must be a prime zorblax\"));\n"
              "EXPECT_THAT(msg, HasSubstr(\"a second quux header\"));\n");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/untested_errors.py --src " + root + "/src --tests " + root + "/tests",
+  ASSERT_EQ(run_command("python3 tools/checks/untested_errors.py --src " + root + "/src --tests " + root + "/tests",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("2 of 4 error sites have no test")) << out;
   EXPECT_THAT(out, HasSubstr("src/a.cpp:7 "));
@@ -44,7 +44,7 @@ TEST(UntestedErrors, CountsSitesOnAMadeUpTree) {
   EXPECT_THAT(out, Not(HasSubstr("src/a.cpp:3 ")));
   EXPECT_THAT(out, Not(HasSubstr("src/a.cpp:4 ")));
 
-  ASSERT_EQ(run_command("python3 tools/untested_errors.py --all --src " + root + "/src --tests " + root +
+  ASSERT_EQ(run_command("python3 tools/checks/untested_errors.py --all --src " + root + "/src --tests " + root +
                         "/tests", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("tested    src/a.cpp:3 "));
   EXPECT_THAT(out, HasSubstr("UNTESTED  src/a.cpp:7 "));
@@ -53,9 +53,9 @@ TEST(UntestedErrors, CountsSitesOnAMadeUpTree) {
 // On the real tree: it runs, finds hundreds of sites, and counts one this suite does check.
 TEST(UntestedErrors, RunsOnTheRealTree) {
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/untested_errors.py --all", &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/checks/untested_errors.py --all", &out), 0) << out;
   EXPECT_THAT(out, testing::ContainsRegex("[0-9]+ of [0-9][0-9][0-9]+ error sites have no test"));
   EXPECT_THAT(out, testing::ContainsRegex("tested    src/model/model.cpp:[0-9]+ +batch: sequence lengths sum"));
-  EXPECT_NE(run_command("python3 tools/untested_errors.py --src /nonexistent_smezo_src", &out), 0);
+  EXPECT_NE(run_command("python3 tools/checks/untested_errors.py --src /nonexistent_smezo_src", &out), 0);
   EXPECT_THAT(out, HasSubstr("is not a folder"));
 }

@@ -1,4 +1,4 @@
-// tools/zo_grid.py, the runner of the MeZO / R-MeZO / S-MeZO comparison: its table and plots
+// tools/claim/zo_grid.py, the runner of the MeZO / R-MeZO / S-MeZO comparison: its table and plots
 // from a small fake set of run directories (tests/fixtures/zo_grid, hand-made numbers whose
 // expected table is worked out below), and a grid interrupted at a deadline then resumed.
 #include <gmock/gmock.h>
@@ -33,7 +33,7 @@ bool exists(const std::string& path) {
 TEST(ZoGrid, TableFromFakeRuns) {
   const std::string report = make_temp_dir("zo_grid_table");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs tests/fixtures/zo_grid --report " + report, &out), 0)
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py table --runs tests/fixtures/zo_grid --report " + report, &out), 0)
       << out;
   const std::string table = read_file(report + "/table.md");
   EXPECT_EQ(table, out.substr(0, table.size()));
@@ -51,7 +51,7 @@ TEST(ZoGrid, TableFromFakeRuns) {
 TEST(ZoGrid, TableWithoutRunsIsAnError) {
   const std::string empty = make_temp_dir("zo_grid_empty");
   std::string out;
-  EXPECT_NE(run_command("python3 tools/zo_grid.py table --runs " + empty, &out), 0);
+  EXPECT_NE(run_command("python3 tools/claim/zo_grid.py table --runs " + empty, &out), 0);
   EXPECT_THAT(out, HasSubstr("no finished runs"));
 }
 
@@ -60,7 +60,7 @@ TEST(ZoGrid, TableWithoutRunsIsAnError) {
 // finishes the grid: the search, the best setting's second seed, then the zero-shot evaluation.
 TEST(ZoGrid, InterruptedGridResumes) {
   const std::string runs = make_temp_dir("zo_grid_runs");
-  const std::string base = "python3 tools/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
+  const std::string base = "python3 tools/claim/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
                            " --runs " + runs + " --poll-s 0.05";
   const std::string first_log = runs + "/sst2/mezo-lr0.001-seed1/seed_log.txt";
   std::string out;
@@ -85,7 +85,7 @@ TEST(ZoGrid, InterruptedGridResumes) {
   EXPECT_TRUE(exists(runs + "/sst2/eval-zero-shot.json"));
   // Exactly one of the two S-MeZO settings got its second seed.
   EXPECT_NE(exists(runs + "/sst2/smezo-s0.75-lr0.001-seed2"), exists(runs + "/sst2/smezo-s0.75-lr0.003-seed2"));
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs " + runs, &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py table --runs " + runs, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("| sst2 | S-MeZO | 0.75, "));
 }
 
@@ -95,7 +95,7 @@ TEST(ZoGrid, InterruptedGridResumes) {
 TEST(ZoGrid, DeadlineStopsRunningJobs) {
   const std::string runs = make_temp_dir("zo_grid_deadline");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py run --grid ci-tiny --smezo " + smezo_test::smezo_binary() +
                             " --runs " + runs + " --jobs 2 --deadline-s 0.3 --poll-s 0.05",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("deadline: stopped sst2/mezo-lr0.001-seed1 (resumes next time)"));
@@ -107,7 +107,7 @@ TEST(ZoGrid, DeadlineStopsRunningJobs) {
 TEST(ZoGrid, FailingJobsAreNotRestartedForever) {
   const std::string runs = make_temp_dir("zo_grid_failing");
   std::string out;
-  EXPECT_EQ(run_command("timeout 60 python3 tools/zo_grid.py run --grid ci-tiny --smezo false --runs " + runs +
+  EXPECT_EQ(run_command("timeout 60 python3 tools/claim/zo_grid.py run --grid ci-tiny --smezo false --runs " + runs +
                             " --jobs 2 --poll-s 0.05",
                         &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("sst2/mezo-lr0.001-seed1 exited with 1"));
@@ -119,16 +119,16 @@ TEST(ZoGrid, FailingJobsAreNotRestartedForever) {
 // test evaluations counted as steps, 8.8 minutes). The paper grid says it is for a long GPU.
 TEST(ZoGrid, PlanStatesStepsAndMinutes) {
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py plan --grid smollm2-lease --tasks sst2 --step-ms 40 --speedup 2",
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py plan --grid smollm2-lease --tasks sst2 --step-ms 40 --speedup 2",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("9 search runs + 6 seed runs (after the search) = 15 training runs x 1500 steps = "
                              "22500 steps"));
   EXPECT_THAT(out, HasSubstr("at 40 ms/step and 2.0x from concurrent runs (stated): 8.8 min (528 s"));
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py plan --grid smollm2-paper", &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py plan --grid smollm2-paper", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("long GPU only"));
   EXPECT_THAT(out, HasSubstr("= 315000 steps"));
   EXPECT_THAT(out, HasSubstr("measured on an H200"));  // no --step-ms: the planning figure, labelled
-  EXPECT_NE(run_command("python3 tools/zo_grid.py plan --grid smollm2-lease --tasks cola", &out), 0);
+  EXPECT_NE(run_command("python3 tools/claim/zo_grid.py plan --grid smollm2-lease --tasks cola", &out), 0);
   EXPECT_THAT(out, HasSubstr("has no task cola"));
 }
 
@@ -140,33 +140,33 @@ TEST(ZoGrid, TinyLeaseGridCalibratesRunsAndTables) {
   const std::string grid = " --grid smollm2-lease --tiny --device cpu --smezo " + smezo_test::smezo_binary() +
                            " --runs " + runs;
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py calibrate" + grid + " --jobs-list 1,2 --steps 2", &out), 0)
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py calibrate" + grid + " --jobs-list 1,2 --steps 2", &out), 0)
       << out;
   EXPECT_THAT(out, HasSubstr("| 2 | "));
   const auto cal = nlohmann::json::parse(read_file(runs + "/calibration.json"));
   EXPECT_TRUE(cal["best_jobs"] == 1 || cal["best_jobs"] == 2) << cal.dump();
   EXPECT_GT(cal["ms_per_step_alone"].get<double>(), 0.0);
   EXPECT_FALSE(exists(runs + "/calibrate/j1-0"));  // timing runs removed
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py run" + grid + " --jobs auto --poll-s 0.05 --drop-checkpoints",
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py run" + grid + " --jobs auto --poll-s 0.05 --drop-checkpoints",
                         &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("--jobs auto: "));
   EXPECT_THAT(out, HasSubstr("started 8, failed 0, unfinished 0 — grid complete"));
   EXPECT_TRUE(exists(runs + "/sst2/smezo-s0.75-lr1e-5-seed43/summary.json"));
   EXPECT_FALSE(exists(runs + "/sst2/smezo-s0.75-lr1e-5-seed43/checkpoint"));
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs " + runs, &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py table --runs " + runs, &out), 0) << out;
   for (const char* row : {"| sst2 | MeZO | 0, 1e-5 | 2 | ", "| sst2 | R-MeZO | 0.75, 1e-5 | 2 | ",
                           "| sst2 | S-MeZO | 0.75, 1e-5 | 2 | ", "| sst2 | zero-shot |", "| sst2 | icl-k2 |"})
     EXPECT_THAT(out, HasSubstr(row));
   EXPECT_TRUE(exists(runs + "/dev_acc_sst2.svg"));
 }
 
-// --- the claim grid (smollm2-claim) and its report: tools/zo_claim.py, tools/zo_stats.py
+// --- the claim grid (smollm2-claim) and its report: tools/claim/zo_claim.py, tools/claim/zo_stats.py
 
 // Student t quantiles, which Python's standard library lacks: the closed-form CDF for integer df
 // inverted by bisection, against the published table (two-sided 95% and 90%).
 TEST(ZoGrid, StudentTQuantilesMatchTheTables) {
   std::string out;
-  ASSERT_EQ(run_command("python3 -c \"import sys; sys.path.insert(0, 'tools'); import zo_stats as z; "
+  ASSERT_EQ(run_command("python3 -c \"import sys; sys.path.insert(0, 'tools/claim'); import zo_stats as z; "
                         "print(' '.join('%.4f' % z.t_quantile(p, df) for p, df in ((0.975, 1), (0.975, 2), (0.975, 4), "
                         "(0.975, 9), (0.975, 30), (0.95, 1), (0.95, 5), (0.05, 3))))\"",
                         &out), 0) << out;
@@ -181,7 +181,7 @@ TEST(ZoGrid, StudentTQuantilesMatchTheTables) {
 TEST(ZoGrid, ClaimReportPairsSeedsAndDecides) {
   const std::string report = make_temp_dir("zo_claim_report");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs tests/fixtures/zo_claim --report " + report, &out), 0)
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py table --runs tests/fixtures/zo_claim --report " + report, &out), 0)
       << out;
   const std::string claim = read_file(report + "/claim.md");
   EXPECT_THAT(out, HasSubstr(claim));
@@ -206,7 +206,7 @@ TEST(ZoGrid, ClaimReportPairsSeedsAndDecides) {
 // S-MeZO's, is undecided (a better setting could lie beyond the edge).
 TEST(ZoGrid, ClaimVerdictNeedsTheLosersOptimum) {
   std::string out;
-  ASSERT_EQ(run_command("python3 -c \"import sys; sys.path.insert(0, 'tools'); import zo_claim as c; "
+  ASSERT_EQ(run_command("python3 -c \"import sys; sys.path.insert(0, 'tools/claim'); import zo_claim as c; "
                         "up = {'low': 0.01, 'high': 0.05}; down = {'low': -0.05, 'high': -0.01}; "
                         "e = [('lr', 'high')]; "
                         "print([c.verdict(up, [], e)[0], c.verdict(up, e, [])[0], c.verdict(down, e, [])[0], "
@@ -229,7 +229,7 @@ TEST(ZoGrid, ClaimVerdictNeedsTheLosersOptimum) {
 TEST(ZoGrid, ClaimGridExtendsAnEdgeOnce) {
   const std::string runs = make_temp_dir("zo_claim_runs");
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py run --grid ci-claim --smezo " + smezo_test::smezo_binary() +
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py run --grid ci-claim --smezo " + smezo_test::smezo_binary() +
                             " --runs " + runs + " --jobs 2 --poll-s 0.05",
                         &out), 0) << out;
   EXPECT_EQ(occurrences(out, "WARNING: sst2 smezo: the best setting after the search"), 1u) << out;
@@ -238,7 +238,7 @@ TEST(ZoGrid, ClaimGridExtendsAnEdgeOnce) {
   const std::string added = ext["added"].get<std::string>();
   EXPECT_TRUE(added == "sst2/smezo-s0.75-lr0.0005-seed1" || added == "sst2/smezo-s0.75-lr0.006-seed1") << added;
   EXPECT_TRUE(exists(runs + "/" + added + "/summary.json"));
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py table --runs " + runs, &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py table --runs " + runs, &out), 0) << out;
   EXPECT_THAT(read_file(runs + "/claim.md"), HasSubstr("Extended once: S-MeZO's best setting after the search"));
   EXPECT_THAT(out, testing::ContainsRegex("S-MeZO beats MeZO on sst2: (holds|does not hold|undecided at this budget)"));
 }
@@ -250,7 +250,7 @@ TEST(ZoGrid, ExtraSeedsOnlyWhereTheIntervalHoldsZero) {
   const std::string dir = make_temp_dir("zo_claim_extra");
   smezo_test::write_file(dir + "/check.py",
       "import json, os, sys\n"
-      "sys.path.insert(0, 'tools')\n"
+      "sys.path.insert(0, 'tools/claim')\n"
       "import zo_grid\n"
       "def run(root, name, test, dev=0.5):\n"
       "    os.makedirs(os.path.join(root, 'sst2', name))\n"
@@ -286,7 +286,7 @@ TEST(ZoGrid, ExtraSeedsOnlyWhereTheIntervalHoldsZero) {
 // minutes at the 2026-11-27 H200 calibration (52.5 ms/step alone, 4.66x with 8 at once).
 TEST(ZoGrid, PlanStatesTheClaimGridsMinutes) {
   std::string out;
-  ASSERT_EQ(run_command("python3 tools/zo_grid.py plan --grid smollm2-claim", &out), 0) << out;
+  ASSERT_EQ(run_command("python3 tools/claim/zo_grid.py plan --grid smollm2-claim", &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("81 search runs + 18 seed runs (after the search) = 99 training runs x 3000 steps = "
                              "297000 steps"));
   EXPECT_THAT(out, HasSubstr("at most 21 edge-extension runs"));
@@ -302,7 +302,7 @@ TEST(ZoGrid, PlanStatesTheClaimGridsMinutes) {
 TEST(ZoGrid, CompareWithThePeerListsWhereTheDistributionsDiffer) {
   const std::string dir = make_temp_dir("zo_peer_compare");
   std::string out;
-  EXPECT_EQ(run_command("python3 tools/zo_grid.py compare --runs tests/fixtures/zo_claim --peer tests/fixtures/zo_peer "
+  EXPECT_EQ(run_command("python3 tools/claim/zo_grid.py compare --runs tests/fixtures/zo_claim --peer tests/fixtures/zo_peer "
                         "--task sst2 --report " + dir + "/compare.md",
                         &out), 1) << out;
   EXPECT_EQ(read_file(dir + "/compare.md"), out);

@@ -7,7 +7,7 @@
 #   With a GPU (a CUDA build of smezo that can open a device: `smezo info --device cuda`
 #   succeeds): 500 steps on the GPU (sparsity 0.8, lr 1e-5, f32 storage so small updates are
 #   not rounded away; batch 16, dev accuracy on 500 examples every 100 steps; not yet run on a
-#   GPU, the settings are tools/zo_grid.py's S-MeZO ones).
+#   GPU, the settings are tools/claim/zo_grid.py's S-MeZO ones).
 #   Without one, on the CPU: the settings measured to learn on 2 cores (RESULTS.md): see CPU_*
 #   below; about 18 minutes there (2026-11-27, 0.40 steps/s with the evaluations).
 #   If SmolLM2 cannot be fetched (no network): the bundled stories260K, 200 steps, into

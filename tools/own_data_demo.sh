@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # own_data_demo.sh: fine-tuning on your own data, on the CPU.
-#   1. tools/make_demo_data.py makes a small generation dataset from the shared assets: BoolQ as
+#   1. tools/fixtures/make_demo_data.py makes a small generation dataset from the shared assets: BoolQ as
 #      "passage + question -> yes/no", JSON Lines files and a task spec (DIR/data).
 #   2. smezo eval prints SmolLM2-135M's dev exact match and token F1 before any training.
 #   3. smezo train fine-tunes it on the files three times: every weight with S-MeZO (DIR/full),
@@ -47,7 +47,7 @@ if [ ! -f "$MODEL" ]; then
   else echo "own_data_demo: error: SMEZO_DEMO_MODEL=$MODEL does not exist" >&2; exit 1; fi
 fi
 DATA=$OUT/data
-run python3 tools/make_demo_data.py --out "$DATA" --train 1000 --dev "$N" --test "$N"
+run python3 tools/fixtures/make_demo_data.py --out "$DATA" --train 1000 --dev "$N" --test "$N"
 FILES=(--task-spec "$DATA/spec.json" --train-file "$DATA/train.jsonl" --dev-file "$DATA/dev.jsonl"
        --test-file "$DATA/test.jsonl" --dev-examples "$N" --test-examples "$N")
 COMMON=(--model "$MODEL" --device "$DEVICE" --max-len 128)

@@ -122,7 +122,7 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
 
 // accuracy(), also writing every example's text, scores and prediction to s.examples_out
 // (JSONL: a header line, then one line per example), for oracles that score the same text
-// with another implementation (tools/eval_oracle.py).
+// with another implementation (tools/oracles/eval_oracle.py).
 double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
                                  const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s,
                                  const std::string& task) {

@@ -69,7 +69,7 @@ RunDirLock run_dir_lock(const std::string& dir) {
 bool run_dir_is_temporary(const std::string& name) {
   if (name == "checkpoint.tmp" || name == "checkpoint.old") return true;
   if (temp_pid(name) == 0) return false;
-  // only the run's own files: a folder may hold other things (tools/zo_grid.py's run.log)
+  // only the run's own files: a folder may hold other things (tools/claim/zo_grid.py's run.log)
   const std::string base = name.substr(0, name.rfind(".tmp."));
   return base == "seed_log.txt" || base == "metrics.jsonl" || base == "summary.json" || base == "plot.svg" ||
          base == "mask.json";

@@ -1,3 +1,0 @@
-// Emulated CUDA target: stands in for cuda_fp16.h (cuda/emu/README.md).
-#pragma once
-#include "../emu_half.h"

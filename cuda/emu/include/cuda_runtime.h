@@ -1,3 +1,0 @@
-// Emulated CUDA target: stands in for the CUDA runtime header (cuda/emu/README.md).
-#pragma once
-#include "../emu_runtime.h"

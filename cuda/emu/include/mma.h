@@ -1,3 +1,0 @@
-// Emulated CUDA target: stands in for the wmma API of mma.h (cuda/emu/README.md).
-#pragma once
-#include "../emu_wmma.h"

@@ -1,0 +1,305 @@
+// Emulated cuBLAS: GemmEx and GemmStridedBatchedEx, checked as cuBLAS checks them, then
+// computed with OpenBLAS's sgemm on fp32 copies of A and B (16-bit inputs widen exactly; the
+// products are exact in fp32; the summation order is OpenBLAS's, not cuBLAS's: results
+// agree with a GPU to fp32 rounding, not bit for bit).
+//   Checks (status INVALID_VALUE, as cuBLAS): null handle (NOT_INITIALIZED), m, n, k < 0,
+//   transa/transb not N/T/C, lda < max(1, rows of A as stored), ldb likewise, ldc < max(1, m),
+//   batchCount < 0. Type combinations: those of cuBLAS's GemmEx table for
+//   CUBLAS_COMPUTE_32F[_PEDANTIC] with A = B in {16F, 16BF, 32F} and C = 32F or = A are
+//   modelled; any other combination cuBLAS accepts is refused as NOT_SUPPORTED with a message
+//   saying the emulator does not model it (never approximated); a combination cuBLAS rejects
+//   gets NOT_SUPPORTED as from cuBLAS. Every matrix must lie inside one device allocation
+//   (a GPU would fault): otherwise EXECUTION_FAILED and the sticky cudaErrorIllegalAddress.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "emu_cublas.h"
+#include "emu_half.h"
+#include "emu_internal.h"
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+};
+
+namespace {
+
+using emu::format;
+
+cublasStatus_t refuse(cublasStatus_t status, const std::string& msg) {
+  std::fprintf(stderr, "emu: error: %s\n", msg.c_str());
+  emu::set_diagnostic(msg);
+  return status;
+}
+
+const char* type_name(cudaDataType t) {
+  switch (t) {
+    case CUDA_R_32F: return "CUDA_R_32F";
+    case CUDA_R_64F: return "CUDA_R_64F";
+    case CUDA_R_16F: return "CUDA_R_16F";
+    case CUDA_R_16BF: return "CUDA_R_16BF";
+    case CUDA_R_8I: return "CUDA_R_8I";
+    case CUDA_R_32I: return "CUDA_R_32I";
+    case CUDA_C_32F: return "CUDA_C_32F";
+  }
+  return "unknown";
+}
+
+size_t type_size(cudaDataType t) {
+  switch (t) {
+    case CUDA_R_16F: case CUDA_R_16BF: return 2;
+    case CUDA_R_8I: return 1;
+    case CUDA_R_64F: case CUDA_C_32F: return 8;
+    default: return 4;
+  }
+}
+
+// Is (compute, A, B, C) in cuBLAS's GemmEx table at all (real or complex aside)?
+bool cublas_accepts(cublasComputeType_t ct, cudaDataType a, cudaDataType b, cudaDataType c) {
+  if (a != b) return false;
+  switch (ct) {
+    case CUBLAS_COMPUTE_16F: case CUBLAS_COMPUTE_16F_PEDANTIC:
+      return a == CUDA_R_16F && c == CUDA_R_16F;
+    case CUBLAS_COMPUTE_32I: case CUBLAS_COMPUTE_32I_PEDANTIC:
+      return a == CUDA_R_8I && c == CUDA_R_32I;
+    case CUBLAS_COMPUTE_32F: case CUBLAS_COMPUTE_32F_PEDANTIC:
+      return (a == CUDA_R_16BF && (c == CUDA_R_16BF || c == CUDA_R_32F)) ||
+             (a == CUDA_R_16F && (c == CUDA_R_16F || c == CUDA_R_32F)) ||
+             (a == CUDA_R_8I && c == CUDA_R_32F) || (a == CUDA_R_32F && c == CUDA_R_32F) ||
+             (a == CUDA_C_32F && c == CUDA_C_32F);
+    case CUBLAS_COMPUTE_32F_FAST_16F: case CUBLAS_COMPUTE_32F_FAST_16BF:
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+      return (a == CUDA_R_32F && c == CUDA_R_32F) || (a == CUDA_C_32F && c == CUDA_C_32F);
+    case CUBLAS_COMPUTE_64F: case CUBLAS_COMPUTE_64F_PEDANTIC:
+      return a == CUDA_R_64F && c == CUDA_R_64F;
+  }
+  return false;
+}
+
+bool emu_models(cublasComputeType_t ct, cudaDataType a, cudaDataType c) {
+  if (ct != CUBLAS_COMPUTE_32F && ct != CUBLAS_COMPUTE_32F_PEDANTIC) return false;
+  return (a == CUDA_R_32F && c == CUDA_R_32F) ||
+         ((a == CUDA_R_16F || a == CUDA_R_16BF) && (c == CUDA_R_32F || c == a));
+}
+
+float load(const void* p, cudaDataType t, int64_t i) {
+  switch (t) {
+    case CUDA_R_16F: return emu::f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case CUDA_R_16BF: return emu::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+void store(void* p, cudaDataType t, int64_t i, float v) {
+  switch (t) {
+    case CUDA_R_16F: static_cast<uint16_t*>(p)[i] = emu::f32_to_f16_rn(v); break;
+    case CUDA_R_16BF: static_cast<uint16_t*>(p)[i] = emu::f32_to_bf16_rn(v); break;
+    default: static_cast<float*>(p)[i] = v;
+  }
+}
+
+// A stored matrix: `rows` x `cols` column-major with leading dimension ld, `batch` copies
+// `stride` elements apart. Its element span (for the allocation check) and an fp32 copy.
+struct Stored {
+  const void* p;
+  cudaDataType t;
+  int64_t rows, cols, ld, stride;
+  int64_t span_elems(int batch) const {
+    if (rows == 0 || cols == 0 || batch == 0) return 0;
+    return (batch - 1) * stride + (cols - 1) * ld + rows;
+  }
+};
+
+bool inside(const Stored& s, int batch) {
+  const int64_t e = s.span_elems(batch);
+  if (e == 0) return true;
+  if (s.stride < 0) return false;
+  return emu::device_range_ok(s.p, static_cast<size_t>(e) * type_size(s.t));
+}
+
+// Matrix bi of s as fp32 and its leading dimension: in place when fp32, else widened into out.
+const float* as_f32(const Stored& s, int bi, std::vector<float>& out, int64_t* ld) {
+  *ld = s.ld;
+  if (s.t == CUDA_R_32F) return static_cast<const float*>(s.p) + bi * s.stride;
+  out.resize(static_cast<size_t>(s.rows * s.cols));
+  for (int64_t c = 0; c < s.cols; ++c)
+    for (int64_t r = 0; r < s.rows; ++r) out[c * s.rows + r] = load(s.p, s.t, bi * s.stride + c * s.ld + r);
+  *ld = s.rows;
+  return out.data();
+}
+
+cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                    int m, int n, int k, const void* alpha, const void* A, cudaDataType at,
+                    int lda, long long sa, const void* B, cudaDataType bt, int ldb, long long sb,
+                    const void* beta, void* C, cudaDataType ct_, int ldc, long long sc, int batch,
+                    cublasComputeType_t comp) {
+  if (h == nullptr) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, format("%s: null handle", call));
+  const auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
+  const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, b_rows = tb == CUBLAS_OP_N ? k : n;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || !op_ok(ta) || !op_ok(tb) ||
+      lda < std::max<int64_t>(1, a_rows) || ldb < std::max<int64_t>(1, b_rows) ||
+      ldc < std::max(1, m) || alpha == nullptr || beta == nullptr)
+    return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                  format("%s: invalid arguments (as cuBLAS checks them): m %d n %d k %d, op %d/%d, "
+                         "lda %d (needs >= %lld), ldb %d (needs >= %lld), ldc %d (needs >= %d), "
+                         "batch %d",
+                         call, m, n, k, int(ta), int(tb), lda, (long long)std::max<int64_t>(1, a_rows),
+                         ldb, (long long)std::max<int64_t>(1, b_rows), ldc, std::max(1, m), batch));
+  if (!cublas_accepts(comp, at, bt, ct_))
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
+                  format("%s: cuBLAS does not support compute type %d with A %s, B %s, C %s", call,
+                         int(comp), type_name(at), type_name(bt), type_name(ct_)));
+  if (!emu_models(comp, at, ct_))
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
+                  format("%s: compute type %d with A %s, C %s is valid in cuBLAS but NOT MODELLED by "
+                         "the emulator (tests/emu/cublas.cpp); it is refused rather than approximated",
+                         call, int(comp), type_name(at), type_name(ct_)));
+  if (ta == CUBLAS_OP_C) ta = CUBLAS_OP_T;  // real types: the conjugate transpose is the transpose
+  if (tb == CUBLAS_OP_C) tb = CUBLAS_OP_T;
+  if (emu::sticky_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  const Stored sA{A, at, a_rows, ta == CUBLAS_OP_N ? k : m, lda, sa};
+  const Stored sB{B, bt, b_rows, tb == CUBLAS_OP_N ? n : k, ldb, sb};
+  const Stored sC{C, ct_, m, n, ldc, sc};
+  const char* names[] = {"A", "B", "C"};
+  const Stored* mats[] = {&sA, &sB, &sC};
+  for (int i = 0; i < 3; ++i)
+    if (!inside(*mats[i], batch)) {
+      emu::record_fault(cudaErrorIllegalAddress,
+                        format("%s: matrix %s (%lld x %lld, ld %lld, stride %lld, batch %d) is not "
+                               "inside one device allocation: a GPU would read or write out of bounds",
+                               call, names[i], (long long)mats[i]->rows, (long long)mats[i]->cols,
+                               (long long)mats[i]->ld, (long long)mats[i]->stride, batch));
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+  const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  std::vector<float> a32, b32, c32;
+  for (int bi = 0; bi < batch; ++bi) {
+    int64_t la, lb, lc = ldc;
+    const float* pa = as_f32(sA, bi, a32, &la);
+    const float* pb = as_f32(sB, bi, b32, &lb);
+    float* pc;
+    const bool c_fp32 = ct_ == CUDA_R_32F;
+    if (c_fp32) pc = static_cast<float*>(C) + bi * sc;
+    else {
+      c32.assign(static_cast<size_t>(int64_t(m) * n), 0.0f);
+      if (be != 0.0f)
+        for (int64_t c = 0; c < n; ++c)
+          for (int64_t r = 0; r < m; ++r) c32[c * m + r] = load(C, ct_, bi * sc + c * ldc + r);
+      pc = c32.data();
+      lc = m;
+    }
+    if (k == 0) {  // C = beta * C (BLAS semantics; beta 0 does not read C)
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t r = 0; r < m; ++r) pc[c * lc + r] = be == 0.0f ? 0.0f : be * pc[c * lc + r];
+    } else {
+      cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                  tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, al, pa,
+                  static_cast<int>(la), pb, static_cast<int>(lb), be, pc, static_cast<int>(lc));
+    }
+    if (!c_fp32)
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t r = 0; r < m; ++r) store(C, ct_, bi * sc + c * ldc + r, c32[c * m + r]);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (emu::sticky_error() != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
+  *handle = new cublasContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!emu::stream_valid(stream)) return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: not a live stream");
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *stream = handle->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t bytes) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (bytes > 0 && !emu::device_range_ok(workspace, bytes))
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasSetWorkspace: the workspace is not device memory");
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *mode = handle->math;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGetVersion(cublasHandle_t handle, int* version) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (version == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *version = 130000;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+const char* cublasGetStatusName(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+const char* cublasGetStatusString(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    default: return "see cublasGetStatusName";
+  }
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* A, cudaDataType Atype, int lda, const void* B,
+                            cudaDataType Btype, int ldb, const void* beta, void* C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t) {
+  return gemm("cublasGemmEx", handle, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype,
+              ldb, 0, beta, C, Ctype, ldc, 0, 1, computeType);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void* alpha, const void* A, cudaDataType Atype, int lda, long long strideA,
+    const void* B, cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C,
+    cudaDataType Ctype, int ldc, long long strideC, int batchCount,
+    cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return gemm("cublasGemmStridedBatchedEx", handle, transa, transb, m, n, k, alpha, A, Atype, lda,
+              strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
+              computeType);
+}

@@ -1,0 +1,3 @@
+// Emulated CUDA target: stands in for cuRAND's device Philox (tests/emu/README.md).
+#pragma once
+#include "../emu_curand.h"
