@@ -1,6 +1,7 @@
 // Data files (JSON Lines, CSV, TSV) into records; see data_file.h for the formats and errors.
 #include "tasks/data_file.h"
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -15,21 +16,18 @@ using nlohmann::json;
 
 // --- format and encoding
 
-static bool ends_with(const std::string& s, const char* suffix) {
-  const std::string x(suffix);
-  if (s.size() < x.size()) return false;
-  for (size_t i = 0; i < x.size(); i++) {
-    char c = s[s.size() - x.size() + i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != x[i]) return false;
-  }
-  return true;
+// The file's format from its extension, whatever its case ("DATA.CSV" too).
+static bool has_extension(const std::string& path, const char* extension) {
+  std::string lower = path;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ends_with(lower, extension);
 }
 
 DataFormat data_format_of(const std::string& path) {
-  if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson") || ends_with(path, ".json")) return DATA_JSONL;
-  if (ends_with(path, ".csv")) return DATA_CSV;
-  if (ends_with(path, ".tsv")) return DATA_TSV;
+  for (const char* jsonl : {".jsonl", ".ndjson", ".json"})
+    if (has_extension(path, jsonl)) return DATA_JSONL;
+  if (has_extension(path, ".csv")) return DATA_CSV;
+  if (has_extension(path, ".tsv")) return DATA_TSV;
   throw_error("%s: unknown data file format ---> HINT: name the file .jsonl (JSON Lines), .csv or .tsv "
               "(a header row, then one record per row)", printable(path).c_str());
 }
