@@ -366,6 +366,8 @@ def tool_missing(ctx, tool, cache={}):
         elif tool == "sanitizer":
             cache[tool] = "" if shutil.which("compute-sanitizer") and ctx.mode == "cuda" else \
                 "no compute-sanitizer for this build (%s)" % ctx.mode
+        elif tool == "cuda":
+            cache[tool] = "" if ctx.mode in ("cuda", "cuda-emu") else "a CUDA build is needed (%s)" % ctx.mode
         elif tool == "mpi":
             ver = subprocess.run(["bash", "-c", ". tools/mpi_env.sh; command -v mpirun >/dev/null && %s --version"
                                   % q(ctx.smezo)], cwd=ROOT, capture_output=True, text=True)

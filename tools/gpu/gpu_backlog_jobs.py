@@ -139,7 +139,7 @@ class Job:
     usually has: the estimates of parallel jobs include their slowdown); basis: where the
     number comes from. needs: what must exist first ("build", "gguf", or another job's id,
     which must have finished in any way); tools: programs it cannot do without ("torch",
-    "sanitizer", "mpi"); exclusive: it times something, so it runs alone; resumable: a deadline
+    "sanitizer", "mpi", "cuda"); exclusive: it times something, so it runs alone; resumable: a deadline
     stops it and the next call continues it; share_s: after this many seconds a resumable job
     yields to the next item (it continues after it); per_machine: its product lives on the
     machine (a fresh machine redoes it, in est_redo_s seconds)."""
@@ -393,6 +393,20 @@ def step_bench_cmd(ctx, jid, shapes, extra):
     return env + "bash tools/gpu/step_bench.sh --shapes %s %s" % (q(shapes), extra)
 
 
+# The fused perturbed linear against W' + cuBLAS at LLaMA-7B's and SmolLM2's weight shapes, 16 to
+# 4096 rows per probe: the crossover table that cuda_plan.h's fused_crossover_table is to hold
+# (until it does, --linear-path auto takes W' everywhere). A dry run times one small shape.
+LINEAR_CROSSOVER_SHAPES = "4096x4096,11008x4096,4096x11008,32000x4096,576x576,192x576,1536x576,576x1536,49152x576"
+
+
+def linear_crossover_cmd(ctx, jid):
+    out = ctx.work(jid)
+    shapes, m, reps = ("64x64", "16", "1") if ctx.dry else (LINEAR_CROSSOVER_SHAPES, "16,64,256,1024,4096", "10")
+    return "mkdir -p %s && %s bench --kernel linear --shapes %s --m %s --reps %s --json %s > %s" % (
+        q(out), q(ctx.smezo), shapes, m, reps, q(os.path.join(out, "fused_crossover.jsonl")),
+        q(os.path.join(out, "crossover.txt")))
+
+
 def bigmem_cmd(ctx, jid, shape):
     env = "OUT=%s SMEZO=%s CLEAN=1 DEVICE=%s " % (q(ctx.work(jid)), q(ctx.smezo), ctx.dev)
     return env + "bash tools/gpu/bigmem_check.sh %s" % ("tiny" if ctx.dry else shape)
@@ -580,6 +594,11 @@ def all_jobs():
             "smezo ~1 min, torch_mezo.py ~2 min for the two shapes (estimate)",
             lambda c: step_bench_cmd(c, "4.step-bench", "smollm2-135m llama-7b", ""),
             post_file("step_bench.md", r"\| (smollm2-135m|tiny) \|"), exclusive=True),
+        Job("4.linear-crossover", "the fused perturbed linear against W' + cuBLAS: the crossover table "
+            "(smezo bench --kernel linear, 9 shapes x 16..4096 rows)", 120,
+            "45 (shape, rows) cases x 2 noises x 10 reps + warm-up (estimate)",
+            lambda c: linear_crossover_cmd(c, "4.linear-crossover"),
+            post_file("crossover.txt", r"crossover: fused / W'"), tools=("cuda",), exclusive=True),
         Job("5.bigmem-7b", "bigmem 7b: host RSS, start-up, device memory of a 7B run from a file", 150,
             "random 7B written by torch (13.5 GB), 60 steps, BF16 checkpoint (estimate)",
             lambda c: bigmem_cmd(c, "5.bigmem-7b", "7b"), post_bigmem, tools=("torch",), exclusive=True,
@@ -617,7 +636,7 @@ ITEM_TITLES = {
     1: "the whole test suite on CUDA with sanitizers, the HF oracle, determinism",
     2: "SmolLM2 on CUDA: greedy text and accuracies equal to the CPU table",
     3: "the lease-sized paper grid (zo_grid.py smollm2-lease), SST-2",
-    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer",
+    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer; the fused linear's crossover table",
     5: "bigmem 7b and the llama-30b bench",
     6: "the MPI GPU check",
     7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and README's demo",
