@@ -167,7 +167,7 @@ $(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # tools/oracles/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/oracles/bpe_oracle.py)
-$(BUILD)/render_prompts: $(BUILD)/tools/render_prompts.o $(BUILD)/libsmezo.a
+$(BUILD)/render_prompts: $(BUILD)/tools/oracles/render_prompts.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # Rewritten only when the commit changes, so only version.o recompiles.
