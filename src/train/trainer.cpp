@@ -31,10 +31,10 @@
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
-#include "train/mask_record.h"
 #include "train/generation_eval.h"
 #include "train/metric_objective.h"
 #include "train/objective.h"
+#include "train/run_recorder.h"
 #include "train/topology.h"
 #include "train/train_options.h"
 
@@ -294,13 +294,9 @@ class TrainRun {
   nlohmann::json header_;        // the run's identity: the seed log's header
   nlohmann::json run_settings_;  // what `smezo eval` needs to measure a checkpoint as the run did
   nlohmann::json asked_rows_ = nlohmann::json::object();  // a data-file run's n_train, n_dev as asked
-  std::string seed_log_path_, metrics_path_;
-  std::optional<RunDirLock> lock_;  // rank 0, for the whole run
-  std::unique_ptr<SeedLogWriter> seed_log_;
-  std::unique_ptr<MetricsLog> metrics_;
-  std::optional<ProgressBar> bar_;
+  std::string seed_log_path_;
+  std::unique_ptr<RunRecorder> recorder_;  // the run folder's records: rank 0's alone
   int64_t first_step_ = 1;
-  PlotSeries loss_series_, dev_series_;  // the plot's history (from the metrics file when resuming)
   bool final_dev_logged_ = false;        // a resumed, already finished run: its final evaluation too
   double train_wall_ = 0;
   std::vector<double> step_losses_;  // --objective accuracy|f1: the last step's task loss per probe half
@@ -320,7 +316,6 @@ TrainResult TrainRun::run() {
   load();
   agree_on_run_folder();
   if (!start()) return result_;
-  if (root_) metrics_ = std::make_unique<MetricsLog>(metrics_path_, o_.resume);
   read_history();
   train_steps();
   evaluate_at_end();
@@ -398,7 +393,6 @@ void TrainRun::load() {
   startup_["tokenize"] = seconds_since(t_phase);
 
   seed_log_path_ = o_.out_dir + "/seed_log.txt";
-  metrics_path_ = o_.out_dir + "/metrics.jsonl";
   // A resumed run continues with its own noise unless the options name one (then it must match).
   if (o_.resume && o_.spsa.noise == NOISE_AUTO && path_exists(seed_log_path_))
     o_.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path_).header.value("spsa", nlohmann::json::object()),
@@ -447,25 +441,14 @@ void TrainRun::agree_on_run_folder() {
                    "starting it at step 1\n", o_.out_dir.c_str());
     o_.resume = false;
   }
-  if (!root_) return;
-  std::error_code mkdir_error;
-  std::filesystem::create_directories(o_.out_dir, mkdir_error);
-  if (mkdir_error) throw_write_error("create the run folder", o_.out_dir, mkdir_error.value());
-  lock_.emplace(run_dir_lock(o_.out_dir));
-  std::string cleaned;
-  for (const std::string& name : run_dir_clean(o_.out_dir)) cleaned += (cleaned.empty() ? "" : ", ") + name;
-  if (!cleaned.empty())
-    std::fprintf(stderr, "removed what an interrupted write left in %s: %s\n", o_.out_dir.c_str(), cleaned.c_str());
+  if (root_) recorder_ = std::make_unique<RunRecorder>(o_.out_dir, title(), plot_options());
 }
 
 // Start fresh, or rebuild the weights of a killed run from its seed log.
 bool TrainRun::start() {
   if (!o_.resume) {
     const int version = o_.spsa.probes > 1 ? 2 : 1;  // one probe per step: the v1 log, as before
-    if (root_)
-      seed_log_ =
-          std::make_unique<SeedLogWriter>(SeedLogWriter::create(seed_log_path_, header_, o_.flush_every, version));
-    if (root_) spsa_mask_write(o_.out_dir, model(), o_.spsa, topo_.pipelined());  // the masks of the base weights
+    if (recorder_) recorder_->start(header_, o_.flush_every, version, model(), o_.spsa, topo_.pipelined());
     return true;
   }
   const auto t_phase = SteadyClock::now();
@@ -480,20 +463,14 @@ bool TrainRun::start() {
   }
   // a start stopped before its mask record was written: the record is of the base weights, which
   // the model holds until the replay
-  if (root_ && !std::filesystem::exists(o_.out_dir + "/mask.json"))
-    spsa_mask_write(o_.out_dir, model(), o_.spsa, topo_.pipelined());
+  if (recorder_) recorder_->write_masks_if_missing(model(), o_.spsa, topo_.pipelined());
   replay(log);
   first_step_ = last + 1;
   startup_["replay"] = seconds_since(t_phase);
   // every rank has read the log (and replayed the same updates) before rank 0 touches it
   require_same_on_all_ranks(topo_.world(), log.records.empty() ? "" : seed_log_format_record(log.records.back()),
                             "last step in " + seed_log_path_);
-  if (root_) {
-    metrics_log_truncate_after(metrics_path_, first_step_ - 1);
-    seed_log_ = std::make_unique<SeedLogWriter>(SeedLogWriter::open_append(seed_log_path_, o_.flush_every));
-    std::fprintf(stderr, "resuming %s at step %lld (replayed %zu logged updates)\n", o_.out_dir.c_str(),
-                 (long long)first_step_, log.records.size());
-  }
+  if (recorder_) recorder_->resume(first_step_, o_.flush_every, log.records.size());
   return true;
 }
 
@@ -533,30 +510,32 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   result_.checkpoint_error = save_checkpoint(o_.steps);
   summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
                                                                      : "failed: " + result_.checkpoint_error;
-  summary_write(o_.out_dir + "/summary.json", summary);
+  recorder_->write_summary(summary);
 }
 
 void TrainRun::replay(const SeedLog& log) {
   for (const SeedRecord& r : log.records) optimizer_->apply_record(r, seed_log_path_);
 }
 
-// The loss and accuracy history of the steps already run, from the metrics file (rank 0).
+// The loss and accuracy history of the steps already run, from the metrics file (rank 0, whose
+// recorder keeps the plot).
 void TrainRun::read_history() {
+  if (!recorder_) return;
   const char* dev_key = splits_.generation ? "dev_f1" : "dev_acc";  // what the plot shows
   double& best_dev = splits_.generation ? result_.best_dev_f1 : result_.best_dev_acc;
-  for (const nlohmann::json& rec : root_ ? metrics_log_read(metrics_path_) : std::vector<nlohmann::json>()) {
+  for (const nlohmann::json& rec : recorder_->logged_metrics()) {
     if (rec.contains("loss") && rec["loss"].is_number()) {
-      loss_series_.push_back({rec["step"], rec["loss"]});
+      recorder_->plot_loss(rec["step"], rec["loss"]);
       if (rec["step"] == 1) result_.first_loss = rec["loss"].get<double>();
+      result_.last_loss = rec["loss"].get<double>();  // a resume with no step left to run
     }
     if (rec.contains(dev_key) && rec["step"] == o_.steps && rec.value("dev_examples", 0) == (int64_t)data_.dev.size())
       final_dev_logged_ = true;
     if (rec.contains(dev_key) && rec[dev_key].is_number()) {
-      dev_series_.push_back({rec["step"], rec[dev_key]});
+      recorder_->plot_dev(rec["step"], rec[dev_key]);
       best_dev = std::max(best_dev, rec[dev_key].get<double>());
     }
   }
-  if (!loss_series_.empty()) result_.last_loss = loss_series_.back().second;  // a resume with no step left to run
 }
 
 void TrainRun::train_steps() {
@@ -569,7 +548,7 @@ void TrainRun::train_steps() {
   po.start_step = first_step_ - 1;
   if (splits_.generation) po.dev_label = "dev F1";
   po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / 20);
-  if (root_) bar_.emplace(po);
+  if (recorder_) recorder_->start_progress(po);
   const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
   int64_t step = first_step_;
   const auto t_loop = SteadyClock::now();
@@ -586,11 +565,10 @@ void TrainRun::train_steps() {
     }
   } catch (const Error& e) {
     // A non-finite loss: W is untouched, so the log so far and any checkpoint stay good.
-    if (root_) record_stop(e, step - 1);
+    if (recorder_) record_stop(e, step - 1);
     throw;
   }
-  if (root_) seed_log_->flush();
-  if (root_) bar_->finish();
+  if (recorder_) recorder_->end_steps();
   result_.steps_done = o_.steps;
   train_wall_ = seconds_since(t_loop);
 }
@@ -638,10 +616,9 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
   }
   if (step == 1) result_.first_loss = loss;
   result_.last_loss = loss;
-  loss_series_.push_back({static_cast<double>(step), loss});
   // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
   // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
-  if (root_) {
+  if (recorder_) {
     nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
                         {"g", s.g}, {"lr", s.lr}};
     if (metric)
@@ -654,38 +631,34 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
       if (metric) m["task_losses"] = step_losses_;
     }
     if (fzoo) m["sigma"] = s.sigma;
-    metrics_->write(m);
-    bar_->update(step, loss);
+    recorder_->step(m, step, loss);
   }
   if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
     const double acc = evaluate_dev(step, dev_subset);
-    if (root_) bar_->set_dev_accuracy(acc, step);  // a generation task's F1
-    if (root_) write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
+    if (recorder_) recorder_->dev_shown(acc, step);  // a generation task's F1
   }
-  if (root_) seed_log_->append(s.record());
+  if (recorder_) recorder_->seed(s.record());
   if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
-      (root_ || topo_.serves_checkpoint())) {
-    if (root_) seed_log_->flush();
+      (recorder_ || topo_.serves_checkpoint())) {
+    if (recorder_) recorder_->flush_seed_log();
     save_checkpoint(step);  // a failure warns; training goes on
   }
 }
 
 // Rank 0, when a step stops the run: the log so far made durable, and a summary saying why.
 void TrainRun::record_stop(const Error& e, int64_t steps_done) {
-  seed_log_->flush();
-  bar_->finish();
+  recorder_->end_steps();
   const std::string status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
   nlohmann::json summary = {{"status", status}, {"task", splits_.name}, {"steps_done", steps_done},
                             {"hyperparameters", header_}, {"startup_s", startup_}};
   summary_add_standard_fields(&summary);
-  summary_write(o_.out_dir + "/summary.json", summary);
+  recorder_->write_summary(summary);
 }
 
 double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& set) {
   if (splits_.generation) return evaluate_dev_generation(step, set).f1;
   const double acc = topo_.accuracy(model(), set, o_.batch);
-  if (root_) metrics_->write({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}});
-  dev_series_.push_back({static_cast<double>(step), acc});
+  if (recorder_) recorder_->dev({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}}, step, acc);
   result_.best_dev_acc = std::max(result_.best_dev_acc, acc);
   return acc;
 }
@@ -693,13 +666,14 @@ double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& s
 // Every rank decodes the whole set (data parallel: the same texts on each).
 GenerationScore TrainRun::evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set) {
   const GenerationScore g = evaluate_generation(model(), *lm_.tokenizer, set, splits_.dev, limits(), o_.batch);
-  if (root_) {
-    metrics_->write({{"step", step}, {"dev_em", g.exact_match}, {"dev_f1", g.f1}, {"dev_examples", set.size()}});
+  if (recorder_) {
+    recorder_->dev({{"step", step}, {"dev_em", g.exact_match}, {"dev_f1", g.f1}, {"dev_examples", set.size()}}, step,
+                   g.f1);
     if (step < o_.steps)
-      bar_->message(format_string("step %lld: dev EM %s, F1 %s (%zu examples)", (long long)step,
-                                  format_accuracy(g.exact_match).c_str(), format_accuracy(g.f1).c_str(), set.size()));
+      recorder_->message(format_string("step %lld: dev EM %s, F1 %s (%zu examples)", (long long)step,
+                                       format_accuracy(g.exact_match).c_str(), format_accuracy(g.f1).c_str(),
+                                       set.size()));
   }
-  dev_series_.push_back({static_cast<double>(step), g.f1});
   result_.best_dev_f1 = std::max(result_.best_dev_f1, g.f1);
   return g;
 }
@@ -723,7 +697,7 @@ void TrainRun::evaluate_generation_at_end() {
 void TrainRun::evaluate_at_end() {
   const bool test = tests();
   const auto t_phase = SteadyClock::now();
-  if ((evaluates() || test) && root_)
+  if ((evaluates() || test) && recorder_)
     std::fprintf(stderr, "evaluating on %s%s%s examples...\n",
                  evaluates() ? (std::to_string(data_.dev.size()) + " dev").c_str() : "",
                  evaluates() && test ? " and " : "", test ? (std::to_string(data_.test.size()) + " test").c_str() : "");
@@ -774,21 +748,21 @@ void TrainRun::finish() {
   const int64_t parameters = topo_.sum_over_model(model(), [](const Param& p) { return p.w.numel(); });
   const int64_t tuned =
       topo_.sum_over_model(model(), [](const Param& p) { return p.info.trainable ? p.w.numel() : int64_t{0}; });
-  if (!root_) {
+  if (!recorder_) {
     if (topo_.serves_checkpoint()) save_checkpoint(o_.steps);
     return;
   }
-  write_training_plot_svg(o_.out_dir + "/plot.svg", title(), loss_series_, dev_series_, plot_options());
+  recorder_->write_plot();
   // The summary (the run's result) is durable before the final checkpoint is tried, and says
   // how the checkpoint went once it has been.
   nlohmann::json summary = completed_summary_json(parameters, tuned);
-  summary_write(o_.out_dir + "/summary.json", summary);
+  recorder_->write_summary(summary);
   const auto t_phase = SteadyClock::now();
   result_.checkpoint_error = save_checkpoint(o_.steps);
   finish_["checkpoint"] = seconds_since(t_phase);
   summary["finish_s"] = finish_;
   summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written" : "failed: " + result_.checkpoint_error;
-  summary_write(o_.out_dir + "/summary.json", summary);
+  recorder_->write_summary(summary);
   std::string done = !evaluates()        ? std::string("no dev evaluation")
                      : splits_.generation ? "dev EM " + format_accuracy(result_.final_dev_em) + ", F1 " +
                                                 format_accuracy(result_.final_dev_f1) + " (best F1 " +

@@ -1,0 +1,81 @@
+// The records of a training run in its folder: the seed log, metrics.jsonl, the progress line,
+// plot.svg, summary.json and mask.json, and the folder's lock. One process holds the recorder:
+// rank 0 of a multi-process run (one process: itself); the other ranks hold none, so the
+// trainer (trainer.cpp) keeps the phases and the step and hands each record to the recorder if
+// it has one. The checkpoint is not here: a pipeline's stages take part in writing it.
+//
+// The order of writes within a step is part of resume's promise (docs/training.md): the
+// metrics line (and the step's evaluation) first, then the seed-log record, so a kill in
+// between leaves metrics lines that resume drops, never a gap.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "run/metrics_log.h"
+#include "run/progress_bar.h"
+#include "run/run_dir.h"
+#include "run/seed_log.h"
+#include "run/svg_plot.h"
+
+namespace smezo {
+
+class Model;
+struct SpsaOptions;
+
+class RunRecorder {
+ public:
+  // Creates `dir`, locks it for the run and removes what interrupted writes left there (and
+  // says what it removed). `title` and `plot` are the plot's.
+  RunRecorder(const std::string& dir, const std::string& title, const TrainingPlotOptions& plot);
+
+  const std::string& dir() const { return dir_; }
+  std::string metrics_path() const { return dir_ + "/metrics.jsonl"; }
+  std::string seed_log_path() const { return dir_ + "/seed_log.txt"; }
+
+  // A new run: its seed log with `header` (durable on return), mask.json of the base weights,
+  // an empty metrics file.
+  void start(const nlohmann::json& header, int64_t flush_every, int version, Model& model, const SpsaOptions& spsa,
+             bool this_stage_only);
+  // mask.json when a start stopped before writing it (the model still holds the base weights).
+  void write_masks_if_missing(Model& model, const SpsaOptions& spsa, bool this_stage_only);
+  // A resumed run at `first_step`: the metrics after the last logged step dropped, the seed log
+  // continued, the metrics file appended to.
+  void resume(int64_t first_step, int64_t flush_every, size_t replayed);
+
+  // The metrics lines of the steps already run (a resumed run's history), in order.
+  std::vector<nlohmann::json> logged_metrics() const { return metrics_log_read(metrics_path()); }
+  // The plot's points, from the history or as the run goes.
+  void plot_loss(int64_t step, double loss) { loss_series_.push_back({static_cast<double>(step), loss}); }
+  void plot_dev(int64_t step, double value) { dev_series_.push_back({static_cast<double>(step), value}); }
+
+  void start_progress(const ProgressOptions& options) { bar_.emplace(options); }
+  // A step: its metrics line, its plot point and the progress line.
+  void step(const nlohmann::json& metrics, int64_t step, double loss);
+  // A dev evaluation: its metrics line and plot point (value: accuracy, or F1 for generation).
+  void dev(const nlohmann::json& metrics, int64_t step, double value);
+  // After a periodic evaluation: the value on the progress line, and plot.svg redrawn.
+  void dev_shown(double value, int64_t step);
+  void message(const std::string& text) { bar_->message(text); }  // on the progress line
+  void seed(const SeedRecord& record) { seed_log_->append(record); }
+  void flush_seed_log() { seed_log_->flush(); }
+  // The steps are over (or stopped): the seed log durable, the progress line ended.
+  void end_steps();
+
+  void write_plot() const;
+  void write_summary(const nlohmann::json& summary) const;
+
+ private:
+  std::string dir_, title_;
+  TrainingPlotOptions plot_;
+  RunDirLock lock_;  // for the whole run
+  std::unique_ptr<SeedLogWriter> seed_log_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::optional<ProgressBar> bar_;
+  PlotSeries loss_series_, dev_series_;  // the plot's history
+};
+
+}  // namespace smezo
