@@ -62,10 +62,17 @@ sys.dont_write_bytecode = True  # no tools/__pycache__ in the tree (it would tra
 import gpu_prebuilt  # noqa: E402  (the binaries prepare builds here for the GPU machine)
 import zo_grid  # noqa: E402  (the grid's size and planning figures)
 from gpu_backlog_jobs import (FINISH_MARGIN_S, GGUF_BYTES, GGUF_NAME, GGUF_SHA256, ITEM_TITLES, MEASURED_S,  # noqa: E402
-                              ROOT, SHARED, SHOWS, TOOLS, Ctx, all_jobs, job_record, q, read_json, tail)
+                              ROOT, SHARED, SHOWS, TOOLS, Ctx, job_record, listed_jobs, q, read_json, tail)
+from gpu_backlog_claim import claim_jobs  # noqa: E402
+
+
+def all_jobs():
+    """Every job, in priority order: items 1-8, then the claim's (item 9)."""
+    return listed_jobs() + claim_jobs()
+
 
 # ---- the lease ----------------------------------------------------------------------------
-# Device-tool limits (/work/.library/device/README.md) and the overheads the plan assumes.
+# The GPU lease's limits (docs/gpu-backlog.md) and the overheads the plan assumes.
 CALL_LIMIT_S = 600          # one command
 BUDGET_S = 540              # next --budget-s default: 60 s under the limit
 LEASE_S = 15 * 60           # device time of one developer session (was 30 min until 2026-11)
