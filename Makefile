@@ -170,18 +170,17 @@ $(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 $(BUILD)/render_prompts: $(BUILD)/tools/oracles/render_prompts.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-# Rewritten only when the commit changes, so only version.o recompiles.
+# Rewritten only when the commit changes, so only version.o recompiles. (The temporary file is
+# the shell's own: two makes at once, such as CI's two emulated runs, each check the stamp.)
 $(BUILD)/gen/smezo_git.h: FORCE
 	@mkdir -p $(dir $@)
-	@echo '#define SMEZO_GIT_COMMIT "$(GIT_COMMIT)"' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@t=$@.tmp.$$$$; echo '#define SMEZO_GIT_COMMIT "$(GIT_COMMIT)"' > $$t; cmp -s $$t $@ && rm -f $$t || mv -f $$t $@
 $(BUILD)/src/cli/version.o: $(BUILD)/gen/smezo_git.h
 
 # The objects that change with MPI on or off rebuild when it flips (a stamp like the one above).
 $(BUILD)/gen/mpi_status: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(MPI_STATUS)' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@t=$@.tmp.$$$$; echo '$(MPI_STATUS)' > $$t; cmp -s $$t $@ && rm -f $$t || mv -f $$t $@
 $(BUILD)/src/dist/world_mpi.o $(BUILD)/src/dist/world_single.o $(BUILD)/src/cli/version.o \
   $(BUILD)/tests/test_mpi.o: $(BUILD)/gen/mpi_status
 $(BUILD)/src/cli/version.o: CXXFLAGS += -I$(BUILD)/gen
