@@ -407,6 +407,17 @@ $(EMU_BUILD)/%.cu.o: $(EMU_BUILD)/gen/%.cu.cpp $(EMU_CUH)
 $(EMU_PLAIN)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $< -o $@
+# In a CUDA build (nvcc found: the CPU objects are compiled with -DSMEZO_WITH_CUDA too) the
+# library's, the CLI's and bench/'s host objects that include no CUDA header are the CPU build's
+# own, copied by tests/emu/host_object.sh (it compiles the others); not the tests', which are
+# built with their folder's name (SMEZO_BUILD_DIR).
+ifneq ($(NVCC),)
+EMU_HOST_REUSED := $(LIB_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(CLI_SRC:%.cpp=$(EMU_PLAIN)/%.o) \
+                   $(patsubst %.cpp,$(EMU_PLAIN)/%.o,$(filter-out $(BENCH_PROGRAMS),$(wildcard bench/*.cpp)))
+$(EMU_HOST_REUSED): $(EMU_PLAIN)/%.o: $(BUILD)/%.o
+	@mkdir -p $(dir $@)
+	@tests/emu/host_object.sh $< $@ $(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $*.cpp -o $@
+endif
 $(EMU_BUILD)/tests/emu/%.o: tests/emu/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_DEV_CXXFLAGS) -MMD -MP -c $< -o $@

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# An emulated build's host object (no device code): the CPU build's own object when it is the
+# same, else compiled (make emu; see the Makefile's emulated-target section).
+#   tests/emu/host_object.sh CPU_OBJECT EMU_OBJECT COMPILE_COMMAND...
+# The two builds compile host code with the same flags but for -DSMEZO_EMU and the CUDA headers
+# (the emulator's in tests/emu/include, the toolkit's in the CPU build). So an object whose
+# dependencies (CPU_OBJECT's .d file, written by -MMD) name no CUDA header and never mention
+# SMEZO_EMU is the same object: it is copied (and says so). Otherwise COMPILE_COMMAND runs.
+set -euo pipefail
+cpu=$1 emu=$2
+shift 2
+deps=${cpu%.o}.d
+if [ -f "$deps" ]; then
+  # the .d's prerequisites: the names after the first colon of each rule, continuation marks dropped
+  files=$(sed -e 's/^[^:]*://' -e 's/\\$//' "$deps" | tr ' ' '\n' | grep -v '^$' | sort -u)
+  if ! grep -q cuda <<<"$files" && ! grep -qs SMEZO_EMU $files; then
+    echo "cp $cpu $emu  (host code without CUDA: the CPU build's object)"
+    cp "$cpu" "$emu"
+    rm -f "${emu%.o}.d"
+    exit 0
+  fi
+fi
+echo "$*"
+exec "$@"
