@@ -3,13 +3,16 @@
 //
 //   make bench-cpu && ./build/op_bench [--device cpu|cuda] [--reps 20] [--warmup 2]
 //
-// Inputs are random (fixed seeds), parameters stored in the case's dtype (fp32 on the CPU,
-// which stores nothing else). Each call is timed by TimingBackend (bench/timing_backend.h, the
-// benchmarks' one timing wrapper: wall time of the op plus a one-float download that waits for
-// the device), so on CUDA a time includes ~10 us of synchronisation: it ranks cases and shows
-// how an op scales with its shape; `smezo bench --kernel` and Nsight are for kernel work.
-// In-place ops get their input uploaded again before every call (not timed), so every call
-// sees the same values. tests/test_op_bench.cpp runs it once per backend.
+// Each case is set up by the op case harness (bench/op_case.h), as the conformance test sets
+// it up: the same inputs (the test's seeds at the default SMEZO_TEST_SEED), parameters stored
+// in the case's dtype (fp32 on the CPU, which stores nothing else). Each call is timed by
+// TimingBackend (bench/timing_backend.h, the benchmarks' one timing wrapper: wall time of the
+// op plus a one-float download that waits for the device), so on CUDA a time includes ~10 us
+// of synchronisation: it ranks cases and shows how an op scales with its shape; `smezo bench
+// --kernel` and Nsight are for kernel work. A case's call is what the test checks (an
+// abs_quantile case asks for every level of abs_quantile_levels()). In-place operands are
+// uploaded again before every call (not timed), so every call sees the same values.
+// tests/test_op_bench.cpp runs it once per backend.
 #pragma once
 
 #include <cstdint>

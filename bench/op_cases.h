@@ -1,35 +1,27 @@
 // The op cases: one list per backend op (op, shapes, storage dtype, probe), in the spirit of
-// ggml's test-backend-ops, that serves both correctness and speed:
-//   - the backend conformance test (tests/test_backend_ops.cu) runs every case on the CUDA
-//     backend and on the CPU reference, with fresh random inputs, poisoned outputs and the
-//     tolerances written down there;
-//   - the op benchmark (bench/op_bench.cpp, build/op_bench) times every case on one backend.
-// A case added here is checked and timed. Cases are plain data; the order of a list is part of
-// the test's seeds (case index), so add new cases at the end.
+// ggml's test-backend-ops, that serves both correctness and speed. Each list's cases are made
+// into OpCases (bench/op_case.h: inputs, the op call, outputs and tolerance) by the make_*_case
+// beside it (bench/op_case_*.cpp), and run by
+//   - the backend conformance test (tests/test_backend_ops.cu): every case on the CUDA backend
+//     and on the CPU reference, with fresh random inputs, poisoned outputs and the tolerances
+//     written down in bench/op_case_ops.cpp;
+//   - the op benchmark (bench/op_bench.cpp, build/op_bench): every case timed on one backend.
+// A case added here is checked and timed. The order of a list is part of the test's seeds
+// (case index), so add new cases at the end.
 //
-// It holds the embedding, norm, RoPE, elementwise, linear, update and abs_quantile ops. Still
-// in its own tests: attention (tests/test_attention.cu, hand-written sequence layouts) and the
-// linear's probe pair (tests/test_backend_ops.cu). bench/linear_bench.cu (smezo bench --kernel
-// linear) times the linear at model shapes against cuBLAS, as the op benchmark does not.
+// Still in their own tests: the linear's probe pair (tests/test_backend_ops.cu) and
+// attention's preconditions (tests/test_attention.cu). bench/linear_bench.cu (smezo bench
+// --kernel linear) times the linear at model shapes against cuBLAS, as the op benchmark does not.
 #pragma once
 
 #include <cstdint>
-#include <random>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "bench/op_case.h"
 
 namespace smezo {
-
-// n indices uniform in [lo, hi] (tokens, positions, rows of a case), from a seeded generator.
-template <typename T>
-std::vector<T> random_indices(int64_t n, uint32_t seed, int64_t lo, int64_t hi) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(dist(rng));
-  return v;
-}
 
 // Backend::embedding: M token rows of a (vocab, dim) table.
 struct EmbeddingCase {
@@ -51,6 +43,7 @@ inline std::vector<EmbeddingCase> embedding_cases() {
       {50, 31, 9, DTYPE_F32, 1e-3f, MASK_DENSE, false},
   };
 }
+OpCase make_embedding_case(const EmbeddingCase& c, const OpSeeds& s);
 
 // Backend::add_position_embedding: M rows at positions in [0, n_pos - 1 - offset], + offset.
 struct PositionEmbeddingCase {
@@ -66,6 +59,7 @@ inline std::vector<PositionEmbeddingCase> position_embedding_cases() {
       {130, 257, 40, 0, DTYPE_BF16, 0.5f},
   };
 }
+OpCase make_position_embedding_case(const PositionEmbeddingCase& c, const OpSeeds& s);
 
 // Backend::norm: M rows of dim, RMSNorm or LayerNorm, weight (and bias) in dt.
 struct NormCase {
@@ -90,6 +84,7 @@ inline std::vector<NormCase> norm_cases() {
       {6, 100, NORM_LAYER, false, DTYPE_F32, 0.0f, false},
   };
 }
+OpCase make_norm_case(const NormCase& c, const OpSeeds& s);
 
 // Backend::rope: M rows of n_heads x head_dim at positions in [0, max_pos], each case in both
 // styles (rotate-half, interleaved).
@@ -105,6 +100,7 @@ inline std::vector<RopeCase> rope_cases() {
   };
 }
 constexpr RopeStyle kRopeStyles[] = {ROPE_ROTATE_HALF, ROPE_INTERLEAVED};
+OpCase make_rope_case(const RopeCase& c, RopeStyle style, const OpSeeds& s);
 
 // A (rows, cols) fp32 activation shape: Backend::swiglu (each shape out of place and in place,
 // as the model calls swiglu(up, gate, up)), relu and add.
@@ -113,6 +109,9 @@ struct ActivationCase {
 };
 inline std::vector<ActivationCase> swiglu_cases() { return {{1, 1}, {7, 33}, {64, 1000}, {3, 11008}}; }
 inline std::vector<ActivationCase> relu_add_cases() { return {{1, 1}, {7, 33}, {64, 1000}, {5, 11008}}; }
+OpCase make_swiglu_case(const ActivationCase& c, bool in_place, const OpSeeds& s);
+OpCase make_relu_case(const ActivationCase& c, const OpSeeds& s);
+OpCase make_add_case(const ActivationCase& c, const OpSeeds& s);
 
 // Backend::gather_rows: out_rows rows picked (with repeats) from in_rows.
 struct GatherRowsCase {
@@ -121,6 +120,7 @@ struct GatherRowsCase {
 inline std::vector<GatherRowsCase> gather_rows_cases() {
   return {{1, 1, 1}, {10, 7, 3}, {64, 288, 64}, {513, 1000, 100}};
 }
+OpCase make_gather_rows_case(const GatherRowsCase& c, const OpSeeds& s);
 
 // Backend::copy_rows: src_rows rows into dst at dst_row.
 struct CopyRowsCase {
@@ -129,6 +129,7 @@ struct CopyRowsCase {
 inline std::vector<CopyRowsCase> copy_rows_cases() {
   return {{1, 1, 1, 0}, {10, 3, 7, 0}, {10, 3, 7, 7}, {200, 1, 96, 123}, {64, 17, 1000, 20}};
 }
+OpCase make_copy_rows_case(const CopyRowsCase& c, const OpSeeds& s);
 
 // Backend::linear: out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias). Three groups: small integer
 // inputs (the result must be exact), random unperturbed operands (odd shapes, M = 1, model-like
@@ -186,9 +187,11 @@ inline std::vector<LinearCase> linear_cases() {
   out.push_back({2, 4101, 4096, DTYPE_F32, false, -0.25f, MASK_RANDOM, true, LINEAR_PERTURBED, NOISE_RADEMACHER, i++});
   return out;
 }
+// The case's seeds are those of index seed_index.
+OpCase make_linear_case(const LinearCase& c, const OpSeeds& s);
 
-// Backend::update: W <- W - coef·m(W)⊙z - decay·m(W)⊙W on a (rows, cols) parameter; the test
-// runs each case in every storage dtype and noise kind.
+// Backend::update: W <- W - coef·m(W)⊙z - decay·m(W)⊙W on a (rows, cols) parameter, each case
+// in every storage dtype and noise kind.
 struct UpdateCase {
   int64_t rows, cols;
   MaskKind mask;
@@ -203,8 +206,10 @@ inline std::vector<UpdateCase> update_cases() {
       {1, 4097, MASK_RANDOM, 1e-3f, 5e-3f, true},      {31, 33, MASK_DENSE, 0.05f, 0.0f, false},
   };
 }
+OpCase make_update_case(const UpdateCase& c, DType dt, NoiseKind noise, const OpSeeds& s);
 
-// Backend::abs_quantile over a (rows, cols) weight, at each of abs_quantile_levels().
+// Backend::abs_quantile over a (rows, cols) weight, in every storage dtype, at each of
+// abs_quantile_levels().
 struct AbsQuantileCase {
   int64_t rows, cols;
   bool ties;  // values from a handful of levels, both signs: many equal |w|
@@ -215,5 +220,20 @@ inline std::vector<AbsQuantileCase> abs_quantile_cases() {
           {257, 255, true}, {1031, 1017, false}, {1, 65537, true}};
 }
 inline std::vector<double> abs_quantile_levels() { return {0.0, 0.25, 1.0 / 3.0, 0.5, 0.7, 0.8, 0.999, 1.0}; }
+OpCase make_abs_quantile_case(const AbsQuantileCase& c, DType dt, const OpSeeds& s);
+
+// Backend::attention: q and out (q_rows, n_heads·head_dim), k and v (kv_rows,
+// n_kv_heads·head_dim), the sequences' spans in them; rows no sequence covers are left alone.
+// q, k and v come from seed, seed + 1 and seed + 2 (fixed seeds, not SMEZO_TEST_SEED).
+struct AttentionCase {
+  std::string name;
+  int64_t n_heads, n_kv_heads, head_dim, window;  // window: sliding window, 0 = none
+  std::vector<AttentionSeq> seqs;
+  int64_t q_rows, kv_rows;  // may exceed what the sequences cover / read
+  float q_range;            // q uniform in [-q_range, q_range)
+  uint32_t seed;
+};
+std::vector<AttentionCase> attention_cases();  // bench/op_case_attention.cpp
+OpCase make_attention_case(const AttentionCase& c);
 
 }  // namespace smezo

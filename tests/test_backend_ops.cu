@@ -1,50 +1,23 @@
-// Backend conformance: every op of src/backend/backend.h (attention aside: see
-// tests/test_attention.cu) run on the CUDA backend and on the CPU reference, from tables of
-// cases (op, shapes, storage dtype, probe), in the spirit of ggml's test-backend-ops: the
-// cases come from bench/op_cases.h, the list the op benchmark (bench/op_bench.cpp) times (the
-// linear's probe-pair cases are still here). Plus the stories260K model end to end on both backends. Every test skips with
-// "no CUDA device: skipped" where no GPU is present.
+// Backend conformance: every case of the op lists (bench/op_cases.h, made into OpCases by the
+// harness bench/op_case.h, the same cases the op benchmark times) run on the CUDA backend and
+// on the CPU reference, in the spirit of ggml's test-backend-ops: embeddings, norms, RoPE, the
+// elementwise ops, the linear, the update, abs_quantile and attention. Plus the linear's probe
+// pair, abs_quantile on ~50M weights, and the stories260K model end to end on both backends.
+// Every test skips with "no CUDA device: skipped" where no GPU is present.
 //
 // Method. Inputs are fresh random values (never zeros), from seeds derived from
 // SMEZO_TEST_SEED (default 20250101; set it to vary the inputs, it is printed with every
-// failure). Outputs are allocated with one guard row above and one below (rows + 2, the op
-// sees the middle), guard rows are random and must come back bit-identical, and the middle is
-// poisoned with NaN before the run (in-place ops start from their input instead). The CPU
-// backend stores fp32 only, so for fp16/bf16 storage the host values are first rounded to the
-// storage type (float_to_f16 / float_to_bf16, src/common/half.h) and the SAME rounded values
-// are given to both backends.
+// failure). Activations are allocated with one guard row above and one below (rows + 2, the op
+// sees the middle), guard rows are random and must come back bit-identical, outputs are
+// poisoned with NaN before the run (in-place operands start from their input instead), and
+// inputs and parameters must come back unchanged. The CPU backend stores fp32 only, so for
+// fp16/bf16 storage the host values are first rounded to the storage type (round_to,
+// bench/host_values.h) and the SAME rounded values are given to both backends.
 //
-// Tolerance policy (|cuda - cpu| <= bound, element by element; NaN never passes):
-//   embedding, add_position_embedding,  exact (0): the same spec arithmetic (perturbed_value is
-//   relu, add, gather_rows, copy_rows   one fma) or plain copies/adds on identical inputs.
-//   update (fp32 storage)               bit-exact: both run the spec's correctly rounded fp32
-//                                       ops (noise_spec.h section 5) on identical w, for every
-//                                       noise kind (ParamInfo::noise; the ops cycle through
-//                                       the kinds case by case, update and the big linear
-//                                       case run each).
-//   update (fp16/bf16 storage)          bit-exact vs round_nearest_even(CPU fp32 update of the
-//                                       rounded w): the GPU reads float(w16) (exact), does the
-//                                       same fp32 ops, and rounds once to the storage type, so
-//                                       the two differ in nothing (no double rounding: the
-//                                       CPU's fp32 result IS the GPU's pre-rounding value).
-//   abs_quantile                        exact: selection returns an element of |W|.
-//   swiglu                              1e-6 relative (kTolElementwise): expf vs std::exp and
-//                                       the division, a few ulps.
-//   norm (RMS, Layer)                   1e-5 x (|w|·(|x̂|+1) + |b|) (kTolNorm): the row
-//                                       reductions are summed in a different order.
-//   rope                                (|v0|+|v1|) x (1e-6 + 8·pos·2^-23) (kRopeAngleUlps): the
-//                                       angle pos·θ^(-2j/d) carries a few ulps of pow/multiply
-//                                       error on each side, which grows with the position.
-//   linear, small-integer inputs        exact (CUTLASS basic_gemm's trick): every product and
-//                                       partial sum is an integer below 2^24, for fp32, fp16
-//                                       and bf16 alike.
-//   linear, random inputs               1e-5 x (Σ_k |x_k·w'_k| + |b'|) (kTolGemm). The reference
-//                                       is the CPU linear on the SAME operands the GPU
-//                                       multiplies: W' = cpu_read_param(W) rounded to the
-//                                       storage type, x rounded to it, b' = cpu_read_param(b)
-//                                       in fp32. Products are exact in fp32 (11x11 or 8x8
-//                                       significand bits), so only the fp32 summation order
-//                                       differs (~sqrt(K)·2^-24 typical, tensor cores included).
+// Tolerance policy (|cuda - cpu| <= bound, element by element; NaN never passes): the op
+// lists' in bench/op_case_ops.cpp (and op_case_params.cpp, op_case_attention.cpp); here:
+//   linear, probe pair                  kTolGemm, against the CPU linear on each half's
+//   (LinearProbePair)                   effective operands, as the linear's cases.
 //   linear, probe pair vs two single-   kTolGemm, the same bound, between the two CUDA results:
 //   probe calls on its halves           W+ and W- are the single probes' W' bit for bit, but
 //   (LinearProbePairMatchesSeparate-    the pair multiplies them in one strided-batched GEMM per
@@ -52,15 +25,15 @@
 //                                       one GEMM each; cuBLAS may pick another kernel or split-K
 //                                       for another shape, so the same exact products are summed
 //                                       in another fp32 order. Bit-identical on the CPU only.
+//   abs_quantile, ~50M weights          exact: selection returns an element of |W|.
 //   model logits (stories260K, fp32)    1e-4 x max|logit| (kTolModelLogits); greedy text exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <iterator>
+#include <functional>
 #include <memory>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -76,109 +49,46 @@
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "train/generate.h"
+#include "train/spsa.h"
 
 using namespace smezo;
 using smezo_test::download;
 using smezo_test::download_checked;
 using smezo_test::GuardedTensor;
-using smezo_test::host_param;
 using smezo_test::make_guarded;
 using smezo_test::make_param;
-using smezo_test::mixed_seed;
-using smezo_test::rounded;
 using smezo_test::seed_note;
 
 namespace {
 
-// ---- tolerances (the table above)
-constexpr double kTolElementwise = 1e-6;
-constexpr double kTolNorm = 1e-5;
-constexpr double kTolGemm = 1e-5;
-constexpr double kRopeAngleUlps = 8.0;
 constexpr double kTolModelLogits = 1e-4;
 
-// ---- seeds
-
-// A well-mixed seed for (test, case, part) of SMEZO_TEST_SEED.
-uint64_t mix_seed(uint64_t test, uint64_t case_index, uint64_t part) {
-  return mixed_seed(1 + test * 1000003ull + case_index * 101ull + part);
-}
-uint32_t seed32(uint64_t test, uint64_t case_index, uint64_t part) {
-  return static_cast<uint32_t>(mix_seed(test, case_index, part));
-}
-
-// ---- host values
-
-std::vector<float> uniform(int64_t n, uint32_t seed, float lo, float hi) {
-  return smezo_test::random_floats(n, seed, lo, hi);
-}
-
-// Integers in [lo, hi] as floats (exact in every storage type for |v| <= 256).
-std::vector<float> small_ints(int64_t n, uint32_t seed, int lo, int hi) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = static_cast<float>(dist(rng));
-  return v;
-}
-
-const char* dt_str(DType dt) { return dtype_name(dt); }
-
-// ---- parameters
-
-double median_abs(const std::vector<float>& v) {
-  std::vector<float> a(v.size());
-  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
-  std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());
-  return a[a.size() / 2];
-}
-
-// Every noise kind of the spec (z of perturbed reads and updates); cases cycle through them.
-constexpr NoiseKind kNoiseKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
-NoiseKind noise_of_case(uint64_t ci) { return kNoiseKinds[ci % 3]; }
-const char* noise_str(NoiseKind k) {
-  return k == NOISE_GAUSSIAN ? "gaussian" : k == NOISE_GAUSSIAN_V1 ? "gaussian-v1" : "rademacher";
-}
-
-// ParamInfo for a mask kind: MAGNITUDE keeps |w| <= median |w|, RANDOM keeps 30 %.
-ParamInfo make_info(const std::string& name, uint32_t tensor_id, MaskKind mask,
-                    const std::vector<float>& values, bool trainable, uint64_t mask_seed,
-                    NoiseKind noise = NOISE_GAUSSIAN) {
-  ParamInfo info;
-  info.name = name;
-  info.tensor_id = tensor_id;
-  info.trainable = trainable;
-  info.noise = noise;
-  info.mask = mask;
-  if (mask == MASK_MAGNITUDE) info.threshold = static_cast<float>(median_abs(values));
-  if (mask == MASK_RANDOM) {
-    info.keep_prob = 0.3f;
-    info.mask_seed = mask_seed;
-  }
-  return info;
-}
-
-const char* mask_str(MaskKind m) {
-  return m == MASK_DENSE ? "dense" : m == MASK_MAGNITUDE ? "magnitude" : "random";
-}
+// The seeds of (test, case index), as the op lists derive theirs (OpSeeds).
+OpSeeds seeds(uint64_t test, uint64_t case_index) { return OpSeeds{smezo_test::base_seed(), test, case_index}; }
 
 // ---- comparison
 
-// |got[i] - ref[i]| <= bound(i) for every i (NaN fails). Reports the failure count, the first
-// few failures and the worst error/bound ratio.
-template <typename Bound>
-void expect_near_all(const std::vector<float>& got, const std::vector<float>& ref, Bound bound) {
+// |got[i] - ref[i]| <= bound(i) for every i (NaN fails), or the same bits (bit_exact), except
+// where unwritten(i): there both must still be NaN. Reports the failure count, the first few
+// failures and the worst error/bound ratio.
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& ref,
+                     const std::function<double(size_t)>& bound, const std::function<bool(size_t)>& unwritten = nullptr,
+                     bool bit_exact = false) {
   ASSERT_EQ(got.size(), ref.size());
   int64_t bad = 0;
   double worst = 0.0;
   std::ostringstream first;
   for (size_t i = 0; i < got.size(); ++i) {
-    const double b = bound(i);
+    const bool keep = unwritten && unwritten(i);
+    const double b = keep || bit_exact ? 0.0 : bound(i);
     const double err = std::fabs(static_cast<double>(got[i]) - static_cast<double>(ref[i]));
-    if (!(err <= b)) {
+    const bool ok = keep        ? std::isnan(got[i]) && std::isnan(ref[i])
+                    : bit_exact ? float_bits(got[i]) == float_bits(ref[i])
+                                : err <= b;
+    if (!ok) {
       if (bad < 5)
         first << "\n  [" << i << "] cuda " << got[i] << " cpu " << ref[i] << " |diff| " << err
-              << " bound " << b;
+              << (keep ? " (an element the op must not write)" : " bound " + std::to_string(b));
       ++bad;
     }
     if (b > 0.0 && err / b > worst) worst = err / b;
@@ -191,6 +101,75 @@ void expect_exact(const std::vector<float>& got, const std::vector<float>& ref) 
   expect_near_all(got, ref, [](size_t) { return 0.0; });
 }
 
+// ---- the op lists
+
+// A case's tensors for the test: activations guarded (a random row above and below that must
+// come back bit-identical), outputs NaN-poisoned, parameters plain. results() downloads the
+// outputs (in the order made) and checks every input and parameter came back unchanged.
+class CheckedTensors : public OpTensors {
+ public:
+  CheckedTensors(Backend& backend, bool reference) : OpTensors(backend, reference) {}
+  Tensor input(int64_t rows, int64_t cols, const std::vector<float>& values) override {
+    inputs_.push_back({guarded(rows, cols, DTYPE_F32, values), &values});
+    return inputs_.back().first.view;
+  }
+  Tensor output(int64_t rows, int64_t cols) override {
+    results_.push_back(guarded(rows, cols, DTYPE_F32, {}));
+    return results_.back().view;
+  }
+  Tensor inout(int64_t rows, int64_t cols, DType dt, const std::vector<float>& values) override {
+    results_.push_back(guarded(rows, cols, storage(dt), values));
+    return results_.back().view;
+  }
+  Param param(int64_t rows, int64_t cols, DType dt, const std::vector<float>& values, const ParamInfo& info) override {
+    params_.push_back({make_param(be, rows, cols, storage(dt), values, info), &values});
+    return params_.back().first;
+  }
+  std::vector<float> results() {
+    std::vector<float> out;
+    for (const GuardedTensor& g : results_) {
+      const std::vector<float> v = download_checked(be, g);
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    SCOPED_TRACE("inputs and parameters are never written");
+    for (const auto& in : inputs_) expect_exact(download_checked(be, in.first), *in.second);
+    for (const auto& p : params_) expect_exact(download(be, p.first.w), *p.second);
+    return out;
+  }
+
+ private:
+  GuardedTensor guarded(int64_t rows, int64_t cols, DType dt, const std::vector<float>& contents) {
+    guard_seed_ += 2;  // make_guarded takes seed and seed + 1
+    return make_guarded(be, rows, cols, dt, contents, guard_seed_);
+  }
+  uint32_t guard_seed_ = static_cast<uint32_t>(smezo_test::mixed_seed(99));
+  std::vector<std::pair<GuardedTensor, const std::vector<float>*>> inputs_;
+  std::vector<GuardedTensor> results_;
+  std::vector<std::pair<Param, const std::vector<float>*>> params_;
+};
+
+// The case's outputs on be: what the call returns, then its output tensors.
+std::vector<float> run_case(const OpCase& c, Backend& be, bool reference) {
+  CheckedTensors t(be, reference);
+  std::vector<float> out = c.setup(t)();
+  const std::vector<float> tensors = t.results();
+  out.insert(out.end(), tensors.begin(), tensors.end());
+  return out;
+}
+
+// Every case of the list on the CPU (the reference) and on the CUDA backend, compared.
+void check_op_list(CpuBackend& cpu, CudaBackend& gpu, OpList list) {
+  for_each_op_case(list, smezo_test::base_seed(), [&](const OpCase& c) {
+    SCOPED_TRACE(c.op + " " + c.name + " " + seed_note());
+    const std::vector<float> ref = rounded(c.ref_rounding, run_case(c, cpu, true));
+    const std::vector<float> got = run_case(c, gpu, false);
+    if (c.check_ref) {
+      EXPECT_EQ(c.check_ref(ref), "");
+    }
+    expect_near_all(got, ref, [&](size_t i) { return c.bound(i, ref[i]); }, c.unwritten, c.bit_exact);
+  });
+}
+
 // ---- the fixture: a CPU backend and a CUDA backend per test
 
 class BackendOps : public testing::Test {
@@ -199,230 +178,34 @@ class BackendOps : public testing::Test {
     if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
     gpu_ = std::make_unique<CudaBackend>();
   }
+  void check(OpList list) { check_op_list(cpu_, *gpu_, list); }
   CpuBackend cpu_;
   std::unique_ptr<CudaBackend> gpu_;
 };
 
-constexpr DType kAllDtypes[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
-
 }  // namespace
 
-// ---------------------------------------------------------------- embedding
-
-TEST_F(BackendOps, Embedding) {
-  const std::vector<EmbeddingCase> cases = embedding_cases();
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const EmbeddingCase& c = cases[ci];
-    SCOPED_TRACE(testing::Message() << "embedding case " << ci << ": vocab " << c.vocab << " dim "
-                                    << c.dim << " M " << c.M << " " << dt_str(c.dt) << " scale "
-                                    << c.scale << " " << mask_str(c.mask) << " "
-                                    << noise_str(noise_of_case(ci)) << " " << seed_note());
-    const std::vector<float> table =
-        rounded(c.dt, uniform(c.vocab * c.dim, seed32(1, ci, 0), -1, 1));
-    const ParamInfo info = make_info("model.embed_tokens.weight", 3 + ci, c.mask, table,
-                                     c.trainable, mix_seed(1, ci, 1), noise_of_case(ci));
-    const std::vector<int32_t> tokens =
-        random_indices<int32_t>(c.M, seed32(1, ci, 2), 0, c.vocab - 1);
-    const Probe probe{c.scale, mix_seed(1, ci, 3)};
-    auto run = [&](Backend& be, DType dt) {
-      Param p = make_param(be, c.vocab, c.dim, dt, table, info);
-      GuardedTensor out = make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(1, ci, 4));
-      be.embedding(out.view, p, tokens, probe);
-      return download_checked(be, out);
-    };
-    expect_exact(run(*gpu_, c.dt), run(cpu_, DTYPE_F32));
-  }
+TEST_F(BackendOps, Embedding) { check(OPS_EMBEDDING); }
+TEST_F(BackendOps, AddPositionEmbedding) { check(OPS_POSITION_EMBEDDING); }
+TEST_F(BackendOps, Norm) { check(OPS_NORM); }
+TEST_F(BackendOps, Rope) { check(OPS_ROPE); }
+TEST_F(BackendOps, Swiglu) { check(OPS_SWIGLU); }
+TEST_F(BackendOps, ReluAndAdd) {
+  check(OPS_RELU);
+  check(OPS_ADD);
 }
+TEST_F(BackendOps, GatherRows) { check(OPS_GATHER_ROWS); }
+TEST_F(BackendOps, CopyRows) { check(OPS_COPY_ROWS); }
+// The linear cases group by group: small integers (exact), random unperturbed operands,
+// perturbed ones (every mask, scale sign, dtype and noise kind).
+TEST_F(BackendOps, LinearSmallIntegersExact) { check(OPS_LINEAR_SMALL_INT); }
+TEST_F(BackendOps, LinearRandom) { check(OPS_LINEAR_RANDOM); }
+TEST_F(BackendOps, LinearPerturbed) { check(OPS_LINEAR_PERTURBED); }
+TEST_F(BackendOps, UpdateBitExact) { check(OPS_UPDATE); }
+TEST_F(BackendOps, AbsQuantileExact) { check(OPS_ABS_QUANTILE); }
+TEST_F(BackendOps, Attention) { check(OPS_ATTENTION); }
 
-TEST_F(BackendOps, AddPositionEmbedding) {
-  const std::vector<PositionEmbeddingCase> cases = position_embedding_cases();
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const PositionEmbeddingCase& c = cases[ci];
-    SCOPED_TRACE(testing::Message()
-                 << "position case " << ci << ": " << dt_str(c.dt) << " dim " << c.dim << " M "
-                 << c.M << " scale " << c.scale << " " << noise_str(noise_of_case(ci)) << " "
-                 << seed_note());
-    const std::vector<float> table =
-        rounded(c.dt, uniform(c.n_pos * c.dim, seed32(2, ci, 0), -1, 1));
-    const ParamInfo info = make_info("model.decoder.embed_positions.weight", 1, MASK_DENSE, table,
-                                     true, 0, noise_of_case(ci));
-    const std::vector<int32_t> positions =
-        random_indices<int32_t>(c.M, seed32(2, ci, 1), 0, c.n_pos - 1 - c.offset);
-    const std::vector<float> x0 = uniform(c.M * c.dim, seed32(2, ci, 2), -1, 1);
-    const Probe probe{c.scale, mix_seed(2, ci, 3)};
-    auto run = [&](Backend& be, DType dt) {
-      Param p = make_param(be, c.n_pos, c.dim, dt, table, info);
-      GuardedTensor out = make_guarded(be, c.M, c.dim, DTYPE_F32, x0, seed32(2, ci, 4));
-      be.add_position_embedding(out.view, p, positions, c.offset, probe);
-      return download_checked(be, out);
-    };
-    expect_exact(run(*gpu_, c.dt), run(cpu_, DTYPE_F32));
-  }
-}
-
-// ---------------------------------------------------------------- norm
-
-TEST_F(BackendOps, Norm) {
-  const std::vector<NormCase> cases = norm_cases();
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const NormCase& c = cases[ci];
-    SCOPED_TRACE(testing::Message()
-                 << "norm case " << ci << ": " << (c.kind == NORM_RMS ? "rms" : "layer") << " M "
-                 << c.M << " dim " << c.dim << " bias " << c.bias << " " << dt_str(c.dt)
-                 << " scale " << c.scale << " in_place " << c.in_place << " "
-                 << noise_str(noise_of_case(ci)) << " " << seed_note());
-    std::vector<float> x = uniform(c.M * c.dim, seed32(3, ci, 0), -2, 2);
-    if (c.kind == NORM_LAYER)
-      for (float& v : x) v += 0.75f;  // a nonzero mean
-    std::vector<float> w = rounded(c.dt, uniform(c.dim, seed32(3, ci, 1), 0.5f, 1.5f));
-    std::vector<float> b = rounded(c.dt, uniform(c.dim, seed32(3, ci, 2), -0.5f, 0.5f));
-    const ParamInfo wi = make_info("norm.weight", 11, MASK_DENSE, w, true, 0, noise_of_case(ci));
-    const ParamInfo bi = make_info("norm.bias", 12, MASK_DENSE, b, true, 0, noise_of_case(ci));
-    const Probe probe{c.scale, mix_seed(3, ci, 3)};
-    const float eps = c.kind == NORM_RMS ? 1e-5f : 1e-6f;
-    auto run = [&](Backend& be, DType dt) {
-      Param pw = make_param(be, 1, c.dim, dt, w, wi);
-      Param pb = make_param(be, 1, c.dim, dt, b, bi);
-      GuardedTensor in = make_guarded(be, c.M, c.dim, DTYPE_F32, x, seed32(3, ci, 4));
-      GuardedTensor out = c.in_place ? in : make_guarded(be, c.M, c.dim, DTYPE_F32, {}, seed32(3, ci, 5));
-      be.norm(out.view, in.view, pw, c.bias ? &pb : nullptr, c.kind, eps, probe);
-      if (!c.in_place) {
-        SCOPED_TRACE("input of norm");
-        expect_exact(download_checked(be, in), x);
-      }
-      return download_checked(be, out);
-    };
-    const std::vector<float> ref = run(cpu_, DTYPE_F32), got = run(*gpu_, c.dt);
-    // bound_d = kTolNorm (|w_d| (|x̂_d| + 1) + |b_d|), x̂ the normalised input in double.
-    std::vector<float> w_eff(c.dim), b_eff(c.dim, 0.0f);
-    Param hw = host_param(w, 1, c.dim, wi), hb = host_param(b, 1, c.dim, bi);
-    cpu_read_param(hw, probe, 0, c.dim, w_eff.data());
-    if (c.bias) cpu_read_param(hb, probe, 0, c.dim, b_eff.data());
-    std::vector<double> bound(ref.size());
-    for (int64_t m = 0; m < c.M; ++m) {
-      const float* xm = x.data() + m * c.dim;
-      double mean = 0.0, var = 0.0;
-      if (c.kind == NORM_LAYER) {
-        for (int64_t d = 0; d < c.dim; ++d) mean += xm[d];
-        mean /= c.dim;
-      }
-      for (int64_t d = 0; d < c.dim; ++d) var += (xm[d] - mean) * (xm[d] - mean);
-      const double inv = 1.0 / std::sqrt(var / c.dim + eps);
-      for (int64_t d = 0; d < c.dim; ++d)
-        bound[m * c.dim + d] =
-            kTolNorm *
-            (std::fabs(w_eff[d]) * (std::fabs((xm[d] - mean) * inv) + 1.0) + std::fabs(b_eff[d]));
-    }
-    expect_near_all(got, ref, [&](size_t i) { return bound[i]; });
-  }
-}
-
-// ---------------------------------------------------------------- linear
-
-namespace {
-
-std::string describe(const LinearCase& c) {
-  std::ostringstream s;
-  s << "linear M " << c.M << " N " << c.N << " K " << c.K << " " << dt_str(c.dt)
-    << (c.bias ? " +bias" : "") << " scale " << c.scale << " " << mask_str(c.mask)
-    << (c.trainable ? "" : " untrainable") << (c.group == LINEAR_SMALL_INT ? " small-int" : "") << " "
-    << noise_str(c.noise) << " " << seed_note();
-  return s.str();
-}
-
-// Runs one case on the CUDA backend and checks it against the CPU linear on the same operands.
-void check_linear(CpuBackend& cpu, CudaBackend& gpu, const LinearCase& c, uint64_t ci) {
-  SCOPED_TRACE(describe(c));
-  const int64_t M = c.M, N = c.N, K = c.K;
-  std::vector<float> x, w, b;
-  const bool small_int = c.group == LINEAR_SMALL_INT;
-  if (small_int) {
-    x = small_ints(M * K, seed32(4, ci, 0), -4, 4);
-    w = small_ints(N * K, seed32(4, ci, 1), -4, 4);
-    b = small_ints(N, seed32(4, ci, 2), -8, 8);
-  } else {
-    x = uniform(M * K, seed32(4, ci, 0), -1, 1);
-    w = rounded(c.dt, uniform(N * K, seed32(4, ci, 1), -0.5f, 0.5f));
-    b = rounded(c.dt, uniform(N, seed32(4, ci, 2), -1, 1));
-  }
-  const ParamInfo wi = make_info("model.layers.0.mlp.up_proj.weight", 40 + ci, c.mask, w,
-                                 c.trainable, mix_seed(4, ci, 3), c.noise);
-  const ParamInfo bi = make_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, b,
-                                 c.trainable, 0, c.noise);
-  const Probe probe{c.scale, mix_seed(4, ci, 4)};
-
-  // The reference operands: W' (rounded to the storage type), x rounded to it, b' in fp32.
-  std::vector<float> w_eff(w.size()), b_eff(b.size());
-  Param hw = host_param(w, N, K, wi), hb = host_param(b, 1, N, bi);
-  cpu_read_param(hw, probe, 0, N * K, w_eff.data());
-  cpu_read_param(hb, probe, 0, N, b_eff.data());
-  w_eff = rounded(c.dt, w_eff);
-  const std::vector<float> x_eff = rounded(c.dt, x);
-  if (c.trainable && c.scale != 0.0f) {
-    int64_t changed = 0;
-    for (size_t i = 0; i < w.size(); ++i) changed += w_eff[i] != w[i];
-    EXPECT_GT(changed, 0) << "the probe perturbed nothing: the case tests nothing";
-  }
-
-  // The CPU runs unperturbed on the effective operands (W', b' already applied).
-  ParamInfo w_plain = wi, b_plain = bi;
-  w_plain.trainable = b_plain.trainable = false;
-  Param cw = make_param(cpu, N, K, DTYPE_F32, w_eff, w_plain);
-  Param cb = make_param(cpu, 1, N, DTYPE_F32, b_eff, b_plain);
-  GuardedTensor cx = make_guarded(cpu, M, K, DTYPE_F32, x_eff, seed32(4, ci, 5));
-  GuardedTensor cpu_out = make_guarded(cpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
-  cpu.linear(cpu_out.view, cx.view, cw, c.bias ? &cb : nullptr, Probe{});
-  const std::vector<float> ref = download_checked(cpu, cpu_out);
-
-  Param gw = make_param(gpu, N, K, c.dt, w, wi);
-  Param gb = make_param(gpu, 1, N, c.dt, b, bi);
-  GuardedTensor gx = make_guarded(gpu, M, K, DTYPE_F32, x, seed32(4, ci, 5));
-  GuardedTensor gout = make_guarded(gpu, M, N, DTYPE_F32, {}, seed32(4, ci, 6));
-  gpu.linear(gout.view, gx.view, gw, c.bias ? &gb : nullptr, probe);
-  const std::vector<float> got = download_checked(gpu, gout);
-  {
-    SCOPED_TRACE("the input and the stored weights are never written");
-    expect_exact(download_checked(gpu, gx), x);
-    expect_exact(download(gpu, gw.w), w);
-    expect_exact(download(gpu, gb.w), b);
-  }
-
-  if (small_int) {
-    expect_exact(got, ref);
-    return;
-  }
-  // bound = kTolGemm (Σ_k |x_k w'_k| + |b'|), in double.
-  std::vector<double> bound(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double s = c.bias ? std::fabs(b_eff[n]) : 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        s += std::fabs(static_cast<double>(x_eff[m * K + k]) * w_eff[n * K + k]);
-      bound[m * N + n] = kTolGemm * s;
-    }
-  expect_near_all(got, ref, [&](size_t i) { return bound[i]; });
-}
-
-}  // namespace
-
-// The linear cases of bench/op_cases.h, group by group: small integers (exact), random
-// unperturbed operands, perturbed ones (every mask, scale sign, dtype and noise kind).
-TEST_F(BackendOps, LinearSmallIntegersExact) {
-  for (const LinearCase& c : linear_cases())
-    if (c.group == LINEAR_SMALL_INT) check_linear(cpu_, *gpu_, c, c.seed_index);
-}
-
-TEST_F(BackendOps, LinearRandom) {
-  for (const LinearCase& c : linear_cases())
-    if (c.group == LINEAR_RANDOM) check_linear(cpu_, *gpu_, c, c.seed_index);
-}
-
-TEST_F(BackendOps, LinearPerturbed) {
-  for (const LinearCase& c : linear_cases())
-    if (c.group == LINEAR_PERTURBED) check_linear(cpu_, *gpu_, c, c.seed_index);
-}
-
-// ---- the probe pair (Probe::pair)
+// ---------------------------------------------------------------- the linear's probe pair
 
 namespace {
 
@@ -436,8 +219,8 @@ struct PairCase {
 
 std::string describe(const PairCase& c) {
   std::ostringstream s;
-  s << "linear pair Mh " << c.Mh << " N " << c.N << " K " << c.K << " " << dt_str(c.dt) << " "
-    << mask_str(c.mask) << " " << noise_str(c.noise) << (c.trainable ? "" : " untrainable") << " "
+  s << "linear pair Mh " << c.Mh << " N " << c.N << " K " << c.K << " " << dtype_name(c.dt) << " "
+    << mask_name(c.mask) << " " << noise_name(c.noise) << (c.trainable ? "" : " untrainable") << " "
     << seed_note();
   return s.str();
 }
@@ -452,14 +235,13 @@ struct PairInputs {
 
 PairInputs pair_inputs(const PairCase& c, uint64_t test, uint64_t ci) {
   PairInputs in;
-  in.x = uniform(2 * c.Mh * c.K, seed32(test, ci, 0), -1, 1);
-  in.w = rounded(c.dt, uniform(c.N * c.K, seed32(test, ci, 1), -0.5f, 0.5f));
-  in.b = rounded(c.dt, uniform(c.N, seed32(test, ci, 2), -1, 1));
-  in.wi = make_info("model.layers.0.mlp.up_proj.weight", 40 + ci, c.mask, in.w, c.trainable,
-                    mix_seed(test, ci, 3), c.noise);
-  in.bi = make_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, in.b, c.trainable, 0,
-                    c.noise);
-  in.pair = Probe{2e-2f, mix_seed(test, ci, 4), true};
+  in.x = random_floats(2 * c.Mh * c.K, seeds(test, ci).u32(0), -1, 1);
+  in.w = rounded(c.dt, random_floats(c.N * c.K, seeds(test, ci).u32(1), -0.5f, 0.5f));
+  in.b = rounded(c.dt, random_floats(c.N, seeds(test, ci).u32(2), -1, 1));
+  in.wi = op_param_info("model.layers.0.mlp.up_proj.weight", 40 + ci, c.mask, in.w, c.trainable,
+                        seeds(test, ci).u64(3), c.noise);
+  in.bi = op_param_info("model.layers.0.mlp.up_proj.bias", 41 + ci, MASK_DENSE, in.b, c.trainable, 0, c.noise);
+  in.pair = Probe{2e-2f, seeds(test, ci).u64(4), true};
   return in;
 }
 
@@ -501,8 +283,8 @@ std::vector<float> gpu_pair_call(CudaBackend& gpu, const PairCase& c, const Pair
                                  uint64_t ci) {
   Param gw = make_param(gpu, c.N, c.K, c.dt, in.w, in.wi);
   Param gb = make_param(gpu, 1, c.N, c.dt, in.b, in.bi);
-  GuardedTensor gx = make_guarded(gpu, 2 * c.Mh, c.K, DTYPE_F32, in.x, seed32(test, ci, 5));
-  GuardedTensor gout = make_guarded(gpu, 2 * c.Mh, c.N, DTYPE_F32, {}, seed32(test, ci, 6));
+  GuardedTensor gx = make_guarded(gpu, 2 * c.Mh, c.K, DTYPE_F32, in.x, seeds(test, ci).u32(5));
+  GuardedTensor gout = make_guarded(gpu, 2 * c.Mh, c.N, DTYPE_F32, {}, seeds(test, ci).u32(6));
   gpu.linear(gout.view, gx.view, gw, &gb, in.pair);
   std::vector<float> got = download_checked(gpu, gout);
   SCOPED_TRACE("the input and the stored weights are never written");
@@ -513,7 +295,7 @@ std::vector<float> gpu_pair_call(CudaBackend& gpu, const PairCase& c, const Pair
 }
 
 // The pair on the CUDA backend, each half against the CPU linear on that half's effective
-// operands, with check_linear's bound.
+// operands, with the linear cases' bound.
 void check_linear_pair(CpuBackend& cpu, CudaBackend& gpu, const PairCase& c, uint64_t ci) {
   SCOPED_TRACE(describe(c));
   PairInputs in = pair_inputs(c, 7, ci);
@@ -525,8 +307,8 @@ void check_linear_pair(CpuBackend& cpu, CudaBackend& gpu, const PairCase& c, uin
     w_plain.trainable = b_plain.trainable = false;
     Param cw = make_param(cpu, c.N, c.K, DTYPE_F32, o.w, w_plain);
     Param cb = make_param(cpu, 1, c.N, DTYPE_F32, o.b, b_plain);
-    GuardedTensor cx = make_guarded(cpu, c.Mh, c.K, DTYPE_F32, o.x, seed32(7, ci, 7));
-    GuardedTensor cpu_out = make_guarded(cpu, c.Mh, c.N, DTYPE_F32, {}, seed32(7, ci, 8));
+    GuardedTensor cx = make_guarded(cpu, c.Mh, c.K, DTYPE_F32, o.x, seeds(7, ci).u32(7));
+    GuardedTensor cpu_out = make_guarded(cpu, c.Mh, c.N, DTYPE_F32, {}, seeds(7, ci).u32(8));
     cpu.linear(cpu_out.view, cx.view, cw, &cb, Probe{});
     const std::vector<float> ref = download_checked(cpu, cpu_out);
     const std::vector<double> bound = gemm_bounds(c, o);
@@ -539,7 +321,7 @@ void check_linear_pair(CpuBackend& cpu, CudaBackend& gpu, const PairCase& c, uin
 
 // The probe pair: one call on 2·Mh rows, the first half at +scale and the second at -scale
 // (W+ and W- from one noise generation, one strided-batched GEMM per row block of W'); each
-// half against the CPU linear on that half's effective operands, with check_linear's bound.
+// half against the CPU linear on that half's effective operands, with the linear cases' bound.
 TEST_F(BackendOps, LinearProbePair) {
   const int64_t shapes[][3] = {{1, 67, 45}, {13, 129, 257}, {128, 1024, 512}};
   uint64_t ci = 700;
@@ -589,8 +371,8 @@ TEST_F(BackendOps, LinearProbePairMatchesSeparateProbes) {
     for (int h = 0; h < 2; h++) {
       SCOPED_TRACE(h == 0 ? "+ half" : "- half");
       const std::vector<float> xh(in.x.begin() + h * c.Mh * c.K, in.x.begin() + (h + 1) * c.Mh * c.K);
-      GuardedTensor gx = make_guarded(*gpu_, c.Mh, c.K, DTYPE_F32, xh, seed32(13, ci, 7 + h));
-      GuardedTensor gout = make_guarded(*gpu_, c.Mh, c.N, DTYPE_F32, {}, seed32(13, ci, 9 + h));
+      GuardedTensor gx = make_guarded(*gpu_, c.Mh, c.K, DTYPE_F32, xh, seeds(13, ci).u32(7 + h));
+      GuardedTensor gout = make_guarded(*gpu_, c.Mh, c.N, DTYPE_F32, {}, seeds(13, ci).u32(9 + h));
       gpu_->linear(gout.view, gx.view, gw, &gb, half_probe(in.pair, h == 0 ? +1 : -1));
       const std::vector<float> single = download_checked(*gpu_, gout);
       const std::vector<float> pair_h(pair.begin() + h * c.Mh * c.N, pair.begin() + (h + 1) * c.Mh * c.N);
@@ -605,202 +387,6 @@ TEST_F(BackendOps, LinearProbePairMatchesSeparateProbes) {
   }
 }
 
-// ---------------------------------------------------------------- rope
-
-TEST_F(BackendOps, Rope) {
-  uint64_t ci = 0;
-  for (const RopeCase& c : rope_cases())
-    for (RopeStyle style : kRopeStyles) {
-      SCOPED_TRACE(testing::Message()
-                   << "rope M " << c.M << " heads " << c.n_heads << " head_dim " << c.head_dim
-                   << " theta " << c.theta << " max_pos " << c.max_pos << " style "
-                   << (style == ROPE_ROTATE_HALF ? "half" : "interleaved") << " " << seed_note());
-      const int64_t cols = c.n_heads * c.head_dim;
-      const std::vector<float> x = uniform(c.M * cols, seed32(5, ci, 0), -1, 1);
-      const std::vector<int32_t> pos = random_indices<int32_t>(c.M, seed32(5, ci, 1), 0, c.max_pos);
-      auto run = [&](Backend& be) {
-        GuardedTensor t = make_guarded(be, c.M, cols, DTYPE_F32, x, seed32(5, ci, 2));
-        be.rope(t.view, pos, c.n_heads, c.head_dim, c.theta, style);
-        return download_checked(be, t);
-      };
-      const std::vector<float> ref = run(cpu_), got = run(*gpu_);
-      // Each rotated pair (a, b) shares the bound (|v_a| + |v_b|) (1e-6 + 8 pos 2^-23).
-      std::vector<double> bound(ref.size());
-      const int64_t half = c.head_dim / 2;
-      for (int64_t m = 0; m < c.M; ++m)
-        for (int64_t h = 0; h < c.n_heads; ++h)
-          for (int64_t j = 0; j < half; ++j) {
-            const int64_t base = m * cols + h * c.head_dim;
-            const int64_t a = base + (style == ROPE_INTERLEAVED ? 2 * j : j);
-            const int64_t b = base + (style == ROPE_INTERLEAVED ? 2 * j + 1 : j + half);
-            const double bnd = (std::fabs(x[a]) + std::fabs(x[b])) *
-                               (kTolElementwise + kRopeAngleUlps * pos[m] * std::ldexp(1.0, -23));
-            bound[a] = bound[b] = bnd;
-          }
-      expect_near_all(got, ref, [&](size_t i) { return bound[i]; });
-      ++ci;
-    }
-}
-
-// ---------------------------------------------------------------- elementwise
-
-TEST_F(BackendOps, Swiglu) {
-  uint64_t ci = 0;
-  for (const ActivationCase& s : swiglu_cases())
-    for (bool in_place : {false, true}) {  // the model calls swiglu(h_up, h_gate, h_up)
-      SCOPED_TRACE(testing::Message() << "swiglu M " << s.rows << " H " << s.cols << " in_place "
-                                      << in_place << " " << seed_note());
-      const std::vector<float> gate = uniform(s.rows * s.cols, seed32(6, ci, 0), -8, 8);
-      const std::vector<float> up = uniform(s.rows * s.cols, seed32(6, ci, 1), -2, 2);
-      auto run = [&](Backend& be) {
-        GuardedTensor g = make_guarded(be, s.rows, s.cols, DTYPE_F32, gate, seed32(6, ci, 2));
-        GuardedTensor u = make_guarded(be, s.rows, s.cols, DTYPE_F32, up, seed32(6, ci, 3));
-        GuardedTensor out =
-            in_place ? u : make_guarded(be, s.rows, s.cols, DTYPE_F32, {}, seed32(6, ci, 4));
-        be.swiglu(out.view, g.view, u.view);
-        expect_exact(download_checked(be, g), gate);
-        return download_checked(be, out);
-      };
-      const std::vector<float> ref = run(cpu_), got = run(*gpu_);
-      expect_near_all(got, ref, [&](size_t i) { return kTolElementwise * std::fabs(ref[i]); });
-      ++ci;
-    }
-}
-
-TEST_F(BackendOps, ReluAndAdd) {
-  uint64_t ci = 0;
-  for (const ActivationCase& s : relu_add_cases()) {
-    SCOPED_TRACE(testing::Message()
-                 << "relu/add M " << s.rows << " cols " << s.cols << " " << seed_note());
-    const std::vector<float> x = uniform(s.rows * s.cols, seed32(7, ci, 0), -1, 1);
-    const std::vector<float> y = uniform(s.rows * s.cols, seed32(7, ci, 1), -1, 1);
-    auto run_relu = [&](Backend& be) {
-      GuardedTensor t = make_guarded(be, s.rows, s.cols, DTYPE_F32, x, seed32(7, ci, 2));
-      be.relu(t.view);
-      return download_checked(be, t);
-    };
-    auto run_add = [&](Backend& be) {
-      GuardedTensor tx = make_guarded(be, s.rows, s.cols, DTYPE_F32, x, seed32(7, ci, 3));
-      GuardedTensor ty = make_guarded(be, s.rows, s.cols, DTYPE_F32, y, seed32(7, ci, 4));
-      be.add(tx.view, ty.view);
-      expect_exact(download_checked(be, ty), y);
-      return download_checked(be, tx);
-    };
-    expect_exact(run_relu(*gpu_), run_relu(cpu_));
-    expect_exact(run_add(*gpu_), run_add(cpu_));
-    ++ci;
-  }
-}
-
-TEST_F(BackendOps, GatherRows) {
-  uint64_t ci = 0;
-  for (const GatherRowsCase& c : gather_rows_cases()) {
-    SCOPED_TRACE(testing::Message() << "gather_rows " << c.in_rows << "x" << c.cols << " -> "
-                                    << c.out_rows << " " << seed_note());
-    const std::vector<float> x = uniform(c.in_rows * c.cols, seed32(8, ci, 0), -1, 1);
-    std::vector<int64_t> rows =
-        random_indices<int64_t>(c.out_rows, seed32(8, ci, 1), 0, c.in_rows - 1);
-    rows.front() = c.in_rows - 1;  // the last row, and (with repeats) the first
-    if (rows.size() > 1) rows.back() = 0;
-    auto run = [&](Backend& be) {
-      GuardedTensor in = make_guarded(be, c.in_rows, c.cols, DTYPE_F32, x, seed32(8, ci, 2));
-      GuardedTensor out = make_guarded(be, c.out_rows, c.cols, DTYPE_F32, {}, seed32(8, ci, 3));
-      be.gather_rows(out.view, in.view, rows);
-      return download_checked(be, out);
-    };
-    expect_exact(run(*gpu_), run(cpu_));
-    ++ci;
-  }
-}
-
-TEST_F(BackendOps, CopyRows) {
-  uint64_t ci = 0;
-  for (const CopyRowsCase& c : copy_rows_cases()) {
-    SCOPED_TRACE(testing::Message()
-                 << "copy_rows " << c.src_rows << " rows into " << c.dst_rows << " at " << c.dst_row
-                 << ", cols " << c.cols << " " << seed_note());
-    const std::vector<float> dst0 = uniform(c.dst_rows * c.cols, seed32(9, ci, 0), -1, 1);
-    const std::vector<float> src = uniform(c.src_rows * c.cols, seed32(9, ci, 1), -1, 1);
-    auto run = [&](Backend& be) {
-      GuardedTensor dst = make_guarded(be, c.dst_rows, c.cols, DTYPE_F32, dst0, seed32(9, ci, 2));
-      GuardedTensor s = make_guarded(be, c.src_rows, c.cols, DTYPE_F32, src, seed32(9, ci, 3));
-      be.copy_rows(dst.view, c.dst_row, s.view);
-      return download_checked(be, dst);
-    };
-    expect_exact(run(*gpu_), run(cpu_));
-    ++ci;
-  }
-}
-
-// ---------------------------------------------------------------- optimiser
-
-TEST_F(BackendOps, UpdateBitExact) {
-  uint64_t ci = 0;
-  for (const UpdateCase& c : update_cases())
-    for (DType dt : kAllDtypes)
-    for (NoiseKind noise : kNoiseKinds) {
-      SCOPED_TRACE(testing::Message()
-                   << "update " << c.rows << "x" << c.cols << " " << dt_str(dt) << " "
-                   << mask_str(c.mask) << " coef " << c.coef << " decay " << c.decay
-                   << " trainable " << c.trainable << " " << noise_str(noise) << " " << seed_note());
-      const std::vector<float> w0 = rounded(dt, uniform(c.rows * c.cols, seed32(10, ci, 0), -1, 1));
-      const ParamInfo info = make_info("model.layers.1.self_attn.o_proj.weight", 77 + ci, c.mask,
-                                       w0, c.trainable, mix_seed(10, ci, 1), noise);
-      const uint64_t seed = mix_seed(10, ci, 2);
-      auto run = [&](Backend& be, DType storage) {
-        GuardedTensor g = make_guarded(be, c.rows, c.cols, storage, w0, seed32(10, ci, 3));
-        Param p;
-        p.w = g.view;
-        p.info = info;
-        be.update(p, c.coef, c.decay, seed);
-        return download_checked(be, g);
-      };
-      const std::vector<float> ref = rounded(dt, run(cpu_, DTYPE_F32));
-      const std::vector<float> got = run(*gpu_, dt);
-      ASSERT_EQ(got.size(), ref.size());
-      int64_t bad = 0, changed = 0;
-      for (size_t i = 0; i < ref.size(); ++i) {
-        if (float_bits(got[i]) != float_bits(ref[i]) && bad++ < 5)
-          ADD_FAILURE() << "element " << i << ": cuda " << got[i] << " cpu " << ref[i];
-        changed += float_bits(ref[i]) != float_bits(w0[i]);
-      }
-      EXPECT_EQ(bad, 0) << "elements differing from the CPU update";
-      if (c.trainable && c.rows * c.cols > 64) {
-        EXPECT_GT(changed, 0) << "the update changed nothing: the case tests nothing";
-      }
-      if (!c.trainable) {
-        EXPECT_EQ(changed, 0) << "an untrainable parameter was updated";
-      }
-      ++ci;
-    }
-}
-
-TEST_F(BackendOps, AbsQuantileExact) {
-  const std::vector<double> qs = abs_quantile_levels();
-  uint64_t ci = 0;
-  for (const AbsQuantileCase& c : abs_quantile_cases())
-    for (DType dt : kAllDtypes) {
-      SCOPED_TRACE(testing::Message()
-                   << "abs_quantile " << c.rows << "x" << c.cols << " " << dt_str(dt)
-                   << (c.ties ? " ties" : "") << " " << seed_note());
-      std::vector<float> w = c.ties ? small_ints(c.rows * c.cols, seed32(11, ci, 0), -6, 6)
-                                    : uniform(c.rows * c.cols, seed32(11, ci, 0), -1, 1);
-      if (c.ties)
-        for (float& v : w) v = v == 0.0f ? 0.375f : 0.25f * v;  // never zero
-      w = rounded(dt, w);
-      const ParamInfo info = make_info("w", 5, MASK_DENSE, w, true, 0);
-      Param pc = make_param(cpu_, c.rows, c.cols, DTYPE_F32, w, info);
-      Param pg = make_param(*gpu_, c.rows, c.cols, dt, w, info);
-      for (double q : qs) {
-        const float ref = cpu_.abs_quantile(pc, q), got = gpu_->abs_quantile(pg, q);
-        EXPECT_EQ(float_bits(got), float_bits(ref))
-            << "q " << q << ": cuda " << got << " cpu " << ref;
-      }
-      expect_exact(download(*gpu_, pg.w), w);  // selection never writes the weights
-      ++ci;
-    }
-}
-
 TEST_F(BackendOps, AbsQuantileLarge) {
   // ~50M elements (7001 x 7142 = 50,001,142: not a multiple of any tile), fp32 and bf16 (bf16
   // has only 2^15 distinct |w|, so huge runs of ties), against std::nth_element on the host.
@@ -809,10 +395,10 @@ TEST_F(BackendOps, AbsQuantileLarge) {
   const bool small = cuda_running_emulated();
   const int64_t rows = small ? 1001 : 7001, cols = small ? 1427 : 7142, n = rows * cols;
   for (DType dt : {DTYPE_F32, DTYPE_BF16}) {
-    SCOPED_TRACE(testing::Message() << "abs_quantile large " << dt_str(dt) << " " << seed_note());
-    const std::vector<float> w = rounded(dt, uniform(n, seed32(12, dt, 0), -1, 1));
+    SCOPED_TRACE(testing::Message() << "abs_quantile large " << dtype_name(dt) << " " << seed_note());
+    const std::vector<float> w = rounded(dt, random_floats(n, seeds(12, dt).u32(0), -1, 1));
     Param p =
-        make_param(*gpu_, rows, cols, dt, w, make_info("big", 9, MASK_DENSE, {0.0f}, true, 0));
+        make_param(*gpu_, rows, cols, dt, w, op_param_info("big", 9, MASK_DENSE, {0.0f}, true, 0));
     std::vector<float> a(w.size());
     for (double q : {0.8, 0.3, 1.0}) {
       for (size_t i = 0; i < w.size(); ++i) a[i] = std::fabs(w[i]);

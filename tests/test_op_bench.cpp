@@ -1,6 +1,7 @@
-// The op benchmark (bench/op_bench.h) runs every case of the op case list (bench/op_cases.h,
-// the list tests/test_backend_ops.cu checks) on each backend: one line per case, each a time.
-// Its correctness is the conformance test's; this keeps the list and the benchmark in step.
+// The op benchmark (bench/op_bench.h) runs every case of the op case lists (bench/op_cases.h,
+// the lists tests/test_backend_ops.cu checks, through the same harness) on each backend: one
+// line per case, each a time. Its correctness is the conformance test's; this keeps the lists
+// and the benchmark in step.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,13 +19,15 @@ using namespace smezo;
 
 namespace {
 
-// Every case of the list once: the rope cases run in both styles, swiglu's out of place and in
-// place, and each relu/add shape times relu and add.
+// Every case of the lists once: the rope cases run in both styles, swiglu's out of place and in
+// place, each relu/add shape times relu and add, the update and abs_quantile cases run in each
+// storage dtype (the update in each noise kind too).
 int64_t expected_lines() {
   return static_cast<int64_t>(embedding_cases().size() + position_embedding_cases().size() + norm_cases().size() +
                               2 * rope_cases().size() + 2 * swiglu_cases().size() + 2 * relu_add_cases().size() +
                               gather_rows_cases().size() + copy_rows_cases().size() + linear_cases().size() +
-                              update_cases().size() + abs_quantile_cases().size());
+                              9 * update_cases().size() + 3 * abs_quantile_cases().size() +
+                              attention_cases().size());
 }
 
 // Runs the benchmark once per case on be; checks the count and that every case line ends in " ms".

@@ -86,14 +86,6 @@ double correlation(const float* a, const float* b, int64_t n, int64_t stride_a, 
   return cov / std::sqrt((saa / n - (sa / n) * (sa / n)) * (sbb / n - (sb / n) * (sb / n)));
 }
 
-std::vector<float> random_floats(int64_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
@@ -185,20 +177,6 @@ uint64_t mixed_seed(uint64_t salt) {
   return z ^ (z >> 31);
 }
 
-float round_to(smezo::DType dt, float v) {
-  switch (dt) {
-    case smezo::DTYPE_F16: return smezo::f16_to_float(smezo::float_to_f16(v));
-    case smezo::DTYPE_BF16: return smezo::bf16_to_float(smezo::float_to_bf16(v));
-    case smezo::DTYPE_F32: break;
-  }
-  return v;
-}
-
-std::vector<float> rounded(smezo::DType dt, std::vector<float> v) {
-  for (float& x : v) x = round_to(dt, x);
-  return v;
-}
-
 PoisonedBuffer::PoisonedBuffer(int64_t rows, int64_t cols)
     : buf(rows * cols + 2 * kGuard, kPoison) {
   t.data = buf.data() + kGuard;
@@ -270,17 +248,6 @@ smezo::Param make_param(smezo::Backend& be, int64_t rows, int64_t cols, smezo::D
   smezo::Param p;
   p.w = be.alloc(rows, cols, dt);
   be.upload(p.w, values.data());
-  p.info = info;
-  return p;
-}
-
-smezo::Param host_param(std::vector<float>& values, int64_t rows, int64_t cols,
-                        const smezo::ParamInfo& info) {
-  smezo::Param p;
-  p.w.data = values.data();
-  p.w.dtype = smezo::DTYPE_F32;
-  p.w.rows = rows;
-  p.w.cols = cols;
   p.info = info;
   return p;
 }

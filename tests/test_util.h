@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "backend/tensor.h"
+#include "bench/host_values.h"
 
 namespace smezo {
 class Backend;
@@ -27,8 +28,8 @@ std::string read_file(const std::string& path);
 nlohmann::json read_json(const std::string& path);
 // How many times needle occurs in text (overlapping occurrences counted).
 size_t occurrences(const std::string& text, const std::string& needle);
-// n floats uniform in [lo, hi), from a seeded generator (never all zeros).
-std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// n floats uniform in [lo, hi), from a seeded generator (bench/host_values.h).
+using smezo::random_floats;
 // Pearson correlation of a[i * stride_a] and b[i * stride_b], i < n.
 double correlation(const float* a, const float* b, int64_t n, int64_t stride_a = 1, int64_t stride_b = 1);
 // The message of the smezo::Error that fn throws; fails the test when it throws nothing.
@@ -75,10 +76,9 @@ uint64_t mixed_seed(uint64_t salt);
 
 // ---- storage types
 
-// v rounded to nearest even in dt (f16, bf16); v itself for f32.
-float round_to(smezo::DType dt, float v);
-// Every element of v rounded to dt by round_to.
-std::vector<float> rounded(smezo::DType dt, std::vector<float> v);
+// v (or each element of it) rounded to nearest even in dt (bench/host_values.h).
+using smezo::round_to;
+using smezo::rounded;
 
 // ---- guarded outputs
 
@@ -123,9 +123,8 @@ std::vector<float> download(smezo::Backend& be, const smezo::Tensor& t);
 // A parameter on be of dtype dt holding `values` (already representable in dt), with `info`.
 smezo::Param make_param(smezo::Backend& be, int64_t rows, int64_t cols, smezo::DType dt,
                         const std::vector<float>& values, const smezo::ParamInfo& info);
-// A host-memory fp32 parameter viewing `values` (for the CPU backend and cpu_read_param).
-smezo::Param host_param(std::vector<float>& values, int64_t rows, int64_t cols,
-                        const smezo::ParamInfo& info);
+// A host-memory fp32 parameter viewing `values` (bench/host_values.h).
+using smezo::host_param;
 // ParamInfo of a linear weight named "test.weight" with noise stream tensor_id (defaults else).
 smezo::ParamInfo linear_weight_info(uint32_t tensor_id);
 
