@@ -1,57 +1,19 @@
-// Causal grouped-query attention on the GPU, flash style: CudaBackend::attention.
-// Same semantics as the CPU reference (src/cpu/attention.cpp): for every AttentionSeq,
-// query i sits at absolute position pos = kv_len - q_len + i and attends keys t in
-// [first, pos], first = max(0, pos - sliding_window + 1) when sliding_window > 0, else 0;
-// key t is row kv_row + t of k/v; query head h reads kv head h / (n_heads / n_kv_heads);
-// scores are scaled by 1/sqrt(head_dim); softmax and every accumulation are fp32.
-// Tested against the CPU reference in tests/test_attention.cu.
+// Causal grouped-query attention on the GPU, flash style: CudaBackend::attention. Query i of a
+// sequence sits at pos = kv_len - q_len + i and sees keys [max(0, pos - sliding_window + 1),
+// pos] (window 0: from 0) at rows kv_row + t; query head h reads kv head h / group; softmax
+// and sums in fp32, as src/cpu/attention.cpp. Tested in tests/test_attention.cu.
 //
-// Design (version 1: plain fp32 FMAs, no tensor cores):
-//   * Work list. The host cuts every sequence into blocks of BQ consecutive queries and
-//     writes one work item (sequence index, first query) per block, heaviest (most keys)
-//     first; it copies [sequences | work items] to the device in one device_copy(SLOT_SEQS)
-//     and launches ONE grid of n_items * n_heads CTAs: CTA b runs item b / n_heads for
-//     query head b % n_heads. Sequences of any mix of lengths share the launch (varlen).
-//   * One CTA = BQ queries of one head, n_warps warps (1..8, fewer when every sequence is
-//     short, e.g. 1 for generation), each warp owning kRowsPerWarp = 4 query rows, so
-//     BQ = 4 * n_warps. The CTA's Q rows are staged once in shared memory.
-//   * Key loop. The CTA walks the keys its queries can see, [first of its first query,
-//     pos of its last query], in tiles of kBlockK = 32 keys: all threads stage the K and V
-//     tile in shared memory (rows past the range are zero-filled), then every warp
-//       - scores: lane j computes the dot products of key j with the warp's 4 query rows
-//         (float4 reads; K rows padded by 4 floats so lanes hit different banks when
-//         head_dim is a multiple of 8; Q reads are warp broadcasts), masks keys outside
-//         [first, pos] with -inf;
-//       - online softmax per row: running max m (warp max-reduction per tile), the
-//         accumulator and each lane's partial sum l are rescaled by exp(m_old - m_new);
-//         p = exp(s - m_new) goes to a small per-warp shared array;
-//       - P·V: each lane owns output float4 chunk `lane` (and `lane + 32` when
-//         head_dim > 128: the kernel is instantiated for 1 or 2 chunks) of every row and
-//         accumulates p * V[j] over the tile's keys.
-//     A warp whose rows see none of a tile skips it. After the last tile the partial sums
-//     are reduced across the warp and each row is written once as acc / l.
-//   * Nothing of size T x T exists anywhere: per CTA the state is O(BQ * head_dim).
-//   * head_dim: any value 1..256. Shared rows are padded to hdp = head_dim rounded up to 4
-//     with zeros (zeros add nothing to the dot products, padded outputs are not written).
-//     Global loads and stores are scalar and coalesced, so tensors need no alignment.
-//
-// Costs (what to improve next, measured in a later issue):
-//   * FLOPs: 2 * head_dim FMAs per (query, visible key) pair, plus the masked pairs of the
-//     tiles that straddle the diagonal or the window edge (about BQ * kBlockK / 2 per CTA:
-//     small for long sequences, up to ~half the work for sequences of a few dozen tokens),
-//     and for generation (q_len 1) the 3 idle rows of the lone warp. fp32 FMA pipes only:
-//     ~1/15 of the H100's dense bf16 tensor-core rate.
-//   * Shared memory bandwidth bounds the inner loops (per 4 dims: one conflict-free 128-bit
-//     K read for 16 FMAs plus 4 broadcast Q reads), about 2x the FMA time.
-//   * K/V traffic: each CTA re-reads its keys, i.e. every K/V row is read
-//     (queries / BQ) * group times per kv head; with BQ = 32 most of it hits the 50 MB L2.
-//   * head_dim <= 64 leaves half (or more) of the lanes idle in the P·V loop.
-//   * Generation (q_len 1, long kv): one warp per (sequence, head) walks all keys in order;
-//     no split-kv, so at batch 1 only n_heads CTAs run.
-//   * The staging loads are not double buffered (no cp.async): latency is hidden only by
-//     the other CTAs on the SM. Occupancy (nvcc 13, sm_90a): head_dim <= 128 uses 80
-//     registers (launch bound: 3 CTAs of 8 warps per SM), head_dim <= 256 uses ~156
-//     registers and 100 KB of shared memory (1 CTA of 8 warps per SM).
+// Version 1 (plain fp32 FMAs, no tensor cores): the host cuts each sequence into work items of
+// BQ queries, heaviest first, for ONE grid of n_items * n_heads CTAs (any mix of lengths). A
+// CTA has n_warps (1..8) warps of kRowsPerWarp = 4 query rows; it stages Q once, then walks
+// its visible keys in shared-memory tiles of kBlockK = 32: lane j scores key j (K rows padded
+// by 4 floats against bank conflicts), an online softmax rescales by exp(m_old - m_new), and
+// each lane accumulates P·V into its float4 output chunk(s). State is O(BQ * head_dim) per CTA.
+// head_dim 1..256 is zero-padded to a multiple of 4 in shared memory; global accesses are
+// scalar, so no alignment is needed.
+// Known costs: fp32 pipes only (~1/15 of the H100's bf16 tensor-core rate), no split-kv for
+// generation, no cp.async. Occupancy (nvcc 13, sm_90a): head_dim <= 128: 80 registers, 3 CTAs
+// of 8 warps per SM; <= 256: ~156 registers, 100 KB shared, 1 CTA per SM.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -141,9 +103,8 @@ __device__ inline void axpy4(float a, float4 x, float4& y) {
 
 // --- kernels
 
-// Grid: n_items * n_heads CTAs; block: n_warps * 32 threads; dynamic shared memory:
-// attention_smem_floats(n_warps, hdp) floats. kChunks: float4 output chunks per lane,
-// 1 for head_dim <= 128, 2 for head_dim <= 256 (registers: the accumulator is 16 * kChunks).
+// Grid n_items * n_heads, block n_warps * 32, attention_smem_floats(n_warps, hdp) floats of
+// shared memory. kChunks: float4 output chunks per lane, 1 (head_dim <= 128) or 2.
 template <int kChunks>
 __global__ void __launch_bounds__(kMaxWarps * 32, kChunks == 1 ? 3 : 1)
     attention_kernel(const AttnKernelParams p) {

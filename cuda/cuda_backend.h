@@ -1,26 +1,16 @@
-// The CUDA backend: the Backend ops on the GPU. Parameters are stored in fp32, fp16 or bf16
-// (the model's storage dtype); activations, norms, softmax and accumulation are fp32.
-// Parameters are read through the Probe exactly as the CPU reference reads them
-// (src/common/noise_spec.h), so the same (seed, tensor, index) gives the same z on both.
-// One op family per file, named as its CPU reference in src/cpu/ (<op>.cu <-> <op>.cpp;
-// the backend object itself: cuda_backend.cu <-> cpu_backend.cpp):
+// The CUDA backend: the Backend ops on the GPU. Parameters are stored in fp32, fp16 or bf16;
+// activations, norms, softmax and accumulation are fp32. Parameters are read through the Probe
+// exactly as the CPU reads them (src/common/noise_spec.h). Files, named as their CPU twins:
 //   cuda_backend.cu    memory (alloc/upload/download), stream, cuBLAS handle, scratch
-//   upload_stored.cu   streaming weight upload (file dtype -> storage dtype on the GPU) and
-//                      free_memory_bytes (cudaMemGetInfo)
+//   upload_stored.cu   streaming weight upload (converted on the GPU), free_memory_bytes
 //   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
-//   linear.cu          linear: cuBLAS GEMM; a perturbed probe materialises W' for one layer
-//                      (a probe pair: W+ and W- from one noise generation) into the scratch
-//                      buffer first, or takes the fused kernel (fused_linear.cu), on the path
-//                      cuda_plan.h chooses under the backend's --linear-path mode
+//   linear.cu          linear: cuBLAS on W' materialised in scratch, or fused_linear.cu
 //   rope.cu            rope (rotate-half and interleaved pairs)
 //   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
 //   elementwise.cu     swiglu, relu, add, add_scaled, gather_rows, copy_rows
 //   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
-// Not ops: cuda_device.cu (error reporting, device discovery; cuda_check.h), noise.cu (whole
-// buffers of z for tests and benchmarks; noise.h), cuda_plan.h (the linear's and the memory plan),
-// device_utils.cuh and probe_args.h (helpers shared by the op files).
-// Host-side vectors (tokens, positions, rows, attention seqs) are copied to device buffers
-// that grow as needed; the one workspace of the model is allocated once by Model.
+// Not ops: cuda_device.cu (errors, device discovery; cuda_check.h), noise.cu (buffers of z for
+// tests and benchmarks), cuda_plan.h (linear and memory plan), device_utils.cuh, probe_args.h.
 #pragma once
 
 #include <cublas_v2.h>
@@ -82,12 +72,10 @@ class CudaBackend : public Backend {
   // Device copies of small host arrays, valid until the next call with the same slot.
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
-  // A device scratch buffer of at least `bytes`, grown on demand (used by linear for the
-  // materialised W' and the low-precision copy of x, by upload_stored for its staging chunk,
-  // by norm and by abs_quantile). It never shrinks; bytes_allocated() does not count it.
+  // A device scratch buffer of at least `bytes`, shared by the ops and grown on demand (a call
+  // may move the previous region). It never shrinks; bytes_allocated() does not count it.
   void* scratch(size_t bytes);
-  // The scratch buffer's size now: its high-water mark (at least 64 KiB once used, else 0).
-  // model/memory_estimate.h's `scratch` term predicts it.
+  // Its high-water mark (at least 64 KiB once used, else 0), as model/memory_estimate.h predicts.
   int64_t scratch_capacity() const { return static_cast<int64_t>(scratch_cap_); }
 
  private:

@@ -5,14 +5,9 @@
 //   my_kernel<<<grid, block, 0, stream>>>(...);
 //   CUDA_CHECK_LAUNCH();                     // after EVERY launch
 //
-// Each macro evaluates its argument once and, on failure, throws smezo::Error naming the
-// failing statement, the error, file:line and the current device, with a HINT line where one
-// helps. CUDA_CHECK_LAUNCH() reads cudaGetLastError(); with the environment variable
-// SMEZO_CUDA_SYNC=1 it also synchronises the device, so an asynchronous fault is reported at
-// the launch that caused it (debug mode; slow).
-//
-// Host code only (the macros call host functions); usable from .cu files and, in builds
-// with SMEZO_WITH_CUDA, from .cpp files.
+// Each evaluates its argument once and on failure throws smezo::Error naming the statement,
+// the error, file:line and device. SMEZO_CUDA_SYNC=1 makes CUDA_CHECK_LAUNCH() synchronise, so
+// an asynchronous fault names the launch that caused it (slow). Host code only.
 #pragma once
 
 #include <cublas_v2.h>
@@ -29,13 +24,10 @@ void cuda_check_launch(const char* file, int line);
 // True when SMEZO_CUDA_SYNC=1 (read once).
 bool cuda_sync_debug();
 
-// True when a CUDA driver and at least one device are usable. Never throws; the answer is
-// computed once (false on machines with no GPU, no driver, or a too-old driver).
+// True when a CUDA driver and at least one device are usable. Never throws; computed once.
 bool cuda_device_available();
 
-// True in the emulated CUDA build (tests/emu/: `make emu`), where kernels run on the CPU. Tests
-// whose sizes only serve to measure throughput shrink under emulation through this one
-// query; shapes that exercise multi-block paths, tails and chunk boundaries stay.
+// True in the emulated CUDA build (tests/emu/), where tests shrink their throughput-only sizes.
 bool cuda_running_emulated();
 
 }  // namespace smezo

@@ -1,5 +1,4 @@
-// CUDA error reporting (the bodies behind CUDA_CHECK / CUBLAS_CHECK / CUDA_CHECK_LAUNCH) and
-// device discovery. See cuda/cuda_check.h.
+// CUDA error reporting and device discovery: the bodies behind cuda/cuda_check.h.
 #include "cuda_check.h"
 
 #include <cstdlib>

@@ -1,23 +1,12 @@
-// The CUDA backend's plan, as pure host functions and constants that the rest of smezo may ask
-// (the memory estimate, `smezo info`) without including CUDA: the staging chunk of the
-// streaming load, cuBLAS's workspace, and which path a linear takes on the GPU
-// (CudaBackend::linear) as a function of its shape, so that the choice is unit-tested on the
-// CPU and the crossovers are named constants that the GPU benchmark (smezo bench --shape,
-// tools/gpu/step_bench.sh) sets. Paths:
+// The CUDA backend's plan as host code, for the memory estimate and `smezo info` without CUDA:
+// which path a linear takes (linear_path_choose) and the scratch it asks. Paths:
 //   LINEAR_GEMM               W as stored, one cuBLAS GEMM (unperturbed, or untrainable W)
-//   LINEAR_MATERIALISE        W' = W + scale·m(W)⊙z written to scratch, then cuBLAS (a
-//                             single probe)
-//   LINEAR_MATERIALISE_PAIR   W+ and W- written from ONE noise generation, then one strided-
-//                             batched GEMM (batch 2: each row half times its copy): every
-//                             probe pair, whatever the weight's size (see linear_path_choose)
-//   LINEAR_FUSED              mask + noise + multiply in one kernel, W' never written
-//                             (cuda/fused_linear.cu; single probes and pairs, every dtype)
-// The run-time switch (--linear-path, LinearPathMode) picks between the last three: wprime =
-// the materialising paths, fused = LINEAR_FUSED for every perturbed call, auto = fused only
-// where the measured crossover table (fused_crossover_table) says it is faster.
-// And what each path asks of the scratch buffer (linear_scratch_plan), which cuda_memory_plan()
-// hands the memory estimate. Tested in tests/test_probe_pair.cpp (LinearDispatch.*). Header only: the
-// CPU-only build compiles no file under cuda/ but still estimates a GPU's memory.
+//   LINEAR_MATERIALISE        W' written to scratch, then cuBLAS (a single probe)
+//   LINEAR_MATERIALISE_PAIR   W+ and W- from ONE noise generation, then one batch-2 GEMM
+//   LINEAR_FUSED              mask + noise + multiply in one kernel (cuda/fused_linear.cu)
+// --linear-path: wprime = the materialising paths, fused = always LINEAR_FUSED, auto = fused
+// where fused_crossover_table measured it faster. Tested in tests/test_probe_pair.cpp
+// (LinearDispatch.*). Header only: the CPU-only build still estimates a GPU's memory.
 #pragma once
 
 #include <algorithm>
@@ -30,11 +19,9 @@
 
 namespace smezo {
 
-// The CUDA streaming load (cuda/upload_stored.cu) converts a tensor whose file dtype is not
-// the storage dtype through a staging chunk of at most this many bytes in the scratch buffer.
+// Staging chunk in scratch for converting a tensor's file dtype (cuda/upload_stored.cu).
 constexpr int64_t kCudaUploadChunkBytes = int64_t(64) << 20;
-// cuBLAS's default workspace pool per handle (4 MiB before Hopper, 32 MiB on Hopper): the
-// larger one is assumed.
+// cuBLAS's default workspace per handle (4 MiB before Hopper, 32 MiB on Hopper): the larger.
 constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
 
 enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR, LINEAR_FUSED };
@@ -71,9 +58,8 @@ struct LinearCall {
   LinearPathMode mode = LINEAR_MODE_AUTO;  // --linear-path
 };
 
-// One measured win of the fused kernel over W' + cuBLAS: calls of this storage dtype and
-// probe kind (pair or single) with at most max_rows_per_probe rows and a weight of at least
-// min_weight_elems elements. Rows come from `smezo bench --kernel linear` on a GPU.
+// Fused beats W' + cuBLAS for this dtype and probe kind, up to max_rows_per_probe rows and
+// from min_weight_elems elements (measured by `smezo bench --kernel linear`).
 struct FusedCrossoverRow {
   DType storage;
   bool pair;
@@ -81,14 +67,12 @@ struct FusedCrossoverRow {
   int64_t min_weight_elems;
 };
 
-// The measured crossover table. EMPTY: no GPU has timed the fused kernel yet, so auto takes
-// the W' path everywhere. A lease's crossover table (RESULTS.md) adds the rows where fused won.
+// EMPTY until a GPU has timed the fused kernel, so auto takes the W' path everywhere.
 inline const std::vector<FusedCrossoverRow>& fused_crossover_table() {
   static const std::vector<FusedCrossoverRow> table;
   return table;
 }
 
-// Whether `table` says the fused kernel is faster for this call.
 inline bool fused_measured_faster(const LinearCall& c, const std::vector<FusedCrossoverRow>& table) {
   for (const FusedCrossoverRow& r : table)
     if (r.storage == c.storage && r.pair == c.pair && c.rows_per_probe <= r.max_rows_per_probe &&
@@ -97,12 +81,8 @@ inline bool fused_measured_faster(const LinearCall& c, const std::vector<FusedCr
   return false;
 }
 
-// A perturbed weight is materialised in row blocks (linear_scratch_plan): a pair's W+ and W-
-// share one block of at most kCudaWeightChunkBytes, so a pair never asks more scratch than a
-// single probe, however large the weight, and always takes the one-noise-generation path.
-// (Until 2026-11-25 a 1 GiB limit on the whole weight's two copies, older than the row blocks,
-// sent a 128k-vocabulary LM head or OPT-30B's through two noise generations.)
-// The fused path: always under mode fused; under auto where `table` measured it faster.
+// A pair's W+ and W- share one row block, so a pair never asks more scratch than a single
+// probe and always takes the one-noise-generation path, however large the weight.
 inline LinearPath linear_path_choose(const LinearCall& c,
                                      const std::vector<FusedCrossoverRow>& table = fused_crossover_table()) {
   if (!c.perturbed) return LINEAR_GEMM;
@@ -122,17 +102,14 @@ inline const char* linear_path_name(LinearPath path) {
   return "?";
 }
 
-// The CUDA linear materialises a perturbed weight W' in row blocks of at most this many bytes
-// (W+ and W- of a probe pair together), so its scratch never holds a whole LM head.
+// Largest row block of W' (W+ and W- together), so scratch never holds a whole LM head.
 constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
 
-// What CudaBackend::linear asks of the backend's scratch buffer for one call, in ONE request
-// (the buffer is shared: a second request could move the first region):
+// CudaBackend::linear's one scratch request (a second could move the first region):
 //   [ W' block, `copies` times (W+ | W- for a pair) | x in W's 16-bit dtype ]
-// W' is formed block_rows rows at a time: all N rows when they fit kCudaWeightChunkBytes,
-// else the most that fit, rounded down to a multiple of 8 (a block starts on a noise group),
-// at least 8. Each region is 256-byte aligned. The memory estimate sizes the scratch from
-// this same plan (cuda_memory_plan), so the estimate and the allocation cannot drift apart.
+// block_rows: all N rows if they fit kCudaWeightChunkBytes, else the most that fit rounded down
+// to a multiple of 8 (a block starts on a noise group), at least 8. Regions are 256-byte
+// aligned. The memory estimate uses this same plan, so the two cannot drift apart.
 struct LinearScratch {
   int64_t block_rows = 0;  // rows of W' per block; 0 when W is read as stored
   int64_t copies = 0;      // W' copies per block: 1, or 2 for LINEAR_MATERIALISE_PAIR
@@ -141,10 +118,9 @@ struct LinearScratch {
   int64_t total() const { return copies * w_bytes + x_bytes; }
 };
 
-// The scratch of one call on `path` (linear_path_choose(call)). LINEAR_FUSED needs none: it
-// rounds x and forms W' tile by tile in shared memory.
 inline int64_t linear_align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// LINEAR_FUSED needs no scratch: it rounds x and forms W' tile by tile in shared memory.
 inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
                                          int64_t chunk_bytes = kCudaWeightChunkBytes) {
   LinearScratch s;
@@ -160,8 +136,7 @@ inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
   return s;
 }
 
-// The most scratch CudaBackend::linear asks for one perturbed (n, k) weight and m input rows,
-// single probe or probe pair (m/2 rows per probe): what it asks on the path it takes.
+// The most scratch one perturbed (n, k) linear over m rows asks, single probe or pair.
 inline int64_t cuda_linear_scratch_most(int64_t n, int64_t k, int64_t m, DType storage) {
   int64_t most = 0;
   for (bool pair : {false, true}) {
@@ -171,10 +146,8 @@ inline int64_t cuda_linear_scratch_most(int64_t n, int64_t k, int64_t m, DType s
   return most;
 }
 
-// cuda/upload_stored.cu: 256 B, plus a staging chunk for a tensor stored in another dtype
-// than `storage`: the tensor's elements (at most the chunk) in the file's dtype, taken as the
-// widest one that needs a conversion (f32 files and decoded GGUF into 16-bit storage; 16-bit
-// files into f32).
+// cuda/upload_stored.cu: 256 B plus a staging chunk in the widest file dtype that needs a
+// conversion (f32 or decoded GGUF into 16-bit storage; 16-bit files into f32).
 inline int64_t cuda_upload_scratch(int64_t largest_numel, DType storage) {
   const int64_t src_size = storage == DTYPE_F32 ? 2 : 4;
   const int64_t chunk = std::min(largest_numel, std::max<int64_t>(1, kCudaUploadChunkBytes / src_size));

@@ -1,30 +1,10 @@
-// Small helpers shared by the CUDA op files (include from .cu files only). The whole API:
-//
-//   ceil_div(a, b)                        host+device, int64_t
-//   grid_blocks(items, block)             host: blocks for a grid-stride loop, in [1, 65536]
-//   SMEZO_GRID_STRIDE(i, n) { ... }       device: for (int64_t i = this thread's first; i < n;
-//                                         i += all threads of the grid)
-//   require_f32(t, op, what)              host: throws unless tensor t is fp32
-//   to_float(T) / from_float<T>(f)        device: fp32/fp16/bf16 <-> float, round to nearest even
-//   load4(p, i, n, v) / store4(p, i, n, v)  device: elements i..i+3 (those < n) as float; one
-//                                         16-byte (fp32) or 8-byte (fp16/bf16) access when the
-//                                         4 are in range and aligned, scalar accesses otherwise
-//   warp_reduce_sum(v), block_reduce_sum(v)  device: fp32 sums; block_reduce_sum needs
-//                                         blockDim.x a multiple of 32 (<= 1024), is called by
-//                                         every thread of the block, returns the total to all,
-//                                         and may be called repeatedly in one kernel
-//   MaskArgs, mask_args(info)             (from probe_args.h) the POD part of a ParamInfo
-//   mask_keep4(m, w, group, keep)         device: mask_keep (src/common/noise_spec.h) of the 4
-//                                         elements of `group`, with ONE Philox call for
-//                                         MASK_RANDOM (mask_keep_group4); bit-identical to 4
-//                                         mask_keep calls
-//   TypeTag<T>, dispatch_dtype(dtype, fn) host: fn(TypeTag<float|__half|__nv_bfloat16>{})
-//
-// Example:  dispatch_dtype(t.dtype, [&](auto tag) {
-//             using T = typename decltype(tag)::type;
-//             my_kernel<T><<<grid_blocks(n, 256), 256, 0, stream>>>(static_cast<T*>(t.data), n);
-//             CUDA_CHECK_LAUNCH();
-//           });
+// Small helpers shared by the CUDA op files (include from .cu files only):
+//   ceil_div, grid_blocks (grid-stride blocks in [1, 65536]), SMEZO_GRID_STRIDE, require_f32;
+//   to_float / from_float<T> (round to nearest even); load4 / store4 (elements i..i+3 below n,
+//   one vector access when in range and aligned); warp_reduce_sum, block_reduce_sum (blockDim.x
+//   a multiple of 32, called by every thread, returns the total to all, callable repeatedly);
+//   mask_keep4 (one Philox call for MASK_RANDOM, bit-identical to 4 mask_keep calls);
+//   dispatch_dtype(dtype, fn) calls fn(TypeTag<float|__half|__nv_bfloat16>{}) (see optimizer.cu).
 #pragma once
 
 #include <cuda_bf16.h>

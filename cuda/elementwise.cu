@@ -1,6 +1,5 @@
 // CUDA ops on fp32 activations: SwiGLU, ReLU, residual add, scaled add (LoRA), row gather and row copy.
-// Grid-stride loops with int64_t indices. SwiGLU uses the precise expf.
-// Reference: src/cpu/elementwise.cpp.
+// SwiGLU uses the precise expf. Reference: src/cpu/elementwise.cpp.
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -1,16 +1,11 @@
 // CUDA ops: token embedding, learned position embedding (OPT) and RMSNorm/LayerNorm.
-// Parameters are read through the probe exactly as cpu_read_param does
-// (src/cpu/optimizer.cpp): element idx of a table gets z = entry idx%8 of
-// noise_z8(kind, seed, tensor_id, idx/8) and w' = perturbed_value(w, z, scale, keep).
-//
-//   embed_rows_kernel  one thread per noise group (8 table elements) of a row: gathers rows (optionally
-//                      adding into the output), stored dtype -> fp32. Also used, with one
-//                      row, to materialise a norm's effective weight/bias vector once per
-//                      launch into the scratch buffer, so norm blocks never regenerate z.
-//   norm_kernel        one block per row (grid-stride over rows), fp32 math, warp-shuffle
-//                      block reductions; LayerNorm takes the mean first (two passes, as the
-//                      CPU does). Safe in place (out == in).
-// Reference: src/cpu/embedding_norm.cpp. Tests: the backend conformance suite.
+// Parameters are read through the probe exactly as cpu_read_param does (src/cpu/optimizer.cpp).
+//   embed_rows_kernel  one thread per noise group (8 table elements) of a row; gathers rows
+//                      (or adds them) as fp32. With one row it also materialises a norm's
+//                      effective weight/bias once per launch, so norm blocks never regenerate z.
+//   norm_kernel        one block per row, fp32; LayerNorm takes the mean first (two passes, as
+//                      the CPU does). Safe in place (out == in).
+// Reference: src/cpu/embedding_norm.cpp; tested by tests/test_backend_ops.cu.
 #include <algorithm>
 #include <vector>
 

@@ -1,33 +1,18 @@
-// The fused perturbed linear: out(M, N) = in(M, K) · W'(N, K)ᵀ with W' = W + scale·m(W)⊙z,
-// a probe pair's two halves in one launch, W' never written to global memory (the W' path,
-// cuda/linear.cu, writes it to scratch and calls cuBLAS). Selected by --linear-path
-// (cuda_plan.h, LINEAR_FUSED); tested by tests/test_fused_linear.cu against the CPU reference
-// and the W' path; timed by `smezo bench --kernel linear` (fused columns).
+// The fused perturbed linear: out(M, N) = in(M, K) · W'(N, K)ᵀ with W' formed in shared memory,
+// never in global memory; a probe pair's two halves in one launch. Selected by --linear-path
+// (cuda_plan.h); tested by tests/test_fused_linear.cu against the CPU reference and the W' path;
+// timed by `smezo bench --kernel linear`.
 //
-// Tiling (one block = 4 warps):
-//   - a block owns kCols = 32 weight rows (output columns n0 .. n0+31) and kSlots = 128 rows
-//     of `in`: a pair's block takes the same 64 row indices of each half (slots 0-63 the +
-//     half, 64-127 the - half), a single probe's 128 consecutive rows;
-//   - it walks K in chunks of kBK (64 for fp16/bf16, 32 for fp32). Each chunk's weight tile
-//     (32 x kBK) is read ONCE from global memory; its mask and noise are computed in
-//     registers, one noise_z8 per group of 8 elements keyed by the element index n*K + k
-//     exactly as perturb_weight_pair_kernel keys it (groups straddling a row or a chunk edge
-//     are computed by both sides, each keeping its own elements); W+ (and W- for a pair) go to
-//     shared memory rounded to the storage dtype, and the chunk of `in` is rounded to it too
-//     (as linear.cu's convert_input). So the operands are the W' path's bit for bit;
-//   - every row of the block then streams through the stationary tile: fp16/bf16 on the
-//     tensor cores (wmma 16x16x16, fp32 accumulators held in registers over all of K: warp w
-//     has 4 row tiles x the 16 columns 16(w & 1)..), fp32 by plain FMAs (one column per lane,
-//     32 rows per warp): the emulator models no tf32, and tf32 would round the operands where
-//     the W' path multiplies fp32 exactly (CUBLAS_COMPUTE_32F_PEDANTIC).
-//   Warps 0-1 read W+ (or the single probe's W'), warps 2-3 W- for a pair. Row tiles with no
-//   row in range are neither loaded nor multiplied (the few-rows regime: 16 rows per probe
-//   use one tile of each half).
-// Cost: W is read and its noise generated once per row chunk: grid.y = ceil(rows per probe /
-// 64) for a pair, ceil(M / 128) for a single probe. Once in the few-rows regime the kernel is
-// for; a call with more rows regenerates the noise grid.y times, where W' + cuBLAS is expected
-// to win (the measured crossover table in cuda_plan.h decides what --linear-path auto takes).
-// Each output is written by one warp and summed in a fixed order: deterministic.
+// Tiling: a block (4 warps) owns kCols = 32 weight rows and kSlots = 128 rows of `in` (a pair:
+// the same 64 row indices of each half) and walks K in chunks of kBK (64 for 16-bit, 32 for
+// fp32). Each weight tile is read ONCE, its mask and noise keyed by the element index n*K + k
+// exactly as perturb_weight_pair_kernel keys them (a group of 8 straddling a tile edge is
+// computed by both sides), and W+ (W-) and x are rounded as on the W' path: the same operands
+// bit for bit. Every row then streams through the stationary tile: wmma 16x16x16 for 16-bit,
+// plain FMAs for fp32 (tf32 would round what the W' path multiplies exactly; the emulator has
+// no tf32). Cost: W's noise is generated once per row chunk (grid.y = ceil(rows per probe /
+// 64) for a pair, ceil(M / 128) single): made for few rows. Each output is written by one
+// warp in a fixed order: deterministic.
 #include "fused_linear.h"
 
 #include <cuda_bf16.h>
@@ -180,9 +165,8 @@ __device__ void stage_input(const FusedLinearParams& p, const RowMap& rows, int6
 }
 
 // --- kernels
-// __launch_bounds__(kThreads, 1): one block per SM is enough to let ptxas take up to 255
-// registers; with no minimum it capped the bf16 kernel at 128 and spilled (sm_90a). The
-// few-rows grids (N / 32 blocks) hold about one block per SM anyway.
+// __launch_bounds__(kThreads, 1) lets ptxas take up to 255 registers; with no minimum the
+// bf16 kernel was capped at 128 and spilled (sm_90a).
 
 // fp16/bf16 weights: tensor cores. Warp w: columns 16 (w & 1) .. +15 of the block, row tiles
 // 4 (w >> 1) .. +3 of its slots (pair: warps 0-1 the + half, 2-3 the - half).

@@ -1,7 +1,5 @@
-// The fused perturbed linear (cuda/fused_linear.cu): out = in · W'ᵀ with W' = W + scale·m(W)⊙z
-// formed tile by tile in shared memory, never in global memory. CudaBackend::linear calls it
-// on LINEAR_FUSED (cuda_plan.h, --linear-path); the bias is added afterwards by linear.cu's
-// epilogue, as on the W' path. The CPU reference is cpu_linear_reference (src/cpu/linear.cpp).
+// The fused perturbed linear (cuda/fused_linear.cu), for CudaBackend::linear on LINEAR_FUSED;
+// linear.cu adds the bias afterwards. CPU reference: cpu_linear_reference (src/cpu/linear.cpp).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,13 +21,10 @@ struct FusedLinearParams {
   ProbeArgs probe;    // the weight's probe (scale != 0); for a pair, the + half's
 };
 
-// Enqueues the kernel on `stream`. W' entries are exactly the W' path's (perturbed_value of
-// noise_spec.h, rounded to the storage dtype), x is rounded to it as the W' path does; only the
-// fp32 summation order differs from cuBLAS.
+// Enqueues the kernel. W' and x are the W' path's bit for bit; only the summation order differs.
 void launch_fused_linear(const FusedLinearParams& p, cudaStream_t stream);
 
-// Rows of `in` per block: the noise of a weight tile is generated once per block, so a call
-// generates it ceil(rows per probe / this) times (pair: per probe half).
+// Rows of `in` per block (per probe half): a call generates the noise ceil(rows / this) times.
 int64_t fused_linear_rows_per_block(bool pair);
 
 }  // namespace smezo

@@ -1,42 +1,18 @@
-// The linear layer on the GPU: out(M, N) = in(M, K) · W'(N, K)ᵀ (+ b'(1, N)), fp32 out,
-// fp32 accumulation, W stored fp32 / fp16 / bf16. W' and b' are the parameters read through
-// the probe (src/common/noise_spec.h): w' = keep ? fma(scale, z, w) : w.
+// The linear layer on the GPU: out(M, N) = in(M, K) · W'(N, K)ᵀ (+ b'(1, N)), fp32 out and
+// accumulation, W stored fp32 / fp16 / bf16, w' = keep ? fma(scale, z, w) : w (noise_spec.h).
 //
-// Version 1 (this file): "materialise, then cuBLAS" — the honest baseline of the planned
-// fused perturbed linear (docs/ARCHITECTURE.md, "The linear").
-//   1. perturbed probe: perturb_weight_kernel writes W' (the storage dtype, rounded to nearest
-//      even once from the fp32 w') for THIS layer into the backend's scratch buffer; one
-//      noise_z8 per 8 elements (one Philox call for the spec-v2 noise kinds), i.e. the noise
-//      is generated once per element per call.
-//   2. fp16/bf16 W: convert_input_kernel rounds x (fp32) to W's dtype (nearest even) into
-//      scratch, because cublasGemmEx wants A and B of the same type.
-//   3. cublasGemmEx (see "GEMM layout" below); fp16/bf16 on tensor cores with fp32
-//      accumulation, fp32 with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32), so it matches the CPU
-//      reference up to summation order.
-//   4. bias_epilogue_kernel adds b' (perturbed in fp32, never rounded: exactly the CPU value).
-// A probe pair (Probe::pair: rows [0, M/2) at +scale, [M/2, M) at -scale) generates the noise
-// ONCE: perturb_weight_pair_kernel writes W+ and W- side by side from one noise_z8 per group,
-// then one cublasGemmStridedBatchedEx multiplies each row half by its copy (batch 2); the
-// bias epilogue runs per half. Which path a linear takes is linear_path_choose
-// (cuda/cuda_plan.h) under the backend's --linear-path mode; LINEAR_FUSED hands the product to
-// cuda/fused_linear.cu (no scratch) and adds the bias here, as the W' path does.
-// Checked against the CPU reference by tests/test_backend_ops.cu (Linear* cases).
+// Version 1 (this file): materialise W', then cuBLAS (docs/ARCHITECTURE.md, "The linear: the
+// three paths and the next one"). perturb_weight_kernel writes W' to scratch (rounded once
+// from the fp32 w'; a pair: W+ and W- from one noise_z8 per group); fp16/bf16 x is rounded to
+// W's dtype (cublasGemmEx wants A, B alike); cublasGemmEx (a pair: batch-2 strided), fp32 with
+// CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
+// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here. Tests:
+// tests/test_backend_ops.cu.
 //
-// Memory contract. Scratch holds one row block of W' (at most kCudaWeightChunkBytes, 64 MiB,
-// of the storage dtype; for a probe pair the block's W+ and W- together stay within it; step
-// 1 and 3 alternate block by block, each block's GEMM writing its columns of out) plus x in
-// 16 bits (M·K·2 bytes), requested in ONE backend.scratch() call (the buffer is shared, so two
-// requests could move the first region). Its high-water mark is therefore 64 MiB plus one
-// activation (LLaMA-7B at 4096 tokens: 64 MiB + 90 MB), never a whole LM head (262 MB) and
-// never proportional to the parameter count. Nothing is allocated per call. A weight of at
-// most 32 MiB fits one block in both copies, so a pair takes twice its size.
-// The request is linear_scratch_plan (cuda/cuda_plan.h), which
-// model/memory_estimate.cpp counts too (tests/test_memory_estimate_cuda.cu checks the two
-// agree on SmolLM2-135M's shapes).
-// cuBLAS uses the default workspace pool of its handle (a few MiB, 32 MiB on Hopper,
-// allocated by cuBLAS with the handle); we do not call cublasSetWorkspace, so the handle's
-// workspace is one of the "small constants" of the memory contract. The handle must be bound
-// to backend.stream() (CudaBackend's constructor does that; linear() checks and rebinds).
+// Memory: scratch holds one row block of W' (at most kCudaWeightChunkBytes, W+ and W-
+// together) plus x in 16 bits, in ONE scratch() call (a second could move the first region);
+// the plan is linear_scratch_plan, which the memory estimate counts too. cuBLAS keeps its
+// handle's default workspace; the handle must be bound to backend.stream().
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -75,10 +51,8 @@ __device__ __forceinline__ void store_from_float(__nv_bfloat16* p, int64_t i, fl
   p[i] = __float2bfloat16_rn(v);
 }
 
-// The eight perturbed values of elements 8*group8 .. 8*group8+7 (those < n), from their stored
-// values w[0..7]. One noise_z8 gives the eight z (one Philox call for the spec-v2 kinds, two
-// for gaussian-v1); for MASK_RANDOM two more Philox calls give the mask words of the two
-// groups of four (the words mask_keep reads one element at a time: spec section 6).
+// Perturbs w[0..7], the stored values of elements 8*group8 .. 8*group8+7, in place; MASK_RANDOM
+// takes the mask words of both groups of four (spec section 6).
 __device__ __forceinline__ void perturb_group8(const ProbeArgs& p, int64_t group8, float w[8]) {
   float z[8];
   noise_z8(p.noise, p.seed, p.mask.tensor_id, group8, z);
@@ -97,11 +71,9 @@ struct alignas(4 * sizeof(T)) Vec4 {
   T v[4];
 };
 
-// dst[i] = round_T(perturbed_value(float(src[i]), z_i, scale, keep_i)), i in [0, n).
-// Grid-stride over groups of eight elements (one noise_z8 each); a full group is two vector
-// loads and two vector stores when both pointers are aligned to 4 elements.
-// src and dst point at element 8 * group_base of the tensor (a row block of W), so the
-// noise and mask are those of the tensor's own element indices.
+// dst[i] = round_T(w'_i), i in [0, n), grid-stride over groups of eight (vector access when
+// aligned). src and dst start at element 8 * group_base of the tensor, so the noise and mask
+// use the tensor's own element indices.
 template <typename T>
 __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t group_base,
                                       bool vec_aligned, ProbeArgs p) {
@@ -285,8 +257,7 @@ void perturb_weight(DType dtype, void* dst, const void* src, int64_t first, int6
   }
 }
 
-// The pair of elements [first, first + n) of the tensor at src (first a multiple of 8) into
-// plus[0, n) and minus[0, n).
+// The same for a pair, into plus[0, n) and minus[0, n).
 void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t first,
                          int64_t n, const ProbeArgs& p, cudaStream_t stream) {
   const int64_t group_base = first / 8;
@@ -370,9 +341,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   SMEZO_REQUIRE(!probe.pair || M % 2 == 0, "linear %s: a probe pair needs an even number of rows (%lld)",
                 name, (long long)M);
 
-  // The GEMM must run on the backend stream, ordered with our kernels. CudaBackend binds the
-  // handle once at construction; rebinding (which would also reset a user workspace) only
-  // happens if that was not done.
+  // The GEMM must run on our stream; rebind (which resets a user workspace) only if unbound.
   cudaStream_t handle_stream = nullptr;
   CUBLAS_CHECK(cublasGetStream(cublas_, &handle_stream));
   if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
@@ -390,10 +359,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   const bool perturb_w = path != LINEAR_GEMM;
   const bool pair_w = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
 
-  // W' is formed in blocks of `block_rows` rows (a multiple of 8, so each block starts on a
-  // noise group), at most kCudaWeightChunkBytes each (W+ and W- together for a pair): the
-  // scratch never holds a whole LM head. One scratch request for everything this call needs:
-  // [W' block (W+ | W-) | x in 16 bits] (linear_scratch_plan, which the memory estimate uses).
+  // One scratch request: [W' block (W+ | W-) | x in 16 bits] (linear_scratch_plan).
   const LinearScratch plan = linear_scratch_plan(call, path);
   const int64_t block_rows = plan.block_rows;
   const size_t w_copies = static_cast<size_t>(plan.copies);
@@ -407,24 +373,15 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
     convert_input(wt, scratch_base + w_copies * w_bytes, in.f32(), M * K, stream_);
   }
 
-  // GEMM layout. cuBLAS is column-major, and a row-major (R, C) buffer with row stride C is
-  // exactly a column-major (C, R) matrix with leading dimension C. So the buffers are, in
-  // cuBLAS's eyes:  W (N,K) row-major = Wᵀ (K x N), ld K;  x (M,K) row-major = xᵀ (K x M),
-  // ld K;  out (M,N) row-major = outᵀ (N x M), ld N. We want out = x·Wᵀ, i.e. the column-major
-  // product outᵀ (N x M) = W (N x K) · xᵀ (K x M): C = op(A)·op(B) with
-  //   A = the W buffer (K x N, lda = K), op = T   -> W  (N x K)   m = N
-  //   B = the x buffer (K x M, ldb = K), op = N   -> xᵀ (K x M)   n = M, k = K
-  //   C = the out buffer (N x M, ldc = N).
-  // No copy or transpose is ever made; both operands are read along K (contiguous).
+  // GEMM layout: to column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N,
+  // ld K), xᵀ (K x M, ld K), outᵀ (N x M, ld N). out = x·Wᵀ is outᵀ = op_T(W buffer) · xᵀ:
+  // m = N, n = M, k = K, with no copy or transpose.
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType ab_type = cuda_data_type(wt);
-  // fp32: PEDANTIC forbids TF32 or other reduced-precision paths whatever the handle's math
-  // mode, so the result differs from the fp32 CPU reference by summation order only. fp16/bf16:
-  // tensor cores, fp32 accumulation.
+  // fp32: PEDANTIC forbids TF32 whatever the math mode (CPU reference up to summation order).
   const cublasComputeType_t compute =
       wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  // Output columns [n0, n0 + rows) come from weight rows [n0, n0 + rows): the C block starts
-  // at out + n0 with the same ldc = N. Unperturbed: one GEMM over all N rows of W.
+  // Weight rows [n0, n0 + rows) give out's columns from out + n0, same ldc = N.
   auto gemm_rows = [&](const void* w_rows, int64_t n0, int64_t rows) {
     CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
                               static_cast<int>(M), static_cast<int>(K), &alpha, w_rows, ab_type,
@@ -432,9 +389,8 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
                               out.f32() + n0, CUDA_R_32F, static_cast<int>(N), compute,
                               CUBLAS_GEMM_DEFAULT));
   };
-  // The pair: batch 0 = the W+ block times the first row half, batch 1 = the W- block times the
-  // second. Strides in elements: the W copies sit w_bytes apart (a multiple of the element
-  // size), the row halves (M/2)·K and (M/2)·N apart.
+  // The pair: batch 0 = W+ times the first row half, batch 1 = W- times the second; element
+  // strides w_bytes / size, (M/2)·K and (M/2)·N.
   auto gemm_rows_pair = [&](const void* w_rows, int64_t n0, int64_t rows) {
     const int64_t Mh = M / 2;
     const long long stride_w = static_cast<long long>(w_bytes / dtype_size(wt));

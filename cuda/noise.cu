@@ -1,5 +1,4 @@
-// Noise kernels: z and raw Philox words for whole buffers, per the spec in
-// src/common/noise_spec.h (bit-identical to the host functions; tests/test_noise_cuda.cu).
+// Noise kernels for cuda/noise.h, bit-identical to the spec's host functions (test_noise_cuda.cu).
 #include "noise.h"
 
 #include <algorithm>

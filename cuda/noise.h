@@ -1,6 +1,4 @@
-// GPU generation of the noise spec (src/common/noise_spec.h): fill a buffer with z of any
-// noise kind, or with the raw Philox words (for the bit-exact CPU/GPU test). The CPU
-// reference is the spec header itself (noise_z8 / noise_philox4), which kernels also call.
+// Buffers of z or raw Philox words on the GPU, for tests and benchmarks (spec: noise_spec.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,8 +9,7 @@
 
 namespace smezo {
 
-// out[i] = noise_z(kind, seed, tensor_id, i) for i in [0, n). One thread per group of 8
-// elements (one noise_z8); out needs no particular alignment.
+// out[i] = noise_z(kind, seed, tensor_id, i) for i in [0, n); out needs no alignment.
 void launch_noise_fill(float* out, int64_t n, NoiseKind kind, uint64_t seed, uint32_t tensor_id,
                        cudaStream_t cu_stream);
 

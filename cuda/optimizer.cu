@@ -1,23 +1,14 @@
-// CUDA optimiser ops: the SPSA update W <- W - coef·m(W)⊙z - decay·m(W)⊙W, and the exact
-// |W| quantile that fixes the S-MeZO threshold.
-//
-//   update_kernel          one thread per group of 8 elements (one noise_z8 for z, whatever
-//                          the kind; two Philox calls for an R-MeZO mask, two for stochastic
-//                          rounding bits), mask from the CURRENT w, the CPU's element rule
-//                          (src/cpu/optimizer.cpp) in float with explicit FMAs, stored
-//                          rounded to nearest even in the storage dtype (or stochastically to
-//                          bf16). Groups with no kept entry skip the noise and the store.
-//                          Bit-exact with the CPU update followed by the same rounding.
-//   abs_radix_hist_kernel  one pass of an exact radix select on the bit patterns of |w| (as
-//                          float; for non-negative floats the bit order is the value order):
-//                          a 256-bin histogram of the next 8 bits among the elements whose
-//                          higher bits equal the prefix chosen so far. Per-block shared
-//                          histograms with warp-aggregated atomics (__match_any_sync), flushed
-//                          into a 256 x u64 histogram in the scratch buffer. The host picks the
-//                          bin holding rank k and narrows the prefix: 4 passes for fp32, 3 for
-//                          fp16 (the low 13 bits of an upcast half are zero), 2 for bf16. No
-//                          copy of the tensor; O(1) scratch.
-// Reference: src/cpu/optimizer.cpp.
+// CUDA optimiser ops (reference: src/cpu/optimizer.cpp): the SPSA update and the exact |W|
+// quantile that fixes the S-MeZO threshold.
+//   update_kernel          one thread per group of 8 elements; mask from the CURRENT w; the
+//                          CPU's element rule with explicit FMAs, stored rounded to nearest even
+//                          (or stochastically to bf16): bit-exact with the CPU update followed by
+//                          the same rounding. Groups with no kept entry skip noise and store.
+//   abs_radix_hist_kernel  one pass of an exact radix select on the bits of |w| as float (for
+//                          non-negative floats bit order is value order): a 256-bin histogram of
+//                          the next 8 bits under the prefix chosen so far, with warp-aggregated
+//                          atomics. The host narrows the prefix: 4 passes for fp32, 3 for fp16
+//                          (an upcast half's low 13 bits are zero), 2 for bf16. O(1) scratch.
 #include <cmath>
 #include <cstring>
 #include <type_traits>

@@ -1,7 +1,5 @@
-// The plain-data view of "how a parameter is read under a probe" that kernels take by value:
-// the mask facts of its ParamInfo, its noise kind and the probe's scale and seed. Kernels
-// regenerate z with noise_z8 / noise_z(noise, seed, mask.tensor_id, ...) of
-// src/common/noise_spec.h, never with a particular generator. Host-compilable.
+// How a parameter is read under a probe, as plain data kernels take by value: its ParamInfo's
+// mask facts and noise kind, the probe's scale and seed. Host-compilable.
 #pragma once
 
 #include <cstdint>

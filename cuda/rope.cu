@@ -1,11 +1,7 @@
-// Rotary position embedding (RoPE) on the GPU: CudaBackend::rope, rotate-half and interleaved
-// pairs, fp32 activations rotated in place; one thread per (row, head, pair), grid-stride with
-// int64_t indices.
-//
-// It matches the CPU reference (src/cpu/rope.cpp) closely: the per-pair frequencies
-// 1/theta^(2j/head_dim) are computed on the host with the same float expression as the CPU
-// (std::pow), so the angle pos*freq is bit-identical; cos/sin are the precise device sincosf
-// (<= 2 ulp), and the rotation uses unfused products as the CPU does.
+// Rotary position embedding on the GPU: CudaBackend::rope, rotate-half and interleaved pairs,
+// fp32 in place, one thread per (row, head, pair). Close to src/cpu/rope.cpp: the frequencies
+// come from the host with the CPU's expression, so pos*freq is bit-identical; sincosf is the
+// precise one (<= 2 ulp), and the rotation uses unfused products as the CPU does.
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -1,21 +1,12 @@
 // Streaming weight upload on the GPU (Backend::upload_stored) and the free-memory query.
-//
-// A tensor arrives as raw bytes in the model file's dtype (usually straight from the mapped
-// file, so no host copy is made). It is copied to the device in chunks of at most
-// kCudaUploadChunkBytes (64 MiB, cuda_plan.h) and converted there:
-//   - file dtype == storage dtype: the bytes go straight into the tensor, then check_kernel
-//     scans them for NaN/Inf;
-//   - otherwise: each chunk lands in the scratch buffer and convert_kernel turns it into the
-//     storage dtype (round to nearest even, as the host's float_to_bf16/float_to_f16 do),
-//     checking every CONVERTED element in the same pass: a NaN/Inf of the file stays one, and
-//     a finite value out of the storage dtype's range (f32 >= 65520 into F16, bf16 above
-//     65504 into F16, f32 near FLT_MAX into BF16) becomes Inf and is reported the same way.
-// The first bad index is kept with atomicMin in a u64 at the start of the scratch buffer (all
-// ones = none). Scratch high-water mark: 256 B + one chunk (or the whole tensor when smaller),
-// never more (model/memory_estimate.cpp counts it). Host memory: none beyond the driver's
-// pinned staging of pageable copies.
-// The test is first_non_finite_in's (src/backend/dtype_convert.h) on the stored value: an
-// all-ones exponent. Tested by tests/test_upload_stored.cu.
+// The file's bytes go to the device in chunks of at most kCudaUploadChunkBytes (cuda_plan.h):
+//   - file dtype == storage dtype: straight into the tensor, then check_kernel scans them;
+//   - otherwise: into scratch, and convert_kernel rounds to the storage dtype (nearest even,
+//     as the host does), checking each CONVERTED value, so a finite value out of range (f32
+//     70000 into F16) is reported like a NaN/Inf of the file.
+// "Not finite" is first_non_finite_in's rule (dtype_convert.h): an all-ones exponent. The first
+// bad index is an atomicMin'd u64 at the start of scratch (all ones = none). Scratch: 256 B +
+// one chunk, as cuda_upload_scratch counts. Tested by tests/test_upload_stored.cu.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -101,8 +92,7 @@ int64_t CudaBackend::upload_stored(const Tensor& dst, const void* src, DType src
     const size_t bytes = static_cast<size_t>(count * src_size);
     if (same) {
       void* target = out + start * dst_size;
-      // pageable source (a mapped file): the driver stages it; the call returns once the
-      // source has been read, so the caller may release its pages afterwards
+      // pageable source: the call returns once it is read, so the caller may release it
       CUDA_CHECK(cudaMemcpyAsync(target, host + start * src_size, bytes, cudaMemcpyHostToDevice, stream_));
       dispatch_dtype(dst.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -1,6 +1,5 @@
-// Public description of a decoder-only model's architecture. Plain data; every loader
-// (Hugging Face config.json, llama2.c header, GGUF metadata) fills one of these, and the
-// model is written once over it: LLaMA, Mistral and OPT differ only in these fields.
+// A decoder-only model's architecture, filled by every loader (HF config.json, llama2.c, GGUF):
+// the model is written once over it, LLaMA, Mistral and OPT differing only in these fields.
 #pragma once
 
 #include <cstdint>

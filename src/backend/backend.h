@@ -1,9 +1,6 @@
-// The op interface the model is written over. Two implementations: the CPU reference
-// (src/cpu/, fp32, plain loops) and the CUDA backend (cuda/). Every op reads its parameters
-// through the current Probe, i.e. as w + probe.scale * m(w) * z (src/common/noise_spec.h),
-// so perturbations never touch stored weights.
-//
-// Shapes: activations are (tokens, features) row-major; M = number of token rows.
+// The op interface the model is written over, implemented by the CPU reference (src/cpu/) and
+// the CUDA backend (cuda/). Every op reads its parameters through the Probe, so perturbations
+// never touch stored weights. Activations are (tokens, features) row-major; M = token rows.
 #pragma once
 
 #include <cstdint>
@@ -34,16 +31,13 @@ struct AttentionParams {
   int64_t sliding_window = 0;  // 0 = full causal attention
 };
 
-// What a backend is, for code that must decide by it (the op benchmark's dtypes); name() is
-// for messages.
+// For code that must decide by the backend (the op benchmark's dtypes); name() is for messages.
 enum BackendKind { BACKEND_CPU, BACKEND_CUDA };
 
-// What a backend allocates besides the tensors asked of it, as the memory estimate counts it
-// (model/memory_estimate.h). The CPU's: cpu_memory_plan (src/cpu/linear.cpp); the CUDA's:
-// cuda_memory_plan (cuda/cuda_plan.h, host only, so a CPU-only build estimates a GPU too).
+// What a backend allocates besides its tensors, for model/memory_estimate.h: cpu_memory_plan
+// (src/cpu/linear.cpp), cuda_memory_plan (cuda/cuda_plan.h, host only).
 struct BackendMemoryPlan {
-  // The most scratch one perturbed linear asks: an (n, k) weight in `storage`, m input rows,
-  // a single probe or a probe pair (m/2 rows per probe).
+  // The most scratch one perturbed (n, k) linear over m rows asks, single probe or pair.
   int64_t (*linear_scratch)(int64_t n, int64_t k, int64_t m, DType storage);
   // The streaming load's scratch when the largest tensor has this many elements (0: none).
   int64_t (*load_scratch)(int64_t largest_numel, DType storage);
@@ -62,18 +56,13 @@ class Backend {
   virtual void upload(const Tensor& dst, const float* src) = 0;   // host fp32 -> dst dtype
   virtual void download(const Tensor& src, float* dst) = 0;       // src dtype -> host fp32
   virtual int64_t bytes_allocated() const = 0;
-  // Streaming load: dst.numel() elements stored as src_dtype at src (typically inside a
-  // mapped model file, so any alignment) into dst, converted to dst.dtype on the backend,
-  // checking every value as dst stores it (first_non_finite_in's rule, dtype_convert.h).
-  // Returns the index of the first value that is NaN/Inf in the file or becomes Inf in
-  // dst.dtype (a finite value out of its range: f32 70000 into F16), or -1; dst holds
-  // garbage when it is >= 0. No host copy of the tensor is made by the CPU and CUDA backends
-  // (CUDA converts on the GPU). This default goes through one fp32 host buffer of the
-  // tensor's size (for wrappers such as cpu_bench's).
+  // Streaming load: dst.numel() elements stored as src_dtype at src (any alignment: often a
+  // mapped file) into dst, converted on the backend and checked as dst stores them
+  // (first_non_finite_in, dtype_convert.h). Returns the first bad index (dst then holds
+  // garbage) or -1. This default stages through one fp32 host buffer; CPU and CUDA make none.
   virtual int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype);
-  // Memory the backend could still allocate, in bytes (CPU: MemAvailable of /proc/meminfo;
-  // CUDA: cudaMemGetInfo's free), or -1 when unknown. Model loading compares it with
-  // estimate_model_memory(memory_plan()) before allocating anything (model/memory_estimate.h).
+  // Bytes the backend could still allocate (CPU: MemAvailable; CUDA: cudaMemGetInfo), or -1
+  // when unknown; loading compares it with the memory estimate before allocating.
   virtual int64_t free_memory_bytes() const { return -1; }
 
   // ---- ops (parameters read through the probe; a single probe except in linear)
@@ -87,11 +76,9 @@ class Backend {
   // RMSNorm (bias == nullptr) or LayerNorm (kind NORM_LAYER, bias may be set)
   virtual void norm(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                     NormKind kind, float eps, const Probe& probe) = 0;
-  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N)). The one op that takes a probe pair
-  // (Probe::pair, M even): rows [0, M/2) read W at +scale, rows [M/2, M) at -scale, from one
-  // noise generation; each half equals the single-probe call on it bit for bit on the CPU,
-  // and on CUDA within the GEMM tolerance (the same W', summed by another cuBLAS GEMM shape:
-  // tests/test_backend_ops.cu, LinearProbePairMatchesSeparateProbes).
+  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N)). The one op that takes a probe pair (M
+  // even): each half equals the single-probe call bit for bit on the CPU, and on CUDA within
+  // the GEMM tolerance (another GEMM shape; LinearProbePairMatchesSeparateProbes).
   virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                       const Probe& probe) = 0;
   // rotary embedding in place on x(M, n_heads*head_dim)
@@ -103,8 +90,7 @@ class Backend {
   virtual void relu(const Tensor& x) = 0;
   // x += y (same shape)
   virtual void add(const Tensor& x, const Tensor& y) = 0;
-  // x += alpha * y (same shape), each entry one fused multiply-add: fma(alpha, y, x). LoRA's
-  // scaled update (alpha / r) · B A x onto the base layer's output.
+  // x += alpha * y, each entry fma(alpha, y, x) (LoRA's (alpha / r) · B A x onto the output)
   virtual void add_scaled(const Tensor& x, const Tensor& y, float alpha) = 0;
   // out(R, D) = in[rows[r]]
   virtual void gather_rows(const Tensor& out, const Tensor& in, const std::vector<int64_t>& rows) = 0;

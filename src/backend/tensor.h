@@ -1,6 +1,5 @@
-// Tensors as the model and the backends see them: a non-owning 2-D view on backend memory
-// (host memory for the CPU backend, device memory for CUDA), plus the per-parameter facts
-// the zeroth-order optimiser needs (noise tensor id, noise kind, mask kind, threshold).
+// Tensors as the model and backends see them: a non-owning 2-D view on backend memory, plus
+// the per-parameter facts the optimiser needs (noise tensor id, noise kind, mask).
 #pragma once
 
 #include <cstdint>
@@ -27,13 +26,11 @@ struct Tensor {
   float* f32() const { return static_cast<float*>(data); }
 };
 
-// Rows [row0, row0 + n) of t as a view of the same memory (device memory included: only the
-// pointer moves).
+// Rows [row0, row0 + n) of t as a view of the same memory (only the pointer moves).
 Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n);
 
-// What a parameter is in its architecture: set once at load from the architecture's own tensor
-// map (model/model_params.cpp) and read wherever a rule depends on it (freezes, weight decay,
-// pipeline placement, checkpoint layout), never guessed from a tensor's name.
+// Set at load from the architecture's tensor map (model/model_params.cpp) and read wherever a
+// rule depends on it (freezes, decay, pipeline, checkpoints), never guessed from a name.
 enum ParamRole : int {
   ROLE_OTHER,  // a tensor made outside a model's map (tests, benchmarks)
   ROLE_TOKEN_EMBEDDING,
@@ -72,7 +69,6 @@ struct ParamInfo {
   float keep_prob = 1.0f;    // MASK_RANDOM: probability that an entry is tuned
   uint64_t mask_seed = 0;    // MASK_RANDOM: seed of the fixed mask stream (one per run)
   bool stochastic_rounding = false;  // updates round stochastically to bf16 storage
-                                     // (noise_spec.h); fp32 storage has nothing to round
   NoiseKind noise = NOISE_GAUSSIAN;  // the run's z (set by SpsaOptimizer); never NOISE_AUTO
 };
 
@@ -81,16 +77,11 @@ struct Param {
   ParamInfo info;
 };
 
-// The perturbation applied during one forward pass: every trainable parameter is read as
-// w + scale * m(w) * z(seed, tensor_id, index). scale = sigma * eps; 0 means unperturbed.
-//
-// A probe PAIR (pair = true) runs the + and - probes of an SPSA step in one pass: the batch is
-// doubled, its first half of rows is read at +scale and its second half at -scale, so a layer's
-// z is generated once for both and W is read once. Model::forward and Backend::linear take
-// pairs (an even number of rows, halves [0, M/2) and [M/2, M)); the other backend ops are
-// called with one half and its single probe (half_probe). Each half gives bit for bit what a
-// single probe of the same sign gives on the CPU backend; on CUDA the linear's GEMMs differ in
-// shape, so a half agrees with the single probe within the GEMM tolerance, not bit for bit.
+// One forward pass's perturbation: every trainable parameter reads as
+// w + scale * m(w) * z(seed, tensor_id, index); scale = sigma * eps, 0 = unperturbed.
+// A PAIR reads rows [0, M/2) at +scale and [M/2, M) at -scale; only Model::forward and
+// Backend::linear take one, the other ops get each half's single probe (half_probe). See
+// docs/ARCHITECTURE.md, "One training step, from the command line to the kernels".
 struct Probe {
   float scale = 0.0f;
   uint64_t seed = 0;
@@ -102,8 +93,7 @@ inline Probe half_probe(const Probe& pair, int sign) {
   return Probe{sign > 0 ? pair.scale : -pair.scale, pair.seed, false};
 }
 
-// The results a probe stands for: a pair's two halves (+, then -), a single probe's one. A list
-// of probes gives its results half by half, in order: what every layer of a step returns.
+// Results a probe stands for (a pair: +, then -); a list gives them half by half, in order.
 inline size_t probe_halves(const Probe& probe) { return probe.pair ? 2 : 1; }
 inline size_t probe_halves(const std::vector<Probe>& probes) {
   size_t n = 0;

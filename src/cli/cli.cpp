@@ -1,5 +1,4 @@
-// The CLI's shared pieces: subcommand settings, the model options, the option checks and the
-// help layout (see cli.h).
+// The CLI's shared pieces: subcommand settings, model options, option checks, help layout.
 #include "cli/cli.h"
 
 #include <cctype>
@@ -179,7 +178,6 @@ std::vector<std::string> split_type_name(const std::string& full) {
   return parts;
 }
 
-// Breaks text into lines of at most `width` characters at spaces.
 std::string wrap(const std::string& text, size_t width) {
   std::string out, line, word;
   std::istringstream in(text);

@@ -1,14 +1,9 @@
-// The smezo command line, built on CLI11: how a command plugs in, and the option checks that
-// --help shows.
+// The smezo command line (CLI11): how a command plugs in, and the option checks --help shows.
 //
-// A command lives in src/cli/command_<name>.cpp and exports one function (listed in
-// commands.h):
-//
-//   Command register_<name>(CLI::App& smezo);
-//
-// It adds its subcommand with add_command(), binds every option to a field of a state struct
-// it holds in a std::shared_ptr, attaches the checks below, and returns the subcommand plus a
-// `run` closure (capturing the state) that main() calls once parsing succeeded:
+// A command lives in src/cli/command_<name>.cpp and exports `Command register_<name>(CLI::App&)`
+// (listed in commands.h). It adds its subcommand with add_command(), binds every option to a
+// field of a state struct held in a std::shared_ptr, attaches the checks below, and returns the
+// subcommand plus a `run` closure (capturing the state) that main() calls after parsing:
 //
 //   Command register_hello(CLI::App& smezo) {
 //     auto s = std::make_shared<HelloState>();
@@ -18,11 +13,9 @@
 //     return {cmd, [s] { return run_hello(*s); }};
 //   }
 //
-// The option's description, its default (captured from the bound field, or default_str()
-// for one that depends on other options) and its checks' descriptions are what `smezo help
-// CMD` and `smezo CMD --help` print, so help comes from the table that parses. Errors in
-// options are one line naming the option ("--times: must be an integer >= 1, got 0"); main()
-// prints them as "smezo: error: ..." with exit code 2 (errors while running: exit code 1).
+// Help prints each option's description, default (the bound field's, or default_str()) and
+// checks: it comes from the table that parses. An option error is one line naming the option
+// ("--times: must be an integer >= 1, got 0"); main() prints it as "smezo: error: ..." (exit 2).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -52,9 +45,8 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
 // --linear-path auto|wprime|fused (train, bench --shape): how a perturbed linear runs on the GPU.
 CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path);
 
-// --adapter DIR (eval, generate, logits), bound to *adapter: a PEFT LoRA or prefix adapter folder
-// applied to the model; model_option (add_model_options' --model) then defaults to the adapter's
-// base model, which its --help says.
+// --adapter DIR (eval, generate, logits): a PEFT LoRA or prefix adapter folder applied to the
+// model; model_option (--model) then defaults to the adapter's base model, as its --help says.
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);
 
 // --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.
@@ -74,8 +66,7 @@ CLI::Validator number_where(std::function<bool(double)> ok, const std::string& d
 // One of the listed words (ignore_case: any capitalisation is accepted).
 CLI::Validator one_of(const std::vector<std::string>& choices, bool ignore_case = false);
 
-// An option whose values are the listed names of an enum's table (common/enum_names.h), bound to
-// *value: help and errors list them, and the default shown is the name of *value.
+// An option taking the names of an enum's table (common/enum_names.h); help and errors list them.
 template <typename E>
 CLI::Option* add_enum_option(CLI::App* cmd, const std::string& name, E* value, const EnumNames<E>& names,
                              const std::string& description) {

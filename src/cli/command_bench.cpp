@@ -1,16 +1,10 @@
 // smezo bench: the kernel playground on the GPU (docs/ARCHITECTURE.md, "The linear") and the
-// model-level benchmark. Both link the production ops; the code that measures lives in bench/.
-//
-//   smezo bench --kernel linear [--dtype bf16|f16] [--shapes NxK[,NxK...]] [--m 16,64,256,1024,4096]
-//               [--reps 20] [--warmup 3] [--quantile 0.75] [--json FILE]    (smezo help bench)
-//   smezo bench --shape llama-7b|mistral-7b|opt-13b|llama-30b|smollm2-135m|tiny [--batch 16]
-//               [--seq 64,160,256] [--device cpu|cuda] [--dtype ...] [--probes pair|separate|both]
-//               [--noise ...] [--reps 5] [--warmup 1] [--profile]
-//
-// Kernels: linear (bench/linear_bench.h): validates each path (the W' path and the fused
-// kernel, single probes and the probe pair, gaussian and rademacher z), then times it (events,
-// warm-up, L2 flushed, median) and prints the fused/W' crossover table last; exit code 1 when a validation failed; needs a CUDA build and a GPU (the
-// CPU-only build says so). Shapes: bench/model_bench.h, JSON lines on stdout, any backend.
+// model-level benchmark, both linking the production ops; the measuring code is in bench/.
+// Options: `smezo help bench`.
+//   --kernel linear (bench/linear_bench.h): validates each path (W' and fused; single probes and
+//     the pair; gaussian and rademacher z), times it (events, warm-up, L2 flushed, median), prints
+//     the fused/W' crossover table last; exit 1 on a failed validation; CUDA build and GPU only.
+//   --shape NAME (bench/model_bench.h): JSON lines on stdout, any backend.
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>

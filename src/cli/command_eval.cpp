@@ -1,13 +1,9 @@
-// smezo eval: accuracy of a model on a task split, zero-shot or in-context (k demonstrations
-// from the training split), by length-normalised candidate log-likelihood. The task is a
-// built-in one (--task) or your own data (--task-spec with data files, tasks/task_files.h):
-// a classification spec is scored as a built-in task is, a generation spec by greedy decoding
-// and SQuAD exact match / token F1 (train/generation_eval.h), the functions the trainer's own
-// dev/test evaluation calls, so a checkpoint measures here what its run measured. On a
-// checkpoint written by `smezo train` it takes the run's data settings (task or task spec and
-// data files) from its smezo_run.json (train/checkpoint.h) unless the command line gives
-// them, and says so. With --adapter DIR (a --tune lora or --tune prefix run's checkpoint, or
-// a PEFT folder) the adapter is applied to the base model and its folder holds those settings.
+// smezo eval: a model's accuracy on a task split (--task, or --task-spec and data files), zero-shot
+// or in-context (k demonstrations from the training split), by length-normalised candidate
+// log-likelihood, or a generation spec's SQuAD EM / token F1 after greedy decoding: the trainer's
+// own evaluation functions, so a checkpoint measures here what its run measured. The defaults are
+// a `smezo train` checkpoint's data settings (its smezo_run.json, or the --adapter folder's), and
+// it says so.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -58,8 +54,7 @@ void check_task_options(const EvalState& s) {
                 "eval: --train-file, --dev-file and --test-file go with --task-spec, not --task");
 }
 
-// A run of your own data: its spec and data files, unless the command line names the task.
-// The paths are as the run was given them (relative to where it ran).
+// A run of own data: its spec and files (as the run was given them), unless a task is named.
 std::string take_run_task_files(EvalState& s, const nlohmann::json& run) {
   if (s.task_opt->count() || !s.task_spec.empty() || !run.contains("task_spec") || !run["task_spec"].is_string() ||
       run["task_spec"].get<std::string>().empty())
@@ -120,9 +115,8 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
                  s.settings_dir.c_str(), kRunSettingsFile, taken.c_str());
 }
 
-// accuracy(), also writing every example's text, scores and prediction to s.examples_out
-// (JSONL: a header line, then one line per example), for oracles that score the same text
-// with another implementation (tools/oracles/eval_oracle.py).
+// accuracy(), also writing to s.examples_out (JSONL: a header line, then per example its text,
+// scores and prediction) for oracles that score the same text (tools/oracles/eval_oracle.py).
 double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
                                  const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s,
                                  const std::string& task) {
@@ -155,9 +149,8 @@ double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>
   return static_cast<double>(correct) / static_cast<double>(encoded.size());
 }
 
-// A generation task's exact match and F1 (evaluate_generation, as the trainer's evaluation),
-// writing each example's prompt, references, generated text and its own EM/F1 to
-// s.examples_out when it is given (JSONL: a header line, then one line per example).
+// A generation task's EM and F1 (evaluate_generation), also writing to s.examples_out if given
+// (JSONL: a header line, then per example its prompt, references, generated text, EM and F1).
 GenerationScore generation_writing_examples(Model& model, const Tokenizer& tokenizer,
                                             const std::vector<EncodedExample>& encoded,
                                             const std::vector<TaskExample>& xs, const TaskSplits& splits,

@@ -1,7 +1,6 @@
-// smezo logits: the next-token logits of every position of one token sequence, written as a
-// safetensors file with one F32 tensor "logits" (tokens, vocab) and the tokens as metadata.
-// For checking the forward pass against other implementations (tools/oracles/hf_oracle.py). With
-// --adapter DIR the logits are those of the base model with a LoRA or prefix adapter applied.
+// smezo logits: the next-token logits at every position of one token sequence, as a safetensors
+// file (one F32 tensor "logits" (tokens, vocab), the tokens as metadata), to check the forward
+// pass against other implementations (tools/oracles/hf_oracle.py). --adapter DIR applies one.
 #include <algorithm>
 #include <cerrno>
 #include <climits>

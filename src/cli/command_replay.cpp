@@ -1,7 +1,7 @@
-// smezo replay BASE SEEDLOG --out DIR: rebuilds fine-tuned weights from the base model and a
-// run's seed log (no forward passes: one update per logged step), bit-exactly, and writes
-// them as a Hugging Face checkpoint (a --tune lora or --tune prefix run: its PEFT adapter folder;
-// a prefix is first rebuilt from the model's activations of its P init tokens, one short forward).
+// smezo replay BASE SEEDLOG --out DIR: rebuilds a run's weights bit-exactly from the base model
+// and its seed log (one update per logged step, no forward pass) as a Hugging Face checkpoint
+// (--tune lora/prefix: its PEFT adapter folder; a prefix is first rebuilt from the activations
+// of its P init tokens, one short forward).
 #include <cstdio>
 #include <memory>
 
@@ -25,8 +25,7 @@ int run_replay(const ReplayState& s) {
   SeedLog log = seed_log_read(s.log_path);
   SMEZO_REQUIRE(log.header.contains("spsa"), "%s: not a smezo training log (no 'spsa' in the header)",
                 s.log_path.c_str());
-  // Replay stores weights as training did (updates round to the storage dtype); the logged
-  // device and dtype are the defaults.
+  // Updates round to the storage dtype, so the logged device and dtype are the defaults.
   const std::string logged_dtype = log.header.value("storage_dtype", std::string("F32"));
   const std::string logged_dtype_arg = logged_dtype == "BF16" ? "bf16" : logged_dtype == "F16" ? "f16" : "f32";
   const std::string device = s.device.empty() ? log.header.value("device", std::string("cpu")) : s.device;

@@ -1,6 +1,5 @@
-// smezo tokenize: the token ids a model sees for a text, on one line, comma-separated, so a
-// user can check the tokenizer (the model's own, or --tokenizer) without loading weights.
-// BOS is prepended only with --bos (and then only when the tokenizer has one).
+// smezo tokenize: a text's token ids, comma-separated on one line, to check the tokenizer (the
+// model's or --tokenizer) without loading weights. BOS only with --bos (if the tokenizer has one).
 #include <cstdio>
 #include <memory>
 #include <string>

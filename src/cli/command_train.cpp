@@ -26,9 +26,8 @@ struct TrainState {
   std::string export_data;  // --export-data DIR
 };
 
-// What to do after a write failed: the cause's own advice, then how to go on. The seed log is
-// flushed up to the failure (its last line may be cut; --resume trims it), so --resume
-// replays what was logged and carries on.
+// After a failed write: the cause's advice, then how to go on. The seed log is flushed up to the
+// failure (a cut last line is trimmed by --resume), so --resume replays it and carries on.
 std::string resume_hint(const WriteError& e, const std::string& out_dir) {
   const std::string fix = e.hint().empty() ? "fix the cause" : e.hint();
   std::error_code ec;
@@ -118,7 +117,6 @@ CLI::Option* add_ranged_option(CLI::App* cmd, const std::string& name, T& field,
   return cmd->add_option(name, field, description)->check(in_range(train_option_range(name)));
 }
 
-// The task and its sampling.
 void add_task_options(CLI::App* cmd, TrainState* s) {
   TrainOptions& o = s->o;
   s->task = cmd->add_option("--task", o.task, "the task (MeZO's templates and sampling)")
@@ -136,7 +134,6 @@ void add_task_options(CLI::App* cmd, TrainState* s) {
       ->default_str("0 = the value of --seed");
 }
 
-// The method, its probes and its step.
 void add_method_options(CLI::App* cmd, TrainOptions* o) {
   add_enum_option(cmd, "--method", &o->spsa.method, method_names(), "mezo: every entry; smezo: small-magnitude "
                   "entries of linear weights; rmezo: a fixed random mask; fzoo: FZOO's one-sided Rademacher "
@@ -167,7 +164,6 @@ void add_method_options(CLI::App* cmd, TrainOptions* o) {
       ->check(unsigned_integer());
 }
 
-// The length of the run, its batches, what it records when, and its ranks.
 void add_run_options(CLI::App* cmd, TrainOptions* o) {
   add_ranged_option(cmd, "--steps", o->steps, "training steps");
   add_ranged_option(cmd, "--batch", o->batch, "examples per step (and per evaluation forward)");
@@ -196,7 +192,6 @@ void add_run_options(CLI::App* cmd, TrainOptions* o) {
   cmd->add_flag("--skip-test", o->skip_test, "no test-set evaluation at the end");
 }
 
-// Which parameters are tuned, and how updates round.
 void add_tuning_options(CLI::App* cmd, TrainOptions* o) {
   cmd->add_flag("--freeze-embeddings", o->spsa.freeze_embeddings, "do not tune the embeddings");
   cmd->add_flag("--freeze-norms", o->spsa.freeze_norms, "do not tune the norm weights");

@@ -1,7 +1,5 @@
-// The smezo commands. Each registers its subcommand and options on the top-level app and
-// returns what to run (see cli.h for the pattern). To add a command: write
-// src/cli/command_<name>.cpp with register_<name>(), declare it here and list it in
-// kCommandRegistrars (the order is the order of `smezo help`).
+// The smezo commands (the pattern: cli.h). Each register_<name>() is declared here and listed
+// in kCommandRegistrars, whose order is the order of `smezo help`.
 #pragma once
 
 #include "cli/cli.h"

@@ -11,8 +11,7 @@ namespace smezo {
 
 namespace {
 
-// `text` with every "<assets folder>/" written "ASSETS/": the folder is found per machine and
-// working directory (common/assets.h), the page must not be.
+// `text` with "<assets folder>/" written "ASSETS/": the folder varies by machine, the page must not.
 std::string portable(std::string text) {
   const std::string dir = assets_dir() + "/";
   if (dir.size() < 2) return text;

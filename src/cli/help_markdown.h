@@ -1,9 +1,7 @@
-// `smezo help --markdown`: every command and its options as one Markdown page, from the same
-// CLI11 tables that parse them and that `smezo help COMMAND` prints (option_value_label,
-// option_help_text in cli.h). Its output is committed as docs/CLI.md, and a test
-// (tests/test_cli_help.cpp) fails when the two differ. The page depends on nothing of the
-// machine: no terminal width (lines are not wrapped) and no path of this checkout (the assets
-// folder in a default is written ASSETS).
+// `smezo help --markdown`: every command and its options as one Markdown page, from the CLI11
+// tables that parse them (option_value_label, option_help_text in cli.h). Committed as
+// docs/CLI.md; tests/test_cli_help.cpp fails when the two differ. Nothing machine-dependent:
+// lines are not wrapped and the assets folder in a default is written ASSETS.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,7 +1,6 @@
-// smezo command-line entry point: builds the CLI11 app from the commands' registrars
-// (commands.h; the pattern is in cli.h), parses, runs the chosen command, and turns every
-// error into ONE line "smezo: error: ..." on stderr: exit code 2 for a bad command line, 1 for
-// an error while running.
+// smezo command-line entry point: builds the CLI11 app from the registrars (commands.h), parses,
+// runs the chosen command, and turns every error into ONE line "smezo: error: ..." on stderr:
+// exit code 2 for a bad command line, 1 for an error while running.
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -54,8 +53,7 @@ int report_extras(const std::vector<std::string>& extras, const std::string& com
                      " (options are --name VALUE; " + see + ")");
 }
 
-// smezo help [COMMAND] [--markdown]: the command list, one command's options, or every command as
-// Markdown (docs/CLI.md).
+// smezo help [COMMAND] [--markdown]: the command list, one command's options, or all as Markdown.
 int run_help(const CLI::App& app, const std::string& topic, bool markdown) {
   if (markdown)
     std::cout << smezo::cli_markdown(app);

@@ -1,7 +1,6 @@
-// `smezo --version`: the version from include/smezo/version.h and the git commit the build
-// came from. The Makefile writes $(BUILD)/gen/smezo_git.h (SMEZO_GIT_COMMIT: the short hash,
-// "-dirty" when tracked files had changes, "" outside a git checkout) and rewrites it only
-// when it changes, so only this file recompiles.
+// `smezo --version`: include/smezo/version.h's version and the build's git commit. The Makefile
+// writes $(BUILD)/gen/smezo_git.h (SMEZO_GIT_COMMIT: the short hash, "-dirty" with tracked
+// changes, "" outside a git checkout) only when it changes, so only this file recompiles.
 #include "cli/version.h"
 #include "dist/world.h"
 #include "smezo/version.h"

@@ -33,7 +33,7 @@ std::string one_line(const std::string& text) {
   return first == std::string::npos ? "" : out.substr(first, last - first + 1);
 }
 
-// The message without the punctuation that used to lead into the hint ("...; ---> HINT").
+// The message without punctuation leading into the hint ("...; ---> HINT").
 std::string trim_message(std::string m) {
   while (!m.empty() && (m.back() == ' ' || m.back() == ';' || m.back() == ',')) m.pop_back();
   return m;
@@ -46,8 +46,7 @@ std::pair<std::string, std::string> split_hint(const std::string& text) {
   return {trim_message(flat.substr(0, at)), one_line(flat.substr(at + std::string(kHintMarker).size()))};
 }
 
-// Length of the well-formed UTF-8 sequence at s[i] (2..4), or 0 when it is not one, or
-// when it encodes a C1 control character (U+0080..U+009F), which terminals may obey.
+// Length (2..4) of the well-formed UTF-8 at s[i]; 0 if none or a C1 control (terminals obey those).
 size_t utf8_sequence_length(const std::string& s, size_t i) {
   const unsigned char b0 = static_cast<unsigned char>(s[i]);
   size_t len;

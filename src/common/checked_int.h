@@ -8,8 +8,7 @@
 
 namespace smezo {
 
-// a * b and a + b for non-negative a, b: false (and *out untouched) when the result would
-// not fit int64.
+// For non-negative a, b: false (*out untouched) when the result would not fit int64.
 inline bool checked_mul(int64_t a, int64_t b, int64_t* out) {
   if (a < 0 || b < 0) return false;
   if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) return false;

@@ -1,6 +1,5 @@
-// One name table per enum of the options (train/option_names.h lists them): the names that
-// parse, that print (help, seed-log header, summary.json) and that errors list all come from
-// the one table, in its order.
+// One name table per option enum (train/option_names.h): parsing, printing and error lists
+// all come from the one table, in its order.
 #pragma once
 
 #include <optional>
@@ -65,7 +64,7 @@ E enum_parse(const EnumNames<E>& names, const std::string& name, const char* wha
               enum_choice_list(enum_choices(names)).c_str());
 }
 
-// An error for a value the table lacks (a caller's cast int): "unknown <what> 7 (choose a, b or c)".
+// For a cast int the table lacks: "unknown <what> 7 (choose a, b or c)".
 template <typename E>
 void enum_require_known(const EnumNames<E>& names, E value, const char* what) {
   SMEZO_REQUIRE(enum_known(names, value), "unknown %s %d (choose %s)", what, static_cast<int>(value),

@@ -1,5 +1,4 @@
-// MappedFile: open + fstat + mmap(PROT_READ, MAP_PRIVATE); the descriptor is closed right
-// after mapping (the mapping stays valid).
+// MappedFile: open + fstat + mmap(PROT_READ, MAP_PRIVATE); the descriptor closes after mapping.
 #include "common/mapped_file.h"
 
 #include <fcntl.h>

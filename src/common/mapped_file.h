@@ -1,6 +1,5 @@
-// A read-only memory mapping of a whole file (RAII, movable). Checkpoint readers hand out
-// pointers into the mapping, so they keep the mapping alive through a shared_ptr
-// (WeightSource::keep_alive). An empty file maps to data() == nullptr, size() == 0.
+// A read-only memory mapping of a whole file (RAII, movable), shared so readers' pointers keep
+// it alive (WeightSource::keep_alive). An empty file maps to data() == nullptr, size() == 0.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +10,7 @@ namespace smezo {
 
 class MappedFile {
  public:
-  // Maps the whole file read-only. Throws smezo::Error naming the path and the OS reason
-  // ("cannot open <path>: No such file or directory") when it cannot.
+  // Throws smezo::Error naming the path and the OS reason.
   static std::shared_ptr<MappedFile> open(const std::string& path);
 
   MappedFile(MappedFile&& other) noexcept;
@@ -25,11 +23,9 @@ class MappedFile {
   int64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
-  // Drops the process's pages of [p, p + bytes) (a range inside the mapping, widened to whole
-  // pages) with madvise(MADV_DONTNEED), so data already consumed (uploaded to a backend) stops
-  // counting in the process's resident memory. The mapping stays valid: it is read-only and
-  // private, so a later read faults the page back in from the file (or the page cache).
-  // Ranges outside the mapping are clipped; best effort (a failing madvise changes nothing).
+  // madvise(MADV_DONTNEED) on the whole pages of [p, p + bytes) (clipped), so consumed data
+  // stops counting as resident. Still valid: a private read-only page faults back in from the
+  // file. Best effort.
   void release_pages(const void* p, int64_t bytes) const;
 
  private:

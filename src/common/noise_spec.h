@@ -1,54 +1,46 @@
 // The noise spec: the single source of truth for every random number smezo draws.
 //
 // z, the R-MeZO mask and stochastic-rounding bits are pure functions of (seed, tensor id,
-// element index, stream, noise kind). This header defines them once; the CPU reference (g++)
-// and the CUDA kernels (nvcc) both include it and must agree BIT FOR BIT (the GPU update is
-// checked against the CPU update exactly). tests/test_noise*.cpp and tests/test_noise_cuda.cu
-// pin it. Version: NOISE_SPEC_VERSION (2). Seed logs record the version and the noise kind.
+// element index, stream, noise kind). g++ and nvcc both compile this header and must agree BIT
+// FOR BIT (tests/test_noise*.cpp, tests/test_noise_cuda.cu). Seed logs record the kind and
+// NOISE_SPEC_VERSION.
 //
-// 1. Generator: Philox4x32-10 (Salmon, Moraes, Dror, Shaw, SC'11), identical to cuRAND's
-//    device function curand_Philox4x32_10(uint4 c, uint2 k) with c = {x,y,z,w} = ctr[0..3]
-//    and k = {x,y} = key[0..1]. Multipliers 0xD2511F53 (on ctr[0]), 0xCD9E8D57 (on ctr[2]),
-//    Weyl key increments 0x9E3779B9, 0xBB67AE85, 10 rounds; one round is
+// 1. Generator: Philox4x32-10 (Salmon et al., SC'11), identical to cuRAND's
+//    curand_Philox4x32_10(uint4 c, uint2 k) with c = {x,y,z,w} = ctr[0..3], k = {x,y} = key[0..1].
+//    Multipliers 0xD2511F53 (on ctr[0]), 0xCD9E8D57 (on ctr[2]), Weyl key increments
+//    0x9E3779B9, 0xBB67AE85, 10 rounds with the key bumped between rounds (9 bumps); a round is
 //      (hi0,lo0) = M0*c0, (hi1,lo1) = M1*c2  ->  c = {hi1^c1^k0, lo1, hi0^c3^k1, lo0}
-//    and the key is bumped between rounds (9 bumps). Known answers (Random123 kat_vectors):
+//    Known answers (Random123 kat_vectors):
 //      ctr 0 0 0 0, key 0 0                 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8
 //      ctr ffffffff x4, key ffffffff x2     -> 408f276d 41c83b0e a20bc7c6 6d5451fd
 //      ctr 243f6a88 85a308d3 13198a2e 03707344, key a4093822 299f31d0
 //                                           -> d16cfe09 94fdcceb 5001e420 24126ea1
-//    Ten rounds are kept in spec v2: the paper finds 7 rounds of Philox4x32 the fewest that
-//    pass BigCrush and recommends 10 as a safety margin; fewer rounds would save ~30% of the
-//    Philox share only, and give up the cuRAND identity the GPU tests check.
+//    10 rounds, not BigCrush's minimum of 7: the paper's margin and the cuRAND identity.
 //
 // 2. Mapping. key = (seed & 0xffffffff, seed >> 32); a call is identified by a 64-bit group:
 //      counter = (group & 0xffffffff, group >> 32, tensor_id, stream).
-//    Streams (NoiseStream) separate the uses: 0 = z, 1 = R-MeZO mask, 2 = stochastic rounding.
+//    Streams (NoiseStream): 0 = z, 1 = R-MeZO mask, 2 = stochastic rounding.
 //    Element i (int64, >= 0) reads:
 //      z, kind gaussian-v1:           group i / 4, word i % 4          (4 elements per call)
 //      z, kinds gaussian, rademacher: group i / 8, word (i % 8) / 2, half i % 2 (8 per call)
 //      R-MeZO mask, rounding bits:    group i / 4, word i % 4          (all versions)
 //
-// 3. Uniforms from a 32-bit word x (both exact in float, no rounding at all):
+// 3. Uniforms from a 32-bit word x (both exact in float):
 //      open uniform  u  = ((x >> 8) | 1) * 2^-24  in [2^-24, 1 - 2^-24]   (gaussian-v1)
 //      uniform01     v  =  (x >> 8)      * 2^-24  in [0, 1 - 2^-24]      (masks, rounding)
-//    The open uniform is the top 24 bits with the last forced to 1, i.e. the midpoint
-//    ((x >> 9) + 0.5) * 2^-23 of a 2^23-cell grid. (((x >> 8) + 0.5f) * 2^-24 would NOT be
-//    exact: k + 0.5 needs 25 bits for k >= 2^23, and rounds to u = 1 at the top.)
+//    u is the midpoint ((x >> 9) + 0.5) * 2^-23 of a 2^23-cell grid; ((x >> 8) + 0.5f) * 2^-24
+//    would NOT be exact (25 bits for k >= 2^23; rounds to u = 1 at the top).
 //
-// 4. gaussian-v1 (spec v1, frozen: old runs replay with it). Lanes (0,1) and lanes (2,3) each
-//    make a Box-Muller pair: from words (xa, xb),
-//      r = sqrt(-2 ln ua),  n_a = r * cos(2 pi ub),  n_b = r * sin(2 pi ub),
-//    so one Philox call gives 4 standard normals (noise_normal4); |z| <= sqrt(48 ln 2) = 5.77.
+// 4. gaussian-v1 (spec v1, frozen: old runs replay with it). Words (0,1) and (2,3) each make a
+//    Box-Muller pair (xa, xb): r = sqrt(-2 ln ua), n_a = r cos(2 pi ub), n_b = r sin(2 pi ub);
+//    4 normals per call (noise_normal4), |z| <= sqrt(48 ln 2) = 5.77.
 //
-// 5. Arithmetic. Only IEEE-754 binary32 operations that are correctly rounded (round to
-//    nearest even) on both compilers are used: +, -, *, /, sqrt, fused multiply-add, plus
-//    exact integer/bit operations. libm/CUDA logf, sinf, cosf are NOT used (they differ).
-//    Every operation is spelled with fp_add/fp_sub/fp_mul/fp_div/fp_sqrt/fp_fma (macros
-//    SMZ_ADD ... SMZ_FMA): on the device they are __fadd_rn, __fmul_rn, ..., __fmaf_rn, so
-//    nvcc can neither contract a*b+c into an FMA nor apply -use_fast_math to them; on the
-//    host they are plain operators (the Makefile builds with -ffp-contract=off, SSE math)
-//    and std::fma(float), which is correctly rounded (a libm call unless the caller is
-//    compiled for FMA hardware, see src/cpu/optimizer.cpp: same bits either way).
+// 5. Arithmetic. Only correctly rounded (nearest even) binary32 +, -, *, /, sqrt, fma and exact
+//    integer/bit operations; never libm/CUDA logf, sinf, cosf (they differ). Each is spelled
+//    fp_add ... fp_fma (macros SMZ_ADD ... SMZ_FMA): __fadd_rn ... __fmaf_rn on the device, so
+//    nvcc can neither contract a*b+c nor apply -use_fast_math; plain operators on the host
+//    (the Makefile builds with -ffp-contract=off, SSE math) and std::fma(float), correctly
+//    rounded with or without FMA hardware (see src/cpu/optimizer.cpp).
 //    gaussian-v1's elementary functions:
 //    ln u  (noise_log): u = 2^e * m with m in [sqrt(1/2), sqrt(2)) (exact bit split),
 //          f = m - 1 (exact), s = f/(2+f), w = s*s, ln m = 2 atanh(s) = 2s + s*R with
@@ -57,80 +49,58 @@
 //          (e*ln2_hi exact), ln2_lo = float(ln2 - 355/512). The exact f carries the value.
 //    sin/cos(2 pi u) (noise_sincos_2pi): u = j * 2^-24 with integer j, reduced EXACTLY in
 //          integers: q = round(j / 2^22) (quadrant), f = (j - q*2^22) * 2^-22 in [-1/2, 1/2],
-//          angle = q*pi/2 + (pi/2)*f; sin((pi/2) f) = f*S(f^2) (Taylor to f^9),
-//          cos((pi/2) f) = C(f^2) (Taylor to f^10), coefficients rounded to float; then the
-//          quadrant swaps/negates (exact).
-//    Measured (tests/test_noise.cpp, against double std::log/sin/cos over every input the
-//          spec can produce): noise_log max 0.84 ulp (relative 8.0e-8); sin/cos(2 pi u) max
-//          abs error 8.8e-8; normals max abs error 6.8e-7 over 2e6 random pairs plus the
-//          extremes (tested bound 2e-6).
-//    Do not build device code with -use_fast_math / -ftz=true: flushing subnormal inputs
+//          angle = q*pi/2 + (pi/2)*f; sin((pi/2) f) = f*S(f^2) (Taylor to f^9), cos((pi/2) f)
+//          = C(f^2) (Taylor to f^10), float coefficients; the quadrant swaps/negates (exact).
+//    Errors vs double (tests/test_noise.cpp): log <= 0.84 ulp, sin/cos <= 8.8e-8 abs,
+//          normals <= 6.8e-7 abs (tested bound 2e-6).
+//    Never build device code with -use_fast_math / -ftz=true: flushing subnormal inputs
 //    (e.g. a subnormal weight in perturbed_value) would break bit-equality with the host.
 //
-// 6. Masks (mask_keep): MASK_DENSE -> keep; MASK_MAGNITUDE -> |w| <= threshold (from the
-//    current w; NaN is never kept); MASK_RANDOM -> uniform01 of lane i%4 of
-//    Philox(key = mask_seed, counter = (group lo, group hi, tensor_id, NOISE_STREAM_RMEZO_MASK))
-//    is < keep_prob (keep_prob 1 keeps all, 0 keeps none).
+// 6. Masks (mask_keep): MASK_DENSE -> keep; MASK_MAGNITUDE -> |w| <= threshold (current w;
+//    NaN never kept); MASK_RANDOM -> uniform01 of word i%4 of Philox(key = mask_seed,
+//    counter = (group lo, group hi, tensor_id, NOISE_STREAM_RMEZO_MASK)) < keep_prob.
 //
-// 7. Element rules (one rounding each, fma): perturbed w' = keep ? fma(scale, z, w) : w with
+// 7. Element rules (one rounding each): perturbed w' = keep ? fma(scale, z, w) : w with
 //    scale = float(sigma * eps); update w_new = keep ? fma(-coef, z, w) : w with
 //    coef = float(lr * g) computed once by the caller.
 //
-// 8. Noise kinds (smezo/noise.h) and the one dispatch every reader of z uses:
-//      noise_z8(kind, seed, tensor_id, group8, z[8])  z of elements 8*group8 .. 8*group8+7
-//      noise_z(kind, seed, tensor_id, index)          z of one element (computes its pair)
-//    A run uses one kind for every tensor, probe and update; the kind reaches the readers of a
-//    parameter through ParamInfo::noise (set by SpsaOptimizer beside the mask) and, on the GPU,
-//    ProbeArgs::noise / the update's params. Kinds: gaussian-v1 (spec 1, section 4), gaussian
-//    (spec 2, section 9, the default of new runs), rademacher (spec 2, section 10).
+// 8. Dispatch: every reader of z calls noise_z8 (8 elements) or noise_z (one). A run uses one
+//    kind (smezo/noise.h: gaussian-v1, gaussian (default), rademacher) for every tensor, probe
+//    and update, passed in ParamInfo::noise (set by SpsaOptimizer) or, on the GPU,
+//    ProbeArgs::noise and the update's params.
 //
-// 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one
-//    Box-Muller pair at 16-bit resolution per half, evaluated with additions, multiplications
-//    and FMAs only (no division, square root, int->float conversion or table: on the GPU those
-//    run on the 16/clk/SM special-function and conversion units, or as divergent gathers).
+// 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one Box-Muller
+//    pair at 16-bit resolution per half, from adds, multiplies and FMAs only (no division,
+//    sqrt, int->float conversion or table: the GPU runs those on slow SFU/conversion units or
+//    as divergent gathers).
 //      radius:  a = x >> 16, u = (a + 1/2) 2^-16 in [2^-17, 1 - 2^-17] (exact: the float
 //               1.aaaa...a1 minus 1), r = sqrt(-2 ln u), |r| <= sqrt(34 ln 2) = 4.85.
 //               -2 ln u = e*(-2 ln 2) + f*P(f) with u = 2^e (1 + f), 1 + f in
-//               [sqrt(1/2), sqrt(2)) (exact bit split; e turned into a float by the
-//               2^23-magic, exact), P a degree-5 relative-minimax fit of -2 ln(1+f)/f
-//               (7.4e-6). sqrt(X) = X * rsqrt(X), rsqrt from the bit-pattern estimate
-//               0x5f3759df - (bits >> 1) (relative error < 3.5e-2) and two Newton steps
-//               y <- y (3/2 - X/2 y^2) (error < 1.8e-3, then < 4.7e-6).
+//               [sqrt(1/2), sqrt(2)) (exact bit split; e made a float by the 2^23-magic,
+//               exact), P a degree-5 relative-minimax fit of -2 ln(1+f)/f (7.4e-6).
+//               sqrt(X) = X * rsqrt(X), rsqrt from the estimate 0x5f3759df - (bits >> 1)
+//               (< 3.5e-2) and two Newton steps y <- y (3/2 - X/2 y^2) (< 1.8e-3, < 4.7e-6).
 //      angle:   the low 16 bits: bit 15 = sign of the first normal, bit 14 = sign of the
 //               second, k = x & 0x3fff picks alpha = (k + 1/2) (pi/2) 2^-14 in (0, pi/2):
 //               with c = (k + 1/2) 2^-14 - 1/2 (exact, |c| < 1/2) and alpha = pi/4 + c pi/2,
 //               cos alpha = C - S, sin alpha = C + S where C = cos(c pi/2)/sqrt2 (degree 3
 //               in c^2, 2e-8) and S = sin(c pi/2)/sqrt2 (c times degree 2 in c^2, 4e-7).
-//               The two sign bits reflect alpha into all four quadrants: the angle is the
-//               midpoint of one of 2^16 equal cells of the circle.
+//               The sign bits make the angle the midpoint of one of 2^16 cells of the circle.
 //      pair:    element 2l of the group = ±r cos alpha, element 2l+1 = ±r sin alpha (word l).
-//    Why this and not: an inverse CDF per 16-bit half needs a log and a polynomial for EVERY
-//    normal (here one log and one sqrt serve two), and one polynomial over the whole range
-//    needs degree ~18 (erfinv's singularities sit close to the interval) or branches that
-//    diverge within a warp; a table plus interpolation turns into divergent gathers (constant
-//    memory serialises distinct addresses; shared memory has ~3-way bank conflicts and every
-//    kernel would have to stage the table), which cost more than the arithmetic. 16 bits per
-//    normal keep the tails to |z| <= 4.85 (P(|Z| > 4.85) = 1.2e-6), which moves E[z^4] by
-//    2e-4; 12 bits would cut them at 3.5 and E[z^4] by 0.09.
-//    Cost per normal, counted (nvcc 13.0 -O3 sm_90a SASS, cuobjdump, main path of a kernel
-//    making one group of 8 per thread): gaussian-v1 513 instructions per 8 normals (64 per
-//    normal: 1/4 Philox + a division, a square root, 3 int->float conversions, the sincos, with
-//    8 MUFU, 12 I2FP, 4 FCHK and 24 branches of the correctly rounded div/sqrt), gaussian 262
-//    (33: 7.5 Philox + 24 transform + overhead; no MUFU, conversion or branch), rademacher 97
-//    (12). x86-64 (callgrind, one core, FMA): noise_z8 alone 93 -> 42 instructions per normal.
-//    Accuracy (tests/test_noise_v2.cpp, every radius and every angle against double):
-//    |r - r_exact| / r < 8.3e-6, direction < 4.9e-7, so |z - z_exact| < 2.5e-5 (|z| < 4.85):
-//    far below bf16 (2^-9 relative) and what a perturbation eps*z needs in fp32. The
-//    distribution is the 2^16 x 2^14 x 4 midpoint grid of (radius quantile, angle, signs);
-//    exactly (all cells counted): variance 0.999991, E[z^4] 2.99977, Kolmogorov-Smirnov
-//    distance to N(0,1) 6e-7 at 401 points (bound from the grid: 2^-16 + 0.4 * 2.5e-5).
+//    Why: an inverse CDF needs a log and a polynomial per normal (here one log and one sqrt
+//    serve two), a single polynomial needs degree ~18 or warp-divergent branches, and a table
+//    means divergent gathers, costlier than the arithmetic. 16 bits cut the tails at 4.85
+//    (P(|Z| > 4.85) = 1.2e-6; E[z^4] moves 2e-4; 12 bits would cut at 3.5, E[z^4] by 0.09).
+//    Cost per normal (sm_90a SASS): gaussian-v1 64 instructions, gaussian 33, rademacher 12.
+//    Accuracy vs double (tests/test_noise_v2.cpp): radius < 8.3e-6 relative, direction
+//    < 4.9e-7, so |z - z_exact| < 2.5e-5, far below bf16 (2^-9). Over the exact grid: variance
+//    0.999991, E[z^4] 2.99977, Kolmogorov-Smirnov distance to N(0,1) 6e-7.
 //
 // 10. rademacher (spec v2): z = -1 if the top bit of the element's 16-bit half is set
 //    (bit 31 of word (i%8)/2 for even i, bit 15 for odd i), else +1; same key, counter and
-//    stream as the Gaussian kinds. An ALTERNATIVE to them (a run uses one), not another draw.
+//    stream as the Gaussian kinds, as an ALTERNATIVE to them, not another draw.
 //
-// 11. Stochastic rounding of updated weights to bf16 (an option of the update): see
-//    bf16_round_stochastic below; its bits are the top halves of the rounding stream's words.
+// 11. Stochastic rounding to bf16 (an option of the update): bf16_round_stochastic below.
 //
 // Host (g++) and device (nvcc) compile the same code: no <string>, no exceptions here.
 #pragma once
@@ -165,9 +135,8 @@ enum NoiseStream {
   NOISE_STREAM_ROUNDING = 2,    // stochastic rounding bits of the update
 };
 
-// The version of this spec that new seed logs record; a log naming a newer one is refused.
-// 1: gaussian-v1 only (logs without a version). 2: adds gaussian (the new default) and
-// rademacher; masks, rounding and gaussian-v1 are unchanged.
+// Recorded by new seed logs; a log naming a newer one is refused. 1: gaussian-v1 only (logs
+// without a version). 2: adds gaussian and rademacher; masks, rounding, gaussian-v1 unchanged.
 constexpr int NOISE_SPEC_VERSION = 2;
 
 constexpr uint32_t PHILOX_M0 = 0xD2511F53u;
@@ -322,9 +291,7 @@ SMEZO_HD float noise_log(float u) {
   const float f = fp_sub(m, 1.0f);              // exact (Sterbenz); ln m = ln(1 + f)
   const float s = fp_div(f, fp_add(m, 1.0f));   // s = f / (2 + f), |s| <= 0.1716
   const float w = fp_mul(s, s);
-  // 2 atanh(s) = 2s + s*R with R = w*(2/3 + 2w/5 + 2w^2/7 + 2w^3/9); and 2s = f - hfsq + s*hfsq
-  // (hfsq = f^2/2), so ln m = f - (hfsq - s*(hfsq + R)): the exact f carries the result and
-  // the rounding errors stay in the small bracket.
+  // ln m = f - (hfsq - s*(hfsq + R)), hfsq = f^2/2: rounding errors stay in the small bracket.
   float r = 0x1.c71c72p-3f;                     // 2/9
   r = fp_fma(r, w, 0x1.24924ap-2f);             // 2/7
   r = fp_fma(r, w, 0x1.99999ap-2f);             // 2/5
@@ -332,7 +299,6 @@ SMEZO_HD float noise_log(float u) {
   r = fp_mul(r, w);
   const float hfsq = fp_mul(fp_mul(0.5f, f), f);
   const float ef = static_cast<float>(e);       // exact
-  // ln u = e*ln2_hi - ((hfsq - (s*(hfsq + R) + e*ln2_lo)) - f)
   const float t = fp_fma(s, fp_add(hfsq, r), fp_mul(ef, -0x1.bd0106p-13f));  // ln2_lo
   const float inner = fp_sub(fp_sub(hfsq, t), f);
   return fp_fma(ef, 0x1.63p-1f, -inner);        // ln2_hi = 355/512: e*ln2_hi is exact
@@ -412,15 +378,14 @@ SMEZO_HD float noise_uniform01(uint64_t seed, uint32_t tensor_id, int64_t index,
 
 // r = sqrt(-2 ln u) for u = ((x >> 16) + 1/2) * 2^-16, in [0.0039, 4.85].
 SMEZO_HD float noise_v2_radius(uint32_t x) {
-  // 1 + u is the float 1.aaaaaaaaaaaaaaaa1 (the 16 bits a = x >> 16, then a 1): exact.
+  // 1 + u is the float 1.aaaaaaaaaaaaaaaa1 (a = x >> 16, then a 1).
   const float u = fp_sub(fp_from_bits(0x3f800040u | ((x >> 9) & 0x007fff80u)), 1.0f);
-  // u = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)): adding 0x3f800000 - 0x3f3504f3 to the
-  // bits carries into the exponent field exactly when the mantissa is >= sqrt(2)'s.
+  // Adding 0x3f800000 - 0x3f3504f3 carries into the exponent exactly when mantissa >= sqrt(2)'s.
   const uint32_t ix = fp_bits(u) + (0x3f800000u - 0x3f3504f3u);
   const float f = fp_sub(fp_from_bits((ix & 0x007fffffu) + 0x3f3504f3u), 1.0f);  // exact
   // e = (ix >> 23) - 127 in [-17, 0] as a float: 2^23 + (ix >> 23), minus 2^23 + 127. Exact.
   const float e = fp_sub(fp_from_bits(0x4b000000u | (ix >> 23)), 8388735.0f);
-  // -2 ln(1 + f) = f * P(f), P a relative-minimax degree-5 fit of -2 ln(1+f)/f (7.4e-6).
+  // -2 ln(1 + f) = f * P(f).
   float p = 0x1.24b3a2p-2f;
   p = fp_fma(p, f, -0x1.c3b4a2p-2f);
   p = fp_fma(p, f, 0x1.042126p-1f);
@@ -428,7 +393,6 @@ SMEZO_HD float noise_v2_radius(uint32_t x) {
   p = fp_fma(p, f, 0x1.ffe65cp-1f);
   p = fp_fma(p, f, -0x1.00004cp+1f);
   const float x2 = fp_fma(e, -0x1.62e430p+0f, fp_mul(f, p));  // -2 ln u = e (-2 ln 2) + f P(f)
-  // sqrt(x2) = x2 * rsqrt(x2): bit-pattern estimate, then two Newton steps.
   const float half = fp_mul(0.5f, x2);
   float y = fp_from_bits(0x5f3759dfu - (fp_bits(x2) >> 1));
   y = fp_mul(y, fp_fma(-half, fp_mul(y, y), 1.5f));
@@ -441,7 +405,7 @@ SMEZO_HD void noise_v2_direction(uint32_t x, float* cos_out, float* sin_out) {
   // 1.kkkkkkkkkkkkkk1 (14 bits of k, then a 1) minus 3/2: c = (k + 1/2) 2^-14 - 1/2, exact.
   const float c = fp_sub(fp_from_bits(0x3f800100u | ((x << 9) & 0x007ffe00u)), 1.5f);
   const float w = fp_mul(c, c);
-  // S = sin(c pi/2) / sqrt2 = c * (degree 2 in w), C = cos(c pi/2) / sqrt2 (degree 3 in w).
+  // S = sin(c pi/2) / sqrt2, C (k here) = cos(c pi/2) / sqrt2.
   float s = 0x1.c1e5cap-5f;
   s = fp_fma(s, w, -0x1.d38ba0p-2f);
   s = fp_fma(s, w, 0x1.1c57d4p+0f);
@@ -454,8 +418,7 @@ SMEZO_HD void noise_v2_direction(uint32_t x, float* cos_out, float* sin_out) {
   *sin_out = fp_add(k, s);
 }
 
-// The Box-Muller pair of one word: *n_a = ±r cos alpha (sign: bit 15), *n_b = ±r sin alpha
-// (sign: bit 14).
+// *n_a = ±r cos alpha (sign: bit 15), *n_b = ±r sin alpha (sign: bit 14).
 SMEZO_HD void noise_v2_pair(uint32_t x, float* n_a, float* n_b) {
   const float r = noise_v2_radius(x);
   float ca, sa;
@@ -556,12 +519,10 @@ SMEZO_HD float updated_value(float w, float z, float coef, bool keep) {
   return keep ? fp_fma(-coef, z, w) : w;
 }
 
-// ---- Stochastic rounding of updated weights to bf16 storage (an option of the update).
-// The 16 random bits of element `index` are the top half of lane index % 4 of
-// Philox(key = step seed, counter = (index / 4, tensor_id, NOISE_STREAM_ROUNDING)).
-// bf16 keeps the top 16 bits of a float: adding r (uniform in [0, 2^16)) to the 16 dropped
-// bits and truncating rounds the magnitude up with probability (dropped bits) / 2^16, so the
-// stored value equals x in expectation; infinities and NaN are kept (NaN stays quiet).
+// ---- Stochastic rounding of updated weights to bf16 (an option of the update).
+// Bits of element i: top half of word i % 4 of Philox(key = step seed, group i / 4, stream 2).
+// Adding r in [0, 2^16) to the 16 dropped bits and truncating rounds the magnitude up with
+// probability (dropped bits) / 2^16: exact in expectation. Inf and NaN kept (NaN stays quiet).
 SMEZO_HD uint32_t noise_rounding_bits(uint64_t seed, uint32_t tensor_id, int64_t index) {
   uint32_t x[4];
   noise_philox4(seed, tensor_id, index >> 2, NOISE_STREAM_ROUNDING, x);

@@ -1,5 +1,4 @@
-// Wall-clock time for what smezo reports (start-up phases, steps/s, a command's seconds): the
-// steady clock, in seconds, written once.
+// Wall-clock seconds for what smezo reports, from the steady clock.
 #pragma once
 
 #include <chrono>
@@ -8,12 +7,10 @@ namespace smezo {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Seconds from t until now.
 inline double seconds_since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
-// Started when made; seconds() since then.
 class Stopwatch {
  public:
   double seconds() const { return seconds_since(start_); }

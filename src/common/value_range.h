@@ -1,6 +1,5 @@
-// The allowed values of a numeric option, said once: the library checks its options against
-// these ranges (check_option_rules) and the command line states and checks the same ones
-// (src/cli/cli.h in_range), so `--help`, a bad command line and a bad API call agree.
+// A numeric option's allowed values, said once for the library (check_option_rules) and the
+// command line (src/cli/cli.h in_range), so `--help`, the CLI and the API agree.
 #pragma once
 
 #include <cmath>
@@ -32,8 +31,7 @@ struct OptionRule {
   double (*value)(const Options&);
 };
 
-// Throws smezo::Error for a value outside its range, naming the option ("--batch must be an
-// integer >= 1, got 0").
+// Throws "--batch must be an integer >= 1, got 0".
 void require_in_range(const char* option, const ValueRange& range, double value);
 
 template <typename Options>

@@ -1,9 +1,6 @@
 // CPU reference: causal grouped-query attention (optional sliding window), one query row at a
-// time: scores, softmax, weighted sum of values. Rotary embeddings are their own op (rope.cpp).
-//
-// Threads: attention splits (sequence, head) pairs; every output is computed by one thread in
-// a fixed order, so results do not depend on the thread count, and a query row's result
-// depends only on its own sequence's keys and values.
+// time. Threads split (sequence, head) pairs; each output is computed by one thread in a fixed
+// order, from its own sequence's keys and values only.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -25,9 +22,8 @@ f32x4 load4(const float* p) {
 }
 void store4(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
 
-// a · b over n elements with eight partial sums (lane j takes the elements d ≡ j mod 8, in
-// order) added in a fixed tree at the end: a fixed order that stays in vector registers,
-// several times faster than one running sum.
+// a · b with eight partial sums (lane j: elements d ≡ j mod 8, in order) added in a fixed tree:
+// a fixed order in vector registers, several times faster than one running sum.
 float dot(const float* a, const float* b, int64_t n) {
   f32x4 lo = {0.0f, 0.0f, 0.0f, 0.0f}, hi = lo;
   int64_t d = 0;

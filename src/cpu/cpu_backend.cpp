@@ -1,6 +1,4 @@
-// The CPU backend's memory: fp32 host blocks owned by the backend, upload and download of fp32
-// buffers. The CUDA twin: cuda/cuda_backend.cu. Weight upload from a model file's bytes and
-// the free-memory query: upload_stored.cpp.
+// The CPU backend's memory: fp32 host blocks owned by the backend, upload and download.
 #include <cstring>
 
 #include "common/check.h"

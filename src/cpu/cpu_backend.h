@@ -1,22 +1,16 @@
-// The CPU reference backend: fp32 storage. It runs the whole program (forward, noise, masks,
-// updates) without a GPU and is the reference every CUDA op is tested against. The linear
-// goes through OpenBLAS (linear.cpp, cpu_gemm.cpp; its plain-loop definition is
-// cpu_linear_reference); the other ops are readable loops, parallel over rows, sequences or
-// heads with OpenMP where it pays. Every op gives bit-identical results for any OpenMP thread
-// count, and a token row's results never depend on the other rows in the call.
-// One op family per file, named as its CUDA twin in cuda/ (<op>.cpp <-> <op>.cu):
+// The CPU reference backend, fp32 storage: it runs the whole program without a GPU and is the
+// reference every CUDA op is tested against. The linear goes through OpenBLAS; the other ops
+// are readable loops, OpenMP where it pays. Every op gives bit-identical results for any thread
+// count, and a token row's results never depend on the other rows in the call. Files:
 //   cpu_backend.cpp     memory: alloc, upload, download          (cuda_backend.cu)
 //   upload_stored.cpp   upload_stored, free_memory_bytes         (upload_stored.cu)
 //   embedding_norm.cpp  embedding, add_position_embedding, norm  (embedding_norm.cu)
-//   linear.cpp          linear (OpenBLAS; cpu_gemm.cpp: its row-independent sgemm schemes),
-//                       cpu_linear_reference, cpu_linear_path    (linear.cu)
+//   linear.cpp          linear, cpu_linear_reference (cpu_gemm.cpp: sgemm schemes) (linear.cu)
 //   rope.cpp            rope                                     (rope.cu)
 //   attention.cpp       causal GQA attention (sliding window)    (attention.cu)
 //   elementwise.cpp     swiglu, relu, add, add_scaled, gather_rows, copy_rows (elementwise.cu)
-//   optimizer.cpp       cpu_read_param(_pair): parameters under a probe; update, abs_quantile
-//                                                                (optimizer.cu)
-//     noise_path.h      its noise loops, one build per instruction set (noise_range_scalar.cpp,
-//                       noise_range_avx2.cpp, noise_range_avx512.cpp; noise_path.cpp picks)
+//   optimizer.cpp       cpu_read_param(_pair), update, abs_quantile  (optimizer.cu)
+//     noise_path.h      its noise loops, one build per instruction set (noise_range_*.cpp)
 #pragma once
 
 #include <memory>
@@ -67,17 +61,15 @@ class CpuBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
-  // Profiling (`smezo bench --shape ... --profile`, bench/timing_backend.h): while set, linear
-  // adds here the wall milliseconds it spends forming perturbed weight rows (the noise; the
-  // reference loops' noise is not split out). nullptr, the default, costs a branch per group.
+  // --profile: while set, linear adds here the wall ms it spends forming perturbed weight rows
+  // (not in the reference loops). nullptr, the default, costs a branch per group.
   void set_linear_noise_timer(double* ms) { linear_noise_ms_ = ms; }
 
  private:
   std::vector<std::unique_ptr<float[]>> blocks_;
   int64_t bytes_ = 0;
-  // linear workspaces, reused between calls: the input rows laid out for sgemm (activation
-  // sized) and one group of perturbed weight rows (linear.cpp's kGroupRows rows)
-  // (index 1: the second half of a probe pair)
+  // linear's reused workspaces: input rows packed for sgemm and one group of perturbed weight
+  // rows (kGroupRows); index 1 is a probe pair's second half
   GemmPanel linear_rows_[2];
   std::vector<float> linear_weights_[2];
   double* linear_noise_ms_ = nullptr;
@@ -86,8 +78,7 @@ class CpuBackend : public Backend {
 // Effective values of elements [start, start + count) of a parameter under a probe:
 // w + scale * m(w) * z (src/common/noise_spec.h), or w itself when unperturbed.
 void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out);
-// Both halves of a probe pair from one noise generation: out_plus as cpu_read_param under
-// half_probe(pair, +1), out_minus under half_probe(pair, -1), bit for bit.
+// Both halves of a pair from one noise generation, bit for bit cpu_read_param of each half.
 void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
                          float* out_minus);
 
@@ -96,16 +87,12 @@ void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64
 void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weight,
                           const Param* bias, const Probe& probe);
 
-// Whether an op of about this many CPU cycles of work is worth an OpenMP team. A parallel
-// region costs microseconds to fork and join (more with smezo's passive wait policy, whose
-// idle threads sleep: cpu_threads.h; with libgomp's own default they spin for milliseconds,
-// which on a busy machine takes CPU from the thread doing the work). So ops of less than
-// ~1.5 ms (stories260K's, and small ones of any model) stay on one thread. Parallel or not,
-// an op computes the same bits.
+// Whether an op of about this many cycles is worth an OpenMP team: a region costs microseconds
+// to fork and join (more with the passive wait policy, cpu_threads.h), so ops under ~1.5 ms
+// stay on one thread. Parallel or not, an op computes the same bits.
 inline bool cpu_parallel_worth(int64_t cycles) { return cycles >= (int64_t{1} << 22); }
 
-// How CpuBackend::linear computes with a weight of N rows and K columns on this machine: the
-// name of the sgemm row scheme it uses ("guarded", "fixed16"; cpu_gemm.h) or "reference".
+// The sgemm row scheme CpuBackend::linear uses for an (N, K) weight here, or "reference".
 const char* cpu_linear_path(int64_t N, int64_t K);
 
 }  // namespace smezo

@@ -1,39 +1,18 @@
 // Row-independent sgemm calls for the CPU linear (see cpu_gemm.h).
 //
-// Why plain sgemm is not enough. The CPU backend promises that a token row's output does not
-// depend on which other rows share the call (shared-prefix scoring and packed batches are
-// checked bit for bit against separate runs, and data-parallel ranks must reproduce one
-// process). OpenBLAS does not keep that promise: its kernels sum a dot product in different
-// orders in different tiles. Measured with OpenBLAS 0.3.21 on Zen (kernel
-// sgemm_kernel_8x4_haswell_2.c, also used on Haswell): computing the rows of a 576x576 product
-// in calls of M = 1..1024 rows at offsets 0/1/5/13, 87 of 92 (M, offset) cases changed some
-// row's bits. Reading the kernel says why: in a 12-column panel it keeps one accumulator per
-// output and adds the k terms in order, except in the first 8 rows of the left 6 columns and
-// the last 8 rows of one half, which keep two (even and odd k) added at the end; 4-column
-// panels use two accumulators in full 8-row tiles and one in leftover rows. Which tile a row
-// lands in depends on its place in the call and on the call's row count (and, with OpenBLAS
-// threads, on how the call was split between them).
+// Why plain sgemm is not enough: the CPU backend promises that a token row's output does not
+// depend on the other rows of its call (packed batches, shared-prefix scoring and data-parallel
+// ranks are checked bit for bit). OpenBLAS's kernels (0.3.21, sgemm_kernel_8x4_haswell on Zen
+// and Haswell) keep two accumulators (even and odd k) in some 8-row tiles and one elsewhere,
+// and which tile a row lands in depends on its place in the call and the call's row count.
 //
-// The schemes. Token rows go on sgemm's M side (the weight block on its N side, so a weight
-// row's column always lands in the same kind of tile: the block layout depends only on the
-// layer's N). Then:
-// - "guarded": calls of at most 8 + 304 + 8 = 320 rows (320 = OpenBLAS's GEMM_P on Zen and
-//   Haswell, so the kernel sees the whole call in one pass), real rows padded with zero rows
-//   to a multiple of 8 (no leftover rows) and framed by 8 zero rows on each side (the special
-//   first and last 8-row tiles hold only zeros). Every real row then gets, per column, the
-//   same summation order at every place in every call. Costs 16 zero rows per 304 real ones
-//   and packs W once per 304 rows: about plain sgemm speed.
-// - "fixed16": every call has exactly 16 rows (padded with zero rows): one code path for all
-//   calls, and a 16-row tile treats its rows alike. W is re-packed every 16 rows: ~2x slower.
-// Neither is promised by OpenBLAS, so neither is trusted blindly: gemm_scheme_rows_independent
-// measures each (scheme, block shape) on this machine before the linear uses it, and a shape
-// no scheme passes runs the plain reference loops (one line on stderr says so).
-//
-// Threads. Every sgemm call runs on one thread (gemm_rows sets its task's OpenMP thread count
-// to 1 around the call; OpenBLAS's OpenMP build would otherwise split a call made outside a
-// parallel region, and its split changes the tiles). The linear runs many calls in parallel
-// itself, each computed the same way whichever thread runs it, so results are bit-identical
-// for any thread count.
+// The schemes put token rows on sgemm's M side (the weight block on N):
+// - "guarded": calls of at most 8 + 304 + 8 = 320 rows (OpenBLAS's GEMM_P on Zen and Haswell:
+//   one pass), real rows zero-padded to a multiple of 8 and framed by 8 zero rows on each side,
+//   so the special first and last 8-row tiles hold only zeros. About plain sgemm speed.
+// - "fixed16": every call exactly 16 rows, zero-padded; W re-packed every 16 rows: ~2x slower.
+// OpenBLAS promises neither, so gemm_scheme_rows_independent measures each shape here first.
+// Every sgemm call runs on one thread (an OpenBLAS split changes the tiles).
 #include "cpu/cpu_gemm.h"
 
 #include <cblas.h>
@@ -129,10 +108,8 @@ void gemm_rows(const GemmRowScheme& s, const GemmPanel& panel, int64_t chunk, co
                int64_t ldw, int64_t nb, float* tile, float* y, int64_t ldy, const float* bias) {
   const GemmPanel::Chunk& c = panel.chunks[chunk];
   const int64_t K = panel.K, m = c.call_rows;
-  // tile(m, nb) column-major = panel rows (m, K) · w(nb, K)ᵀ: row-major panel rows are a
-  // column-major (K, m) matrix, hence the transpose on A. OpenBLAS's OpenMP build splits a
-  // call over omp_get_max_threads() threads unless it runs inside an active parallel region;
-  // this task's thread count is 1 for the call, so every call runs on one thread, everywhere.
+  // tile(m, nb) column-major = panel rows (m, K) · w(nb, K)ᵀ (the row-major panel is a
+  // column-major (K, m) matrix: transpose A). Thread count 1, or OpenBLAS splits the call.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)nb, (int)K, 1.0f,

@@ -1,8 +1,6 @@
-// Row-independent products through OpenBLAS for the CPU linear: y rows = x rows · Wᵀ, where
-// every output row is a function of its own input row and W alone, never of how many other
-// rows share the sgemm call or where the row sits among them. Plain sgemm does not promise
-// that (cpu_gemm.cpp's top comment says why and how the row schemes below get it).
-//
+// Row-independent products through OpenBLAS for the CPU linear: each output row of x · Wᵀ
+// depends on its own input row and W alone, never on the other rows of the sgemm call
+// (cpu_gemm.cpp says why plain sgemm does not promise that).
 //   GemmPanel panel;
 //   gemm_pack_rows(scheme, x, M, K, &panel);              // once per linear call
 //   gemm_rows(scheme, panel, chunk, w, nb, tile, y, N, b); // per (weight block, row chunk)
@@ -52,15 +50,13 @@ void gemm_rows(const GemmRowScheme& scheme, const GemmPanel& panel, int64_t chun
                const float* w, int64_t ldw, int64_t nb, float* tile, float* y, int64_t ldy,
                const float* bias);
 
-// Whether scheme keeps rows independent for weight blocks of nb rows and K columns with this
-// machine's OpenBLAS. Measured once per (scheme, nb, K) and cached: random rows computed
-// alone, and at the first, middle and last places of calls of several sizes, must agree bit
-// for bit. Thread-safe.
+// Whether scheme keeps rows independent for (nb, K) weight blocks with this machine's OpenBLAS:
+// measured once and cached (rows alone and at several places of calls must agree bit for bit).
+// Thread-safe.
 bool gemm_scheme_rows_independent(const GemmRowScheme& scheme, int64_t nb, int64_t K);
 
-// The first scheme that keeps rows independent for every block size in nbs with K columns,
-// or nullptr when none does (the caller then uses plain loops). The first time a shape has no
-// scheme, one line on stderr says so.
+// The first scheme that keeps rows independent for every block size in nbs, or nullptr (the
+// caller then uses plain loops; one stderr line the first time).
 const GemmRowScheme* gemm_scheme_for(const std::vector<int64_t>& nbs, int64_t K);
 
 // OpenBLAS's name for the kernels it picked on this CPU (e.g. "Zen", "Haswell").

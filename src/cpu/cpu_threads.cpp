@@ -184,8 +184,7 @@ void cpu_threads_apply_defaults(char** argv) {
   for (const auto& kv : plan.set) setenv(kv.first.c_str(), kv.second.c_str(), 1);
   setenv(kMarker, cpu_threads_marker(plan, static_cast<long>(getpid())).c_str(), 1);
   execv("/proc/self/exe", argv);
-  // Still here: libgomp keeps what it read at load. The count can still be set; the wait
-  // policy cannot (cpu_threads_describe says so).
+  // Still here: the count can still be set; the wait policy cannot (libgomp read it at load).
   g_reexec_error = format_string("re-executing /proc/self/exe failed: %s", std::strerror(errno));
   if (plan.threads > 0) omp_set_num_threads(plan.threads);
 }

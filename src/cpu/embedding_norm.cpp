@@ -1,6 +1,5 @@
 // CPU reference: token/position embeddings and RMSNorm/LayerNorm, parameters read under the probe.
-// Rows are independent and split between OpenMP threads; each row's arithmetic is the same
-// whichever thread runs it. Inputs are checked before the parallel loops (errors throw).
+// Rows are split between threads; inputs are checked before the parallel loops (errors throw).
 #include <cmath>
 #include <vector>
 

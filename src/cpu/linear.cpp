@@ -1,21 +1,14 @@
 // The CPU linear y = x · W'ᵀ (+ b), W' = W + scale·m(W)⊙z read through the probe.
 //
-// - cpu_linear_reference: plain loops, one output at a time, k in order, each weight row
-//   formed once (noise regenerated once per element per call). The readable definition that
+// - cpu_linear_reference: plain loops, k in order, each weight row formed once: the definition
 //   the fast path is tested against (tests/test_linear.cpp).
-// - CpuBackend::linear: OpenBLAS sgemm. The weight is cut into blocks of kBlockRows rows
-//   (fixed by N alone) and the token rows into the chunks of a row-independent scheme
-//   (cpu_gemm.h); each (block, chunk) product is one single-threaded sgemm and the products
-//   are spread over the OpenMP threads. Unperturbed weights are read in place. Perturbed
-//   weights are formed kGroupRows rows at a time into a bounded buffer, the rows split
-//   between the threads, noise generated once per element per call; then that group's
-//   products run. A shape for which OpenBLAS keeps no scheme row-independent runs the
-//   reference loops instead; so does every shape with SMEZO_CPU_LINEAR=reference in the
-//   environment (for measuring the speed-up; RESULTS.md). A probe pair (Probe::pair) forms
-//   the group's W+ and W- from one noise generation and runs each row half's products on its
-//   own copy. Under --profile (set_linear_noise_timer) the forming of perturbed rows is timed.
-// Results are bit-identical for any thread count and for any set of other rows in the call
-// (cpu_gemm.cpp); they differ from the reference by the rounding of another summation order.
+// - CpuBackend::linear: OpenBLAS sgemm over weight blocks of kBlockRows rows (fixed by N
+//   alone) and the row chunks of a row-independent scheme (cpu_gemm.h), one single-threaded
+//   sgemm per (block, chunk), spread over the threads. Perturbed weights are formed kGroupRows
+//   rows at a time into a bounded buffer (a pair: W+ and W- from one noise generation). Shapes
+//   with no row-independent scheme, or SMEZO_CPU_LINEAR=reference, run the reference loops.
+// Results are bit-identical for any thread count and any other rows in the call; they differ
+// from the reference by the rounding of another summation order.
 #include <omp.h>
 
 #include <algorithm>
@@ -44,8 +37,7 @@ void check_linear_shapes(const Tensor& out, const Tensor& in, const Param& weigh
                 weight.info.name.c_str());
 }
 
-// The row scheme for a weight of N rows and K columns (its blocks: kBlockRows rows and the
-// tail), or nullptr for the reference loops.
+// The row scheme for an (N, K) weight's blocks (kBlockRows and the tail), or nullptr.
 const GemmRowScheme* scheme_for_weight(int64_t N, int64_t K) {
   std::vector<int64_t> block_sizes = {std::min(kBlockRows, N)};
   if (N > kBlockRows && N % kBlockRows != 0) block_sizes.push_back(N % kBlockRows);
@@ -69,8 +61,7 @@ const char* cpu_linear_path(int64_t N, int64_t K) {
 }
 
 BackendMemoryPlan cpu_memory_plan() {
-  // linear_rows_ and linear_weights_: the packed input panels (m rows plus guard rows) and one
-  // group of perturbed weight rows per probe (two for a pair)
+  // linear_rows_ (m rows plus guard rows) and linear_weights_ (a group per probe half)
   return {[](int64_t n, int64_t k, int64_t m, DType) {
             return ((m + 64) * k + 2 * std::min(kGroupRows, n) * k) * 4;
           },

@@ -1,15 +1,11 @@
-// The CPU noise loops: perturbing a range of a parameter for one probe or a
-// probe pair, and the SPSA update, each built three times from one spec
-// (src/common/noise_spec.h) and chosen once per process by what the CPU runs:
-//
+// The CPU noise loops (a parameter range read under a probe or a pair, and the SPSA update),
+// built three times from src/common/noise_spec.h and chosen once per process:
 //   scalar   noise_range_scalar.cpp   the portable loops (any CPU; FMA when the CPU has it)
 //   avx2     noise_range_avx2.cpp     8 lanes: 2 Philox calls per register   (x86-64 AVX2+FMA)
 //   avx512   noise_range_avx512.cpp   16 lanes: 4 Philox calls per register  (x86-64 AVX-512F)
-//
-// Every path gives the same bits as the spec (only correctly rounded +, -, *, /, sqrt and fma,
-// and exact integer operations; tests/test_noise_simd.cpp compares each path compiled in and
-// run by the CPU with the spec, element by element). SMEZO_NOISE_PATH=scalar|avx2|avx512 picks
-// one (an error if this CPU cannot run it); otherwise the fastest the CPU runs is used.
+// Every path gives the spec's bits (only correctly rounded float operations and exact integer
+// ones; tests/test_noise_simd.cpp). SMEZO_NOISE_PATH=scalar|avx2|avx512 picks one (an error if
+// this CPU cannot run it); otherwise the fastest the CPU runs is used.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +30,8 @@ struct NoiseRangeFns {
                     int64_t count, float* out_plus, float* out_minus);
   void (*update)(const ParamInfo& info, float* w, float coef, float decay, uint64_t seed, int64_t start,
                  int64_t count);
-  // The transform alone, for the tests' exhaustive checks (every radius and angle the spec can
-  // make): z of n_calls Philox outputs words[4k..4k+3] (n_calls a multiple of 8), as noise_z8
-  // makes them (8 per call; gaussian-v1: 4 per call, as noise_normal4).
+  // The transform alone, for the tests' exhaustive checks: z of n_calls (a multiple of 8)
+  // Philox outputs words[4k..4k+3], as noise_z8 makes them (gaussian-v1: as noise_normal4).
   void (*z_of_words)(NoiseKind kind, const uint32_t* words, int64_t n_calls, float* z);
 };
 

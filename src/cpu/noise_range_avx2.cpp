@@ -1,6 +1,5 @@
-// The AVX2 CPU noise loops (noise_path.h): 8 lanes, 2 Philox calls per register, the body
-// in noise_range_simd.h over the vector operations below. Compiled for AVX2 and FMA by function
-// attributes, run only where the CPU has them (noise_path.cpp checks).
+// The AVX2 CPU noise loops (noise_path.h): noise_range_simd.h over the operations below, 8
+// lanes, 2 Philox calls per register; AVX2+FMA by function attributes, run where the CPU has it.
 #include "cpu/noise_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

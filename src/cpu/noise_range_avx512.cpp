@@ -1,6 +1,5 @@
-// The AVX-512 CPU noise loops (noise_path.h): 16 lanes, 4 Philox calls per register, the body
-// in noise_range_simd.h over the vector operations below. Compiled for AVX-512F by function
-// attributes, run only where the CPU has it (noise_path.cpp checks).
+// The AVX-512 CPU noise loops (noise_path.h): noise_range_simd.h over the operations below, 16
+// lanes, 4 Philox calls per register; AVX-512F by function attributes, run where the CPU has it.
 #include "cpu/noise_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -1,9 +1,6 @@
-// The portable CPU noise loops (noise_path.h): z 8 elements per Philox call (noise_z8,
-// whatever the kind), the R-MeZO mask 4 per call, the spec's functions element by element.
-// The workers are compiled twice (target_clones): for FMA hardware, where std::fma is one
-// instruction, and for baseline x86-64, where it is a libm call; both are correctly rounded,
-// so both give the same bits. The reference the vector paths (noise_range_avx2.cpp,
-// noise_range_avx512.cpp) are tested against, beside the spec itself.
+// The portable CPU noise loops (noise_path.h): the spec's functions element by element, the
+// reference the vector paths are tested against. target_clones builds them for FMA hardware
+// and for baseline x86-64 (std::fma a libm call): both correctly rounded, so the same bits.
 #include <algorithm>
 #include <type_traits>
 
@@ -20,9 +17,8 @@ namespace smezo {
 
 namespace {
 
-// The z and the keep flags of the 8 elements of group8 (elements of the group outside the
-// caller's range are computed and ignored). w8 holds the current values of the group's
-// elements in the range (0 elsewhere: their flags are never used).
+// z and keep flags of group8's 8 elements; w8 holds the values of those in the caller's range
+// (0 elsewhere: their results are ignored).
 inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, const float w8[8],
                         float z[8], bool keep[8]) {
   noise_z8(info.noise, seed, info.tensor_id, group8, z);
@@ -32,10 +28,8 @@ inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, co
                    info.tensor_id, 2 * group8 + 1, keep + 4);
 }
 
-// The groups of 8 that [start, start + count) touches, each with its weights and noise:
-// fn(group8, lo, hi, v, z, keep) with the group's elements [lo, hi) in the range
-// (0 <= lo < hi <= 8), v their current values (0 outside the range), z and keep from
-// group_noise. Whole groups take a branch-free body.
+// fn(group8, lo, hi, v, z, keep) for each group of 8 that [start, start + count) touches, its
+// elements [lo, hi) in range, v their values (0 outside); whole groups take a branch-free body.
 template <typename Fn>
 inline void for_each_noise_group(const ParamInfo& info, const float* w, uint64_t seed, int64_t start,
                                  int64_t count, Fn fn) {

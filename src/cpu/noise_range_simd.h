@@ -1,23 +1,19 @@
-// The body of the vector CPU noise loops (noise_path.h), written once over the vector
-// operations of one instruction set: included INSIDE the namespace of noise_range_avx2.cpp and
-// noise_range_avx512.cpp, after their definitions of F (kLanes floats), I (kLanes uint32), M (a
-// lane mask), kChains (Philox registers of z per step, tuned per instruction set), the i_/f_
-// operations, the Philox round on kLanes/4 calls per register
-// (lanes 4j..4j+3: call j's words 0..3) and the shuffles pairs_to_elements, split_words and
-// pairs_to_calls; and of NOISE_SIMD_INLINE / NOISE_SIMD_TARGET (the target attributes).
+// The body of the vector CPU noise loops (noise_path.h), written once over one instruction
+// set's operations: included INSIDE the namespace of noise_range_avx2.cpp and
+// noise_range_avx512.cpp, after their F (kLanes floats), I (kLanes uint32), M (lane mask),
+// kChains, i_/f_ operations, Philox round on kLanes/4 calls per register (lanes 4j..4j+3: call
+// j's words 0..3), shuffles pairs_to_elements, split_words, pairs_to_calls, and
+// NOISE_SIMD_INLINE / NOISE_SIMD_TARGET. No header includes here.
 //
-// Every line is the spec's (src/common/noise_spec.h, sections named below) with the same
-// operations in the same order on kLanes elements: exact integer and bit operations, and the
-// correctly rounded add, sub, mul, div, sqrt, fma and int->float conversion of values below
-// 2^24; so each lane has the scalar bits (tests/test_noise_simd.cpp).
+// Every line is the spec's (noise_spec.h, sections named below), the same operations in the
+// same order per lane (exact integer ops, correctly rounded float ops, int->float below 2^24),
+// so each lane has the scalar bits (tests/test_noise_simd.cpp).
 //
-// A step makes kStep = 2 * kLanes * kChains elements: kChains registers of kLanes/4 Philox
-// calls of z (gaussian, rademacher: one call per group of 8), or twice as many (gaussian-v1,
-// R-MeZO mask: one call per 4 elements). The registers' ten rounds are interleaved (and fully
-// unrolled): one register's chain alone waits on its multiplications (AVX-512, gaussian: 1.1 G
-// normals/s per core on the dev box, 4 chains 2.4 G).
-// Steps start at a multiple of 8; a step the range covers partly runs on a copy of its elements.
-// No header includes here: the including file has them.
+// A step makes kStep = 2 * kLanes * kChains elements from kChains registers of Philox calls
+// (twice as many for gaussian-v1 and the R-MeZO mask: one call per 4 elements). The chains'
+// rounds are interleaved, since one chain alone waits on its multiplications (AVX-512
+// gaussian: 1.1 G normals/s per core, 4 chains 2.4 G). Steps start at a multiple of 8; a step
+// the range covers partly runs on a copy of its elements.
 
 enum NoiseOp { NOISE_OP_READ, NOISE_OP_PAIR, NOISE_OP_UPDATE };
 

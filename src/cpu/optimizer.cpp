@@ -1,11 +1,7 @@
-// CPU reference: reading a parameter under a probe, the SPSA update W <- W - coef·m(W)⊙z, and
-// the exact |W| quantile that fixes the S-MeZO threshold. All follow src/common/noise_spec.h.
-//
-// Speed (CPU replay): the range workers are the noise path the CPU runs
-// best (noise_path.h: AVX-512, AVX2 or portable, all bit-identical to the spec), and large
-// ranges are split over the cores with OpenMP in chunks aligned to 8 elements. Every element
-// is a pure function of its index, so the result is bit-identical for any thread count
-// (tests/test_noise_cpu.cpp).
+// CPU reference: reading a parameter under a probe, the SPSA update, and the exact |W| quantile
+// that fixes the S-MeZO threshold, per src/common/noise_spec.h. Ranges run on the best noise
+// path (noise_path.h), large ones over the cores in chunks aligned to 8; every element is a
+// pure function of its index, so any thread count gives the same bits.
 #include <omp.h>
 
 #include <algorithm>
@@ -25,8 +21,7 @@ constexpr int64_t kChunk = int64_t(1) << 15;
 constexpr int64_t kParallelMin = int64_t(1) << 17;
 
 // fn(chunk_start, chunk_count) over [start, start + count): serially for small ranges or
-// inside a parallel region, else over the cores in chunks whose inner boundaries are
-// multiples of 8 (so no Philox group is split, though splitting would not change any bit).
+// inside a parallel region, else over the cores with inner boundaries at multiples of 8.
 template <typename Fn>
 void for_each_chunk(int64_t start, int64_t count, Fn fn) {
   if (count < kParallelMin || omp_in_parallel()) {

@@ -1,9 +1,5 @@
 // CPU reference: rotary position embeddings (RoPE), rotate-half or interleaved pairs, in place.
-// The per-pair frequencies 1/theta^(2j/head_dim) are computed once per call; each row's
-// cos/sin are computed once and shared by its heads.
-//
-// Threads: rows are split between OpenMP threads; every output is computed by one thread in a
-// fixed order, so results do not depend on the thread count. The CUDA twin: cuda/rope.cu.
+// Frequencies 1/theta^(2j/head_dim) once per call, cos/sin once per row; rows split over threads.
 #include <cmath>
 #include <vector>
 

@@ -1,6 +1,5 @@
-// Weight upload on the CPU (Backend::upload_stored): a tensor straight from a mapped model
-// file in its stored dtype, converted to fp32 and checked for NaN/Inf with no host copy; and
-// the free-memory query (MemAvailable). The CUDA twin: cuda/upload_stored.cu.
+// Weight upload on the CPU (Backend::upload_stored): converted to fp32 and checked straight
+// from the file's bytes; and the free-memory query (MemAvailable).
 #include <cstdio>
 
 #include "common/check.h"

@@ -1,5 +1,5 @@
-// Which GPU a rank uses: its node-local rank modulo the node's GPU count (several ranks share a
-// GPU when there are more ranks than GPUs on a node: that works, it just does not speed up).
+// Which GPU a rank uses: its node-local rank modulo the node's GPU count (more ranks than GPUs
+// share them: that works, without speed-up).
 #pragma once
 
 #include <string>
@@ -8,9 +8,8 @@
 
 namespace smezo {
 
-// For --device cuda in a multi-rank run: makes local_rank % device_count the current CUDA
-// device of this process, before the backend is created. Does nothing for other devices, on
-// one process, or in builds without CUDA (the backend then says what is missing).
+// --device cuda, several ranks: sets the CUDA device, before the backend is created. Otherwise, or
+// in builds without CUDA, does nothing (the backend then says what is missing).
 void dist_select_device(const World& world, const std::string& device);
 
 }  // namespace smezo

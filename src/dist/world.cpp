@@ -1,5 +1,4 @@
 // What a World is, whatever the build (see world.h): shards, launcher detection, prefixes.
-// The MPI and the one-process halves are world_mpi.cpp and world_single.cpp.
 #include "dist/world.h"
 
 #include <cmath>

@@ -1,10 +1,7 @@
 // The World over MPI (builds with -DSMEZO_MPI; see world.h). Only the C API of MPI-3 is used.
-//
-// The exchange is point-to-point on a private duplicate of MPI_COMM_WORLD: every rank posts a
-// non-blocking send of its bytes to every other rank and probes for theirs, polling with a
-// short back-off until all arrived or the deadline passed. It is O(size²) small messages, which
-// is nothing at the sizes it carries (a few floats per example); in exchange it knows exactly
-// which ranks have not answered, and it never blocks inside MPI.
+// The exchange is point-to-point on a private dup of MPI_COMM_WORLD: each rank sends its bytes to
+// every other non-blocking and polls for theirs until all arrive or the deadline passes. O(size²)
+// small messages, but it knows which ranks did not answer and never blocks inside MPI.
 #ifdef SMEZO_MPI
 
 #include <mpi.h>

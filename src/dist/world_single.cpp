@@ -1,6 +1,5 @@
-// The one-process World of a build without MPI (see world.h): everything is local, and a
-// process started as one of several by mpirun or srun is refused rather than left to train
-// alone and overwrite the others' output.
+// The one-process World of a build without MPI (see world.h). A process started as one of several
+// is refused, rather than left to train alone and overwrite the others' output.
 #ifndef SMEZO_MPI
 
 #include <cstdio>

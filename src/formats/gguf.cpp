@@ -1,7 +1,6 @@
-// GGUF container reader (format in gguf.h). Every read is bounds-checked against the file
-// size before it happens, and every count is checked against the bytes that are left before
-// anything is allocated for it, so a corrupt file ends in one smezo::Error, never a crash or
-// an allocation larger than the file.
+// GGUF container reader (format in gguf.h). Every read is bounds-checked and every count
+// checked against the bytes left before allocating, so a corrupt file ends in one smezo::Error,
+// never a crash or an allocation larger than the file.
 #include "formats/gguf.h"
 
 #include <cstring>
@@ -126,8 +125,7 @@ class Cursor {
     pos_ += static_cast<int64_t>(len);
     return s;
   }
-  // Refuses an element count that cannot fit in what is left of the file, before anything
-  // is allocated for it.
+  // Refuses a count that cannot fit in what is left of the file.
   void check_count(uint64_t count, int64_t min_bytes_each, const std::string& what) const {
     SMEZO_REQUIRE(count <= static_cast<uint64_t>(left() / min_bytes_each),
                   "%s: %s claims %llu entries, but only %lld bytes are left in the file (at "
@@ -333,8 +331,7 @@ void GgufFile::parse() {
   cur.check_count(n_kv, 13, "the header's metadata key count");
   cur.check_count(n_tensors, 32, "the header's tensor count");
 
-  // Entries are appended as they parse (never sized from the claimed counts), so memory
-  // grows with the bytes actually read.
+  // Appended as parsed, never sized from the claimed counts.
   for (uint64_t i = 0; i < n_kv; i++) {
     metadata_.emplace_back();
     GgufKeyValue& kv = metadata_.back();
@@ -362,8 +359,7 @@ void GgufFile::parse() {
     tensor_index_[tensors_.back().name] = static_cast<size_t>(i);
   }
 
-  // The data section starts at the first multiple of the alignment after the table (a file
-  // without tensors may end right after the table).
+  // A file without tensors may end right after the table.
   data_offset_ = (cur.pos() + alignment_ - 1) / alignment_ * alignment_;
   const int64_t size = file_->size();
   SMEZO_REQUIRE(n_tensors == 0 || data_offset_ <= size,

@@ -1,9 +1,7 @@
-// Reader for GGUF files (llama.cpp's single-file checkpoint format), versions 2 and 3,
-// memory-mapped. This file is the container only: header, metadata, tensor table.
-// Dequantising tensors: formats/gguf_dequant.h. A LLaMA GGUF as a WeightSource (Hugging Face
-// names and shapes): model/gguf_llama.h.
+// Memory-mapped reader for GGUF (llama.cpp's checkpoint format) v2 and v3: the container only.
+// Dequantising: formats/gguf_dequant.h; a LLaMA GGUF as a WeightSource: model/gguf_llama.h.
 //
-// ---- File layout (every number little-endian; big-endian GGUF files are refused)
+// ---- File layout (little-endian; big-endian files are refused)
 //   u32 magic        the bytes "GGUF"
 //   u32 version      2 or 3 (version 1 had 32-bit counts and is refused)
 //   u64 tensor_count
@@ -14,36 +12,17 @@
 //   string      = u64 byte length, then the bytes (UTF-8, no terminator)
 //   value types = 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 f32, 7 bool (one byte, 0 or 1),
 //                 8 string, 9 array, 10 u64, 11 i64, 12 f64
-//   array       = u32 element type; u64 count; count values of that type, packed (elements
-//                 may be strings or arrays themselves)
+//   array       = u32 element type; u64 count; count packed values (may be strings or arrays)
 //   dims        = ggml order: dims[0] is the innermost (contiguous) axis, so a row-major
 //                 (rows, cols) matrix has dims {cols, rows}; row_major_shape() reverses them.
-//   type        = ggml tensor type (GgufTensorType below); the block size and bytes per block
-//                 of each type are in gguf_type_traits(); dims[0] must be a multiple of the
-//                 block size.
+//   type        = GgufTensorType; block size and bytes in gguf_type_traits(); dims[0] must be
+//                 a multiple of the block size.
 //   offset      = bytes from the start of the data section; a multiple of the alignment.
-//   alignment   = metadata key general.alignment (u32, a power of two), default 32; the data
+//   alignment   = metadata general.alignment (u32, a power of two), default 32; the data
 //                 section starts at the first multiple of it after the tensor table.
 //
-// ---- API
-//   std::shared_ptr<GgufFile> f = GgufFile::open(path);  // maps and parses; any malformed
-//       input is one smezo::Error naming the file and the key/tensor at fault
-//   Metadata, typed (absent key or wrong type: smezo::Error naming the file and key):
-//     f->get_string(key)        STRING
-//     f->get_u32(key)           any integer type whose value fits in u32
-//     f->get_i64(key)           any integer type whose value fits in i64
-//     f->get_f32(key)           F32 or F64
-//     f->get_bool(key)          BOOL
-//     f->get_string_array(key)  ARRAY of STRING   (e.g. tokenizer.ggml.tokens, .merges)
-//     f->get_i64_array(key)     ARRAY of any integer type (e.g. tokenizer.ggml.token_type)
-//     f->get_f32_array(key)     ARRAY of F32/F64  (e.g. tokenizer.ggml.scores)
-//     f->get_u32_or(key, fallback), get_f32_or, get_bool_or, get_string_or: fallback only
-//       when the key is absent (a present key of the wrong type is still an error)
-//   Metadata, raw: f->has(key); f->find(key) -> const GgufValue* (nullptr when absent);
-//     f->metadata() -> every key/value in file order.
-//   Tensors: f->tensors() (file order), f->find_tensor(name) -> const GgufTensorInfo*;
-//     each has name, type, dims (ggml order), numel, nbytes, data (into the mapping).
-//   The GgufFile must outlive every string_view/pointer it hands out (hold the shared_ptr).
+// Malformed input, an absent key or a wrong type throw one smezo::Error naming the file and
+// key/tensor. The GgufFile must outlive every string_view/pointer it hands out.
 #pragma once
 
 #include <cstdint>
@@ -152,10 +131,11 @@ class GgufFile {
   const MappedFile* mapping() const { return file_.get(); }  // what tensor data points into
 
   // ---- metadata
-  const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
-  const GgufValue* find(const std::string& key) const;
+  const std::vector<GgufKeyValue>& metadata() const { return metadata_; }  // file order
+  const GgufValue* find(const std::string& key) const;  // nullptr when absent
   bool has(const std::string& key) const { return find(key) != nullptr; }
 
+  // get_u32/get_i64 take any integer type whose value fits; get_f32 F32 or F64; arrays likewise.
   std::string get_string(const std::string& key) const;
   uint32_t get_u32(const std::string& key) const;
   int64_t get_i64(const std::string& key) const;
@@ -165,13 +145,14 @@ class GgufFile {
   std::vector<int64_t> get_i64_array(const std::string& key) const;
   std::vector<float> get_f32_array(const std::string& key) const;
 
+  // fallback only when absent: a present key of the wrong type is still an error
   std::string get_string_or(const std::string& key, const std::string& fallback) const;
   uint32_t get_u32_or(const std::string& key, uint32_t fallback) const;
   float get_f32_or(const std::string& key, float fallback) const;
   bool get_bool_or(const std::string& key, bool fallback) const;
 
   // ---- tensors
-  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // file order
   const GgufTensorInfo* find_tensor(const std::string& name) const;
 
  private:

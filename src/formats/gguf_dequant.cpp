@@ -1,11 +1,9 @@
-// GGUF block formats -> fp32. Every multi-byte number is little-endian; "f16" is an IEEE
-// binary16 scale. A block covers consecutive elements along the innermost axis (dims[0]).
+// GGUF block formats -> fp32. Little-endian; "f16" is an IEEE binary16 scale. A block covers
+// consecutive elements along the innermost axis (dims[0]).
 //
-// Plain types (block of 1):  F32 (4 bytes), F16 (2 bytes), BF16 (2 bytes, the top half of
-// an fp32).
+// Plain types (block of 1): F32 (4 bytes), F16 (2), BF16 (2, the top half of an fp32).
 //
-// 32-element blocks. Codes are unsigned; element j < 16 takes the low nibble of qs[j],
-// element j + 16 the high nibble of qs[j].
+// 32-element blocks. Unsigned codes; element j < 16 takes the low nibble of qs[j], j + 16 the high.
 //   Q8_0  34 bytes: f16 d | i8 q[32]                    w[j] = d * q[j]
 //   Q4_0  18 bytes: f16 d | u8 qs[16]                   w = d * (nibble - 8)
 //   Q4_1  20 bytes: f16 d | f16 m | u8 qs[16]           w = d * nibble + m
@@ -15,12 +13,10 @@
 //
 // 256-element "K" super-blocks, split into sub-blocks that each have their own scale.
 //   Q4_K  144 bytes: f16 d | f16 dmin | u8 scales[12] | u8 qs[128]
-//         8 sub-blocks of 32. Sub-block s has a 6-bit scale sc[s] and a 6-bit min mn[s]
-//         packed in scales[12]: for s < 4, sc = scales[s] & 63 and mn = scales[s+4] & 63;
-//         for s >= 4, sc = (scales[s+4] & 15) | (scales[s-4] >> 6) << 4 and
-//         mn = (scales[s+4] >> 4) | (scales[s] >> 6) << 4.
-//         Sub-blocks come in pairs sharing 32 bytes of qs: sub-block s reads qs[32*(s/2) + l]
-//         (l = 0..31), the low nibble when s is even, the high nibble when s is odd.
+//         8 sub-blocks of 32, each with a 6-bit scale sc[s] and min mn[s] in scales[12]:
+//         s < 4: sc = scales[s] & 63, mn = scales[s+4] & 63; s >= 4: sc = (scales[s+4] & 15) |
+//         (scales[s-4] >> 6) << 4, mn = (scales[s+4] >> 4) | (scales[s] >> 6) << 4.
+//         Sub-block s reads qs[32*(s/2) + l] (l = 0..31), low nibble for even s, high for odd.
 //         w = d * sc[s] * q - dmin * mn[s].
 //   Q5_K  176 bytes: f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 qs[128]
 //         as Q4_K, plus a fifth bit: element l of sub-block s adds 16 * (bit s of qh[l]).

@@ -1,6 +1,5 @@
-// A read-only view of one stored tensor, as the file readers hand it out (safetensors.h, the
-// model's readers in model/): name, dtype and shape as stored, its bytes in a mapped file or an
-// owned buffer, and for block-quantised formats the decoder into fp32.
+// A read-only view of one stored tensor as the file readers hand it out: name, dtype, shape,
+// bytes (mapped or owned), and for block-quantised formats the fp32 decoder.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +22,11 @@ struct HostTensorView {
   std::vector<int64_t> shape;  // as stored, e.g. {out_features, in_features}
   const void* data = nullptr;  // points into a mapped file or an owned buffer
   std::string file;            // where it came from, for error messages
-  // Block-quantised storage (GGUF Q4_1, Q8_0, ...): data holds the blocks, decode turns them
-  // into fp32 and quant_name names the format ("Q4_1"); dtype is unused then. The model
-  // calls read_f32() tensor by tensor into one reused buffer, so no fp32 copy of the whole
-  // model is ever made on the host.
+  // Block-quantised (GGUF Q4_1, ...): data holds the blocks, quant_name the format ("Q4_1");
+  // dtype is unused then.
   DecodeFn decode = nullptr;
   const char* quant_name = nullptr;  // static storage
-  // The file mapping data points into (kept alive by WeightSource::keep_alive), or null when
-  // data is an owned buffer; nbytes is the stored size. Model calls release_pages() once a
-  // tensor is on the backend, so a loaded model never keeps its file's pages resident.
+  // What data points into (kept alive by WeightSource::keep_alive); null for an owned buffer.
   const MappedFile* mapping = nullptr;
   int64_t nbytes = 0;
 
@@ -40,8 +35,7 @@ struct HostTensorView {
   void read_f32(float* dst) const;
   // quant_name when quantised, else dtype_name(dtype): what `smezo info` prints.
   const char* storage_name() const;
-  // Drops this tensor's pages of the mapping from the process (MappedFile::release_pages);
-  // nothing when the view is not backed by a mapping.
+  // Drops this tensor's mapped pages (MappedFile::release_pages); nothing when unmapped.
   void release_pages() const;
 };
 

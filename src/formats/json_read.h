@@ -1,13 +1,8 @@
-// Strict JSON reading for the files smezo reads (config.json, safetensors headers and
-// indexes, task data rows), over nlohmann-json.
-//
-// Stricter than nlohmann's defaults in two ways that matter for untrusted files:
-//   - a key given twice in one object is an error (nlohmann keeps the last silently; a
-//     doubled tensor name or config field would otherwise hide a corruption);
-//   - nesting deeper than kMaxJsonDepth is an error (no file smezo reads nests beyond 6, and
-//     a bound keeps every recursive walk, e.g. dump() for a message, off the stack limit).
-// Parse errors become one-line smezo::Errors naming the file, with the parser's text made
-// printable (it quotes the input).
+// Strict JSON reading over nlohmann-json, for untrusted files:
+//   - a key given twice is an error (nlohmann silently keeps the last, hiding corruption);
+//   - nesting deeper than kMaxJsonDepth is an error (smezo's files nest <= 6; the bound keeps
+//     recursive walks such as dump() off the stack limit).
+// Parse errors are one-line smezo::Errors naming the file, the parser's text made printable.
 #pragma once
 
 #include <string>
@@ -18,8 +13,7 @@ namespace smezo {
 
 constexpr int kMaxJsonDepth = 64;
 
-// Parses [begin, end) as one JSON value. `what` names the input in errors, e.g.
-// "config /m/config.json" or "data.jsonl:12"; errors read "<what>: not valid JSON (...)".
+// One JSON value; errors read "<what>: not valid JSON (...)", e.g. what = "data.jsonl:12".
 nlohmann::json json_parse_strict(const char* begin, const char* end, const std::string& what);
 
 // A short printable rendering of v for an error message (at most ~120 characters).

@@ -114,11 +114,7 @@ Entry parse_tensor_entry(const std::string& path, const std::string& name, const
   return out;
 }
 
-// The tensors must tile the data region exactly, as the format's reference implementation
-// requires: sorted by offsets, each begins where the previous ended (the first at 0), and the
-// last ends at the end of the file. This refuses overlapping or aliased ranges, holes, and
-// trailing bytes, and so also a header length that is a few bytes off (which shifts every
-// tensor). Zero-byte tensors may share an offset.
+// The tiling rule of safetensors.h. Zero-byte tensors may share an offset.
 void check_tiling(const std::string& path, std::vector<Entry*>& entries, int64_t data_size,
                   uint64_t header_len) {
   const char* p = path.c_str();
@@ -192,8 +188,7 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Closes (if open) and removes the temporary file, then throws a WriteError naming the file
-// being written (`path`; its bytes go to `tmp` until the rename) and the step that failed.
+// Closes and removes tmp, then throws a WriteError naming path and the failed step.
 [[noreturn]] void fail_write(std::FILE* f, const std::string& tmp, const std::string& path,
                              const std::string& what, int err) {
   if (f) std::fclose(f);
@@ -225,7 +220,6 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                 "or not safetensors", p, static_cast<unsigned long long>(header_len),
                 static_cast<long long>(size));
 
-  // The header is one JSON object, from its first byte, padded only with trailing spaces.
   const char* hbegin = reinterpret_cast<const char*>(base + 8);
   const char* hend = hbegin + header_len;
   while (hend > hbegin && hend[-1] == ' ') hend--;

@@ -1,6 +1,6 @@
-// Reader and writer for the subset of the safetensors format that smezo uses.
+// Reader and writer for the subset of safetensors that smezo uses.
 //
-// File layout (all integers little-endian):
+// File layout (little-endian):
 //   bytes [0, 8)        N: uint64, length of the JSON header in bytes
 //   bytes [8, 8 + N)    JSON header (UTF-8), optionally padded at the end with spaces
 //   bytes [8 + N, end)  data region: the raw bytes of every tensor, row-major, no padding
@@ -11,28 +11,20 @@
 //                        "shape": [d0, d1, ...],           [] is a scalar
 //                        "data_offsets": [begin, end] },   byte range inside the data region
 //     ... }
-// Supported subset: dtypes F32, F16 and BF16 only; any other dtype (F64, I32, U8, ...) is
-// an error naming the file and the tensor.
-// The reader is as strict as the format's reference implementation (huggingface/safetensors),
-// and refuses, naming the file and the tensor or field:
+// Only F32, F16 and BF16; any other dtype is an error naming the file and tensor.
+// As strict as huggingface/safetensors, the reader refuses (naming file and tensor or field):
 //   - a header length above 100 MB or past the end of the file;
 //   - a header that is not exactly one JSON object from its first byte ('{') to its last
-//     non-space byte ('}'): only trailing spaces may pad it; a key given twice (a tensor name,
-//     __metadata__) or JSON nested deeper than 64 levels;
+//     non-space byte ('}') (only trailing spaces pad it), a duplicate key, or nesting > 64;
 //   - __metadata__ that is not an object of string -> string;
 //   - an entry without dtype / shape / data_offsets, a dimension that is not a non-negative
-//     integer, a byte size (dtype size x product of the shape, overflow-checked) different
-//     from end - begin;
-//   - data_offsets that do not tile the data region: sorted by offset, the first tensor must
-//     begin at 0, each next one where the previous ended (no overlap, no aliasing, no hole),
-//     and the last must end at the end of the file (no trailing bytes). A header length a few
-//     bytes off therefore fails instead of shifting every tensor.
-// The writer pads the header with spaces so the data region starts at a multiple of 8 bytes,
-// and lays tensors out by dtype size (largest first) then name, so each tensor starts at a
-// multiple of its element size. It writes <path>.tmp and renames it, so a crash never leaves
-// a half-written file at <path>. write_safetensors_streamed() asks for one tensor's bytes at a
-// time, so a writer never holds more than the largest tensor in memory. Its output loads with the Python
-// safetensors library and transformers.
+//     integer, a byte size (dtype size x shape product, overflow-checked) != end - begin;
+//   - data_offsets that do not tile the data region: sorted, from 0, each next where the
+//     previous ended, the last at the end of the file. So a header length a few bytes off
+//     fails instead of shifting every tensor.
+// The writer pads the header with spaces to start the data at a multiple of 8 and orders
+// tensors by dtype size (largest first), then name, so each is aligned to its element size.
+// Output loads with the Python safetensors library and transformers.
 #pragma once
 
 #include <cstdint>
@@ -80,8 +72,8 @@ struct SafetensorsEntry {
   const void* data = nullptr;
 };
 
-// Writes the tensors (names must be unique and non-empty) and metadata to path, atomically
-// (via path + ".tmp" and rename). Throws smezo::Error naming the path on any failure.
+// Names unique and non-empty. Atomic (path + ".tmp", then rename); throws smezo::Error naming
+// the path on any failure.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
@@ -96,8 +88,8 @@ struct SafetensorsSpec {
 // smezo::Error to abandon the file: the temporary file is removed and nothing is renamed.
 using SafetensorsFill = std::function<void(size_t index, char* out)>;
 
-// The same file as write_safetensors(), written one tensor at a time (in file order; the
-// buffer handed to fill is reused, sized for the tensor at hand).
+// The same file as write_safetensors(), one tensor at a time in file order through one reused
+// buffer: memory stays at the largest tensor.
 void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsSpec>& tensors,
                                 const std::map<std::string, std::string>& metadata,
                                 const SafetensorsFill& fill);

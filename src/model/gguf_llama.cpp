@@ -13,8 +13,7 @@ namespace smezo {
 
 namespace {
 
-// GGUF name -> Hugging Face name, for the tensors outside the layers and (with "blk.N." /
-// "model.layers.N." in front) for those of each layer.
+// GGUF name -> Hugging Face name (layer ones after "blk.N." / "model.layers.N.").
 const char* const kGlobalNames[][2] = {
     {"token_embd.weight", "model.embed_tokens.weight"},
     {"output_norm.weight", "model.norm.weight"},
@@ -32,8 +31,8 @@ const char* const kLayerNames[][2] = {
     {"ffn_down.weight", "mlp.down_proj.weight"},
 };
 
-// Maps a name with prefix `from` + "N." (N a layer index below n_layers, no leading zeros)
-// to `to` + "N." + the suffix mapped by kLayerNames in column `col`; "" when it does not fit.
+// `from` + "N." + suffix -> `to` + "N." + kLayerNames[..][col] (N < n_layers, no leading
+// zeros); "" when it does not fit.
 std::string map_name(const std::string& name, const std::string& from, const std::string& to,
                      int col, int64_t n_layers) {
   for (const auto& names : kGlobalNames)
@@ -56,7 +55,6 @@ std::string hf_name_of(const std::string& gguf_name, int64_t n_layers) {
   return map_name(gguf_name, "blk.", "model.layers.", 0, n_layers);
 }
 
-// The GGUF name of a Hugging Face LLaMA tensor.
 std::string gguf_name_of(const std::string& hf_name, int64_t n_layers) {
   return map_name(hf_name, "model.layers.", "blk.", 1, n_layers);
 }
@@ -80,7 +78,6 @@ std::string dims_string(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-// A positive size from a u32 metadata key.
 int64_t positive(const GgufFile& f, const std::string& key) {
   const uint32_t v = f.get_u32(key);
   SMEZO_REQUIRE(v > 0 && v < (1u << 30), "%s: GGUF metadata key '%s' = %u is not a valid size",
@@ -197,8 +194,7 @@ WeightSource load_gguf(const std::string& path) {
   src.config = read_config(f);
   ModelConfig& c = src.config;
   c.tied_lm_head = f.find_tensor("output.weight") == nullptr;
-  // The common floor before anything is sized from the metadata (a block_count of billions
-  // must be an error naming the field, not an allocation: found by fuzz_gguf).
+  // Before anything is sized from the metadata: a huge block_count must be an error, not an allocation.
   check_model_config(c, path);
 
   for (const GgufTensorInfo& t : f.tensors()) {

@@ -12,9 +12,8 @@
 //   llama.vocab_size and/or the length of tokenizer.ggml.tokens -> vocab_size (they must agree)
 //   tokenizer.ggml.bos_token_id / eos_token_id -> bos_token / eos_token (-1 when absent)
 //   tied_lm_head = the file has no output.weight.
-// Refused with a message: rope scaling (llama.rope.scaling.type other than none, or a
-// rope_freqs tensor), mixture-of-experts (llama.expert_count > 0), and any tensor that has
-// no place in the model (biases included).
+// Refused: rope scaling (llama.rope.scaling.type not none, or a rope_freqs tensor),
+// mixture-of-experts (llama.expert_count > 0), any tensor with no place (biases included).
 //
 // Tensors (GGUF name -> Hugging Face name; shape = GGUF dims reversed):
 //   token_embd.weight -> model.embed_tokens.weight      output_norm.weight -> model.norm.weight
@@ -22,13 +21,10 @@
 //   blk.N.attn_q/attn_k/attn_v/attn_output -> self_attn.q_proj/k_proj/v_proj/o_proj
 //   blk.N.ffn_norm -> post_attention_layernorm          blk.N.ffn_gate/ffn_up/ffn_down -> mlp.gate_proj/up_proj/down_proj
 //
-// RoPE: llama.cpp's converter permutes the rows of attn_q and attn_k of every head from
-// Hugging Face's rotate-half order (pairs i, i + head_dim/2) to interleaved pairs (2i, 2i+1).
-// The rows are kept as stored and the config says ROPE_INTERLEAVED (as for llama2.c); the
-// checkpoint writer permutes them back when it saves a Hugging Face directory.
-//
-// F32/F16/BF16 tensors are plain views into the mapping; quantised ones carry a decoder
-// (HostTensorView::decode) that the model runs on one tensor at a time while loading.
+// RoPE: llama.cpp permutes attn_q/attn_k rows per head from HF's rotate-half pairs
+// (i, i + head_dim/2) to interleaved (2i, 2i+1). They are kept as stored with ROPE_INTERLEAVED;
+// the checkpoint writer permutes them back for a Hugging Face directory.
+// Quantised tensors carry a decoder (HostTensorView::decode) run one tensor at a time.
 #pragma once
 
 #include <string>

@@ -50,8 +50,7 @@ json read_json_file(const std::string& path, const char* what) {
 
 // --- config.json fields, with errors that name the file and the field
 
-// Fields whose null transformers reads as "not given" (it then derives the value); any other
-// field set to null is an error rather than a silent default.
+// Fields whose null transformers reads as "not given"; null elsewhere is an error.
 bool null_means_absent(const char* field) {
   for (const char* f : {"num_key_value_heads", "head_dim", "sliding_window", "rope_scaling",
                         "rope_parameters"})
@@ -104,8 +103,7 @@ struct ConfigFields {
     return v ? as_int(field, *v) : fallback;
   }
 
-  // A number that must be a positive finite float no larger than hi (a double that rounds to
-  // 0 or inf as a float is refused too).
+  // A positive finite float <= hi (a double that rounds to 0 or inf as a float is refused).
   float get_float(const char* field, double fallback, double hi) const {
     const json* v = value(field);
     if (v && !v->is_number()) wrong_type(field, *v, "a number");
@@ -129,8 +127,7 @@ struct ConfigFields {
     return v ? v->get<std::string>() : fallback;
   }
 
-  // bos_token_id / eos_token_id: an id inside the vocabulary, or a non-empty list of them
-  // whose first entry is used.
+  // An id inside the vocabulary, or a non-empty list of them (the first is used).
   int32_t get_token(const char* field, int32_t fallback, int64_t vocab_size) const {
     const json* v = value(field);
     if (!v) return fallback;
@@ -166,8 +163,7 @@ struct ConfigFields {
   }
 };
 
-// The "rope_type" (or older "type") of a rope_scaling / rope_parameters object; "" when it
-// has neither.
+// "rope_type" (or older "type") of a rope_scaling / rope_parameters object, or "".
 std::string rope_type_of(const ConfigFields& f, const char* field) {
   const json& v = *f.value(field);
   if (!v.is_object()) f.wrong_type(field, v, "an object");
@@ -181,8 +177,7 @@ std::string rope_type_of(const ConfigFields& f, const char* field) {
   return "";
 }
 
-// rope_theta: top level (transformers 4.x) or inside rope_parameters (transformers 5.x
-// writes {"rope_parameters": {"rope_type": "default", "rope_theta": ...}}).
+// rope_theta: top level (transformers 4.x) or inside rope_parameters (5.x).
 float parse_rope_theta(const ConfigFields& f) {
   const float theta = f.get_float("rope_theta", 10000.0, 1e30);
   if (!f.has("rope_parameters")) return theta;
@@ -352,8 +347,7 @@ void load_shards(const std::string& dir, const std::string& index_path, WeightSo
     SMEZO_REQUIRE(it->is_string(), "safetensors index %s: weight_map entry '%s' is %s, expected "
                   "a shard file name", ip, tensor.c_str(), json_brief(*it).c_str());
     const std::string name = it->get<std::string>();
-    // A plain file name in the model directory (as transformers writes them): no path that
-    // could point elsewhere.
+    // A plain file name in the model directory: no path that could point elsewhere.
     SMEZO_REQUIRE(!name.empty() && name != "." && name != ".." &&
                       name.find('/') == std::string::npos && name.find('\0') == std::string::npos,
                   "safetensors index %s: tensor '%s' maps to shard '%s', which is not a file name "

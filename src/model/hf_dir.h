@@ -2,13 +2,10 @@
 //
 // Directory layout read by load_hf_dir:
 //   <dir>/config.json                      required; see parse_hf_config
-//   <dir>/model.safetensors                one file with every tensor, or else
+//   <dir>/model.safetensors                one file with every tensor (wins, as in transformers), or
 //   <dir>/model.safetensors.index.json     {"weight_map": {"<tensor name>": "<shard file>"}}
-//   <dir>/<shard file> ...                 each shard listed in the index (paths relative
-//                                          to <dir>)
-// model.safetensors wins when both it and the index exist (as in transformers). The index's
-// shard names must be plain file names in <dir>; every tensor of a shard must be listed in
-// the index for that shard, and every listed tensor must be in its shard.
+//   <dir>/<shard file> ...                 plain file names in <dir>; a shard's tensors and the
+//                                          index's entries for it must match exactly
 //
 // config.json subset (model_type selects the architecture):
 //   llama, mistral: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
@@ -24,11 +21,10 @@
 //     eos_token_id (2); word_embed_proj_dim must equal hidden_size, do_layer_norm_before,
 //     enable_bias and layer_norm_elementwise_affine must be true, activation_function
 //     must be "relu". Layer norm eps 1e-5, learned positions offset by 2, biases, tied head.
-// Checks (errors name the file and the field): JSON parsed strictly (no key twice); every
-// size within model_size.h's bounds (e.g. num_hidden_layers <= 4096) and consistent;
-// rms_norm_eps in (0, 1] and rope_theta positive, both finite as floats; token ids inside
-// the vocabulary; a field set to null is an error, except num_key_value_heads, head_dim,
-// sliding_window, rope_scaling and rope_parameters, which transformers derives when null.
+// Checks (errors name the file and field): strict JSON (no key twice); sizes within
+// model_size.h's bounds and consistent; rms_norm_eps in (0, 1], rope_theta > 0, both finite
+// floats; token ids in the vocabulary; null is an error except for num_key_value_heads,
+// head_dim, sliding_window, rope_scaling and rope_parameters (transformers derives them).
 #pragma once
 
 #include <string>
@@ -41,14 +37,12 @@ namespace smezo {
 // Reads a transformers config.json; throws smezo::Error naming the file and the field.
 ModelConfig parse_hf_config(const std::string& config_json_path);
 
-// The reverse: a config.json text that transformers (and parse_hf_config) load back to cfg.
-// torch_dtype is written as given ("float32", "bfloat16", "float16"). Throws when cfg has a
-// setting the architecture's config.json cannot express (e.g. interleaved RoPE for LLaMA).
+// The reverse: config.json text that loads back to cfg. Throws when cfg has a setting the
+// architecture's config.json cannot express (e.g. interleaved RoPE for LLaMA).
 std::string hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
 
-// Loads <dir> (layout above). dir may also be a path to a .safetensors file whose
-// directory holds config.json. The tensors are memory-mapped; the mappings are in
-// keep_alive. Throws smezo::Error naming the directory/file and what was missing.
+// Loads <dir>, or a .safetensors file beside its config.json, memory-mapped (keep_alive holds
+// the mappings). Throws smezo::Error naming the directory/file and what was missing.
 WeightSource load_hf_dir(const std::string& dir);
 
 }  // namespace smezo

@@ -37,7 +37,7 @@ ModelConfig read_llama2c_header(const MappedFile& file, const std::string& path)
   const int64_t limits[7] = {kMaxWidth, kMaxWidth, kMaxLayers, kMaxWidth,
                              kMaxWidth, kMaxVocab, kMaxPositions};
   for (int i = 0; i < 7; i++) {
-    // vocab_size may be negative: the classifier is stored separately (not tied)
+    // negative vocab_size: untied classifier
     const int64_t v = i == 5 && h[i] < 0 ? -static_cast<int64_t>(h[i]) : h[i];
     SMEZO_REQUIRE(v >= 1 && v <= limits[i], "%s: llama2.c header field %s = %d is not a valid "
                   "size (1..%lld); the file is corrupt or not a llama2.c checkpoint", p,
@@ -98,8 +98,7 @@ WeightSource load_llama2c(const std::string& path) {
   };
   if (!c.tied_lm_head) arrays.push_back({"classifier", 1, {c.vocab_size, D}, false, "lm_head.weight"});
 
-  // Every array's place in the file, overflow-checked and against the file size, before a
-  // single view is made (so a corrupt header costs nothing).
+  // Every array's extent checked before a single view is made.
   std::vector<int64_t> starts;
   int64_t offset = 28;  // bytes
   for (const Llama2cArray& a : arrays) {

@@ -6,11 +6,10 @@
 // dim); wk, wv (layers, n_kv_heads*hd, dim); wo (layers, dim, n_heads*hd); rms_ffn (layers,
 // dim); w1 (layers, hidden, dim); w2 (layers, dim, hidden); w3 (layers, hidden, dim);
 // rms_final (dim); two legacy RoPE tables (seq_len * hd/2 each, skipped); classifier
-// (vocab, dim) only when vocab_size was negative. Conventions: RMSNorm eps 1e-5, RoPE theta
-// 10000 on interleaved pairs. Tensors are exposed under Hugging Face LLaMA names.
-// Checks: every header field within model_size.h's bounds (the vocabulary's magnitude when
-// negative), the heads dividing, an even head_dim, every array's extent overflow-checked and
-// inside the file before any view is made, and no bytes left over after the last array.
+// (vocab, dim) only when vocab_size was negative. RMSNorm eps 1e-5, RoPE theta 10000 on
+// interleaved pairs; tensors under Hugging Face LLaMA names.
+// Checks: header fields within model_size.h's bounds (|vocab_size|), heads dividing, even
+// head_dim, every array overflow-checked inside the file, no bytes left after the last.
 #pragma once
 
 #include <string>

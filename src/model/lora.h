@@ -1,17 +1,13 @@
-// LoRA adapters (Hu et al. 2021, as Hugging Face PEFT builds them) on a model's linear layers:
-// for each targeted weight W (out, in), two small matrices A (r, in) and B (out, r), and the
-// layer computes  y = W x + (alpha / r) · B (A x).  Under --tune lora, A and B are the only
-// tuned parameters: ordinary Params that the probes perturb and the updates change; W stays as
-// loaded (in its storage dtype: bf16/f16 on the device).
+// LoRA adapters (Hu et al. 2021, as PEFT builds them): for a targeted W (out, in),
+// y = W x + (alpha / r) · B (A x) with A (r, in), B (out, r). Under --tune lora, A and B are
+// the only tuned Params; W stays as loaded.
 //
-// Initialisation is PEFT's default: A Kaiming-uniform with a = sqrt(5) (uniform in
-// [-1/sqrt(in), 1/sqrt(in)]), B = 0, so the adapted model starts as the base model. A's values
-// come from the run seed (splitmix64 of seed and A's tensor id, then a 53-bit uniform), so a
-// run, its resume and its replay start from the same adapter on any machine.
+// Init is PEFT's: A Kaiming-uniform, a = sqrt(5) (uniform in [-1/sqrt(in), 1/sqrt(in)]), B = 0,
+// so training starts at the base model. A comes from splitmix64(seed, A's tensor id), then a
+// 53-bit uniform: run, resume and replay start from the same adapter on any machine.
 //
-// Adapters keep their target's ParamRole (q, v, ...) and get tensor ids after the base model's
-// (the canonical order: layer by layer, targets in role order q, k, v, o, gate, up, down, A
-// then B), so the base tensors' noise is the same with and without adapters.
+// Adapters keep their target's ParamRole; their tensor ids follow the base model's (layer by
+// layer, roles q, k, v, o, gate, up, down, A then B), so base noise does not change.
 #pragma once
 
 #include <cstdint>
@@ -53,12 +49,11 @@ std::string lora_targets_name(const std::vector<ParamRole>& targets);  // "q,v"
 // Checks rank >= 1, alpha finite and > 0, at least one target.
 void lora_validate(const LoraOptions& o);
 
-// Hugging Face module name of a role in LLaMA-family models: q_proj, k_proj, v_proj, o_proj,
-// gate_proj, up_proj, down_proj (the names PEFT's target_modules use).
+// PEFT target_modules name of a role in LLaMA-family models: q_proj, ..., down_proj.
 const char* lora_module_name(ParamRole role);
 
-// The "tune" object of a run header ({"mode": "lora", "r": 8, "alpha": 16, "targets": "q,v"})
-// and back (throws naming `source` when malformed).
+// Run header's "tune" object ({"mode": "lora", "r": 8, "alpha": 16, "targets": "q,v"}) and
+// back (throws naming `source` when malformed).
 nlohmann::json lora_describe(const LoraOptions& o);
 LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& source);
 

@@ -24,8 +24,7 @@ struct Bytes {
   }
 };
 
-// Model::add_lora and Model::add_prefix's allocations (model_lora.cpp, model_prefix.cpp) for a
-// workspace of M token rows and R logit rows.
+// What add_lora and add_prefix allocate for M token rows and R logit rows.
 Bytes adapter_bytes(const ModelConfig& cfg, const TunedAdapters& a, int64_t M, int64_t R) {
   Bytes b;
   if (a.lora_rank > 0) {
@@ -75,8 +74,7 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
     return e;
   }
   e.weights = model_weight_bytes(size, storage);
-  // The tensors this backend holds (the stage's own; the whole-model sizes fit int64: checked
-  // above) and the largest of them, in elements.
+  // The stage's own tensors (whole-model sizes fit int64: checked above), and the largest.
   ModelStage held = stage;
   if (held.end_layer < 0) held.end_layer = cfg.n_layers;
   ModelParams slots_of;
@@ -90,8 +88,7 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   if (!stage.whole()) e.weights = held_bytes;
   const int64_t M = ws.tokens, R = stage.last() ? ws.logit_rows : 0;
   const int64_t q_dim = cfg.n_heads * cfg.head_dim, kv_dim = cfg.n_kv_heads * cfg.head_dim;
-  // Model's workspace (model.cpp), all fp32: x, xn; q, att; k, v; h_gate (SwiGLU), h_up;
-  // last, logits.
+  // Model's Workspace, fp32: x, xn; q, att; k, v; h_gate (SwiGLU), h_up; last, logits.
   Bytes act;
   act.add(2 * M, cfg.dim, 4);
   act.add(2 * M, q_dim, 4);
@@ -99,8 +96,7 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   act.add(cfg.mlp_kind == MLP_SWIGLU ? 2 * M : M, cfg.hidden_dim, 4);
   act.add(R, cfg.dim, 4);
   act.add(R, cfg.vocab_size, 4);
-  // Scratch: the largest demand of one (perturbed) linear; layer linears see M rows, the LM
-  // head (the embedding when tied) R rows.
+  // Scratch: the largest demand of one linear (layers: M rows; the LM head: R rows).
   ModelConfig one = cfg;
   one.n_layers = 1;
   ModelParams scratch_params;

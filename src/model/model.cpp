@@ -83,9 +83,8 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
 
 namespace {
 
-// "loading weights: 120/291 tensors, 6.10/13.5 GB, 2.3 GB/s" on stderr once loading has
-// taken more than a second (small models print nothing): rewritten in place on a terminal,
-// a line every 5 s otherwise, and a closing line when anything was shown.
+// "loading weights: 120/291 tensors, ..." on stderr after the first second: in place on a
+// terminal, else a line every 5 s.
 class LoadProgress {
  public:
   LoadProgress(int64_t tensors, int64_t bytes)
@@ -121,10 +120,9 @@ class LoadProgress {
 
 }  // namespace
 
-// Streaming load: one tensor at a time, from the mapped file straight to the backend in the
-// file's dtype (the backend converts and checks for NaN/Inf), then the tensor's file pages are
-// dropped from the process. Host memory stays at one tensor's pages, whatever the model size;
-// only block-quantised tensors (GGUF) are decoded on the host, into one reused fp32 buffer.
+// One tensor at a time, file dtype straight to the backend (which converts and checks for
+// NaN/Inf), then its pages dropped: host memory stays at one tensor. Only block-quantised
+// (GGUF) tensors are decoded on the host, into one reused buffer.
 void Model::load(const WeightSource& source, DType storage) {
   std::vector<ParamSlot> slots;
   std::vector<uint32_t> tensor_ids;  // canonical: the noise of a stage's tensor is the whole model's
@@ -192,10 +190,6 @@ int64_t Model::parameter_count() const {
   return n;
 }
 
-// Runs the embedding (or takes the previous stage's hidden states) and this stage's layers on
-// tokens, leaving the hidden states in ws_.x.
-// cached = false: a packed batch without cache (seqs say where each sequence is); true: seqs'
-// key/value spans are in the cache (forward_cached), where their new keys/values are written.
 void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
                 const std::vector<AttentionSeq>& seqs, bool cached, const Probe& probe,
                 const float* hidden_in) {
@@ -218,8 +212,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
   if (prefixed && !cached) prefix_layout(seqs, probe, M, &prefix_kv_index, &prefix_seqs);
   auto bias = [](const Param& p) { return p.w.data ? &p : nullptr; };
 
-  // Embeddings and norms read their parameters per half of a pair (they are small); the
-  // linears take the pair whole, so a weight's noise is generated once for both halves.
+  // Embeddings and norms run per half of a pair; linears take it whole (noise made once).
   embed(tokens, positions, probe, hidden_in, x);
   auto norm = [&](const Param& w, const Param* b) {
     per_half(probe, M, [&](int64_t r0, int64_t n, const Probe& p) {

@@ -1,9 +1,6 @@
-// The decoder-only transformer, written once over Backend ops. LLaMA, Mistral and OPT differ
-// only by ModelConfig (norm kind, positions, MLP kind, GQA, sliding window, biases, tied head).
-//
-// Batches are packed: the tokens of several sequences back to back (no padding); each
-// sequence restarts at position 0 and attends causally within itself. Logits are computed
-// only for the rows that ask for them.
+// The decoder-only transformer, written once over Backend ops; architectures differ only by
+// ModelConfig. Batches are packed (sequences back to back, no padding; each restarts at
+// position 0 and attends causally within itself); logits only for the rows that ask.
 #pragma once
 
 #include <cstdint>
@@ -59,70 +56,56 @@ struct CachedChunk {
 
 class Model {
  public:
-  // Loads and checks every tensor of source against its config, converting to the backend's
-  // storage dtype. max_tokens and max_logit_rows size the one activation workspace.
-  // stage: the part of the model to hold (whole by default); only its tensors are read.
+  // Loads and checks the tensors of `stage` (whole by default), converted to `storage`.
+  // max_tokens and max_logit_rows size the one activation workspace.
   Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
         int64_t max_logit_rows, const ModelStage& stage = ModelStage{});
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
 
-  // Host logits (batch.logit_rows.size(), vocab) for the packed batch under the probe.
-  // A probe pair (Probe::pair) runs the batch twice side by side, at +scale and at -scale, in
-  // one pass: logits (2 * logit_rows, vocab), the + rows first; the doubled batch must fit
-  // the workspace (batch_tokens_capacity, batch_logit_rows_capacity).
+  // Host logits (batch.logit_rows.size(), vocab). A probe pair runs the batch twice in one
+  // pass, + rows first: logits (2 * logit_rows, vocab); see batch_*_capacity.
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
-  // One pipeline stage's share of forward(). The first stage embeds batch.tokens; the others
-  // start from `hidden_in`, the previous stage's hidden states (tokens, dim) in fp32, where a
-  // probe pair has twice the batch's tokens (the + copy, then the - copy). A stage that is not
-  // the last writes its hidden states to *out; the last writes the logits, as forward() does.
-  // Chaining the stages gives forward()'s logits bit for bit.
+  // One pipeline stage's share of forward(): the first embeds batch.tokens, the others start
+  // from hidden_in (tokens, dim) fp32 (a pair: + copy, then - copy); *out gets the hidden
+  // states, or the logits at the last stage. Chained stages equal forward() bit for bit.
   void forward_stage(const ForwardBatch& batch, const Probe& probe, const std::vector<float>& hidden_in,
                      std::vector<float>* out);
   const ModelStage& stage() const { return stage_; }
-  // The tokens and logit rows of one batch that forward() takes under `probe` (half the
-  // workspace for a pair).
+  // What one batch may hold under `probe` (half the workspace for a pair).
   int64_t batch_tokens_capacity(const Probe& probe) const { return probe.pair ? max_tokens_ / 2 : max_tokens_; }
   int64_t batch_logit_rows_capacity(const Probe& probe) const {
     return probe.pair ? max_logit_rows_ / 2 : max_logit_rows_;
   }
 
-  // Generation with a key/value cache (model_cache.cpp) for `slots` sequences at once, each
-  // with max_len rows per layer after a prefix's P. Backend memory is never freed: the cache
-  // only grows (to the largest slots and max_len asked so far; growing drops what it held and
-  // leaves the old one allocated), so a caller sizes it once for all its decodings.
+  // A key/value cache for `slots` sequences of max_len rows (after a prefix's P). It only
+  // grows, dropping its contents, and backend memory is never freed: size it once.
   void enable_kv_cache(int64_t max_len, int64_t slots = 1);
   int64_t kv_cache_slots() const { return cache_slots_; }
-  // One sequence in slot 0, without a probe: feed tokens at positions [pos, pos + tokens.size())
-  // (after a prefix), return the logits of the last one.
+  // Slot 0, no probe: feeds tokens at [pos, pos + tokens.size()), logits of the last one.
   void forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits);
-  // Several slots' new tokens packed into one run under a single probe (pair = false): logits
-  // (chunks.size(), vocab) of each chunk's last token. A chunk at pos 0 starts its slot anew
-  // (with the prefix read through this probe); a slot's later chunks must run under the same
-  // probe, since its cached keys/values were computed under it. The tokens must fit the
-  // workspace (batch_tokens_capacity, batch_logit_rows_capacity of a single probe).
+  // Several slots' chunks in one run under a single (non-pair) probe: logits (chunks.size(),
+  // vocab) of each chunk's last token. A chunk at pos 0 restarts its slot; later chunks of a
+  // slot must use the same probe as its cached keys/values. Must fit batch_*_capacity.
   void forward_cached(const std::vector<CachedChunk>& chunks, const Probe& probe, std::vector<float>* logits);
 
-  // --tune lora: an adapter on each targeted linear of every layer, initialised as PEFT does
-  // (lora.h) from `seed`; its A and B join params() after the base tensors. LLaMA-family
-  // models only, whole (not a pipeline stage); once per model.
+  // --tune lora (lora.h): A and B join params() after the base tensors. LLaMA family, whole
+  // model only; once per model.
   void add_lora(const LoraOptions& options, uint64_t seed);
   bool has_lora() const { return !lora_.empty(); }
   const LoraOptions& lora_options() const { return lora_options_; }
   const std::vector<LoraLayer>& lora_layers() const { return lora_; }
 
-  // --tune prefix: P key and value rows per layer that every query attends to (prefix.h),
-  // initialised from the base model's own keys and values for prefix_init_tokens(seed); they
-  // join params() after the base tensors. Sequences then sit at positions P.. (at most
-  // max_seq_len - P tokens) and every sequence of a batch must ask for a logit row (the
-  // prefixed keys/values of a batch take max_tokens + P x min(max_tokens, max_logit_rows) rows).
-  // Whole models only, not with LoRA; once per model; the workspace must hold P tokens.
+  // --tune prefix (prefix.h): the P rows join params() after the base tensors. Sequences sit
+  // at positions P.. and each must ask for a logit row (the prefixed keys/values take
+  // max_tokens + P x min(max_tokens, max_logit_rows) rows). Whole model, no LoRA, once; the
+  // workspace must hold P tokens.
   void add_prefix(const PrefixOptions& options, uint64_t seed);
   bool has_prefix() const { return !prefix_.empty(); }
   const PrefixOptions& prefix_options() const { return prefix_options_; }
   const std::vector<PrefixLayer>& prefix_layers() const { return prefix_; }
-  // P under --tune prefix, else 0: the position of a sequence's first token
+  // the position of a sequence's first token: P, or 0
   int64_t prefix_tokens() const { return prefix_.empty() ? 0 : prefix_options_.tokens; }
 
   // All parameters in canonical order (tensor_id = index), absent ones skipped.
@@ -139,19 +122,17 @@ class Model {
     Tensor x, xn, q, k, v, att;
     Tensor h_gate, h_up;              // (max_tokens, hidden)
     Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
-    // --tune lora only, allocated by add_lora after loading (not in memory_estimate.cpp's count:
-    // max_tokens x (rank + widest) fp32, beside the adapters' own A and B)
+    // --tune lora only, by add_lora (memory_estimate counts these under adapters)
     Tensor lora_mid;                  // (max_tokens, rank): A x
     Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x)
-    // --tune prefix only, allocated by add_prefix (P rows per sequence, kv = n_kv_heads*head_dim)
+    // --tune prefix only, by add_prefix (kv = n_kv_heads*head_dim)
     Tensor prefix_src_k, prefix_src_v;  // (max_tokens + 2P, kv): the tokens' keys/values, then the
                                         // probed prefix (the + half's P rows, the - half's)
     Tensor prefix_k, prefix_v;          // (max_tokens + P x min(max_tokens, max_logit_rows), kv):
                                         // each sequence's P prefix rows, then its own rows
   };
-  // The attention of layer l under --tune prefix: the probed prefix rows written after the
-  // tokens' keys/values in ws_.prefix_src_*, then gathered per sequence by `kv_index`;
-  // `prefixed` are the sequences' spans in the gathered rows.
+  // Layer l's attention under --tune prefix: probed prefix rows go after the tokens' keys/values
+  // in ws_.prefix_src_*, then are gathered per sequence by kv_index.
   void prefix_attention(int64_t l, const Probe& probe, int64_t M, const std::vector<int64_t>& kv_index,
                         AttentionParams* ap);
   // the prefix, read through the probe, as the first P cache rows of `slot`
@@ -162,18 +143,16 @@ class Model {
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
-  // x (M rows) = the tokens' embeddings (first stage), else hidden_in (the previous stage's).
   void embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
              const float* hidden_in, const Tensor& x);
-  // hidden_in: null = embed the tokens (first stage), else the previous stage's hidden states.
-  // cached: the seqs' key/value spans are rows of the cache, each ending with its q_len new rows
+  // This stage's layers, hidden states left in ws_.x. hidden_in: null = embed the tokens, else
+  // the previous stage's. cached: seqs' key/value spans are cache rows, ending with q_len new ones.
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
            const std::vector<AttentionSeq>& seqs, bool cached, const Probe& probe,
            const float* hidden_in = nullptr);
   // positions and attention spans of a packed batch (checked)
   void pack_positions(const ForwardBatch& batch, std::vector<int32_t>* positions, std::vector<AttentionSeq>* seqs) const;
-  // What run() and compute_logits() take for a batch: under a probe pair the batch twice, side
-  // by side.
+  // run()'s input: under a probe pair, the batch twice side by side.
   struct PackedRun {
     std::vector<int32_t> tokens, positions;
     std::vector<AttentionSeq> seqs;
@@ -194,8 +173,7 @@ class Model {
   int64_t max_tokens_;
   int64_t max_logit_rows_;
   Workspace ws_;
-  // per layer (slots x (P + max_len), n_kv_heads*head_dim): slot s owns rows from s x cache_stride_,
-  // a prefix first
+  // per layer (slots x (P + max_len), n_kv_heads*head_dim); slot s from row s x cache_stride_
   std::vector<Tensor> cache_k_, cache_v_;
   int64_t cache_slots_ = 0;
   int64_t cache_stride_ = 0;  // rows per slot: P + max_len

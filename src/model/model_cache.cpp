@@ -1,7 +1,5 @@
-// The key/value cache of generation (model.h: enable_kv_cache, forward_cached): several
-// sequences ("slots") decoded together under one probe, each new chunk of tokens attending to
-// its slot's cached rows. The run itself is Model::run's, with the attention's key/value spans
-// in the cache instead of the batch.
+// The key/value cache of generation (enable_kv_cache, forward_cached): Model::run with the
+// attention's key/value spans in the cache instead of the batch.
 #include <algorithm>
 #include <numeric>
 #include <vector>

@@ -35,8 +35,7 @@ bool known_dtype(DType dtype) {
   return false;
 }
 
-// The layer index of a per-layer tensor name ("model.layers.7.mlp..." or
-// "model.decoder.layers.7...."), or -1 for other names. Very long indices read as huge.
+// 7 for "model.layers.7..." or "model.decoder.layers.7...", else -1; long indices read as huge.
 int64_t layer_index_of(const std::string& name) {
   for (const char* prefix : {"model.layers.", "model.decoder.layers."}) {
     const std::string p = prefix;

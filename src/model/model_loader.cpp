@@ -14,7 +14,6 @@ namespace smezo {
 
 namespace {
 
-// The format reader for path (dispatch by what path is).
 WeightSource read_weight_files(const std::string& path) {
   struct stat st;
   SMEZO_REQUIRE(stat(path.c_str(), &st) == 0, "cannot open model %s: no such file or directory",

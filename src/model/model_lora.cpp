@@ -21,8 +21,7 @@ Param& layer_weight(LayerParams& L, ParamRole role) {
   }
 }
 
-// PEFT's name of an adapter matrix: base_model.model.<module>.lora_A.weight for the module
-// whose weight is <module>.weight.
+// <module>.weight -> base_model.model.<module>.lora_A.weight (PEFT's name).
 std::string peft_name(const std::string& weight_name, const char* part) {
   const std::string module = weight_name.substr(0, weight_name.size() - std::string(".weight").size());
   return "base_model.model." + module + ".lora_" + part + ".weight";

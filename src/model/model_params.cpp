@@ -1,6 +1,5 @@
-// The canonical parameter list of each architecture: Hugging Face names, shapes, and which
-// ModelParams field each binds to. Its order defines the noise tensor ids, so it must never
-// depend on the checkpoint file.
+// The canonical parameter list of each architecture (names, shapes, ModelParams fields). Its
+// order defines the noise tensor ids: never depend on the checkpoint file, never reorder.
 #include "model/model_params.h"
 
 #include <string>

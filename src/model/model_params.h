@@ -16,24 +16,20 @@ struct ParamSlot {
   ParamRole role;    // from the architecture's map (tensor.h)
   bool is_bias;
   Param* param;  // the ModelParams field it fills
-  // Where it sits in the forward pass: -1 before the layers (embeddings), 0..n_layers-1 in
-  // that layer, n_layers after them (final norm, LM head). Pipeline stages split on it.
+  // -1 before the layers, 0..n_layers-1 in one, n_layers after (final norm, LM head).
   int64_t layer;
 };
 
-// Whether a pipeline stage holds the slot: its layers, the embeddings on the first stage, the
-// final norm and the LM head on the last (a tied head: the token embedding there too).
+// Its layers, embeddings on the first stage, final norm and LM head (tied: the embedding) on the last.
 bool stage_holds(const ModelStage& stage, const ModelConfig& config, const ParamSlot& slot);
-// Whether the stage is the one that owns the slot's values (the first stage for the token
-// embedding a tied head shares; the only holder otherwise): the one that writes it out.
+// The stage that writes the slot out: the first for a tied embedding, else its only holder.
 bool stage_owns(const ModelStage& stage, const ParamSlot& slot);
 
 // The tensors whose rows a change of RoPE layout permutes: the q and k projection weights.
 inline bool rope_permutes_rows(ParamRole role, bool is_bias) {
   return !is_bias && (role == ROLE_ATTN_Q || role == ROLE_ATTN_K);
 }
-// (rows, cols) with interleaved pairs (2i, 2i+1) per head of head_dim rows -> the rotate-half
-// layout (i, i + head_dim/2): GGUF/llama2.c q and k weights written as Hugging Face's.
+// Per head of head_dim rows: interleaved pairs (2i, 2i+1) -> rotate-half (i, i + head_dim/2).
 void interleaved_rows_to_rotate_half(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out);
 // Its inverse: Hugging Face's rotate-half rows back to the interleaved layout.
 void rotate_half_rows_to_interleaved(const float* in, int64_t rows, int64_t cols, int64_t head_dim, float* out);

@@ -51,8 +51,7 @@ bool model_size_of(const ModelConfig& cfg, ModelSize* out) {
       !checked_mul(cfg.n_kv_heads, cfg.head_dim, &kv_dim) || kv_dim > kMaxWidth)
     return false;
 
-  // The parameter list of a zero-layer and a one-layer copy: the rest is n_layers times the
-  // difference. (Listing all layers would cost memory proportional to n_layers.)
+  // Zero- and one-layer copies, times n_layers: listing every layer would cost O(n_layers) memory.
   ModelConfig c = cfg;
   int64_t outer = 0, with_layer = 0, largest = 0;
   c.n_layers = 0;

@@ -1,14 +1,8 @@
-// How big a model is, from its ModelConfig alone: the parameter count and the bytes of its
-// weights in a storage dtype, in overflow-checked int64 arithmetic, before any tensor is read
-// or allocated. The counts come from the architecture's canonical parameter list
-// (model_params.h: the non-layer tensors plus n_layers times one layer), so they cannot
-// drift from what Model loads. Memory estimates (host or device: "needs X GB, Y GB free")
-// are built on these.
+// A model's parameter count and weight bytes from its ModelConfig alone, overflow-checked,
+// from the canonical parameter list (model_params.h) so they cannot drift from what Model loads.
 //
-// Also the upper bounds every model reader enforces on a config's sizes. No real model comes
-// near them; a value beyond one means the file is corrupt. Within them every shape product
-// of this file fits int64 with room to spare, and common/checked_int.h says so if it ever
-// does not.
+// Also the size bounds every reader enforces: no real model comes near them (beyond = corrupt),
+// and within them every shape product fits int64 (common/checked_int.h checks).
 #pragma once
 
 #include <cstdint>
@@ -30,16 +24,14 @@ struct ModelSize {
   int64_t largest_tensor = 0;    // elements of the largest single tensor
 };
 
-// The sizes of cfg. False when a size field is outside 1..its bound above (head_dim and
-// n_kv_heads included), or a product overflows: such a config describes no loadable model.
-// Safe to call on any config; check_model_config (model_check.h) says which field is wrong.
+// False when a size is outside 1..its bound or a product overflows; safe on any config
+// (check_model_config names the field).
 bool model_size_of(const ModelConfig& cfg, ModelSize* out);
 
 // size.parameters * dtype_size(dtype), or -1 on overflow.
 int64_t model_weight_bytes(const ModelSize& size, DType dtype);
 
-// Human-readable sizes for messages, decimal units: "17 B", "12.3 KB", "1.04 MB", "13.5 GB";
-// and counts: "512", "260.0 K", "6.74 G".
+// Decimal units: "17 B", "12.3 KB", "13.5 GB"; counts: "512", "260.0 K", "6.74 G".
 std::string format_bytes(int64_t bytes);
 std::string format_count(int64_t n);
 

@@ -1,7 +1,5 @@
-// What a checkpoint loader hands to the model: the architecture and a set of named host
-// tensors (memory-mapped where the format allows), with Hugging Face names and shapes.
-// Loaders: model/hf_dir.h (config.json + safetensors), model/llama2c.h (llama2.c .bin),
-// model/gguf_llama.h (GGUF, block-quantised tensors decoded one at a time by read_f32).
+// What a checkpoint loader (hf_dir.h, llama2c.h, gguf_llama.h) hands to the model: the config
+// and host tensors (mapped where possible) under Hugging Face names and shapes.
 #pragma once
 
 #include <map>

@@ -1,12 +1,10 @@
 // JSONL metrics log: one JSON object per line, e.g.
 //   {"step":120,"loss":0.6931,"lr":1e-06,"g":-3.2,"dev_acc":null}
-// Generic: the caller decides the keys. Each line is written with one fwrite and flushed
-// (fflush, not fsync) so `tail -f` and a crash both see whole lines. Non-finite numbers are
-// written as null (JSON has no NaN). Invalid UTF-8 in strings is replaced, never thrown on.
+// The caller decides the keys. Each line is one fwrite, flushed (fflush, not fsync), so `tail -f`
+// and a crash see whole lines. Non-finite numbers are written as null; invalid UTF-8 is replaced.
 //
-// Resume: open with append=true. A partial last line left by a crash (no trailing '\n') is
-// cut off on open, so new lines never glue onto it. metrics_log_truncate_after() drops the
-// lines logged after the checkpoint being resumed from, so steps are not duplicated.
+// Resume: append=true cuts a crash's partial last line on open, so new lines never glue onto it;
+// metrics_log_truncate_after() drops lines after the resumed step, so none is duplicated.
 #pragma once
 
 #include <nlohmann/json.hpp>

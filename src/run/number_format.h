@@ -1,6 +1,5 @@
-// How accuracies and losses print, everywhere text shows them (the progress line, the
-// end-of-run line, smezo eval): 4 decimals. Losses outside [1e-3, 1e4) switch to scientific
-// notation with 3 decimals so they keep their digits. JSON files hold the full values.
+// How accuracies and losses print wherever text shows them: 4 decimals; losses outside [1e-3, 1e4)
+// in scientific notation with 3, to keep their digits. JSON files hold the full values.
 #pragma once
 
 #include <string>

@@ -1,20 +1,15 @@
-// Training progress display: step/total, a bar, loss (smoothed and last), steps/s, ETA and
-// the last dev accuracy with the step it was measured at (it is not re-measured every step).
+// Training progress display: step/total, a bar, loss (smoothed and last), steps/s, ETA and the
+// last dev accuracy with the step it was measured at.
 //
-// On a terminal (TTY) one line is redrawn in place with '\r' at most every
-// redraw_interval_s (and always for the last step); it is narrowed to the terminal width so it
-// never wraps:
+// On a TTY one line is redrawn with '\r' at most every redraw_interval_s (and at the last step),
+// narrowed to the terminal width so it never wraps:
 //   step  1200/20000 [#>                      ]   6.0% | loss 0.6931 (last 0.7012) |
 //     12.3 steps/s | ETA 0:25:28 | dev acc 0.8120 (step 1000)          (one line on screen)
-// Otherwise (CI, log files) a plain line, without the bar, every plain_every steps and at the
-// end:
+// Otherwise (CI, log files) a plain line without the bar, every plain_every steps and at the end:
 //   step 1200/20000 6.0% | loss 0.6931 (last 0.7012) | 12.3 steps/s | ETA 0:25:28 | dev acc 0.8120 (step 1000)
-// Numbers print as run/number_format.h says (accuracies and losses with 4 decimals); "dev acc -"
-// until the first evaluation.
-// The last line says "took h:mm:ss" in place of the ETA. Steps/s is the average since the bar
-// was made (over steps after start_step); the ETA is the remaining steps at that rate. The
-// smoothed loss is a bias-corrected exponential moving average that skips non-finite losses.
-// The output FILE* and the clock are injectable for tests.
+// Numbers as run/number_format.h prints them; "dev acc -" before any evaluation; "took h:mm:ss" for
+// the ETA on the last line. Steps/s averages the steps after start_step. The smoothed loss is a
+// bias-corrected EMA skipping non-finite losses. The FILE* and the clock are injectable for tests.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +45,7 @@ class ProgressBar {
 
   // Call after each step with the step just finished (start_step+1 .. total_steps).
   void update(int64_t step, double loss);
-  // Last dev accuracy as a fraction in [0, 1], measured after `step`; shown, with that step,
-  // from the next drawn line on.
+  // Last dev accuracy in [0, 1], measured after `step`; shown from the next drawn line on.
   void set_dev_accuracy(double accuracy, int64_t step);
   // Prints a line of text (e.g. an eval result) without tearing the TTY bar.
   void message(const std::string& text);

@@ -105,8 +105,7 @@ double map_y(const Axis& ay, const Rect& r, double y) {
   return r.y + r.h - (y - ay.lo) / (ay.hi - ay.lo) * r.h;
 }
 
-// Centred moving average over a window of `w` points; near the ends the window is cut to
-// the points that exist (so it stays w/2 wide on the inner side and never collapses to 1).
+// Centred moving average over `w` points; near the ends the window is cut to the points that exist.
 std::vector<double> moving_average(const PlotSeries& s, int w) {
   int64_t n = static_cast<int64_t>(s.size());
   std::vector<double> prefix(static_cast<size_t>(n) + 1, 0.0), out(static_cast<size_t>(n));
@@ -327,7 +326,6 @@ std::string training_plot_svg(const std::string& title, const PlotSeries& loss_i
   PlotSeries loss = finite_sorted(loss_in), acc = finite_sorted(acc_in);
   const double W = std::max(opt.width, 400), H = std::max(opt.height, 300);
 
-  // Shared step axis over both series.
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
   for (const PlotSeries* s : {&loss, &acc})
     for (const auto& p : *s) x_lo = std::min(x_lo, p.first), x_hi = std::max(x_hi, p.first);

@@ -1,16 +1,13 @@
 // Training-curve plot as a self-contained SVG file, written by hand (no plotting dependency).
 //
-// Two stacked panels that share the step axis:
-//   top:    training loss vs step, raw loss as a light line and a centred moving average as a
-//           bold line (the raw line's y range ignores the outer 0.5% of values so one spike
-//           does not flatten the curve; the spike is clipped at the panel edge);
-//   bottom: dev accuracy vs step, line with markers; shown in percent when every value is a
-//           fraction in [0, 1].
-// Axes carry "nice" ticks (1, 2, 5 x 10^k), grid lines and labels; a title, a one-line summary
-// (last smoothed loss, best dev accuracy) and a legend per panel. Non-finite values are
-// skipped; an empty series shows "no data"; a single point is drawn as a marker; a constant
-// series gets a small range around its value. Long series are thinned to a min/max envelope
-// per pixel column, so a 20k-step run stays a small file.
+// Two stacked panels sharing the step axis:
+//   top:    training loss, raw as a light line and a centred moving average bold (the y range
+//           ignores the outer 0.5% of values so one spike does not flatten the curve; it is clipped);
+//   bottom: dev accuracy, a line with markers; in percent when every value is in [0, 1].
+// Axes get "nice" ticks (1, 2, 5 x 10^k), grid lines and labels; a title, a one-line summary (last
+// smoothed loss, best dev accuracy) and a legend per panel. Non-finite values are skipped; an empty
+// series shows "no data", one point a marker, a constant series a small range around it. Long
+// series thin to a min/max envelope per pixel column, so a 20k-step run stays a small file.
 #pragma once
 
 #include <string>
@@ -28,7 +25,6 @@ struct TrainingPlotOptions {
   std::string dev_label = "dev accuracy";  // the bottom panel's quantity ("dev F1": generation tasks)
 };
 
-// The SVG document text.
 std::string training_plot_svg(const std::string& title, const PlotSeries& loss,
                               const PlotSeries& dev_acc, const TrainingPlotOptions& opt = {});
 
@@ -37,9 +33,8 @@ void write_training_plot_svg(const std::string& path, const std::string& title,
                              const PlotSeries& loss, const PlotSeries& dev_acc,
                              const TrainingPlotOptions& opt = {});
 
-// "Nice" ticks covering [lo, hi] with about `target` intervals: multiples of 1, 2 or 5 x 10^k
-// (at least 1 when `integer`). Returns the ticks; *axis_lo/*axis_hi get the first/last tick.
-// lo == hi is widened first. Exposed for tests.
+// "Nice" ticks over [lo, hi], about `target` intervals of 1, 2 or 5 x 10^k (>= 1 when `integer`);
+// *axis_lo/*axis_hi get the first/last tick; lo == hi is widened first. Exposed for tests.
 std::vector<double> svg_nice_ticks(double lo, double hi, int target, bool integer,
                                    double* axis_lo, double* axis_hi);
 

@@ -1,15 +1,13 @@
 // smezo convert: any model smezo reads (GGUF, llama2.c .bin, a Hugging Face directory) written
-// out as a Hugging Face model directory that transformers loads:
+// as a Hugging Face model directory that transformers loads:
 //   config.json         hf_config_json (model/hf_dir.h), torch_dtype = the written dtype;
-//   model.safetensors   every tensor under its Hugging Face name, in bf16 (round to nearest
-//                       even) or f32; block-quantised GGUF tensors are dequantised first. Q and
-//                       K of interleaved-RoPE sources (GGUF, llama2.c) get their rows put in
-//                       Hugging Face's rotate-half order per head (the permutation
-//                       checkpoint.h applies), and config.json says rotate-half;
-//   tokenizer files     where the source has a tokenizer: save_tokenizer_files
-//                       (tokenizer/tokenizer_files.h): a GGUF's metadata becomes
-//                       tokenizer.json + tokenizer_config.json; a sentencepiece .model is
-//                       copied as tokenizer.model.
+//   model.safetensors   every tensor under its HF name, in bf16 (round to nearest even) or f32;
+//                       block-quantised GGUF tensors are dequantised first. Q and K rows of
+//                       interleaved-RoPE sources (GGUF, llama2.c) are put in HF's rotate-half
+//                       order per head (checkpoint.h's permutation); config.json says rotate-half;
+//   tokenizer files     if the source has a tokenizer (save_tokenizer_files,
+//                       tokenizer/tokenizer_files.h): a GGUF's metadata becomes tokenizer.json +
+//                       tokenizer_config.json; a sentencepiece .model is copied as tokenizer.model.
 // Tensors are decoded one at a time; the output's own bytes are held until written.
 #pragma once
 

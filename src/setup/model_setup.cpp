@@ -20,7 +20,6 @@ namespace smezo {
 
 namespace {
 
-// A Hugging Face folder's tokenizer files: sentencepiece, tokenizer.json or vocab.json (+ merges).
 bool hf_dir_has_tokenizer(const std::string& dir) {
   return is_file(dir + "/tokenizer.model") || is_file(dir + "/tokenizer.json") || is_file(dir + "/vocab.json");
 }
@@ -95,7 +94,6 @@ std::string resolve_tokenizer_path(const std::string& model_path, const std::str
 
 namespace {
 
-// The tokenizer of a Hugging Face directory, by the files it holds (tokenizer_kind_of_hf_dir).
 OpenedTokenizer open_hf_dir_tokenizer(const std::string& dir) {
   if (tokenizer_kind_of_hf_dir(dir) == TOKENIZER_SENTENCEPIECE) {
     const std::string path = dir + "/tokenizer.model";
@@ -104,7 +102,6 @@ OpenedTokenizer open_hf_dir_tokenizer(const std::string& dir) {
   return {load_bpe_tokenizer_hf_dir(dir), dir};
 }
 
-// The tokenizer in a GGUF file's metadata (byte-level BPE only).
 OpenedTokenizer open_gguf_tokenizer(const std::string& path, bool explicit_path) {
   SMEZO_REQUIRE(tokenizer_kind_of_gguf(path) == TOKENIZER_BPE,
                 "%s: its tokenizer is a sentencepiece vocabulary in GGUF metadata (tokenizer.ggml.model "

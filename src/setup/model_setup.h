@@ -1,7 +1,6 @@
-// Opening a model for use: pick the backend, load the weights and the tokenizer, check that
-// they belong together, and place the weights in the chosen storage dtype. Library code: the
-// public API (smezo::train), the CLI commands and the tests all open models through here.
-// The bundled stories260K (common/assets.h) is the default model.
+// Opening a model: pick the backend, load the weights and the tokenizer, check that they belong
+// together, store the weights in the chosen dtype. smezo::train, the CLI and the tests all open
+// models here. The bundled stories260K (common/assets.h) is the default model.
 #pragma once
 
 #include <memory>
@@ -23,10 +22,8 @@ struct ModelOpenOptions {
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
   int stage_index = 0, stage_count = 1;  // a pipeline stage (model_stage): load only its layers
-  TunedAdapters adapters;         // what the caller adds after loading (--tune lora/prefix):
-                                  // counted in the memory check, not made here
-  bool tokenizer_optional = false;  // true: no tokenizer found is no error (LoadedModel::tokenizer
-                                    // null, tokenizer_path ""), for work that needs none (replay)
+  TunedAdapters adapters;         // --tune lora/prefix: counted in the memory check, made by the caller
+  bool tokenizer_optional = false;  // true: none found is no error (tokenizer null, path ""), e.g. replay
 };
 
 struct LoadedModel {
@@ -36,66 +33,55 @@ struct LoadedModel {
   std::string model_path;
   std::string tokenizer_path;  // where the tokenizer came from (OpenedTokenizer::path)
   MemoryEstimate estimate;      // what the model was expected to need on the backend
-  // Start-up phases, wall seconds: open = the model's headers/config, the tokenizer and the
-  // backend; load = the weights streamed onto the backend.
+  // Start-up wall seconds: open = headers/config, tokenizer, backend; load = weights streamed in.
   double open_s = 0.0;
   double load_s = 0.0;
 };
 
 // The bundled stories260K: asset_path("models/stories260K.bin").
 std::string default_model_path();
-// model_path, or the default model when it is empty; throws, saying where it looked, when the
-// default is missing.
+// model_path, or the default model when empty (throws, saying where it looked, if missing).
 std::string resolve_model_path(const std::string& model_path);
 
 // Before any weight is allocated, compares estimate_model_memory() with the backend's free
 // memory and refuses in one line when it cannot fit (memory_estimate.h).
 LoadedModel open_model(const ModelOpenOptions& options);
-// The same on a backend the caller made (options.device must name its kind: it picks the
-// default dtype):
-// embedding programs, and tests that fake the free memory.
+// The same on a backend the caller made (options.device must name its kind, for the default
+// dtype): embedding programs, and tests that fake the free memory.
 LoadedModel open_model_on(const ModelOpenOptions& options, std::unique_ptr<Backend> backend);
 // The same with the fields spelled out (dtype may be empty).
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
                              const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
                              const std::string& dtype = "");
 
-// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA). linear_path (--linear-path): "auto",
-// "wprime" or "fused", the CUDA backend's linear path mode (cuda/cuda_plan.h); the CPU backend
-// has one path and refuses "fused".
+// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA). linear_path: the CUDA linear path mode
+// (cuda/cuda_plan.h); the CPU backend has one path and refuses "fused".
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path = "auto");
 
 // The parameter storage dtype for a dtype name on a device: "f32" | "f16" | "bf16", or "" for
 // the device's default (cpu: f32, the only one it stores; cuda: bf16).
 DType storage_dtype(const std::string& device, const std::string& dtype);
 
-// The tokenizer for a model: an explicit path, else tokenizer.model next to the model, else
-// the bundled TinyStories tokenizer for the bundled stories260K. (Sentencepiece only; the
-// general rule, which also finds BPE tokenizers, is open_model_tokenizer.)
+// A model's sentencepiece tokenizer (BPE too: open_model_tokenizer): an explicit path, else
+// tokenizer.model beside the model, else the bundled one for the bundled stories260K.
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
 
-// A tokenizer and where it came from: path is a sentencepiece .model, a tokenizer.json, a
-// Hugging Face directory (BPE: tokenizer.json or vocab.json + merges.txt) or a GGUF file
-// (its tokenizer.ggml.* metadata). save_tokenizer_files (tokenizer_files.h) copies or
-// rebuilds the files from it.
+// A tokenizer and its path (a sentencepiece .model, tokenizer.json, HF directory or GGUF file),
+// from which save_tokenizer_files (tokenizer_files.h) copies or rebuilds the files.
 struct OpenedTokenizer {
   std::unique_ptr<Tokenizer> tokenizer;
   std::string path;
 };
 
-// The model decides its tokenizer:
-//   GGUF file            -> byte-level BPE from its metadata (tokenizer.ggml.model "gpt2"; a
-//                           "llama" vocabulary needs --tokenizer);
-//   HF directory (or a .safetensors inside one) -> tokenizer.model: sentencepiece; else
-//                           tokenizer.json / vocab.json + merges.txt: BPE;
-//   llama2.c .bin        -> tokenizer.model beside it; the bundled one for stories260K.
-// explicit_path (--tokenizer) overrides, read by what it is: a directory as above, *.gguf
-// from its metadata, *.json as a tokenizer.json, anything else as a sentencepiece .model.
+// The model decides its tokenizer: a GGUF file -> byte-level BPE from its metadata
+// (tokenizer.ggml.model "gpt2"; a "llama" vocabulary needs --tokenizer); an HF directory (or a
+// .safetensors in one) -> tokenizer.model (sentencepiece), else tokenizer.json / vocab.json +
+// merges.txt (BPE); a llama2.c .bin -> tokenizer.model beside it, the bundled one for stories260K.
+// explicit_path (--tokenizer) overrides, read by what it is: a directory as above, *.gguf from
+// its metadata, *.json as a tokenizer.json, anything else as a sentencepiece .model.
 OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::string& explicit_path);
 
-// Whether open_model_tokenizer would find a tokenizer for the model (explicit_path given, a
-// GGUF with a byte-level BPE vocabulary, an HF directory with tokenizer files, a llama2.c
-// file with tokenizer.model beside it or the bundled one).
+// Whether open_model_tokenizer would find a tokenizer for the model.
 bool model_tokenizer_available(const std::string& model_path, const std::string& explicit_path);
 
 // resolve_tokenizer_path, but "" instead of an error when there is none to be found.

@@ -1,7 +1,5 @@
-// The built-in tasks' specs, compiled in: each string is byte for byte the file
-// src/tasks/specs/<name>.json (TaskSpec.ShippedFilesAreTheBuiltInSpecs checks it), so the
-// built-in tasks and your own data go through one code path (task_spec.h).
-// Edit a spec here and in its file together.
+// The built-in tasks' specs, compiled in: each string is byte for byte src/tasks/specs/<name>.json
+// (TaskSpec.ShippedFilesAreTheBuiltInSpecs checks it): edit a spec here and in its file together.
 #include "tasks/task_spec.h"
 
 #include "common/check.h"

@@ -16,7 +16,6 @@ using nlohmann::json;
 
 // --- format and encoding
 
-// The file's format from its extension, whatever its case ("DATA.CSV" too).
 static bool has_extension(const std::string& path, const char* extension) {
   std::string lower = path;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -64,7 +63,6 @@ std::string data_value_brief(const json& v, DataFormat format) {
 
 // --- reading
 
-// Checked before opening: a FIFO would block the open, /dev/zero would never end.
 static void require_regular_file(const std::string& path, const char* what) {
   const std::string kind = path_kind(path);  // "": not there, and opening it says so
   SMEZO_REQUIRE(kind.empty() || kind == "a regular file", "%s %s is %s, not a regular file ---> HINT: smezo reads "
@@ -122,8 +120,7 @@ std::vector<std::string> split_lines(const std::string& path, std::string bytes)
   return lines;
 }
 
-// A line's bytes are text: no NUL (JSON's parser would end the line there, silently dropping
-// what follows) and UTF-8.
+// A line's bytes are text: UTF-8 and no NUL (JSON's parser would silently end the line there).
 void require_text(const std::string& path, int64_t line_no, const std::string& line) {
   const size_t nul = line.find('\0');
   SMEZO_REQUIRE(nul == std::string::npos, "%s:%lld: byte 0x00 (NUL) at column %zu: a text file holds no NUL bytes "
@@ -159,8 +156,7 @@ void read_jsonl(const std::vector<std::string>& lines, DataFile* out, Problems p
   }
 }
 
-// One CSV record (RFC 4180) starting at lines[*i]; a quoted field may run over several lines.
-// Advances *i past the record.
+// One CSV record (RFC 4180) from lines[*i] (a quoted field may span lines); advances *i past it.
 std::vector<std::string> csv_record(const std::string& path, const std::vector<std::string>& lines, size_t* i) {
   const int64_t first = static_cast<int64_t>(*i) + 1;
   std::vector<std::string> fields(1);

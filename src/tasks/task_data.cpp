@@ -1,5 +1,4 @@
-// Task datasets: file readers, MeZO sampling. See task_data.h for the formats and the
-// sampling procedure.
+// Task datasets: file readers, MeZO sampling (formats and procedure: task_data.h).
 #include "tasks/task_data.h"
 
 #include <algorithm>
@@ -69,7 +68,6 @@ bool task_has_train_split(TaskId task) { return task_info(task).train_file != nu
 
 // --- reading rows
 
-// Location of a row, for error messages.
 struct RowAt {
   const std::string& path;
   int64_t line;  // 1-based
@@ -171,14 +169,13 @@ std::vector<std::string> task_source_files(TaskId task, const std::string& data_
 
 // --- sampling
 
-// numpy's legacy generator: np.random.seed(seed) is MT19937's init_genrand(seed), as
-// std::mt19937's seeding; RandomState.shuffle draws with random_interval.
+// numpy's legacy RandomState: np.random.seed(seed) is MT19937's init_genrand(seed), as
+// std::mt19937's seeding; shuffle draws with random_interval.
 class NumpyRandom {
  public:
   explicit NumpyRandom(uint64_t seed) : mt_(check_seed(seed)) {}
 
-  // numpy's random_interval(max): uniform in [0, max] by rejection, masking raw draws to the
-  // smallest all-ones mask >= max.
+  // numpy's random_interval(max): draws masked to the smallest all-ones mask >= max, rejected > max.
   uint64_t interval(uint64_t max) {
     if (max == 0) return 0;
     uint64_t mask = max;
@@ -226,7 +223,6 @@ std::vector<int64_t> task_permutation(int64_t n, uint64_t seed) {
   return perm;
 }
 
-// out = all[idx[begin..end)], index = idx[begin..end).
 static void pick(const std::vector<TaskExample>& all, const std::vector<int64_t>& idx,
                  int64_t begin, int64_t end, std::vector<TaskExample>* out,
                  std::vector<int64_t>* index) {
@@ -235,7 +231,6 @@ static void pick(const std::vector<TaskExample>& all, const std::vector<int64_t>
   for (int64_t i : *index) out->push_back(all[i]);
 }
 
-// MeZO's protocol for tasks with a train split.
 static void sample_from_train_split(const std::vector<TaskExample>& train_rows,
                                     const std::vector<TaskExample>& test_rows, uint64_t seed,
                                     int64_t n_train, int64_t n_dev, int64_t n_test,
@@ -254,7 +249,6 @@ static void sample_from_train_split(const std::vector<TaskExample>& train_rows,
   pick(test_rows, tperm, 0, std::min(n_test, test_n), &s->test, &s->test_index);
 }
 
-// Carving train/dev/test out of one labelled pool, whole groups at a time.
 static void sample_carved(const std::vector<TaskExample>& rows,
                           const std::vector<int64_t>& groups, uint64_t seed, int64_t n_train,
                           int64_t n_dev, int64_t n_test, TaskSplits* s) {

@@ -9,7 +9,6 @@ namespace smezo {
 
 namespace {
 
-// Length of the longest common prefix of a and b.
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t k = 0;
   while (k < a.size() && k < b.size() && a[k] == b[k]) k++;
@@ -26,15 +25,12 @@ struct ContextOption {
 
 // --- long texts: a tail is tokenized, not the whole
 //
-// Left truncation keeps a prompt's last tokens, so of a prompt far longer than max_len only a
-// tail of its bytes is tokenized (a 10 MB record costs what an 8 KB one does). The tokenizers
-// split text at whitespace and merge within a word, so a tail's tokens are the whole text's
-// except in the tail's first word, where it was cut: the tail is taken to hold at least twice
-// the tokens kept plus kTailMarginTokens, and only its last `keep` tokens are used, far from
-// the cut. The first tail guesses kTailBytesPerToken bytes per token (English text runs at
-// about 4, a token covers at most a few dozen) and grows 4x until it holds enough tokens. A text
-// no longer than the first tail is tokenized whole, exactly as before. Test:
-// TaskEncode.LongTextsEncodeAsTheirWholeText compares both on long texts.
+// Left truncation keeps a prompt's last tokens, so of a long prompt only a byte tail is tokenized
+// (a 10 MB record costs what an 8 KB one does). The tokenizers split at whitespace and merge within
+// a word, so a tail's tokens equal the whole text's except in its first (cut) word: the tail holds
+// >= 2·keep + kTailMarginTokens tokens and only its last `keep` are used. The first tail guesses
+// kTailBytesPerToken bytes per token (English runs at ~4, a token covers at most a few dozen) and
+// grows 4x until it holds enough. Test: TaskEncode.LongTextsEncodeAsTheirWholeText.
 constexpr size_t kTailMinBytes = 8192;  // texts up to this long are always tokenized whole
 constexpr size_t kTailBytesPerToken = 16;
 constexpr int64_t kTailMarginTokens = 64;
@@ -63,8 +59,7 @@ LastTokens encode_last_tokens(const Tokenizer& tok, const std::string& text, int
   }
 }
 
-// The option's tokens depend on the end of its context only: a context longer than
-// kTailMinBytes is tokenized from its last kTailMinBytes (as above: far more than a word).
+// The option's tokens depend only on its context's end: a long context gives its last kTailMinBytes.
 ContextOption tokenize_context_option(const Tokenizer& tok, const std::string& whole_context,
                                       const std::string& option) {
   const std::string context = utf8_tail(whole_context, kTailMinBytes);

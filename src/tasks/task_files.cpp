@@ -34,8 +34,7 @@ std::vector<TaskExample> read_split(const TaskSpec& spec, const std::string& pat
   return out;
 }
 
-// The reader's problems (bad lines) come before the spec's (bad records): put a file's
-// problems in line order, as a user reads the file. Each starts "<path>:<line>:".
+// Puts a file's problems ("<path>:<line>: ...") in line order: the reader's bad lines come first.
 void sort_by_line(const std::string& path, std::vector<std::string>::iterator begin,
                   std::vector<std::string>::iterator end) {
   auto line_of = [&](const std::string& p) {
@@ -44,8 +43,7 @@ void sort_by_line(const std::string& path, std::vector<std::string>::iterator be
   std::stable_sort(begin, end, [&](const std::string& a, const std::string& b) { return line_of(a) < line_of(b); });
 }
 
-// A candidate whose option tokens do not fit in the limit, as one line naming the record and
-// the field; "" when it fits (or no limit is given).
+// One line naming the record and field of a candidate too long for the limit; "" if it fits.
 std::string candidate_length_problem(const TaskSpec& spec, const TaskExample& ex, size_t i,
                                      const TaskLengthLimit& limit) {
   if (!limit.tokenizer) return "";
@@ -127,9 +125,8 @@ std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLeng
   return problems;
 }
 
-// Above this many candidates per example a warning is due: MeZO's tasks have 2 or 3 and
-// multiple-choice sets rarely more than 10, while at 64 a step already scores 32x the
-// sequences of a two-label task (a minute of training becomes half an hour).
+// MeZO's tasks have 2 or 3 candidates, multiple-choice sets rarely over 10; at 64 a step scores
+// 32x the sequences of a two-label task (a minute of training becomes half an hour).
 constexpr size_t kManyCandidates = 64;
 
 std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes) {

@@ -83,7 +83,6 @@ std::string record_string(const std::string& field, const Where& w) {
   return v.get<std::string>();
 }
 
-// A string, or a non-empty list of strings.
 std::vector<std::string> record_strings(const std::string& field, const Where& w, bool list_only) {
   const json& v = record_field(field, w);
   if (v.is_string() && !list_only) return {v.get<std::string>()};
@@ -167,10 +166,8 @@ std::pair<size_t, size_t> first_repeat(const std::vector<std::string>& texts) {
   return {0, 0};
 }
 
-// Candidates and label values must tell the candidates apart: two candidates that render the
-// same text score the same (training sits at the loss of a coin toss), two equal label values
-// make one candidate unreachable. Trailing spaces of a candidate are stripped when it is
-// rendered (task_spec.h), so they do not make it another one.
+// Equal label values make a candidate unreachable. Trailing spaces are stripped when a candidate
+// is rendered, so they do not make it another one.
 void check_candidates_differ(const TaskSpec& s) {
   std::vector<std::string> texts;
   for (const SpecTemplate& c : s.candidates) texts.push_back(c.text.substr(0, c.text.find_last_not_of(' ') + 1));
@@ -328,10 +325,7 @@ std::string task_spec_value_text(const json& v) {
 
 namespace {
 
-// The candidate a label names as an index: a JSON integer, or a string of its decimal
-// digits ("0", "12"; not "01", "+1", " 1"), in [0, n); -1 when it names none. One rule for
-// every format: CSV and TSV values are strings, so "0" must be index 0 there, and is so in
-// JSON Lines too.
+// The candidate in [0, n) a label names as an index (the rule: task_spec.h, "label"); -1 if none.
 int64_t label_as_index(const json& v, size_t n) {
   if (v.is_number_unsigned()) return v.get<uint64_t>() < n ? v.get<int64_t>() : -1;
   if (v.is_number_integer()) return -1;  // negative
@@ -343,8 +337,7 @@ int64_t label_as_index(const json& v, size_t n) {
   return i < static_cast<int64_t>(n) ? i : -1;
 }
 
-// The candidate a label names by its text among per-record options (after the prefix); -1
-// when none (or the spec has fixed candidates).
+// The per-record option (after the prefix) whose text the label is; -1 if none or fixed candidates.
 int64_t label_as_option_text(const TaskSpec& spec, const json& v, const std::vector<std::string>& options) {
   if (spec.candidates_field.empty() || !v.is_string()) return -1;
   for (size_t i = 0; i < options.size(); i++)
@@ -364,9 +357,7 @@ int64_t label_as_option_text(const TaskSpec& spec, const json& v, const std::vec
               printable(spec.label_field).c_str(), expected.c_str());
 }
 
-// The gold candidate: by "label.values" when the spec has them (matched as text), else by
-// index or by an option's text; a string that is an option's text and the index of another
-// option is refused, as it names two.
+// The gold candidate, by the "label" rules of task_spec.h.
 int gold_index(const TaskSpec& spec, const std::vector<std::string>& options, const Where& w) {
   const json& v = record_field(spec.label_field, w);
   const bool scalar = v.is_string() || v.is_boolean() || v.is_number_integer();
@@ -397,8 +388,7 @@ void add_candidate(const std::string& prompt, const std::string& continuation, c
   ex->options.push_back(full.substr(context.size()));
 }
 
-// Two candidates of one record with the same text score the same: the model cannot tell
-// them apart (the spec's own candidates were compared when it was read; these are rendered).
+// The spec's fixed candidates were compared when it was read; these are the rendered ones.
 void require_options_differ(const TaskSpec& spec, const TaskExample& ex, const Where& w) {
   const auto [a, b] = first_repeat(ex.options);
   if (a == b) return;

@@ -1,6 +1,5 @@
-// Task specs: how a data record (data_file.h) becomes a TaskExample. One code path for your
-// own data (smezo train --task-spec FILE) and for the built-in tasks, whose specs ship with
-// the project (src/tasks/specs/*.json, compiled in: task_spec_builtin).
+// Task specs: how a data record (data_file.h) becomes a TaskExample, for your own data
+// (--task-spec FILE) and the built-in tasks alike (src/tasks/specs/*.json, compiled in).
 //
 // A spec is a JSON object:
 //   "name"      the task's name in logs and summaries (required)
@@ -8,48 +7,37 @@
 //   "prompt"    a template over the record's fields, e.g. "{sentence|strip} It was"
 //   "maps"      optional named value maps for the map filter: {"NAME": {"value": "text", ...}}
 // classification:
-//   "candidates" a list of templates, one per candidate (the verbalizers, e.g. [" terrible",
-//                " great"], or per-record text like [" {choice1}", " {choice2}"]), or
-//                {"field": F, "prefix": " "}: the record's field F is a list of strings, the
-//                options, each after the prefix (default "")
-//   "label"      {"field": F, "values": [v0, v1, ...]}: the record's F names the gold candidate,
-//                v_i meaning candidate i (matched by text: "1", 1 and true/"true" as written;
-//                the values are strings, integers or booleans, no two the same).
-//                Without "values": F is the candidate's 0-based index, or (with a candidate
-//                field) the gold option's text. An index is a number or a string of its
-//                decimal digits ("0", "12"; not "01", "+1" or " 1"), the same rule in every
-//                format: CSV and TSV values are strings, so "0" has to be index 0 there, and it
-//                is in JSON Lines too. A string that is one option's text and another
-//                option's index is refused (give the index as a JSON number).
-//   "train_as_classification"  true (default): the loss is the cross-entropy over the
-//                candidates' mean option-token log-probs; false: the gold option's tokens
-//                (MeZO's COPA)
+//   "candidates" a list of templates, one per candidate ([" terrible", " great"], or per record
+//                [" {choice1}", " {choice2}"]), or {"field": F, "prefix": " "}: the record's F is
+//                a list of strings, the options, each after the prefix (default "")
+//   "label"      {"field": F, "values": [v0, v1, ...]}: F's value names candidate i when its text
+//                matches v_i ("1", 1 and true/"true" as written; strings, integers or booleans,
+//                all distinct). Without "values": F is the 0-based index or (with a candidate
+//                field) the gold option's text. An index is a number or a string of decimal
+//                digits ("0", "12"; not "01", "+1", " 1") in every format, as CSV/TSV values are
+//                strings. A string that is one option's text and another's index is refused
+//                (give the index as a JSON number).
+//   "train_as_classification"  true (default): cross-entropy over the candidates' mean
+//                option-token log-probs; false: the gold option's tokens (MeZO's COPA)
 // generation:
-//   "completion_field"   F: a string, or a list of strings (the first is the training
-//                        completion; all of them are the references evaluation scores against)
-//   "completion_prefix"  text put between the prompt and the completion, e.g. " " (default "")
+//   "completion_field"   F: a string or a list of strings (the first is the training
+//                        completion; all are the references evaluation scores against)
+//   "completion_prefix"  text between the prompt and the completion, e.g. " " (default "")
 //   "max_new_tokens"     greedy decoding bound at evaluation (default 32)
 //   "stop"               list of stop strings (default none)
-// Unknown keys, unknown filters and a malformed template are errors naming the spec file.
-// Candidates must be told apart: two fixed candidates with the same text (trailing spaces
-// aside) or two equal label values are errors naming the spec; a record whose candidates
-// render the same text, or whose option list holds one option or one twice, is an error
-// naming the record (file:line). With such candidates training sits at the loss of a coin
-// toss and accuracy measures nothing.
+// Errors name the spec (unknown keys or filters, a malformed template, fixed candidates equal up
+// to trailing spaces, equal label values) or the record (file:line: candidates rendering the same
+// text, an option list with one option or a repeat: training would sit at coin-toss loss).
 //
-// Templates: "{field}" is the record's field (a string); "{field|f1|f2}" applies filters left
+// Templates: "{field}" is the record's (string) field; "{field|f1|f2}" applies filters left
 // to right; "{{" and "}}" are literal braces. Filters (Python semantics, ASCII case rules):
-//   strip                 str.strip()                 rstrip   str.rstrip()
-//   capitalize_first      first character upper-cased
+//   strip  str.strip()    rstrip  str.rstrip()    capitalize_first  first character upper-cased
 //   ensure_question_mark  "?" appended unless the text ends with one
 //   drop_final_period     one final "." removed
 //   lower_first_word      first word lower-cased unless it is "I" (MeZO's COPA)
 //   map:NAME              replaced by maps[NAME][text]; a value not in the map is an error
 //
-// Examples, as templates.h: context = prompt with spaces stripped from both ends; option =
-// what (prompt + candidate), stripped the same way, holds beyond the context, so a space
-// between the prompt and the label word belongs to the option. Generation examples have one
-// candidate (the completion) and references.
+// Examples are (context, option) pairs as in templates.h; a generation example has one: the completion.
 #pragma once
 
 #include <cstdint>
@@ -107,15 +95,13 @@ const char* task_spec_builtin_text(TaskId task);
 // The record fields the spec reads, in first-use order.
 std::vector<std::string> task_spec_fields(const TaskSpec& spec);
 
-// A value's text for label matching: strings as they are, integers in decimal, booleans
-// "true"/"false"; other values "" (never match).
+// Label-matching text: strings as is, integers in decimal, booleans "true"/"false", else "" (no match).
 std::string task_spec_value_text(const nlohmann::json& v);
 
 // The example of one record; errors read "<path>:<line>: ..." naming the field.
 TaskExample task_spec_example(const TaskSpec& spec, const DataFile& file, const DataRow& row);
 
-// How a message names candidate i of the spec's examples: 'field "F" (the completion)',
-// 'field "F", option i' or 'candidate i (template "...")'.
+// How messages name candidate i: 'field "F" (the completion)', 'field "F", option i', 'candidate i (template "...")'.
 std::string task_spec_candidate_name(const TaskSpec& spec, size_t i);
 
 // Puts the spec's task-level settings on splits (name, generation, stop, ...).

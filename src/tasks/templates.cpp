@@ -1,4 +1,4 @@
-// MeZO's prompt templates and verbalizers; see templates.h for the exact strings.
+// MeZO's prompt templates and verbalizers (see templates.h).
 #include "tasks/templates.h"
 
 #include "common/check.h"
@@ -47,9 +47,7 @@ static std::string ascii_lower(std::string s) {
 
 // --- building an example from MeZO's encode()/verbalize() strings
 
-// encoded: MeZO's template.encode(sample); verbalized: template.verbalize(sample, candidate)
-// for each candidate. MeZO strips spaces from both ends of each and scores the tokens of the
-// verbalized string beyond the encoded string's length; we split the verbalized string there.
+// From MeZO's encode(sample) and verbalize(sample, c) of each candidate c, split as templates.h says.
 static TaskExample make_example(const std::string& encoded,
                                 const std::vector<std::string>& verbalized, int gold,
                                 const char* task) {
@@ -60,8 +58,7 @@ static TaskExample make_example(const std::string& encoded,
   std::string context = template_strip_spaces(encoded);
   for (const std::string& v : verbalized) {
     std::string full = template_strip_spaces(v);
-    // The template builds the verbalized text as encode() + label, so after stripping the
-    // same leading spaces the context is a prefix of it.
+    // verbalize() is encode() + label, so the stripped context is a prefix of it.
     SMEZO_REQUIRE(full.compare(0, context.size(), context) == 0,
                   "%s: internal template error: verbalized text does not start with the prompt",
                   task);

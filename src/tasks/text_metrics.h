@@ -1,16 +1,14 @@
-// Scoring generated text against reference answers as the official SQuAD v1.1 evaluation
-// script does (evaluate-v1.1.py): both strings normalised, then
+// Scoring generated text against references as the official SQuAD v1.1 script (evaluate-v1.1.py):
 //   exact match  normalised prediction == normalised reference (1 or 0)
-//   token F1     over the whitespace tokens of the normalised strings, counted as multisets:
-//                common = sum over tokens of min(count in prediction, count in reference);
-//                0 when common is 0 (so an empty prediction scores 0, even against an empty
-//                reference), else 2·P·R/(P+R) with P = common/|prediction|, R = common/|reference|
-// and, with several references, the best score over them.
-// Normalisation: lower-case, drop ASCII punctuation (Python's string.punctuation), replace
-// the whole words "a", "an", "the" by a space, collapse whitespace runs to one space and trim.
-// Differences from Python, for non-ASCII text only: lower-casing is ASCII-only, and every byte
-// >= 0x80 counts as a word character (so a non-ASCII letter next to "a" keeps it a non-word,
-// as Python's \b would; non-ASCII punctuation and spaces are kept as word characters).
+//   token F1     over the whitespace tokens of both normalised strings, as multisets: common =
+//                sum over tokens of min(count in prediction, count in reference); 0 when common
+//                is 0 (an empty prediction scores 0, even against an empty reference), else
+//                2·P·R/(P+R) with P = common/|prediction|, R = common/|reference|
+// With several references, the best score. Normalisation: lower-case, drop ASCII punctuation
+// (Python's string.punctuation), replace the whole words "a", "an", "the" by a space, collapse
+// whitespace runs to one space and trim. Unlike Python, for non-ASCII text only: lower-casing is
+// ASCII-only, and every byte >= 0x80 is a word character (so a non-ASCII letter next to "a" keeps
+// it a non-word, as Python's \b would; non-ASCII punctuation and spaces are word characters).
 #pragma once
 
 #include <string>

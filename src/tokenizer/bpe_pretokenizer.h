@@ -1,24 +1,17 @@
 // Pre-tokenisation of the byte-level BPE tokenizer: cutting text into the words that BPE
-// merges within (merges never cross a word boundary).
+// merges within.
 //
-// A pre-tokeniser is a list of regex stages (PCRE2, UTF + UCP so \p{L}, \p{N}, \s are
-// Unicode classes). Each stage cuts every piece that the stages before it produced into its
-// matches and the gaps between them, all kept ("isolated"), searching each piece on its own
-// (a lookahead sees the end of the piece, not the text after it). This is what Hugging
-// Face's Split(behavior="Isolated") / Digits / ByteLevel(use_regex) steps and llama.cpp's
-// regex_exprs lists both do. The known schemes:
+// A list of regex stages (PCRE2, UTF + UCP: Unicode classes). Each stage cuts every piece of
+// the stages before into its matches and the gaps, all kept ("isolated"), searching each piece
+// on its own (a lookahead sees the piece's end), as HF's Split(Isolated) / Digits /
+// ByteLevel(use_regex) and llama.cpp's regex_exprs do. The known schemes:
 //   GPT-2 / OPT ("gpt-2"):  ByteLevel's regex  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
 //                           ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//   SmolLM2 ("smollm"):     \p{N} (every digit alone: HF Digits(individual_digits=true)),
-//                           then the GPT-2 regex on each piece. SmolLM2's tokenizer.json is
-//                           Sequence[Digits(individual_digits), ByteLevel(use_regex)];
-//                           llama.cpp's "smollm" pre-type is the same two expressions.
+//   SmolLM2 ("smollm"):     \p{N} (every digit alone), then the GPT-2 regex on each piece.
 //
-// Whitespace: \s / \S in every pattern are rewritten to \p{White_Space} / \P{White_Space}
-// (Unicode's White_Space property, which is what Hugging Face's Oniguruma regexes use):
-// PCRE2's own \s also matches U+180E (MONGOLIAN VOWEL SEPARATOR), which HF's does not.
-// Matching is safe on invalid UTF-8 (PCRE2_MATCH_INVALID_UTF: an invalid sequence matches
-// nothing and stays in a gap), though the tokenizer sanitises its input first.
+// \s / \S are rewritten to \p{White_Space} / \P{White_Space}, as HF's Oniguruma has them:
+// PCRE2's \s also matches U+180E, which HF's does not. Invalid UTF-8 is safe
+// (PCRE2_MATCH_INVALID_UTF: it matches nothing and stays in a gap).
 #pragma once
 
 #include <memory>
@@ -33,8 +26,7 @@ extern const char* const kBpeGpt2Pattern;
 // One Unicode number character (HF's Digits(individual_digits=true)).
 extern const char* const kBpeDigitPattern;
 
-// The regex stages of a GGUF tokenizer.ggml.pre name; an unknown name throws smezo::Error
-// naming it and the supported ones. where names the file for the message.
+// The stages of a tokenizer.ggml.pre name; an unknown one throws, naming where and the known.
 std::vector<std::string> bpe_pre_patterns_for_gguf(const std::string& pre, const std::string& where);
 
 // pattern with \s / \S (outside \Q..\E) spelled as \p{White_Space} / \P{White_Space}.
@@ -48,8 +40,7 @@ class BpePreTokenizer {
   BpePreTokenizer(const BpePreTokenizer&) = delete;
   BpePreTokenizer& operator=(const BpePreTokenizer&) = delete;
 
-  // Appends the words of text[begin, end) to *words as [begin, end) byte ranges of text,
-  // in order and covering the range exactly. Thread-safe.
+  // Appends the words of text[begin, end) as byte ranges, in order, covering it. Thread-safe.
   void split(const std::string& text, size_t begin, size_t end,
              std::vector<std::pair<size_t, size_t>>* words) const;
 

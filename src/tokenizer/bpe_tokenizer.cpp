@@ -1,5 +1,4 @@
-// The byte-level BPE tokenizer: added-token splitting, the per-word cache, decode
-// (see bpe_tokenizer.h).
+// The byte-level BPE tokenizer (see bpe_tokenizer.h).
 #include "tokenizer/bpe_tokenizer.h"
 
 

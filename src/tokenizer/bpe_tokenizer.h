@@ -2,21 +2,15 @@
 //
 // encode(text):
 //   1. invalid UTF-8 -> U+FFFD per maximal subpart (bpe_bytes.h), as HF sees such text;
-//   2. control and user-defined tokens (<|im_start|>, <|endoftext|>, ...) are cut out of the
-//      text where they occur, leftmost first and the longest at a position, as HF's added
-//      tokens are; they become their own id;
-//   3. the text between them is cut into words (bpe_pretokenizer.h), and each word's bytes
-//      are merged (bpe_merge.h). Words of up to 64 bytes are cached, so the repeated words
-//      of a long text are merged once. A byte that has no token is dropped, or becomes
-//      missing_byte_id when the vocabulary names one (bpe_vocab.h), as in HF.
-//   add_bos prepends bos_id() (throws when the model has no BOS); add_bos_by_default() says
-//   what the model's own tokenizer does (SmolLM2: no BOS).
-// decode(ids): the bytes of every token but control tokens (BOS, EOS, <|im_start|>...,
-//   like HF's skip_special_tokens), with invalid UTF-8 replaced by U+FFFD as HF's
-//   ByteLevel decoder does. No leading space is dropped: byte-level BPE adds none.
-// decode_piece(prev, id): the raw bytes of id ("" for a control token). A character that
-//   spans tokens comes out split over pieces, so a stream must be written bytewise; the
-//   concatenated pieces are exactly the decoded text.
+//   2. added tokens (<|im_start|>, ...) are cut out, leftmost first, longest at a position;
+//   3. the rest is cut into words (bpe_pretokenizer.h) whose bytes are merged (bpe_merge.h);
+//      words up to 64 bytes are cached. A byte without a token is dropped or becomes
+//      missing_byte_id, as in HF.
+//   add_bos prepends bos_id() (throws when the model has none).
+// decode(ids): every token's bytes but control tokens (as skip_special_tokens), invalid UTF-8
+//   as U+FFFD. No leading space is dropped: byte-level BPE adds none.
+// decode_piece(prev, id): id's raw bytes ("" for control): a character may split over pieces,
+//   so stream bytewise; the pieces concatenate to the decoded text.
 #pragma once
 
 #include <array>

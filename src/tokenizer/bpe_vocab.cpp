@@ -1,5 +1,4 @@
-// Byte-level BPE vocabularies: validation and the Hugging Face tokenizer.json loader (the
-// supported subset is listed in bpe_vocab.h).
+// Byte-level BPE vocabularies: validation and the tokenizer.json loader (subset: bpe_vocab.h).
 #include "tokenizer/bpe_vocab.h"
 
 #include <algorithm>
@@ -168,11 +167,9 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
-// tokenizer_config.json and special_tokens_map.json in dir (ending in '/'), when present:
-// bos/eos/unk/pad_token name those ids and add_bos_token = true asks for BOS. With
-// mark_special (vocab.json + merges.txt, which list no added tokens) those four,
-// additional_special_tokens and added_tokens_decoder's entries become control tokens
-// (user-defined where added_tokens_decoder says special = false), matched whole in text.
+// tokenizer_config.json / special_tokens_map.json in dir (ending in '/'), when present. With
+// mark_special (vocab.json + merges.txt list no added tokens) the named special tokens become
+// control tokens (user-defined where added_tokens_decoder says special = false).
 void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
   for (const char* name : {"special_tokens_map.json", "tokenizer_config.json"}) {  // the config wins
     const std::string path = dir + name;

@@ -4,13 +4,11 @@
 //   model          {"type": "BPE", "vocab": {spelling: id}, "merges": ["a b", ...] or
 //                  [["a", "b"], ...], "ignore_merges": bool}; dropout, continuing_subword_prefix,
 //                  end_of_word_suffix must be null and byte_fallback false.
-//   added_tokens   [{"id", "content", "special", ...}]: matched whole in the text before
-//                  pre-tokenisation; special ones are control tokens (skipped by decode).
-//                  lstrip / rstrip / single_word must be false.
+//   added_tokens   [{"id", "content", "special", ...}]: matched whole before pre-tokenisation;
+//                  special = control (skipped by decode); lstrip/rstrip/single_word false.
 //   normalizer     must be null.
-//   pre_tokenizer  ByteLevel(add_prefix_space=false[, use_regex]) as the last step, optionally
-//                  after Digits(individual_digits) and Split(Regex|String, "Isolated") steps
-//                  inside a Sequence (bpe_pretokenizer.h).
+//   pre_tokenizer  ByteLevel(add_prefix_space=false[, use_regex]) last, optionally after
+//                  Digits(individual_digits) and Split(Regex|String, "Isolated") in a Sequence.
 //   post_processor null, ByteLevel, or TemplateProcessing whose single form is [$A] or
 //                  [BOS, $A] (BOS id -> bos_id, add_bos = true); Sequence of those.
 //   decoder        ByteLevel.
@@ -48,35 +46,30 @@ struct BpeVocab {
   std::vector<std::pair<std::string, std::string>> merges;  // (n_merges) best (rank 0) first
   std::vector<std::string> pre_patterns;  // pre-tokeniser regex stages (bpe_pretokenizer.h)
   bool ignore_merges = false;        // a word that is a whole token is not merged (HF option)
-  // The token for a byte whose alphabet character is not a token (HF: model.unk_token);
-  // -1: such a byte is dropped, as HF (unk_token null) and llama.cpp do. SmolLM2 lacks 21
-  // byte characters: 0xC0, 0xC1, 0xF5..0xFF (never in UTF-8) and the controls 0x04, 0x06,
-  // 0x13, 0x14, 0x16, 0x1D, so "a\x04b" encodes as "ab" there.
+  // Token for a byte whose alphabet character is not a token (HF model.unk_token); -1 drops
+  // it, as HF and llama.cpp do (SmolLM2 lacks 21 bytes, e.g. 0x04: "a\x04b" encodes as "ab").
   int32_t missing_byte_id = -1;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: the model has none
   bool add_bos = false;              // whether the model's own tokenizer prepends BOS
 };
 
-// Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, the
-// space's alphabet character "Ġ" is a token (a byte-level vocabulary), every merge's parts
-// and concatenation are tokens, special ids in range (or -1), add_bos only with a BOS, at
-// least one pre-tokeniser stage.
+// Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, "Ġ"
+// is a token (byte-level), every merge's parts and concatenation are tokens, special ids in
+// range (or -1), add_bos only with a BOS, at least one pre-tokeniser stage.
 void bpe_vocab_validate(const BpeVocab& vocab);
 
 // Reads a Hugging Face tokenizer.json (and tokenizer_config.json beside it, if present).
 BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path);
 
-// Reads GPT-2's own files in dir: vocab.json ({spelling: id}) and merges.txt (an optional
-// "#version" first line, then "a b" per line, best first), with GPT-2's pre-tokeniser
-// (ByteLevel regex, no prefix space), and tokenizer_config.json / special_tokens_map.json for
-// the special tokens (bos/eos/unk/pad_token, additional_special_tokens, added_tokens_decoder:
-// matched whole in text, skipped by decode) and add_bos_token. OPT's repositories ship these.
+// GPT-2's own files in dir (OPT ships these): vocab.json ({spelling: id}), merges.txt
+// (optional "#version" line, then "a b" per line, best first), GPT-2's pre-tokeniser, and
+// tokenizer_config.json / special_tokens_map.json for bos/eos/unk/pad_token,
+// additional_special_tokens, added_tokens_decoder (control tokens) and add_bos_token.
 BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir);
 
 class GgufFile;
-// Reads a GGUF file's tokenizer.ggml.* metadata (src/tokenizer/bpe_gguf.cpp). Token type 0
-// (llama.cpp's "undefined") counts as normal; add_eos_token = true is refused (smezo never
-// appends EOS); a missing or unknown tokenizer.ggml.pre is an error, never a silent default.
+// tokenizer.ggml.* (bpe_gguf.cpp). Type 0 ("undefined") counts as normal; add_eos_token =
+// true is refused; a missing or unknown tokenizer.ggml.pre is an error, never a default.
 BpeVocab bpe_vocab_from_gguf(const GgufFile& file);
 
 }  // namespace smezo

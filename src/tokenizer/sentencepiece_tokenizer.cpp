@@ -8,11 +8,8 @@
 #include "common/check.h"
 #include "tokenizer/tokenizer.h"
 
-// libsentencepiece (0.1.x) writes its own INFO/WARNING log lines to stderr; its log level is
-// set by this function, exported by the library but absent from its public header. Declared
-// weak, so a sentencepiece without it still links (and just logs). Real errors are not
-// affected: they come back as a Status, which we turn into smezo::Error, and ERROR/FATAL lines
-// still print.
+// Silences libsentencepiece's INFO/WARNING lines: exported but not in its public header, so
+// declared weak (a library without it still links, and logs). Errors still come back as Status.
 namespace sentencepiece {
 namespace logging {
 void SetMinLogLevel(int v) __attribute__((weak));
@@ -40,8 +37,7 @@ class SentencepieceTokenizer : public Tokenizer {
     try {
       status = sp_.Load(path);
     } catch (const std::exception& e) {
-      // libsentencepiece throws from inside its trie builder on some malformed models (e.g.
-      // an empty piece: "darts.h: failed to insert key: zero-length key"), found by fuzzing.
+      // Its trie builder throws on some malformed models (e.g. an empty piece).
       throw_error("%s is not a sentencepiece model: %s", path.c_str(), printable(e.what()).c_str());
     }
     SMEZO_REQUIRE(status.ok(), "%s is not a sentencepiece model: %s", path.c_str(),

@@ -1,5 +1,4 @@
-// Which tokenizer a model needs: sentencepiece (LLaMA, Mistral) or byte-level BPE (GPT-2,
-// OPT, SmolLM2), from a GGUF file's metadata or a Hugging Face directory's files.
+// Which tokenizer a model needs, from GGUF metadata or a Hugging Face directory's files.
 
 #include <nlohmann/json.hpp>
 

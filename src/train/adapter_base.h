@@ -10,12 +10,10 @@
 //                          a GGUF without one, a llama2.c  null: transformers cannot load such a
 //                          .bin                            file (smezo convert makes a folder of it)
 //                          a path that does not exist here as given (a Hub id)
-//                        (general.base_model.N.* name the model a GGUF's model was fine-tuned
-//                        from, not the model itself, so they are not used.)
+//                        (general.base_model.N.* name a GGUF's fine-tuning parent: unused.)
 //   smezo_run.json       base_model_path: the model file or folder smezo trained on, as an
 //                        absolute path; `--adapter DIR` without --model opens it.
-// read_adapter_folder (adapter_folder.h) takes base_model_path first, then
-// base_model_name_or_path (a PEFT-made folder, or one smezo wrote before base_model_path).
+// read_adapter_folder (adapter_folder.h) takes base_model_path first, then base_model_name_or_path.
 #pragma once
 
 #include <string>

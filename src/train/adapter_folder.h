@@ -1,10 +1,8 @@
-// A PEFT adapter folder applied to a loaded model, for the commands that use one on a base model
-// (smezo eval / generate / logits --adapter DIR). The folder is what `smezo train --tune lora`
-// or `--tune prefix` writes as its checkpoint, or any PEFT folder of the two kinds smezo reads:
+// A PEFT adapter folder applied to a loaded model (smezo eval / generate / logits --adapter DIR):
+// what `smezo train --tune lora|prefix` writes, or any PEFT folder of the kinds smezo reads:
 //   peft_type LORA           -> Model::add_lora + load_lora_adapter    (checkpoint_lora.h)
 //   peft_type PREFIX_TUNING  -> Model::add_prefix + load_prefix_adapter (checkpoint_prefix.h)
-// Everything is read (and checked) before the model loads, so a bad folder fails fast; the
-// model is only needed to place the values.
+// Everything is read and checked before the model loads, so a bad folder fails fast.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +25,7 @@ struct AdapterFolder {
   nlohmann::json run_settings;  // the folder's smezo_run.json (checkpoint.h), null when absent
   LoraAdapter lora;             // peft_type LORA
   PrefixAdapter prefix;         // peft_type PREFIX_TUNING
-  // Virtual tokens P a prefix puts before every sequence (0 for LoRA): the workspace must hold
-  // P tokens and a sequence gets max_seq_len - P positions.
+  // Virtual tokens P before each sequence (0 for LoRA): workspace room, and max_seq_len - P left.
   int64_t prefix_tokens() const { return peft_type == "PREFIX_TUNING" ? prefix.options.tokens : 0; }
 };
 
@@ -40,8 +37,7 @@ AdapterFolder read_adapter_folder(const std::string& dir);
 // folder's base_model_path and base_model_name_or_path that is a file or folder here.
 std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path);
 
-// What the folder's adapters add to the model's memory (ModelOpenOptions::adapters), so the
-// memory check before loading counts them.
+// What the adapters add to the model's memory (ModelOpenOptions::adapters), for the check before loading.
 TunedAdapters adapter_memory_shape(const AdapterFolder& adapter);
 
 // Gives the model the folder's adapters (add_lora / add_prefix) and sets them to its values;

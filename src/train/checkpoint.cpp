@@ -72,9 +72,8 @@ int64_t file_bytes(const std::string& path) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-// What save_tokenizer_files will write for tokenizer_path: the files it copies (and a
-// sentencepiece model's tokenizer_config.json), or for a GGUF (a tokenizer.json rebuilt from
-// its metadata) a generous allowance.
+// What save_tokenizer_files will write: the files it copies (and a sentencepiece model's
+// tokenizer_config.json), or for a GGUF (tokenizer.json rebuilt from metadata) a generous allowance.
 int64_t tokenizer_files_bytes(const std::string& tokenizer_path, int64_t model_max_length) {
   if (tokenizer_path.empty()) return 0;
   if (ends_with(tokenizer_path, ".gguf")) return int64_t(64) << 20;
@@ -231,8 +230,7 @@ void write_folder_swapped(const std::string& dir, const std::string& what,
     fs::remove_all(tmp, ec);
     throw;
   }
-  // swap in: dir -> dir.old, tmp -> dir, drop dir.old (run/run_dir.h restores dir.old after a
-  // kill between the two renames)
+  // swap in (see checkpoint.h)
   fs::remove_all(old, ec);
   if (fs::exists(dir)) {
     fs::rename(dir, old, ec);

@@ -34,8 +34,7 @@ ParamRole role_of_module(const std::string& module) {
   return ROLE_OTHER;
 }
 
-// "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight" -> layer 3, q, A; false if
-// the name is not of that shape.
+// "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight" -> layer 3, q, A; else false.
 bool parse_peft_name(const std::string& name, LoraAdapterTensor* t) {
   const std::string head = kPeftPrefix + "model.layers.";
   if (name.compare(0, head.size(), head) != 0) return false;

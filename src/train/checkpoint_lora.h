@@ -1,5 +1,4 @@
-// LoRA adapters on disk, the way Hugging Face PEFT saves and loads them
-// (PeftModel.from_pretrained(base, DIR)):
+// LoRA adapters on disk as Hugging Face PEFT saves and loads them (PeftModel.from_pretrained(base, DIR)):
 //   DIR/adapter_config.json       {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8,
 //                                  "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
 //                                  "base_model_name_or_path": adapter_base.h, "bias": "none",
@@ -9,10 +8,9 @@
 //                                  lora_A.weight (r, in) and ....lora_B.weight (out, r)
 //   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
 //                                 base_model_path (adapter_base.h)
-// Models with Meta's interleaved RoPE (llama2.c, GGUF) hold q/k rows permuted; B's rows of q
-// and k are written in Hugging Face's rotate-half order, as their full checkpoints are
-// (checkpoint.h), and permuted back when an adapter is applied to such a model.
-// The folder is written beside its place and renamed over it, as full checkpoints are.
+// Models with Meta's interleaved RoPE (llama2.c, GGUF) hold q/k rows permuted: B's q and k rows are
+// written in HF's rotate-half order (as in checkpoint.h) and permuted back when applied to such a
+// model. The folder is swapped in as full checkpoints are.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +26,7 @@ namespace smezo {
 inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
 inline constexpr const char* kAdapterWeightsFile = "adapter_model.safetensors";
 
-// The adapters of `model` (Model::add_lora) into dir; base_model, the path of the model they
-// were trained on, is recorded as adapter_base.h says.
+// Saves the adapters (Model::add_lora) into dir; base_model is recorded as adapter_base.h says.
 void save_lora_adapter(Model& model, const std::string& dir, const std::string& base_model,
                        const nlohmann::json& run_settings = nullptr);
 
@@ -47,17 +44,14 @@ struct LoraAdapter {
   std::string base_model;
   std::vector<LoraAdapterTensor> tensors;  // file order (by name)
 };
-// Throws naming the file and field for anything this reader does not take (another peft_type,
-// bias other than none, fan_in_fan_out, a module it does not know, a missing tensor).
+// Throws naming the file and field for what it does not take (peft_type, bias, fan_in_fan_out, an
+// unknown module, a missing tensor).
 LoraAdapter read_lora_adapter(const std::string& dir);
 
-// What an adapter folder records as base_model_name_or_path: a local model path made absolute
-// (so `--adapter DIR` finds its base from any working directory); anything else (a hub name)
-// as given.
+// base_model_name_or_path: a local path made absolute (found from any directory), else as given.
 std::string adapter_base_model(const std::string& base_model);
 
-// An optional field of an adapter_config.json: absent or null -> fallback; of another type ->
-// throws naming the file (path) and the field.
+// An optional adapter_config.json field: absent or null -> fallback; another type throws naming both.
 bool adapter_config_bool(const nlohmann::json& j, const char* key, bool fallback, const std::string& path);
 std::string adapter_config_string(const nlohmann::json& j, const char* key, const std::string& path);
 
@@ -70,9 +64,8 @@ bool is_lora_adapter_dir(const std::string& dir);
 // Sets the model's adapters (Model::add_lora first, with adapter.options) to the file's values.
 void load_lora_adapter(Model& model, const LoraAdapter& adapter);
 
-// Folds the adapter into the base weights of a model without adapters:
-// W <- W + (alpha / r) · B A for every adapted linear (fp32 on the host, then stored back in
-// the model's dtype).
+// Folds the adapter into a model without adapters: W <- W + (alpha / r) · B A per adapted linear
+// (fp32 on the host, stored back in the model's dtype).
 void merge_lora_adapter(Model& model, const LoraAdapter& adapter);
 
 }  // namespace smezo

@@ -22,9 +22,7 @@ bool permutes_keys(const Model& model) {
   return c.arch != ARCH_OPT && c.rope_style == ROPE_INTERLEAVED;
 }
 
-// The fields PEFT writes for a PREFIX_TUNING adapter without projection, with its values
-// (peft_version aside: smezo is no PEFT version). token_dim counts key/value heads, and
-// encoder_hidden_size is token_dim (PEFT's default; no encoder runs without a projection).
+// The fields of checkpoint_prefix.h's adapter_config.json (no peft_version: smezo is no PEFT version).
 nlohmann::json adapter_config(const Model& model, const std::string& base_model) {
   const ModelConfig& c = model.config();
   const int64_t token_dim = c.n_kv_heads * c.head_dim;

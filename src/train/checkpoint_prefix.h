@@ -1,25 +1,23 @@
 // Prefix adapters (--tune prefix, model/prefix.h) on disk, the way Hugging Face PEFT saves and
 // loads a PREFIX_TUNING adapter without projection (PeftModel.from_pretrained(base, DIR)):
-//   DIR/adapter_config.json       the fields PEFT writes: {"peft_type": "PREFIX_TUNING",
-//                                  "task_type": "CAUSAL_LM", "num_virtual_tokens": P,
-//                                  "num_layers": L, "token_dim": n_kv_heads*head_dim,
-//                                  "num_attention_heads": n_kv_heads, "encoder_hidden_size":
-//                                  token_dim, "num_transformer_submodules": 1,
-//                                  "prefix_projection": false, "base_model_name_or_path":
-//                                  adapter_base.h, "inference_mode": true, "revision",
-//                                  "init_weights", "modules_to_save", "auto_mapping": null}
+//   DIR/adapter_config.json       the fields PEFT writes: {"peft_type": "PREFIX_TUNING", "task_type":
+//                                  "CAUSAL_LM", "num_virtual_tokens": P, "num_layers": L, "token_dim":
+//                                  n_kv_heads*head_dim, "num_attention_heads": n_kv_heads,
+//                                  "encoder_hidden_size": token_dim, "num_transformer_submodules": 1,
+//                                  "prefix_projection": false, "base_model_name_or_path": adapter_base.h,
+//                                  "inference_mode": true, "revision", "init_weights", "modules_to_save",
+//                                  "auto_mapping": null}
 //   DIR/adapter_model.safetensors  one fp32 tensor "prompt_embeddings" (P, L*2*token_dim): row t
 //                                  holds layer 0's key, layer 0's value, layer 1's key, ... of
 //                                  virtual token t, each n_kv_heads blocks of head_dim
 //                                  (PEFT's view (P, 2L, heads, head_dim) of the past keys/values)
 //   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
 //                                 base_model_path (adapter_base.h)
-// token_dim and num_attention_heads count key/value heads, as PEFT sets them for grouped-query
-// models. The reader ignores encoder_hidden_size (no encoder runs without a projection), so
-// PEFT's files and smezo's older ones (which wrote the model's hidden size there) both load. Keys are stored after the rotary embedding (a cache's keys); models with Meta's
-// interleaved RoPE (llama2.c, GGUF) hold them permuted per head and are written in Hugging
-// Face's rotate-half order, and permuted back when read into such a model. The folder is
-// written beside its place and renamed over it, as full checkpoints are.
+// token_dim and num_attention_heads count key/value heads, as PEFT does for grouped-query models.
+// The reader ignores encoder_hidden_size (no encoder runs without a projection), so PEFT's files
+// and older smezo ones (holding the hidden size) both load. Keys are stored after RoPE (a cache's
+// keys); Meta-interleaved RoPE models (llama2.c, GGUF) write them in HF's rotate-half order and
+// permute them back on reading. The folder is swapped in as full checkpoints are.
 #pragma once
 
 #include <cstdint>
@@ -34,13 +32,11 @@ namespace smezo {
 
 inline constexpr const char* kPrefixTensorName = "prompt_embeddings";
 
-// The prefix of `model` (Model::add_prefix) into dir; base_model, the path of the model it was
-// trained on, is recorded as adapter_base.h says.
+// Saves the prefix (Model::add_prefix) into dir; base_model is recorded as adapter_base.h says.
 void save_prefix_adapter(Model& model, const std::string& dir, const std::string& base_model,
                          const nlohmann::json& run_settings = nullptr);
 
-// A prefix adapter folder read back: its settings and the prompt_embeddings tensor in fp32,
-// Hugging Face layout.
+// A prefix adapter folder read back: its settings and prompt_embeddings in fp32, HF layout.
 struct PrefixAdapter {
   PrefixOptions options;
   std::string base_model;
@@ -49,12 +45,10 @@ struct PrefixAdapter {
   int64_t kv_heads = 0;
   std::vector<float> values;   // (P, layers * 2 * token_dim)
 };
-// Throws naming the file and field for anything this reader does not take (another peft_type,
-// a projection, a shape that disagrees with the config).
+// Throws naming the file and field for what it does not take (peft_type, a projection, a bad shape).
 PrefixAdapter read_prefix_adapter(const std::string& dir);
 
-// Sets the model's prefix (Model::add_prefix first, with adapter.options) to the file's values;
-// throws when the adapter was made for a model of other dimensions.
+// Sets the prefix (Model::add_prefix first) to the file's values; throws for other model dimensions.
 void load_prefix_adapter(Model& model, const PrefixAdapter& adapter);
 
 }  // namespace smezo

@@ -70,7 +70,6 @@ std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const Ge
   model.enable_kv_cache(steps);
   uint64_t rng = opts.seed ? opts.seed : 0x9E3779B97F4A7C15ULL;
   std::vector<float> logits;
-  // Feed the prompt in one pass, then one token at a time.
   model.forward_cached(tokens, 0, &logits);
   for (size_t i = bos ? 1 : 0; i < tokens.size(); i++)
     on_piece(tokenizer.decode_piece(i ? tokens[i - 1] : -1, tokens[i]));

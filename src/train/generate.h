@@ -23,9 +23,8 @@ struct GenerateOptions {
   uint64_t seed = 1;
 };
 
-// Generates and calls on_piece with the text of each new token as it comes (llama2.c's
-// streaming). Returns all tokens (BOS when the model wants one, prompt, generated). Stops early
-// at BOS or EOS.
+// Streams each new token's text to on_piece (as llama2.c does); stops early at BOS or EOS.
+// Returns all tokens (BOS when the model wants one, prompt, generated).
 std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const GenerateOptions& opts,
                               const std::function<void(const std::string&)>& on_piece);
 

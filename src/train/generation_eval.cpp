@@ -11,8 +11,7 @@ namespace smezo {
 
 namespace {
 
-// One example's decoding: the tokens so far (prompt, then generated), how many of them its
-// cache slot holds, and the text generated.
+// One example's decoding: its tokens so far, how many its cache slot holds, the text generated.
 struct Decoding {
   std::vector<int32_t> tokens;  // (prompt_len + generated) [BOS,] prompt tokens, generated tokens
   int64_t fed = 0;              // tokens[0, fed) are in the key/value cache
@@ -53,10 +52,9 @@ void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLi
 
 int64_t max_run_len(const Model& model) { return model.config().max_seq_len - model.prefix_tokens(); }
 
-// One round, under a single probe: every unfinished sequence's tokens not yet in its cache slot
-// (the prompt in the first round, then its last token) run through forward_cached, packed into
-// runs that fit the workspace (a prompt longer than the room left goes on in the next run); a
-// sequence whose tokens are all in gets its next token, the first largest logit.
+// One round under a single probe: each unfinished sequence's tokens not yet cached (first the
+// prompt, then its last token) go through forward_cached in runs that fit the workspace (a prompt
+// longer than the room left goes on in the next run); a sequence fully in gets its next token.
 void decode_round(Model& model, const Tokenizer& tok, const Probe& probe, const GenerationLimits& limits,
                   std::vector<Decoding>* ds) {
   const int64_t cap_tokens = model.batch_tokens_capacity(probe), cap_rows = model.batch_logit_rows_capacity(probe);
@@ -92,9 +90,8 @@ void decode_round(Model& model, const Tokenizer& tok, const Probe& probe, const 
   }
 }
 
-// Cache rows per slot for prompts of up to `longest` tokens: the tokens ever fed (the last
-// generated token never is), rounded up to a power of two so that the cache, which only grows,
-// is reallocated a few times at most over a run's batches of varying prompt lengths.
+// Cache rows per slot: the tokens ever fed (never the last generated one), rounded up to a power of
+// two so the cache, which only grows, is reallocated only a few times over a run.
 int64_t cache_rows_for(const Model& model, int64_t longest, int64_t max_new_tokens) {
   const int64_t need = std::min(longest + max_new_tokens - 1, max_run_len(model));
   int64_t rows = 1;

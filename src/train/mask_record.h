@@ -1,8 +1,7 @@
-// mask.json of a run: for every tensor a method masks (S-MeZO's magnitude mask, R-MeZO's random
-// one), the mask the first step applies, counted on the weights as they are (the base weights
-// at a run's start): its threshold h (S-MeZO: the (1 - sparsity) quantile of |W| that
-// SpsaOptimizer fixed) or keep probability (R-MeZO), and the number and fraction of entries
-// perturbed, each entry decided by mask_keep (common/noise_spec.h) as the probes decide it.
+// mask.json of a run: for every tensor a method masks (S-MeZO magnitude, R-MeZO random), the mask
+// the first step applies, on the current weights (the base ones at a start): threshold h (S-MeZO:
+// SpsaOptimizer's (1 - sparsity) quantile of |W|) or keep probability (R-MeZO), and the entries
+// perturbed (count, fraction), each decided by mask_keep (common/noise_spec.h) as the probes do.
 //   {"method": "smezo", "sparsity": 0.75, "perturbed": K, "entries": N, "fraction_perturbed": K/N,
 //    "tensors": {"model.layers.0.mlp.up_proj.weight": {"mask": "magnitude", "threshold": h,
 //      "threshold_f32_bits": "3c0c...", "entries": n, "perturbed": k, "fraction_perturbed": k/n}, ...}}
@@ -22,8 +21,8 @@ namespace smezo {
 // each masked tensor back to the host once (Backend::download), one tensor at a time.
 nlohmann::json spsa_mask_record(Model& model, const SpsaOptions& opts);
 
-// Writes spsa_mask_record to dir/mask.json (atomically), unless it is null. this_stage_only:
-// a pipeline stage's process holds only its own layers, and the record says so.
+// Writes spsa_mask_record to dir/mask.json atomically, unless null. this_stage_only: a pipeline
+// stage's own layers only, as the record says.
 void spsa_mask_write(const std::string& dir, Model& model, const SpsaOptions& opts, bool this_stage_only);
 
 }  // namespace smezo

@@ -1,5 +1,4 @@
-// The task metric as the quantity SPSA minimises (--objective), as MeZO does
-// for SQuAD F1: the metric needs no gradient, only the two probes' forwards.
+// The task metric as the quantity SPSA minimises (--objective), as MeZO does for SQuAD F1:
 //   loss      the task's loss (objective.h's batch_loss): the default, handled by the trainer
 //   accuracy  1 - the share of the minibatch whose highest-scoring candidate is the gold one
 //             (classification tasks: the same length-normalised scores as the evaluation)
@@ -18,8 +17,7 @@
 
 namespace smezo {
 
-// Checks that an --objective fits the task: f1 needs a generation task, accuracy a
-// classification one. Errors are one line naming the task.
+// Throws (one line naming the task) unless f1 has a generation task and accuracy a classification one.
 void check_objective(Objective objective, bool generation_task, const std::string& task);
 
 struct ProbeMeasures {
@@ -27,15 +25,13 @@ struct ProbeMeasures {
   std::vector<double> loss;       // per probe half: the task's loss
 };
 
-// The references of each example of `batch`, which points into `encoded`, the encoding of
-// `examples` in order.
+// Each `batch` example's references; batch points into `encoded`, the encoding of `examples` in order.
 std::vector<const std::vector<std::string>*> references_of(const std::vector<const EncodedExample*>& batch,
                                                            const std::vector<EncodedExample>& encoded,
                                                            const std::vector<TaskExample>& examples);
 
-// The objective (OBJECTIVE_ACCURACY or OBJECTIVE_F1) and the task's loss of `batch` under every probe (one
-// process: the whole batch here). references: per example (f1 only); as_classification: the
-// loss's kind (objective.h's task_loss).
+// The objective (accuracy or f1) and the task's loss of the whole batch under every probe.
+// references: per example (f1 only); as_classification: the loss's kind (objective.h's task_loss).
 struct MetricBatch {
   const std::vector<const EncodedExample*>* examples = nullptr;
   std::vector<const std::vector<std::string>*> references;

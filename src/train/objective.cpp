@@ -10,11 +10,9 @@ namespace smezo {
 
 namespace {
 
-// One sequence to run and the option tokens it scores. Usually one candidate's full tokens;
-// when every candidate of an example has a single option token after the same prefix (SST-2,
-// RTE, CB, ... with LLaMA's tokenizer), one run of the shared prefix scores them all from its
-// last row. The row of a token depends only on the tokens before it, so both ways give the
-// same numbers.
+// One sequence to run and the option tokens it scores: a candidate's full tokens, or, when every
+// candidate is one option token after the same prefix (SST-2, RTE, CB, ... with LLaMA's tokenizer),
+// the shared prefix, scoring all from its last row (the same numbers: a row sees only earlier tokens).
 struct Target {
   size_t candidate;
   int64_t row;     // row in the sequence whose logits predict the token
@@ -83,8 +81,7 @@ std::vector<PendingSequence> plan_example(size_t e, const EncodedExample& ex, bo
 }
 
 // Scores under a single probe (out[0]) or both halves of a pair (out[0], out[1]). A pair's
-// chunks hold half the workspace each (the model runs them twice side by side); chunking
-// never changes a score, since every row depends only on its own sequence.
+// chunks hold half the workspace each (the model runs them twice side by side).
 void score_all(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                bool gold_only, ExampleScores* out) {
   const std::vector<ScoringChunk> chunks =

@@ -1,6 +1,5 @@
 // Losses and scores over encoded task examples (MeZO's protocol: docs/training.md, "Tasks").
-// Every candidate of every example goes into packed forwards (chunked to the model's
-// workspace); logits are computed only at the rows that predict option tokens.
+// Candidates go into packed forwards (chunked to the workspace); logits only at rows predicting options.
 //   score(candidate) = mean over its option tokens of log p(token | prefix)
 //   classification loss = mean over examples of -log softmax(scores)[gold]
 //   gold-token loss (COPA) = mean over all gold option tokens of -log p(token | prefix)
@@ -22,11 +21,10 @@ struct CandidateScore {
 };
 using ExampleScores = std::vector<std::vector<CandidateScore>>;  // [example][candidate]
 
-// The forwards that score a set of examples: every candidate's sequence (or one shared-prefix
-// sequence for single-token options) packed into batches of at most max_tokens tokens and
-// max_rows logit rows, and which logit row scores which candidate's token. capacity_note ends
-// the error for a candidate that fits no batch. A row depends only on its own sequence, so any
-// packing gives the same scores.
+// The forwards that score examples: each candidate's sequence (or one shared-prefix sequence for
+// single-token options) packed into batches of <= max_tokens tokens and max_rows logit rows, with
+// the row scoring each candidate token. A row depends only on its own sequence, so any packing
+// gives the same scores. capacity_note ends the error for a candidate that fits no batch.
 struct ScoreTarget {
   size_t example = 0, candidate = 0;
   int64_t logit_row = 0;  // index into batch.logit_rows
@@ -38,17 +36,13 @@ struct ScoringChunk {
 };
 std::vector<ScoringChunk> plan_scoring(const std::vector<const EncodedExample*>& examples, bool gold_only,
                                        int64_t max_tokens, int64_t max_rows, const std::string& capacity_note = "");
-// Zeroed scores.
 ExampleScores empty_scores(const std::vector<const EncodedExample*>& examples);
-// Adds the log-probs of the chunk's targets, from its logits (batch.logit_rows.size(), vocab),
-// to scores[example][candidate].
+// Adds the chunk's target log-probs, from its logits (batch.logit_rows.size(), vocab), to scores.
 void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab, ExampleScores* scores);
 
-// Scores of each example's candidates (gold_only: just the gold one; the rest stay empty)
-// under every probe of `probes`, one set per half (probe_halves: a pair's + and - halves from
-// one forward per chunk, both side by side; a single probe's one). Each half's scores are bit
-// for bit those of its single probe on the CPU backend (on CUDA within the GEMM rounding:
-// Backend::linear).
+// Each example's candidate scores (gold_only: just the gold; the rest stay empty), one set per
+// probe half (probe_halves; a pair from one forward per chunk). Each half equals its single probe
+// bit for bit on the CPU (on CUDA within the GEMM rounding: Backend::linear).
 std::vector<ExampleScores> score_examples(Model& model, const std::vector<const EncodedExample*>& examples,
                                           const std::vector<Probe>& probes, bool gold_only);
 
@@ -61,8 +55,7 @@ double task_loss(const ExampleScores& scores, const std::vector<const EncodedExa
 std::vector<double> batch_loss(Model& model, const std::vector<const EncodedExample*>& examples,
                                const std::vector<Probe>& probes, bool as_classification);
 
-// Length-normalised candidate log-likelihood accuracy, in batches of batch_examples.
-// count_correct: the number of examples whose highest-scoring candidate is the gold one.
+// Length-normalised candidate log-likelihood accuracy (count_correct: the count), batch_examples at a time.
 int64_t count_correct(Model& model, const std::vector<const EncodedExample*>& examples, int64_t batch_examples);
 double accuracy(Model& model, const std::vector<EncodedExample>& examples, int64_t batch_examples);
 // The examples whose highest-scoring candidate (the first of equal ones) is the gold one.

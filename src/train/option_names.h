@@ -1,6 +1,5 @@
-// The name table of each enum of the training options (common/enum_names.h): `smezo train`
-// parses with them, its --help and errors list them, and the seed-log header, summary.json and
-// metrics name the values with them. Add a value here and every one of those follows.
+// The name table of each training-option enum (common/enum_names.h): the CLI's parsing, --help and
+// errors, and the seed-log header, summary.json and metrics all use them.
 #pragma once
 
 #include <string>

@@ -1,28 +1,22 @@
 // Pipeline-parallel training over the ranks of a World (`--pipeline-stages K`).
 //
-// Layout: ranks = K stages × R replicas; rank r is stage r % K of replica r / K, so the stages
-// of one pipeline are neighbouring ranks (one node, where possible). Each stage holds a
-// contiguous range of layers (model_stage: embeddings on the first, final norm and LM head on
-// the last, a tied head's token embedding on both) and nothing else. Replicas split every batch
-// as data parallel does (shard_of over the examples).
+// Layout: ranks = K stages × R replicas; rank r is stage r % K of replica r / K (a pipeline's
+// stages are neighbouring ranks). Each stage holds a contiguous layer range (model_stage:
+// embeddings on the first, final norm and LM head on the last, a tied head's embedding on both).
+// Replicas split every batch as data parallel does (shard_of).
 //
-// A step: the batch's micro-batches flow through the stages, each with both probes side by
-// side (a probe pair; with --probes separate the + micro-batches, then the - ones): a stage
-// receives a micro-batch's hidden states (tokens, dim; fp32) from the previous stage, runs its
-// layers under the probe and sends the result on, while it already receives the next one
-// (non-blocking point-to-point, two buffers each way). With M micro-batches in flight the stages
-// overlap but for a bubble of (K - 1) / (M + K - 1) of the step; each micro-batch regenerates
-// the noise of every weight it passes, so M trades bubble against noise (RESULTS.md). The last
-// stage scores; the last stages of all replicas exchange the per-example scores (one allgather
-// for both probes); every rank reduces the losses in the one-process order, so g, the seed log
-// and the update are bit-identical to one process (a row's result does not depend on the other
-// rows of its forward, so splitting a batch into micro-batches changes no score). Each stage then
-// updates its own layers from the step seed (canonical tensor ids: the same noise as one
-// process); both holders of a tied embedding apply the same update and stay identical.
+// A step: micro-batches flow through the stages, both probes side by side (--probes separate: the
+// + micro-batches, then the - ones); hidden states (tokens, dim; fp32) pass by non-blocking
+// point-to-point, two buffers each way. The bubble is (K - 1) / (M + K - 1) of a step, but each
+// micro-batch regenerates its weights' noise: M trades bubble against noise (RESULTS.md). The last
+// stages allgather the per-example scores and every rank reduces the losses in the one-process
+// order, so g, the seed log and the update are bit-identical to one process (a row's result does
+// not depend on other rows, so micro-batching changes no score). Each stage updates its layers
+// with canonical tensor ids; both holders of a tied embedding apply the same update.
 //
-// Checkpoints: rank 0 writes the one model.safetensors a single process writes, pulling the
-// other stages' tensors one at a time (a request naming the tensor, then its fp32 values), so host
-// memory stays at one tensor on every rank. A failed write tells the waiting stages to stop.
+// Checkpoints: rank 0 writes one process's model.safetensors, pulling the other stages' tensors
+// one at a time (request, then fp32 values): one tensor of host memory per rank. A failed write
+// tells the waiting stages to stop.
 #pragma once
 
 #include <cstdint>
@@ -47,30 +41,22 @@ struct PipelineLayout {
   bool last_stage() const { return stage == stages - 1; }
 };
 
-// This rank's place among world.size() ranks split into `stages` stages. Throws unless the
-// rank count is a multiple of the stage count.
+// This rank's place; throws unless world.size() is a multiple of `stages`.
 PipelineLayout pipeline_layout(const World& world, int stages);
 
-// The micro-batches `examples` are scored in under every probe of `probes`: the plan_scoring
-// chunks of the model's workspace (half of it when a probe pair is among them), cut smaller
-// when that gives fewer than `micro_batches`, so that many can be in flight.
+// The micro-batches of `examples` under `probes`: plan_scoring chunks of the workspace (half under a
+// pair), cut smaller where that gives fewer than `micro_batches`.
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
                                                  bool gold_only, int64_t micro_batches, const std::vector<Probe>& probes);
 
-// Runs `chunks` under every probe of `probes` (in that order; a probe pair runs each chunk with
-// both halves side by side) through this replica's stages. On the last stage: the scores of
-// `examples` per half (a pair's + and - halves, a single probe's one); elsewhere: empty.
-// `what` names the run in timeout messages.
+// Runs `chunks` under each of `probes` in order through this replica's stages. The last stage
+// returns the scores of `examples` per half (probe_halves); the others, empty. `what`: for timeouts.
 std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layout, Model& model,
                                         const std::vector<const EncodedExample*>& examples,
                                         const std::vector<ScoringChunk>& chunks, const std::vector<Probe>& probes,
                                         const std::string& what);
 
-// batch_loss (objective.h) over all pipelines: each replica scores its shard of batch under
-// every probe (a pair: both halves side by side in each micro-batch, each weight's noise
-// generated once for both; single probes: one after the other, each with all its micro-batches),
-// the last stages' scores are gathered, every rank reduces the losses as one process does. One
-// loss per half (probe_halves), the same on every rank.
+// batch_loss (objective.h) over all pipelines: one loss per half (probe_halves), the same on every rank.
 std::vector<double> pipeline_loss(World& world, const PipelineLayout& layout, Model& model,
                                   const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes,
                                   bool as_classification, int64_t micro_batches);
@@ -79,12 +65,10 @@ std::vector<double> pipeline_loss(World& world, const PipelineLayout& layout, Mo
 double pipeline_accuracy(World& world, const PipelineLayout& layout, Model& model,
                          const std::vector<EncodedExample>& examples, int64_t micro_batches);
 
-// The union of every rank's JSON object (the S-MeZO thresholds of the stages' tensors), the
-// same on every rank.
+// The union of every rank's JSON object (the stages' S-MeZO thresholds), the same on every rank.
 nlohmann::json pipeline_merge_objects(World& world, const nlohmann::json& mine, const std::string& what);
 
-// Over the tensors this stage owns (stage_owns: a tied embedding counts once), on replica 0:
-// the sum of `count(param)` over every stage, the same on every rank.
+// The sum of count(param) over replica 0's stages' owned tensors (stage_owns: a tied embedding once).
 int64_t pipeline_sum_owned(World& world, const PipelineLayout& layout, Model& model,
                            const std::function<int64_t(const Param&)>& count);
 

@@ -1,12 +1,9 @@
-// The records of a training run in its folder: the seed log, metrics.jsonl, the progress line,
-// plot.svg, summary.json and mask.json, and the folder's lock. One process holds the recorder:
-// rank 0 of a multi-process run (one process: itself); the other ranks hold none, so the
-// trainer (trainer.cpp) keeps the phases and the step and hands each record to the recorder if
-// it has one. The checkpoint is not here: a pipeline's stages take part in writing it.
+// The records of a training run in its folder: seed log, metrics.jsonl, progress line, plot.svg,
+// summary.json, mask.json and the folder's lock. Only rank 0 holds a recorder; the trainer hands it
+// each record. The checkpoint is not here: a pipeline's stages take part in writing it.
 //
-// The order of writes within a step is part of resume's promise (docs/training.md): the
-// metrics line (and the step's evaluation) first, then the seed-log record, so a kill in
-// between leaves metrics lines that resume drops, never a gap.
+// Within a step the metrics line (and evaluation) precedes the seed-log record, so a kill between
+// leaves metrics lines that resume drops, never a gap (docs/training.md).
 #pragma once
 
 #include <cstdint>
@@ -28,22 +25,19 @@ struct SpsaOptions;
 
 class RunRecorder {
  public:
-  // Creates `dir`, locks it for the run and removes what interrupted writes left there (and
-  // says what it removed). `title` and `plot` are the plot's.
+  // Creates and locks `dir`, removing (and reporting) what interrupted writes left. title, plot: the plot's.
   RunRecorder(const std::string& dir, const std::string& title, const TrainingPlotOptions& plot);
 
   const std::string& dir() const { return dir_; }
   std::string metrics_path() const { return dir_ + "/metrics.jsonl"; }
   std::string seed_log_path() const { return dir_ + "/seed_log.txt"; }
 
-  // A new run: its seed log with `header` (durable on return), mask.json of the base weights,
-  // an empty metrics file.
+  // A new run: seed log with `header` (durable on return), the base weights' mask.json, empty metrics.
   void start(const nlohmann::json& header, int64_t flush_every, int version, Model& model, const SpsaOptions& spsa,
              bool this_stage_only);
   // mask.json when a start stopped before writing it (the model still holds the base weights).
   void write_masks_if_missing(Model& model, const SpsaOptions& spsa, bool this_stage_only);
-  // A resumed run at `first_step`: the metrics after the last logged step dropped, the seed log
-  // continued, the metrics file appended to.
+  // A resume at `first_step`: metrics after the last logged step dropped; seed log and metrics appended to.
   void resume(int64_t first_step, int64_t flush_every, size_t replayed);
 
   // The metrics lines of the steps already run (a resumed run's history), in order.

@@ -80,7 +80,7 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
     ParamInfo& info = p->info;
     info.trainable = !((opts_.freeze_embeddings && is_embedding(info)) ||
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
-    // --tune lora / prefix: the adapters (A and B, or the prefix keys and values) only
+    // --tune lora / prefix: only the adapters
     if (model_.has_lora() || model_.has_prefix()) info.trainable = info.adapter != ADAPTER_NONE;
     // the methods' masks apply to the linear weights, and under --tune prefix to the prefix
     const bool maskable = info.is_linear || info.adapter == ADAPTER_PREFIX_KEY || info.adapter == ADAPTER_PREFIX_VALUE;
@@ -194,7 +194,7 @@ void require_finite_losses(const std::vector<double>& losses, int64_t step) {
 
 void SpsaOptimizer::finish_step(SpsaStep* r) {
   const int64_t step = r->step;
-  if (opts_.probes == 1)  // the message of one probe, as before several existed
+  if (opts_.probes == 1)  // one probe: the l+/l- message
     SMEZO_REQUIRE(std::isfinite(r->loss_plus) && std::isfinite(r->loss_minus),
                   "the loss became %s at step %lld (l+ = %g, l- = %g); the weights are those after "
                   "step %lld ---> HINT: lower the learning rate or eps",
@@ -283,7 +283,7 @@ nlohmann::json SpsaOptimizer::describe() const {
   j["stochastic_rounding"] = opts_.stochastic_rounding;
   j["noise"] = noise_name(opts_.noise);
   j["noise_spec"] = NOISE_SPEC_VERSION;
-  if (opts_.probes != 1) j["probes"] = opts_.probes;  // absent: one (the header of a one-probe run is unchanged)
+  if (opts_.probes != 1) j["probes"] = opts_.probes;  // absent: one
   nlohmann::json thresholds = nlohmann::json::object();
   for (Param* p : model_.params())
     if (p->info.mask == MASK_MAGNITUDE) thresholds[p->info.name] = float_hex_bits(p->info.threshold);

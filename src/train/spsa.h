@@ -1,30 +1,17 @@
-// The zeroth-order SPSA optimiser shared by MeZO, Sparse-MeZO and R-MeZO (docs/ARCHITECTURE.md,
-// "The algorithm in one step"). Per step t with seed s_t:
-//   l+ = L(W + eps·m(W)⊙z),  l- = L(W - eps·m(W)⊙z),  g = (l+ - l-) / (2 eps)
-//   W <- W - lr_t·g·m(W)⊙z  (- lr_t·wd·m(W)⊙W on decayed parameters)
-// The probes never write W (the backend reads W through a Probe); only the update does.
-// Masks: MeZO m ≡ 1; S-MeZO m = [|w| <= h] with h the (1 - sparsity) quantile of |W| of the
-// base weights, per linear tensor (sparsity 0: h = +inf, so S-MeZO is exactly MeZO);
-// R-MeZO a fixed random mask with keep probability 1 - sparsity. Embeddings, norms and
-// biases are tuned densely in every method unless frozen.
+// The zeroth-order SPSA optimiser of MeZO, S-MeZO and R-MeZO. The step and the masks: see
+// docs/ARCHITECTURE.md, "The algorithm in one step"; weight decay adds - lr_t·wd·m(W)⊙W.
 //
-// Several probes per step (SpsaOptions::probes = q > 1): probe i of step t has its own seed
-// s_{t,i} (probe_seed; s_{t,0} is the step seed, so q = 1 is the one-probe step above, bit for
-// bit) and g_i = (l+_i - l-_i) / (2 eps); the averaged q-probe estimate updates
+// Several probes (SpsaOptions::probes = q > 1): probe i of step t has seed s_{t,i} (probe_seed;
+// s_{t,0} is the step seed, so q = 1 is the one-probe step bit for bit), g_i = (l+_i - l-_i) / (2 eps),
 //   W <- W - lr_t·(1/q)·Σ_i g_i·m(W)⊙z_i.
-// FZOO (METHOD_FZOO; Dang et al., "FZOO: Fast Zeroth-Order Optimizer for Fine-Tuning Large
-// Language Models towards Adam-Scale Speed", arXiv:2506.09034; its update as the paper states it):
-// N = q >= 2 one-sided Rademacher probes u_i, l_0 = L(W), l_i = L(W + eps·u_i),
-// g_i = (l_i - l_0) / eps, sigma = the sample standard deviation (1/(N-1)) of l_1..l_N, and
-//   W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i
-// (sigma = 0, every perturbed loss equal: no step). The paper scores the N probes as one batch;
-// here they are N + 1 forward passes over the list of probes. Both methods log (seed_i, g_i)
-// per probe and the step size that multiplies (1/q)·Σ g_i·z_i (lr_t, or lr_t / sigma for FZOO),
-// so replay and resume apply the same update for either without any loss.
-// The update applies the single-probe update op once per probe, in probe order (weight decay
-// with the first): bit-identical between a run, its resume and replay, on every backend. The
-// mask of probe i is read from the weights after probes 0..i-1 (S-MeZO: an entry crossing the
-// threshold within a step may be in one probe's mask and not the next's).
+// FZOO (METHOD_FZOO; Dang et al., arXiv:2506.09034): N = q >= 2 one-sided Rademacher probes u_i,
+// l_0 = L(W), l_i = L(W + eps·u_i), g_i = (l_i - l_0) / eps, sigma = the sample standard deviation
+// (1/(N-1)) of l_1..l_N, W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i (sigma = 0: no step); here as
+// N + 1 forward passes. Both log (seed_i, g_i) per probe and the step size (lr_t, or lr_t / sigma),
+// so replay and resume apply the same update.
+// The update applies the single-probe op once per probe, in order (weight decay with the first):
+// bit-identical across run, resume and replay on every backend. Probe i's mask is read from the
+// weights after probes 0..i-1 (S-MeZO: an entry crossing h mid-step may leave the next mask).
 #pragma once
 
 #include <cstdint>
@@ -42,11 +29,8 @@
 
 namespace smezo {
 
-// The noise a run header (the "spsa" object of a seed log) names: "noise" and "noise_spec"
-// (the noise-spec version, src/common/noise_spec.h). A header without them was written
-// before noise kinds existed (spec v1) and means NOISE_GAUSSIAN_V1. Throws smezo::Error,
-// naming `source`, for an unknown kind, a spec version newer than this build's, or a kind the
-// recorded version did not define.
+// The noise a seed log's "spsa" header names ("noise", "noise_spec"; neither: NOISE_GAUSSIAN_V1).
+// Throws smezo::Error naming `source` for an unknown kind, a newer spec, or a kind its spec lacks.
 NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
 
 
@@ -74,16 +58,15 @@ ProbeLosses each_probe(std::function<double(const Probe&)> loss);
 
 class SpsaOptimizer {
  public:
-  // Validates opts, fixes the masks from the model's current (base) weights and sets every
-  // parameter's noise kind (NOISE_AUTO becomes NOISE_GAUSSIAN: resolve it from the seed log
-  // first when resuming, see spsa_logged_noise).
+  // Validates opts, fixes the masks from the current (base) weights, sets each parameter's noise
+  // kind (NOISE_AUTO -> NOISE_GAUSSIAN: a resume resolves it first, see spsa_logged_noise).
   SpsaOptimizer(Model& model, const SpsaOptions& opts);
 
   uint64_t step_seed(int64_t step) const;
   float lr_at(int64_t step) const;
 
-  // The probes of a step with seed `seed`: in_one_pass, one probe pair (both halves side by side
-  // in one forward: Probe::pair); else the + probe, then the - probe.
+  // A step's probes for `seed`: one pair (Probe::pair: both halves in one forward) when in_one_pass,
+  // else the + probe, then the - probe.
   std::vector<Probe> step_probes(uint64_t seed, bool in_one_pass) const;
 
   // The seed of probe i (0 .. probes - 1) of a step; probe 0's is step_seed(step).
@@ -92,10 +75,8 @@ class SpsaOptimizer {
   // unperturbed Probe{} (l_0), then one + probe per seed (never a pair: one-sided).
   std::vector<Probe> probes_of_step(int64_t step, bool in_one_pass) const;
 
-  // The probes and the update. losses(probes) evaluates the minibatch under
-  // probes_of_step(step, in_one_pass) and returns one loss per half (probe_halves): for one
-  // probe l+, then l-. The same g and update either way when the losses are the same. Throws
-  // smezo::Error without touching W when a loss is NaN or infinite.
+  // losses(probes) scores the minibatch under probes_of_step(step, in_one_pass), one loss per half
+  // (probe_halves; one probe: l+, then l-). Throws smezo::Error, W untouched, on a non-finite loss.
   SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);
@@ -104,14 +85,11 @@ class SpsaOptimizer {
   // A logged step's update, after checking it has this run's probe count and probe seeds.
   void apply_record(const SeedRecord& r, const std::string& seed_log_path);
 
-  // Run identity for the seed log header: method, hyperparameters, noise kind and noise-spec
-  // version, per-tensor thresholds.
+  // Run identity for the seed-log header: method, hyperparameters, noise kind and spec, thresholds.
   nlohmann::json describe() const;
-  // Checks that a seed-log header describes this optimiser on this base model (same method,
-  // sparsity, eps, seed, weight decay, freezes, noise and bit-identical thresholds).
+  // Throws unless a seed-log header describes this optimiser on this base model (thresholds bit for bit).
   void check_matches(const nlohmann::json& header, const std::string& seed_log_path) const;
-  // Every field in which a seed-log header differs from this optimiser's options, one entry
-  // each ("lr = 0.001 in the run, 0.002 here"); the thresholds are not compared.
+  // Each field where a header differs ("lr = 0.001 in the run, 0.002 here"); thresholds not compared.
   std::vector<std::string> differences(const nlohmann::json& header, const std::string& seed_log_path) const;
 
   int64_t tuned_parameter_count() const { return tuned_count_; }

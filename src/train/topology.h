@@ -1,8 +1,6 @@
-// Where this process sits in a training run, and the work that depends on it: one
-// process; data-parallel replicas (every rank holds the whole model and scores a shard of each
-// batch: data_parallel.h); or a pipeline of K stages × R replicas (each rank a range of layers:
-// pipeline.h). The trainer's phases are the same for all three and ask this value for what
-// differs: the losses of a step, an accuracy, a count over the model, a checkpoint.
+// Where this process sits in a training run and the work that depends on it: one process,
+// data-parallel replicas (data_parallel.h), or a pipeline of K stages × R replicas (pipeline.h).
+// The trainer's phases ask it for what differs: a step's losses, an accuracy, a count, a checkpoint.
 #pragma once
 
 #include <cstdint>
@@ -40,18 +38,14 @@ class Topology {
                              const std::vector<Probe>& probes, bool as_classification) const;
   // The accuracy over `set`, the same on every rank.
   double accuracy(Model& model, const std::vector<EncodedExample>& set, int64_t batch_examples) const;
-  // The sum of count(param) over the whole model (a pipeline: over every stage, a tied
-  // embedding once), the same on every rank.
+  // The sum of count(param) over the whole model (a pipeline: every stage, a tied embedding once).
   int64_t sum_over_model(Model& model, const std::function<int64_t(const Param&)>& count) const;
-  // A JSON object of per-tensor values (the S-MeZO thresholds) for the whole model: a
-  // pipeline's stages merged, the same on every rank.
+  // Per-tensor values (the S-MeZO thresholds) of the whole model: a pipeline's stages merged.
   nlohmann::json whole_model_object(const nlohmann::json& mine, const std::string& what) const;
-  // Rank 0's `value` where the ranks must follow one decision about the checkpoint (a
-  // pipeline's stages serve rank 0's); each rank's own otherwise.
+  // Rank 0's `value` where ranks must follow its checkpoint decision (a pipeline); else each rank's own.
   int64_t checkpoint_decision(int64_t value, const std::string& what) const;
-  // The checkpoint of the whole model into `dir`: rank 0 writes it (a pipeline's tensors fetched
-  // from the stages, which serve them here); every other rank returns at once. Throws as
-  // save_hf_checkpoint does (on rank 0).
+  // Rank 0 writes the whole model's checkpoint into `dir` (a pipeline's stages serve their tensors
+  // here); other ranks return at once. Throws as save_hf_checkpoint does (on rank 0).
   void save_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
                        const nlohmann::json& settings, const std::string& dtype) const;
 

@@ -1,9 +1,8 @@
-// The training options' defaults and checks, owned by the library so that `smezo train` and a
-// program calling smezo::train() get the same ones (docs/ARCHITECTURE.md, "One training step"):
+// The training options' defaults and checks, in the library so `smezo train` and smezo::train()
+// callers share them (docs/ARCHITECTURE.md, "One training step, from the command line to the kernels"):
 //   resolve_defaults (include/smezo/train.h)  what the caller left unset, filled in
 //   validate_train_options                    every check that needs no model, data or ranks
-//   the option rules                          each numeric option's range: checked here, and
-//                                             stated and checked by the command line (cli.h)
+//   the option rules                          each numeric option's range, also checked by the CLI (cli.h)
 // The enums' names are in train/option_names.h.
 #pragma once
 
@@ -18,20 +17,16 @@ namespace smezo {
 // The SPSA part of resolve_defaults: lr and sparsity by method.
 SpsaOptions spsa_resolve_defaults(SpsaOptions o);
 
-// The ranges of the numeric SPSA options (spsa_validate checks them; sparsity and lr resolved)
-// and of the other numeric options of TrainOptions.
+// The numeric options' ranges: SpsaOptions' (spsa_validate checks them, resolved) and TrainOptions'.
 const std::vector<OptionRule<SpsaOptions>>& spsa_option_rules();
 const std::vector<OptionRule<TrainOptions>>& train_option_rules();
-// The range of the option named `option` ("--batch") in either list (an error for a name
-// neither has).
+// The range of `option` ("--batch") in either list; throws for a name neither has.
 const ValueRange& train_option_range(const std::string& option);
 
-// Throws smezo::Error, one line naming the option, for options no run can use: a value out of
-// its range, an enum value without a name, bad adapter settings, what spsa_validate refuses,
-// and what validate_data_options refuses.
+// Throws smezo::Error naming the option for options no run can use: out of range, unnamed enum
+// values, bad adapter settings, and what spsa_validate or validate_data_options refuse.
 void validate_train_options(const TrainOptions& o);
-// Its part about the data: data files need a task spec, a task spec needs a train file (what
-// `smezo train --check-data` and `--export-data` need before they stop short of training).
+// Its data part (for --check-data and --export-data): data files need a task spec, a spec a train file.
 void validate_data_options(const TrainOptions& o);
 
 }  // namespace smezo

@@ -69,8 +69,7 @@ std::vector<const EncodedExample*> minibatch(const std::vector<EncodedExample>& 
   return out;
 }
 
-// The index of minibatch k (0 .. K-1) of a step (minibatch()'s `step`): the run's minibatches
-// in a row, K per step; K = 1 gives the step itself, as before accumulation existed.
+// minibatch()'s `step` for minibatch k (0 .. K-1) of a step: K per step in a row; K = 1 gives the step.
 int64_t accumulated_minibatch(int64_t step, int64_t k, int64_t accumulate) { return (step - 1) * accumulate + k + 1; }
 
 double mean_of(const std::vector<double>& v) {
@@ -79,7 +78,6 @@ double mean_of(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());  // two halves: 0.5·(l+ + l-) exactly
 }
 
-// sum += v, element by element (sum empty: sum = v)
 void add_into(std::vector<double>* sum, const std::vector<double>& v) {
   if (sum->empty()) {
     *sum = v;
@@ -110,16 +108,14 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   return h;
 }
 
-// A data-file run logged before the header held the rows used has the counts asked for: with
-// the same examples (data_fingerprint) and the same counts asked, it is this run.
+// An older data-file log holds the counts asked, not used: it matches if those and data_fingerprint do.
 bool logged_as_asked(const nlohmann::json& logged, const nlohmann::json& mine, const nlohmann::json& asked,
                      const char* key) {
   return asked.contains(key) && logged.contains(key) && logged[key] == asked[key] &&
          logged.contains("data_fingerprint") && logged["data_fingerprint"] == mine["data_fingerprint"];
 }
 
-// Refuses a resume whose options differ from the run's, listing every differing option at once.
-// asked: a data-file run's n_train and n_dev as asked (the header holds the rows used).
+// Refuses a resume whose options differ, listing them all. asked: a data-file run's n_train, n_dev as asked.
 void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const nlohmann::json& asked,
                          const SpsaOptimizer& opt, const std::string& path) {
   std::vector<std::string> diffs = opt.differences(logged.value("spsa", nlohmann::json::object()), path);
@@ -201,7 +197,6 @@ TrainOptions validated(const TrainOptions& o) {
   return o;
 }
 
-// Options that usually blow the weights up are used, with a warning.
 void warn_about_options(const TrainOptions& o) {
   if (*o.spsa.lr > kLrWarnAbove)
     std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
@@ -209,9 +204,8 @@ void warn_about_options(const TrainOptions& o) {
                  *o.spsa.lr, kLrWarnAbove);
 }
 
-// A data-file run uses each file's first rows, as many as asked for or as the file holds: o's
-// counts become the rows used, which the seed log's header and checkpoint/smezo_run.json
-// record. Returns one line when a file held fewer rows than asked for, else "".
+// A data-file run uses each file's first rows, up to the count asked: o's counts become the rows used
+// (recorded in the seed-log header and smezo_run.json). Returns a line if a file held fewer, else "".
 std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
   std::string fewer;
   for (const auto& [split, n, used, file, option] :
@@ -226,15 +220,8 @@ std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
   return fewer.empty() ? "" : "data: fewer records than asked for: " + fewer + "; the run uses and records these";
 }
 
-// One run on one rank of a world (one process: the world of one). Every rank computes; rank 0
-// alone writes (seed log, metrics, plot, checkpoints, summary, progress). The phases, in order,
-// the same for one process, data parallel and a pipeline (what differs is the Topology's):
-//   load                 data, model, tokens, optimizer (S-MeZO thresholds), run header
-//   agree_on_run_folder  every rank the same run; a fresh start or a resume; lock and clean
-//   start                a fresh seed log, or the weights rebuilt from the logged updates
-//   train_steps          the step loop, with its periodic evaluations and checkpoints
-//   evaluate_at_end      final dev and test accuracy
-//   finish               summary.json, the plot, the final checkpoint
+// One run on one rank (one process: the world of one): every rank computes, rank 0 alone writes. The
+// phases of run(): docs/ARCHITECTURE.md, "One training step, from the command line to the kernels".
 class TrainRun {
  public:
   // splits: the task's examples made by the caller (train_on_splits), or null to load o.task
@@ -270,11 +257,9 @@ class TrainRun {
   GenerationLimits limits() const { return GenerationLimits{splits_.max_new_tokens, splits_.stop}; }
   GenerationScore evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set);
   void evaluate_generation_at_end();
-  // One value per probe half for SPSA: the task's loss, or (--objective) 1 - the metric, the
-  // loss then kept in step_losses_ for the log.
+  // One value per probe half: the task's loss, or 1 - the metric (--objective; the loss goes to step_losses_).
   std::vector<double> probe_values(const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes);
-  // What the step's probes measure, averaged over its K minibatches (--accumulate); the task losses
-  // of a metric objective are averaged the same way into step_losses_.
+  // probe_values averaged over the step's K minibatches (--accumulate); step_losses_ likewise.
   std::vector<double> step_values(int64_t step, const std::vector<const EncodedExample*>& fixed,
                                   const std::vector<Probe>& probes);
   std::string save_checkpoint(int64_t step);  // "" or why it failed (a warning)
@@ -283,8 +268,7 @@ class TrainRun {
   Topology topo_;
   const bool root_;
   SteadyClock::time_point t_start_;
-  // Start-up and end phases, wall seconds, in the order they run (summary.json "startup_s",
-  // "finish_s", and one line on screen).
+  // start-up and end phases, wall seconds in run order (summary.json startup_s, finish_s)
   nlohmann::ordered_json startup_, finish_;
   const TaskSplits* given_splits_;
   TaskSplits splits_;
@@ -360,10 +344,8 @@ void TrainRun::load() {
   mo.device = o_.device;
   mo.dtype = o_.dtype;
   mo.linear_path = o_.linear_path;
-  // The workspace is sized from the run's batch and length (memory_estimate.h), not a fixed
-  // token count: device memory = weights + what this batch needs. A probe pair runs two copies
-  // of a chunk side by side: room for two longest candidates (on every rank: data-parallel
-  // shards and pipeline micro-batches run the pair too).
+  // Workspace sized from this run's batch and length (memory_estimate.h). A probe pair runs two
+  // copies of a chunk side by side, on every rank: room for two longest candidates.
   const int64_t copies = o_.probe_passes == PROBES_PAIR ? 2 : 1;
   const WorkspaceRows ws = workspace_for_batch(o_.batch, o_.max_len, o_.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o_.max_len);
@@ -384,7 +366,6 @@ void TrainRun::load() {
   t_phase = SteadyClock::now();
   o_.model_path = lm_.model_path;
   checkpoint_dtype(model(), o_.checkpoint_dtype);  // a bad name fails now, not after training
-  // a prefix takes the first positions (--tune prefix)
   const int64_t prefix = o_.tune == TUNE_PREFIX ? o_.prefix_tokens : 0;
   const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len - prefix);
   data_.train = encode_all(*lm_.tokenizer, splits_.train, max_len);
@@ -413,15 +394,13 @@ void TrainRun::load() {
                           {"test_file", o_.test_file}});
 }
 
-// The run folder: what it holds decides between a fresh start and a resume, before any write
-// (every rank reads it: ranks share the file system; the agreement below orders it before rank
-// 0 writes anything).
+// What the run folder holds decides fresh start or resume. Every rank reads it (shared file
+// system); the agreement below orders that before rank 0 writes anything.
 void TrainRun::agree_on_run_folder() {
   std::string foreign;
   const RunDirKind kind = run_dir_kind(o_.out_dir, &foreign);
-  // one exchange for both (tests/test_mpi.cpp counts the exchanges): a rank that saw the folder
-  // differently is reported with the run options
-  // (pipeline stages hold the thresholds of their own tensors: compared once merged)
+  // one exchange for options and folder kind (tests/test_mpi.cpp counts exchanges); pipeline
+  // stages hold only their own thresholds: those are compared once merged
   nlohmann::json compared = header_;
   if (topo_.pipelined()) compared["spsa"].erase("thresholds_f32_bits");
   require_same_on_all_ranks(topo_.world(), compared.dump() + "\nrun folder kind " + std::to_string(kind) +
@@ -447,7 +426,7 @@ void TrainRun::agree_on_run_folder() {
 // Start fresh, or rebuild the weights of a killed run from its seed log.
 bool TrainRun::start() {
   if (!o_.resume) {
-    const int version = o_.spsa.probes > 1 ? 2 : 1;  // one probe per step: the v1 log, as before
+    const int version = o_.spsa.probes > 1 ? 2 : 1;  // one probe per step: log v1
     if (recorder_) recorder_->start(header_, o_.flush_every, version, model(), o_.spsa, topo_.pipelined());
     return true;
   }
@@ -461,8 +440,7 @@ bool TrainRun::start() {
     complete_finished_run(done, log);
     return false;
   }
-  // a start stopped before its mask record was written: the record is of the base weights, which
-  // the model holds until the replay
+  // a start killed before its mask record: the record is of the base weights, held until the replay
   if (recorder_) recorder_->write_masks_if_missing(model(), o_.spsa, topo_.pipelined());
   replay(log);
   first_step_ = last + 1;
@@ -517,8 +495,7 @@ void TrainRun::replay(const SeedLog& log) {
   for (const SeedRecord& r : log.records) optimizer_->apply_record(r, seed_log_path_);
 }
 
-// The loss and accuracy history of the steps already run, from the metrics file (rank 0, whose
-// recorder keeps the plot).
+// Rank 0: the loss and accuracy history of the steps already run, from the metrics file.
 void TrainRun::read_history() {
   if (!recorder_) return;
   const char* dev_key = splits_.generation ? "dev_f1" : "dev_acc";  // what the plot shows
@@ -555,8 +532,6 @@ void TrainRun::train_steps() {
   try {
     for (; step <= o_.steps; step++) {
       const auto t_step = SteadyClock::now();
-      // the probes' losses over this run's topology (a pipeline, or every rank's shard), averaged
-      // over the step's K minibatches
       const SpsaStep s = optimizer_->step(step, o_.probe_passes == PROBES_PAIR, [&](const std::vector<Probe>& probes) {
         return step_values(step, fixed, probes);
       });
@@ -602,8 +577,7 @@ std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExampl
   return m.objective;
 }
 
-// A step's loss into the results, metrics, progress and seed log; the evaluation and the
-// checkpoint due after it.
+// A step into the results, metrics, progress and seed log; then any evaluation and checkpoint due.
 void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
   const int64_t step = s.step;
   // with --objective accuracy|f1 SPSA saw 1 - the metric (s's losses); the task loss is logged beside it
@@ -616,8 +590,7 @@ void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>&
   }
   if (step == 1) result_.first_loss = loss;
   result_.last_loss = loss;
-  // Metrics (and this step's evaluation) first, then the seed log: a kill in between leaves
-  // lines that resume drops (it keeps steps <= the last durable seed-log step), never a gap.
+  // Metrics (and evaluation) before the seed log: a kill between leaves lines resume drops, never a gap.
   if (recorder_) {
     nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
                         {"g", s.g}, {"lr", s.lr}};
@@ -753,8 +726,7 @@ void TrainRun::finish() {
     return;
   }
   recorder_->write_plot();
-  // The summary (the run's result) is durable before the final checkpoint is tried, and says
-  // how the checkpoint went once it has been.
+  // The summary is durable before the final checkpoint is tried, then rewritten with its status.
   nlohmann::json summary = completed_summary_json(parameters, tuned);
   recorder_->write_summary(summary);
   const auto t_phase = SteadyClock::now();

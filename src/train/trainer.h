@@ -1,5 +1,5 @@
-// `smezo train`: zeroth-order fine-tuning on a task, end to end (docs/ARCHITECTURE.md, "One
-// training step"; the run folder for users: docs/training.md).
+// `smezo train`: zeroth-order fine-tuning on a task, end to end (docs/ARCHITECTURE.md, "One training
+// step, from the command line to the kernels"; the run folder for users: docs/training.md).
 //
 // A run directory holds:
 //   seed_log.txt     step, seed, g, lr per step (and seed, g per further probe: src/run/seed_log.h);
@@ -8,12 +8,10 @@
 //   summary.json     task, method, hyperparameters, accuracies, wall time, steps/s, memory
 //   plot.svg         training loss and dev accuracy vs step
 //   checkpoint/      Hugging Face model directory (every --checkpoint-every steps and at the end)
-// Resume (--resume) rebuilds the weights from the base model and the seed log (the same
-// updates, bit for bit), so a killed run loses at most the steps since the last flush. It
-// leaves a finished run as it is (or only writes its missing final checkpoint), starts a
-// folder that holds nothing yet at step 1, and refuses a folder that is not a run's
-// (run/run_dir.h). summary.json is written before the final checkpoint; a checkpoint that
-// fails is a warning (TrainResult::checkpoint_error for the final one).
+// --resume rebuilds the weights from the base model and the seed log, bit for bit: a kill loses at
+// most the steps since the last flush. A finished run is left as it is (bar a missing final
+// checkpoint); an empty folder starts at step 1; a non-run folder is refused (run/run_dir.h).
+// A failed checkpoint is a warning (TrainResult::checkpoint_error for the final one).
 #pragma once
 
 // The options, result and train() itself are the public API in include/smezo/train.h.
