@@ -140,13 +140,7 @@ CLI::Validator unsigned_integer() {
   return integer_check(0.0L, static_cast<long double>(UINT64_MAX), "integer in [0, 2^64)");
 }
 
-CLI::Validator finite_number() {
-  return number_check([](double) { return true; }, "a finite number");
-}
-
 CLI::Validator number_at_least(double lo) { return in_range(ValueRange::at_least(lo)); }
-
-CLI::Validator number_above(double lo) { return in_range(ValueRange::above(lo)); }
 
 CLI::Validator number_in(double lo, double hi) { return in_range({false, lo, hi}); }
 

@@ -57,9 +57,7 @@ CLI::Validator integer_at_least(int64_t lo);
 CLI::Validator integer_in(int64_t lo, int64_t hi);
 CLI::Validator unsigned_integer();  // 0 .. 2^64-1 (seeds)
 // Finite real numbers within a float's range (nan, inf and 1e39 are refused everywhere).
-CLI::Validator finite_number();
 CLI::Validator number_at_least(double lo);
-CLI::Validator number_above(double lo);                 // > lo
 CLI::Validator number_in(double lo, double hi);  // [lo, hi]
 // Any other condition: ok(v) decides, description says it ("in (0, 1]").
 CLI::Validator number_where(std::function<bool(double)> ok, const std::string& description);

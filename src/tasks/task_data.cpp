@@ -64,8 +64,6 @@ std::vector<std::string> task_names() {
 
 bool task_trains_as_classification(TaskId task) { return task != TASK_COPA; }
 
-bool task_has_train_split(TaskId task) { return task_info(task).train_file != nullptr; }
-
 // --- reading rows
 
 struct RowAt {

@@ -50,8 +50,6 @@ const char* task_name(TaskId task);  // canonical lower-case name
 std::vector<std::string> task_names();  // every task's canonical name, in TaskId order
 // False for COPA only: it trains on the gold option's tokens (MeZO's --train_as_classification False).
 bool task_trains_as_classification(TaskId task);
-// Whether the task has a full train split here (false: train/dev are carved from val).
-bool task_has_train_split(TaskId task);
 
 // Reads one data file of the task through its built-in spec. groups, when given, receives one
 // group id per example (MultiRC: the passage's position in the file; others: the row index).

@@ -15,17 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-bool is_py_space(char c) {
-  unsigned char u = static_cast<unsigned char>(c);
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (u >= 0x1c && u <= 0x1f);
-}
-
-std::string rstrip(const std::string& s) {
-  size_t e = s.size();
-  while (e > 0 && is_py_space(s[e - 1])) e--;
-  return s.substr(0, e);
-}
-
 // MeZO's CopaTemplate.capitalize with capitalization "correct" (ASCII lower-casing).
 std::string lower_first_word(const std::string& s) {
   size_t sp = s.find(' ');
@@ -50,7 +39,7 @@ struct Where {  // a record, for messages
 std::string apply_filter(const TaskSpec& spec, const std::string& filter, const std::string& text,
                          const std::string& field, const Where& w) {
   if (filter == "strip") return template_strip_whitespace(text);
-  if (filter == "rstrip") return rstrip(text);
+  if (filter == "rstrip") return template_rstrip_whitespace(text);
   if (filter == "capitalize_first") {
     std::string t = text;
     if (!t.empty() && t[0] >= 'a' && t[0] <= 'z') t[0] = static_cast<char>(t[0] - 'a' + 'A');

@@ -26,17 +26,14 @@ std::string template_lstrip_whitespace(const std::string& s) {
   return s.substr(b);
 }
 
-std::string template_strip_whitespace(const std::string& s) {
-  std::string t = template_lstrip_whitespace(s);
-  size_t e = t.size();
-  while (e > 0 && is_py_space(t[e - 1])) e--;
-  return t.substr(0, e);
-}
-
-static std::string python_rstrip(const std::string& s) {
+std::string template_rstrip_whitespace(const std::string& s) {
   size_t e = s.size();
   while (e > 0 && is_py_space(s[e - 1])) e--;
   return s.substr(0, e);
+}
+
+std::string template_strip_whitespace(const std::string& s) {
+  return template_rstrip_whitespace(template_lstrip_whitespace(s));
 }
 
 static std::string ascii_lower(std::string s) {
@@ -141,7 +138,7 @@ TaskExample template_copa(const std::string& premise, const std::string& choice1
   else if (question == "cause") conj = " because ";
   SMEZO_REQUIRE(conj != nullptr, "copa: question \"%s\" is neither \"cause\" nor \"effect\"",
                 question.c_str());
-  std::string p = python_rstrip(premise);
+  std::string p = template_rstrip_whitespace(premise);
   if (!p.empty() && p.back() == '.') p.pop_back();
   std::string encoded = p + conj;
   std::vector<std::string> v = {encoded + copa_capitalize(choice1),

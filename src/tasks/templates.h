@@ -47,5 +47,6 @@ TaskExample template_copa(const std::string& premise, const std::string& choice1
 std::string template_strip_spaces(const std::string& s);      // s.strip(' ')
 std::string template_strip_whitespace(const std::string& s);  // s.strip()
 std::string template_lstrip_whitespace(const std::string& s); // s.lstrip()
+std::string template_rstrip_whitespace(const std::string& s); // s.rstrip()
 
 }  // namespace smezo

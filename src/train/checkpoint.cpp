@@ -222,6 +222,7 @@ void write_folder_swapped(const std::string& dir, const std::string& what,
   namespace fs = std::filesystem;
   const std::string tmp = dir + ".tmp", old = dir + ".old";
   std::error_code ec;
+  fs::remove_all(tmp, ec);  // a leftover of an earlier failure
   fs::create_directories(tmp, ec);
   if (ec) throw_write_error(("create the " + what + " folder").c_str(), tmp, ec.value());
   try {

@@ -144,15 +144,9 @@ std::string adapter_base_model(const std::string& base_model) {
   return ec ? base_model : absolute.string();
 }
 
-bool is_lora_adapter_dir(const std::string& dir) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(dir + "/" + kAdapterConfigFile, ec);
-}
-
 void save_lora_adapter(Model& model, const std::string& dir, const std::string& base_model,
                        const nlohmann::json& run_settings) {
   SMEZO_REQUIRE(model.has_lora(), "save_lora_adapter: the model has no LoRA adapters");
-  namespace fs = std::filesystem;
   std::vector<SafetensorsEntry> entries;
   std::vector<std::vector<float>> values;
   values.reserve(model.params().size());
@@ -167,8 +161,6 @@ void save_lora_adapter(Model& model, const std::string& dir, const std::string& 
     }
     entries.push_back(SafetensorsEntry{p->info.name, DTYPE_F32, {p->w.rows, p->w.cols}, values.back().data()});
   }
-  std::error_code ec;
-  fs::remove_all(dir + ".tmp", ec);  // a leftover of an earlier failure
   write_folder_swapped(dir, "adapter", [&](const std::string& tmp) {  // as full checkpoints are
     write_safetensors(tmp + "/" + kAdapterWeightsFile, entries, {{"format", "pt"}});
     run_write_file_atomic(tmp + "/" + kAdapterConfigFile,

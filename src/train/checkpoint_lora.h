@@ -58,9 +58,6 @@ std::string adapter_config_string(const nlohmann::json& j, const char* key, cons
 // dir/adapter_config.json parsed strictly (a JSON object; throws naming the file).
 nlohmann::json read_adapter_config(const std::string& dir);
 
-// Whether dir holds an adapter (adapter_config.json).
-bool is_lora_adapter_dir(const std::string& dir);
-
 // Sets the model's adapters (Model::add_lora first, with adapter.options) to the file's values.
 void load_lora_adapter(Model& model, const LoraAdapter& adapter);
 

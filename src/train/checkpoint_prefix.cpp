@@ -69,8 +69,6 @@ void save_prefix_adapter(Model& model, const std::string& dir, const std::string
     }
   }
   const std::vector<SafetensorsEntry> entries = {SafetensorsEntry{kPrefixTensorName, DTYPE_F32, {P, width}, table.data()}};
-  std::error_code ec;
-  std::filesystem::remove_all(dir + ".tmp", ec);  // a leftover of an earlier failure
   write_folder_swapped(dir, "adapter", [&](const std::string& tmp) {  // as full checkpoints are
     write_safetensors(tmp + "/" + kAdapterWeightsFile, entries, {{"format", "pt"}});
     run_write_file_atomic(tmp + "/" + kAdapterConfigFile, adapter_config(model, base_model).dump(2) + "\n");
