@@ -26,6 +26,7 @@
 #include "common/check.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
+#include "device_utils.cuh"
 
 namespace smezo {
 
@@ -79,11 +80,6 @@ __host__ __device__ inline int attention_first_key(int pos, int window) {
 
 __device__ inline float warp_max(float x) {
   for (int off = 16; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
-  return x;
-}
-
-__device__ inline float warp_sum(float x) {
-  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
   return x;
 }
 
@@ -246,7 +242,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kChunks == 1 ? 3 : 1)
   // out = acc / l for the valid rows (every valid row sees at least its own key: l > 0).
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    const float sum = warp_sum(l[r]);
+    const float sum = warp_reduce_sum(l[r]);
     if (r0 + r >= n_rows) continue;
     const float inv = 1.0f / sum;
     float* dst = p.out + (s.q_row + q0 + r0 + r) * p.out_stride + int64_t(h) * hd;
@@ -336,7 +332,7 @@ void CudaBackend::attention(const AttentionParams& p) {
   // CTA shape: enough warps for the longest query block, at most kMaxWarps.
   int64_t max_q = 0;
   for (const AttentionSeq& s : p.seqs) max_q = std::max(max_q, s.q_len);
-  const int64_t warps_needed = (max_q + kRowsPerWarp - 1) / kRowsPerWarp;
+  const int64_t warps_needed = ceil_div(max_q, kRowsPerWarp);
   const int n_warps =
       static_cast<int>(std::min<int64_t>(kMaxWarps, std::max<int64_t>(1, warps_needed)));
   const int64_t bq = int64_t(n_warps) * kRowsPerWarp;

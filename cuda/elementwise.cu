@@ -11,15 +11,11 @@
 
 namespace smezo {
 
-namespace {
+namespace {  // internal linkage: kernel names cannot clash across files
 
 constexpr int kBlock = 256;
 
-}  // namespace
-
 // --- kernels
-
-namespace {  // internal linkage: kernel names cannot clash across files
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, int64_t n) {
   SMEZO_GRID_STRIDE(i, n) {

@@ -16,7 +16,7 @@
 
 namespace smezo {
 
-namespace {
+namespace {  // internal linkage: kernel names cannot clash across files
 
 struct EmbedParams {
   float* out = nullptr;           // (rows, dim) fp32
@@ -45,19 +45,14 @@ struct NormParams {
 // (dim + 6) / 8 + 1 (a row starting at the last element of a group).
 __host__ __device__ __forceinline__ int64_t groups_per_row(int64_t dim) { return (dim + 6) / 8 + 1; }
 
-}  // namespace
-
 // --- kernels
-
-namespace {  // internal linkage: kernel names cannot clash across files
 
 template <typename T>
 __global__ void embed_rows_kernel(EmbedParams p) {
   const T* table = static_cast<const T*>(p.table);
   const int64_t gpr = groups_per_row(p.dim);
   const int64_t total = p.rows * gpr;
-  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
-       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  SMEZO_GRID_STRIDE(t, total) {
     const int64_t m = t / gpr;
     const int64_t row = (p.ids != nullptr ? p.ids[m] : m) + p.offset;
     const int64_t begin = row * p.dim, end = begin + p.dim;  // element indices in the table
@@ -69,12 +64,7 @@ __global__ void embed_rows_kernel(EmbedParams p) {
     load4(table, first + 4, end, w + 4);
     if (p.probe.scale != 0.0f) {
       bool keep[8];
-      mask_keep4(p.probe.mask, w, 2 * group, keep);
-      mask_keep4(p.probe.mask, w + 4, 2 * group + 1, keep + 4);
-      bool any = false;
-#pragma unroll
-      for (int l = 0; l < 8; ++l) any = any || keep[l];
-      if (any) {
+      if (mask_keep8(p.probe.mask, w, group, keep)) {
         float z[8];
         noise_z8(p.probe.noise, p.probe.seed, p.probe.mask.tensor_id, group, z);
 #pragma unroll
@@ -117,11 +107,7 @@ __global__ void norm_kernel(NormParams p) {
   }
 }
 
-}  // namespace
-
 // --- launcher
-
-namespace {
 
 constexpr int kEmbedBlock = 256;
 

@@ -117,26 +117,22 @@ __device__ void stage_weights(const FusedLinearParams& p, int64_t n0, int64_t k0
   constexpr int BK = Tile<T>::kBK, LD = Tile<T>::kLd, G = Tile<T>::kGroupsPerRow;
   const T* w = static_cast<const T*>(p.w);
   const int kw = p.K - k0 < BK ? static_cast<int>(p.K - k0) : BK;  // columns inside W
-  const float scale = p.probe.scale;
   for (int t = threadIdx.x; t < kCols * G; t += kThreads) {
     const int r = t / G;
     const int64_t n = n0 + r;
     const int64_t seg0 = n * p.K + k0, seg1 = seg0 + kw;  // the row segment's element indices
     const int64_t g = seg0 / 8 + t % G;
     if (n >= p.N || 8 * g >= seg1) continue;
-    float v[8], z[8];
+    float v[8], wp[8], wm[8];
     load_group8(w, g, seg0, seg1, vec, v);
-    noise_z8(p.probe.noise, p.probe.seed, p.probe.mask.tensor_id, g, z);
-    bool keep[8];
-    mask_keep4(p.probe.mask, v, 2 * g, keep);
-    mask_keep4(p.probe.mask, v + 4, 2 * g + 1, keep + 4);
+    perturb_group8(p.probe, g, v, wp, wm);
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
       const int64_t i = 8 * g + l;
       if (i < seg0 || i >= seg1) continue;
       const int at = r * LD + static_cast<int>(i - seg0);
-      sm.wp[at] = from_float<T>(perturbed_value(v[l], z[l], scale, keep[l]));
-      if (p.pair) sm.wm[at] = from_float<T>(perturbed_value(v[l], z[l], -scale, keep[l]));
+      sm.wp[at] = from_float<T>(wp[l]);
+      if (p.pair) sm.wm[at] = from_float<T>(wm[l]);
     }
   }
   if (n0 + kCols <= p.N && kw == BK) return;  // the tile lies inside W (block-uniform)

@@ -32,80 +32,21 @@ namespace smezo {
 
 namespace {
 
-// --- storage types
-
-__device__ __forceinline__ float load_as_float(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load_as_float(const __half* p, int64_t i) {
-  return __half2float(p[i]);
-}
-__device__ __forceinline__ float load_as_float(const __nv_bfloat16* p, int64_t i) {
-  return __bfloat162float(p[i]);
-}
-
-// Round to nearest even, as the host's float_to_f16 / float_to_bf16 (src/common/half.h).
-__device__ __forceinline__ void store_from_float(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store_from_float(__half* p, int64_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-__device__ __forceinline__ void store_from_float(__nv_bfloat16* p, int64_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
-
-// Perturbs w[0..7], the stored values of elements 8*group8 .. 8*group8+7, in place; MASK_RANDOM
-// takes the mask words of both groups of four (spec section 6).
-__device__ __forceinline__ void perturb_group8(const ProbeArgs& p, int64_t group8, float w[8]) {
-  float z[8];
-  noise_z8(p.noise, p.seed, p.mask.tensor_id, group8, z);
-  bool keep[8];
-  mask_keep4(p.mask, w, 2 * group8, keep);
-  mask_keep4(p.mask, w + 4, 2 * group8 + 1, keep + 4);
-#pragma unroll
-  for (int l = 0; l < 8; ++l) w[l] = perturbed_value(w[l], z[l], p.scale, keep[l]);
-}
-
 // --- kernels
 
-// Four consecutive elements as one 8- or 16-byte access.
-template <typename T>
-struct alignas(4 * sizeof(T)) Vec4 {
-  T v[4];
-};
-
-// dst[i] = round_T(w'_i), i in [0, n), grid-stride over groups of eight (vector access when
-// aligned). src and dst start at element 8 * group_base of the tensor, so the noise and mask
-// use the tensor's own element indices.
+// dst[i] = round_T(w'_i), i in [0, n), grid-stride over groups of eight (load4 / store4: vector
+// access when aligned). src and dst start at element 8 * group_base of the tensor, so the noise
+// and mask use the tensor's own element indices.
 template <typename T>
 __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t group_base,
-                                      bool vec_aligned, ProbeArgs p) {
-  const int64_t n_groups = (n + 7) / 8;
-  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
-       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t i0 = 8 * g;
-    const int count = n - i0 < 8 ? static_cast<int>(n - i0) : 8;
-    float w[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (vec_aligned && count == 8) {
-      const Vec4<T>* in = reinterpret_cast<const Vec4<T>*>(src);
-      const Vec4<T> a = in[2 * g], b = in[2 * g + 1];
-#pragma unroll
-      for (int l = 0; l < 4; ++l) {
-        w[l] = load_as_float(a.v, l);
-        w[4 + l] = load_as_float(b.v, l);
-      }
-      perturb_group8(p, group_base + g, w);
-      Vec4<T> ra, rb;
-#pragma unroll
-      for (int l = 0; l < 4; ++l) {
-        store_from_float(ra.v, l, w[l]);
-        store_from_float(rb.v, l, w[4 + l]);
-      }
-      Vec4<T>* out = reinterpret_cast<Vec4<T>*>(dst);
-      out[2 * g] = ra;
-      out[2 * g + 1] = rb;
-    } else {
-      for (int l = 0; l < count; ++l) w[l] = load_as_float(src, i0 + l);
-      perturb_group8(p, group_base + g, w);
-      for (int l = 0; l < count; ++l) store_from_float(dst, i0 + l, w[l]);
-    }
+                                      ProbeArgs p) {
+  SMEZO_GRID_STRIDE(g, ceil_div(n, 8)) {
+    float w[8], wp[8];
+    load4(src, 8 * g, n, w);  // entries >= n read as 0 and are never stored
+    load4(src, 8 * g + 4, n, w + 4);
+    perturb_group8(p, group_base + g, w, wp);
+    store4(dst, 8 * g, n, wp);
+    store4(dst, 8 * g + 4, n, wp + 4);
   }
 }
 
@@ -113,69 +54,23 @@ __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t g
 // -scale, from ONE noise_z8 and one mask evaluation per group of eight (p.scale is +scale).
 template <typename T>
 __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int64_t n,
-                                           int64_t group_base, bool vec_aligned, ProbeArgs p) {
-  const int64_t n_groups = (n + 7) / 8;
-  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
-       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t i0 = 8 * g;
-    const int count = n - i0 < 8 ? static_cast<int>(n - i0) : 8;
-    float w[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    const bool vec = vec_aligned && count == 8;
-    if (vec) {
-      const Vec4<T>* in = reinterpret_cast<const Vec4<T>*>(src);
-      const Vec4<T> a = in[2 * g], b = in[2 * g + 1];
-#pragma unroll
-      for (int l = 0; l < 4; ++l) {
-        w[l] = load_as_float(a.v, l);
-        w[4 + l] = load_as_float(b.v, l);
-      }
-    } else {  // the tail: unrolled and predicated, so w stays in registers (a runtime index spills)
-#pragma unroll
-      for (int l = 0; l < 8; ++l)
-        if (l < count) w[l] = load_as_float(src, i0 + l);
-    }
-    float z[8];
-    const int64_t group8 = group_base + g;  // the tensor's own group index (row blocks)
-    noise_z8(p.noise, p.seed, p.mask.tensor_id, group8, z);
-    bool keep[8];
-    mask_keep4(p.mask, w, 2 * group8, keep);
-    mask_keep4(p.mask, w + 4, 2 * group8 + 1, keep + 4);
-    float wp[8], wm[8];
-#pragma unroll
-    for (int l = 0; l < 8; ++l) {
-      wp[l] = perturbed_value(w[l], z[l], p.scale, keep[l]);
-      wm[l] = perturbed_value(w[l], z[l], -p.scale, keep[l]);
-    }
-    if (vec) {
-      Vec4<T> pa, pb, ma, mb;
-#pragma unroll
-      for (int l = 0; l < 4; ++l) {
-        store_from_float(pa.v, l, wp[l]);
-        store_from_float(pb.v, l, wp[4 + l]);
-        store_from_float(ma.v, l, wm[l]);
-        store_from_float(mb.v, l, wm[4 + l]);
-      }
-      reinterpret_cast<Vec4<T>*>(plus)[2 * g] = pa;
-      reinterpret_cast<Vec4<T>*>(plus)[2 * g + 1] = pb;
-      reinterpret_cast<Vec4<T>*>(minus)[2 * g] = ma;
-      reinterpret_cast<Vec4<T>*>(minus)[2 * g + 1] = mb;
-    } else {
-#pragma unroll
-      for (int l = 0; l < 8; ++l)
-        if (l < count) {
-          store_from_float(plus, i0 + l, wp[l]);
-          store_from_float(minus, i0 + l, wm[l]);
-        }
-    }
+                                           int64_t group_base, ProbeArgs p) {
+  SMEZO_GRID_STRIDE(g, ceil_div(n, 8)) {
+    float w[8], wp[8], wm[8];
+    load4(src, 8 * g, n, w);
+    load4(src, 8 * g + 4, n, w + 4);
+    perturb_group8(p, group_base + g, w, wp, wm);
+    store4(plus, 8 * g, n, wp);
+    store4(plus, 8 * g + 4, n, wp + 4);
+    store4(minus, 8 * g, n, wm);
+    store4(minus, 8 * g + 4, n, wm + 4);
   }
 }
 
 // dst[i] = round_T(src[i]), i in [0, n): x in the GEMM's input type.
 template <typename T>
 __global__ void convert_input_kernel(T* dst, const float* src, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    store_from_float(dst, i, src[i]);
+  SMEZO_GRID_STRIDE(i, n) { dst[i] = from_float<T>(src[i]); }
 }
 
 // out(M, N) += b'(N). Thread n forms b'[n] once (perturbed when `perturb`, in fp32, exactly
@@ -185,7 +80,7 @@ __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64
                                      ProbeArgs p) {
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n >= N) return;
-  float b = load_as_float(bias, n);
+  float b = to_float(bias[n]);
   if (perturb) {
     const MaskArgs& m = p.mask;
     const float z = noise_z(p.noise, p.seed, m.tensor_id, n);
@@ -199,75 +94,33 @@ __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64
 
 constexpr int kBlock = 256;
 
-unsigned grid_for(int64_t work_items) {
-  const int64_t blocks = (work_items + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
-}
-
-template <typename T>
-void launch_perturb_weight(void* dst, const void* src, int64_t n, int64_t group_base,
-                           const ProbeArgs& p, cudaStream_t stream) {
-  const uintptr_t vec = 4 * sizeof(T);
-  const bool vec_aligned =
-      reinterpret_cast<uintptr_t>(dst) % vec == 0 && reinterpret_cast<uintptr_t>(src) % vec == 0;
-  perturb_weight_kernel<T><<<grid_for((n + 7) / 8), kBlock, 0, stream>>>(
-      static_cast<T*>(dst), static_cast<const T*>(src), n, group_base, vec_aligned, p);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <typename T>
-void launch_perturb_weight_pair(void* plus, void* minus, const void* src, int64_t n,
-                                int64_t group_base, const ProbeArgs& p, cudaStream_t stream) {
-  const uintptr_t vec = 4 * sizeof(T);
-  const bool vec_aligned = reinterpret_cast<uintptr_t>(plus) % vec == 0 &&
-                           reinterpret_cast<uintptr_t>(minus) % vec == 0 &&
-                           reinterpret_cast<uintptr_t>(src) % vec == 0;
-  perturb_weight_pair_kernel<T><<<grid_for((n + 7) / 8), kBlock, 0, stream>>>(
-      static_cast<T*>(plus), static_cast<T*>(minus), static_cast<const T*>(src), n, group_base,
-      vec_aligned, p);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <typename T>
-void launch_convert_input(void* dst, const float* src, int64_t n, cudaStream_t stream) {
-  convert_input_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(static_cast<T*>(dst), src, n);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <typename T>
-void launch_bias_epilogue(float* out, const void* bias, int64_t M, int64_t N, bool perturb,
-                          const ProbeArgs& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((N + kBlock - 1) / kBlock),
-                  static_cast<unsigned>(std::min<int64_t>(M, 32)));
-  bias_epilogue_kernel<T>
-      <<<grid, kBlock, 0, stream>>>(out, static_cast<const T*>(bias), M, N, perturb, p);
-  CUDA_CHECK_LAUNCH();
-}
-
 // Elements [first, first + n) of the tensor at src (first a multiple of 8) into dst[0, n).
 void perturb_weight(DType dtype, void* dst, const void* src, int64_t first, int64_t n,
                     const ProbeArgs& p, cudaStream_t stream) {
-  const int64_t group_base = first / 8;
-  const char* from = static_cast<const char*>(src) + first * dtype_size(dtype);
-  switch (dtype) {
-    case DTYPE_F32: return launch_perturb_weight<float>(dst, from, n, group_base, p, stream);
-    case DTYPE_F16: return launch_perturb_weight<__half>(dst, from, n, group_base, p, stream);
-    case DTYPE_BF16:
-      return launch_perturb_weight<__nv_bfloat16>(dst, from, n, group_base, p, stream);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    perturb_weight_kernel<T><<<grid_blocks(ceil_div(n, 8), kBlock), kBlock, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<const T*>(src) + first, n, first / 8, p);
+    CUDA_CHECK_LAUNCH();
+  });
 }
 
 // The same for a pair, into plus[0, n) and minus[0, n).
 void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t first,
                          int64_t n, const ProbeArgs& p, cudaStream_t stream) {
-  const int64_t group_base = first / 8;
-  const char* from = static_cast<const char*>(src) + first * dtype_size(dtype);
-  switch (dtype) {
-    case DTYPE_F32: return launch_perturb_weight_pair<float>(plus, minus, from, n, group_base, p, stream);
-    case DTYPE_F16: return launch_perturb_weight_pair<__half>(plus, minus, from, n, group_base, p, stream);
-    case DTYPE_BF16:
-      return launch_perturb_weight_pair<__nv_bfloat16>(plus, minus, from, n, group_base, p, stream);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    perturb_weight_pair_kernel<T><<<grid_blocks(ceil_div(n, 8), kBlock), kBlock, 0, stream>>>(
+        static_cast<T*>(plus), static_cast<T*>(minus), static_cast<const T*>(src) + first, n,
+        first / 8, p);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+template <typename T>
+void launch_convert_input(void* dst, const float* src, int64_t n, cudaStream_t stream) {
+  convert_input_kernel<T><<<grid_blocks(n, kBlock), kBlock, 0, stream>>>(static_cast<T*>(dst), src, n);
+  CUDA_CHECK_LAUNCH();
 }
 
 void convert_input(DType dtype, void* dst, const float* src, int64_t n, cudaStream_t stream) {
@@ -281,12 +134,14 @@ void convert_input(DType dtype, void* dst, const float* src, int64_t n, cudaStre
 
 void bias_epilogue(DType dtype, float* out, const void* bias, int64_t M, int64_t N, bool perturb,
                    const ProbeArgs& p, cudaStream_t stream) {
-  switch (dtype) {
-    case DTYPE_F32: return launch_bias_epilogue<float>(out, bias, M, N, perturb, p, stream);
-    case DTYPE_F16: return launch_bias_epilogue<__half>(out, bias, M, N, perturb, p, stream);
-    case DTYPE_BF16:
-      return launch_bias_epilogue<__nv_bfloat16>(out, bias, M, N, perturb, p, stream);
-  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(N, kBlock)),
+                  static_cast<unsigned>(std::min<int64_t>(M, 32)));
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    bias_epilogue_kernel<T><<<grid, kBlock, 0, stream>>>(out, static_cast<const T*>(bias), M, N,
+                                                         perturb, p);
+    CUDA_CHECK_LAUNCH();
+  });
 }
 
 // The fused kernel's operands for CudaBackend::linear's call (a pair's probe is its + half's).
@@ -369,8 +224,9 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
 
   const void* x_gemm = in.data;
   if (wt != DTYPE_F32 && path != LINEAR_FUSED) {  // fused rounds x tile by tile itself
-    x_gemm = scratch_base + w_copies * w_bytes;
-    convert_input(wt, scratch_base + w_copies * w_bytes, in.f32(), M * K, stream_);
+    void* x_scratch = scratch_base + w_copies * w_bytes;
+    convert_input(wt, x_scratch, in.f32(), M * K, stream_);
+    x_gemm = x_scratch;
   }
 
   // GEMM layout: to column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N,

@@ -20,7 +20,7 @@
 
 namespace smezo {
 
-namespace {
+namespace {  // internal linkage: kernel names cannot clash across files
 
 struct UpdateParams {
   void* w = nullptr;   // (numel) storage dtype, updated in place
@@ -36,29 +36,18 @@ struct UpdateParams {
 constexpr int kBins = 256;
 constexpr uint32_t kNoBin = kBins;  // key of elements outside the current prefix
 
-}  // namespace
-
 // --- kernels
-
-namespace {  // internal linkage: kernel names cannot clash across files
 
 template <typename T>
 __global__ void update_kernel(UpdateParams p) {
   T* w = static_cast<T*>(p.w);
-  const int64_t n_groups = ceil_div(p.n, 8);
-  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < n_groups;
-       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  SMEZO_GRID_STRIDE(g, ceil_div(p.n, 8)) {
     const int64_t i0 = 8 * g;
     float v[8];
     load4(w, i0, p.n, v);  // entries >= n read as 0 and are never stored
     load4(w, i0 + 4, p.n, v + 4);
     bool keep[8];
-    mask_keep4(p.mask, v, 2 * g, keep);
-    mask_keep4(p.mask, v + 4, 2 * g + 1, keep + 4);
-    bool any = false;
-#pragma unroll
-    for (int l = 0; l < 8; ++l) any = any || keep[l];
-    if (!any) continue;  // nothing changes
+    if (!mask_keep8(p.mask, v, g, keep)) continue;  // nothing changes
     float z[8];
     noise_z8(p.noise, p.seed, p.mask.tensor_id, g, z);
 #pragma unroll
@@ -124,11 +113,7 @@ __global__ void abs_radix_hist_kernel(const T* w, int64_t n, uint32_t prefix, ui
     if (local[b] != 0) atomicAdd(&hist[b], static_cast<unsigned long long>(local[b]));
 }
 
-}  // namespace
-
 // --- launcher
-
-namespace {
 
 constexpr int kUpdateBlock = 256;
 constexpr int kHistBlock = 256;

@@ -13,7 +13,7 @@
 
 namespace smezo {
 
-namespace {
+namespace {  // internal linkage: kernel names cannot clash across files
 
 struct RopeParams {
   float* x = nullptr;                 // (rows, n_heads*head_dim), rotated in place
@@ -27,11 +27,7 @@ struct RopeParams {
 
 constexpr int kBlock = 256;
 
-}  // namespace
-
 // --- kernel
-
-namespace {  // internal linkage: kernel names cannot clash across files
 
 __global__ void rope_kernel(RopeParams p) {
   const int64_t half = p.head_dim / 2;

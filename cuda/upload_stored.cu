@@ -51,8 +51,7 @@ __device__ __forceinline__ bool non_finite(T v) {
 // Elements [0, n) of src checked; first_bad = min(first_bad, base + i) for a non-finite one.
 template <typename T>
 __global__ void check_kernel(const T* data, int64_t n, int64_t base, unsigned long long* first_bad) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
+  SMEZO_GRID_STRIDE(i, n)
     if (non_finite(data[i])) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
 }
 
@@ -61,8 +60,7 @@ __global__ void check_kernel(const T* data, int64_t n, int64_t base, unsigned lo
 template <typename Src, typename Dst>
 __global__ void convert_kernel(const Src* src, Dst* dst, int64_t n, int64_t base,
                                unsigned long long* first_bad) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  SMEZO_GRID_STRIDE(i, n) {
     const Dst v = from_float<Dst>(to_float(src[i]));
     if (non_finite(v)) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
     dst[i] = v;
