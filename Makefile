@@ -198,8 +198,11 @@ $(TEST_OBJ): NVCCFLAGS += -DSMEZO_BUILD_DIR='"$(BUILD)"'
 $(BUILD)/smezo_tests: $(TEST_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) -lgtest -lgmock $(LDLIBS)
 
+# The suite runs as TEST_SHARDS processes side by side (tests/run_shards.sh): it keeps about one
+# core busy, so 2 shards halve it on 2 cores. 1 where a GPU was found (its tests time kernels).
+TEST_SHARDS ?= $(if $(GPU_CC),1,2)
 test: info $(BUILD)/smezo $(BUILD)/smezo_tests $(BUILD)/examples/train_embedded
-	./$(BUILD)/smezo_tests
+	tests/run_shards.sh ./$(BUILD)/smezo_tests $(TEST_SHARDS)
 	rm -rf $(BUILD)/test_tmp/embedded && ./$(BUILD)/examples/train_embedded $(BUILD)/test_tmp/embedded
 
 # The benchmark programs (not part of `all`; bench/cpu_bench.cpp, noise_bench.cpp, op_bench_main.cpp):
