@@ -1,13 +1,10 @@
-// The ranks of a multi-process run: who I am, how many we are, and the exchanges the trainer
-// needs. MPI (Open MPI) when the Makefile found it (-DSMEZO_MPI, world_mpi.cpp); otherwise
-// world_single.cpp, a one-process world that refuses to run as one of several processes.
-//
+// The ranks of a multi-process run: who I am, how many we are, and the exchanges the trainer needs.
+// MPI (Open MPI) when the Makefile found it (-DSMEZO_MPI, world_mpi.cpp); otherwise world_single.cpp,
+// a one-process world that refuses to run as one of several processes.
 // MPI starts only under a launcher (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK; srun:
 // SLURM_STEP_NUM_TASKS), so plain `smezo train` never pays for it; whoever initialised MPI finalises it.
-//
 // Exchanges never block forever: non-blocking messages are polled against a deadline (--mpi-timeout);
 // a silent peer ends the exchange with smezo::Error naming it, then `abort_job` ends the job.
-//
 // Fault injection (tests only): SMEZO_DIST_FAULT="exit:R:K" makes rank R _exit(3) at its K-th
 // exchange (1-based); "hang:R:K" makes it sleep there forever.
 #pragma once
@@ -49,8 +46,8 @@ class World {
   void set_timeout_s(double seconds);
   double timeout_s() const { return timeout_s_; }
 
-  // Every rank gets every rank's `mine`, indexed by rank (one process: {mine}). Throws
-  // smezo::Error on an MPI error or a timeout (naming `what` and the silent ranks).
+  // Every rank's `mine`, indexed by rank; throws smezo::Error on an MPI error or a timeout (naming
+  // `what` and the silent ranks).
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const std::string& what);
 
   // Non-blocking point-to-point (pipeline stages) on its own communicator, apart from allgather:

@@ -1,14 +1,11 @@
-// The zeroth-order SPSA optimiser of MeZO, S-MeZO and R-MeZO. The step and the masks: see
-// docs/ARCHITECTURE.md, "The algorithm in one step"; weight decay adds - lr_t·wd·m(W)⊙W.
-//
-// Several probes (SpsaOptions::probes = q > 1): probe i of step t has seed s_{t,i} (probe_seed;
-// s_{t,0} is the step seed, so q = 1 is the one-probe step bit for bit), g_i = (l+_i - l-_i) / (2 eps),
-//   W <- W - lr_t·(1/q)·Σ_i g_i·m(W)⊙z_i.
+// The zeroth-order SPSA optimiser of MeZO, S-MeZO and R-MeZO (the step and the masks:
+// docs/ARCHITECTURE.md); weight decay adds - lr_t·wd·m(W)⊙W. Several probes (SpsaOptions::probes =
+// q > 1): probe i of step t has seed s_{t,i} (probe_seed; s_{t,0} is the step seed, so q = 1 is the
+// one-probe step bit for bit), g_i = (l+_i - l-_i) / (2 eps), W <- W - lr_t·(1/q)·Σ_i g_i·m(W)⊙z_i.
 // FZOO (METHOD_FZOO; Dang et al., arXiv:2506.09034): N = q >= 2 one-sided Rademacher probes u_i,
 // l_0 = L(W), l_i = L(W + eps·u_i), g_i = (l_i - l_0) / eps, sigma = the sample standard deviation
-// (1/(N-1)) of l_1..l_N, W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i (sigma = 0: no step); here as
-// N + 1 forward passes. Both log (seed_i, g_i) per probe and the step size (lr_t, or lr_t / sigma),
-// so replay and resume apply the same update.
+// (1/(N-1)) of l_1..l_N, W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i (sigma = 0: no step); N + 1
+// forward passes. Both log (seed_i, g_i) per probe and the step size (lr_t, or lr_t / sigma).
 // The update applies the single-probe op once per probe, in order (weight decay with the first):
 // bit-identical across run, resume and replay on every backend. Probe i's mask is read from the
 // weights after probes 0..i-1 (S-MeZO: an entry crossing h mid-step may leave the next mask).
@@ -32,7 +29,6 @@ namespace smezo {
 // The noise a seed log's "spsa" header names ("noise", "noise_spec"; neither: NOISE_GAUSSIAN_V1).
 // Throws smezo::Error naming `source` for an unknown kind, a newer spec, or a kind its spec lacks.
 NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
-
 
 // Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …) or
 // that the method does not take; unset ones count as the method's defaults (spsa_resolve_defaults).
@@ -65,8 +61,7 @@ class SpsaOptimizer {
   uint64_t step_seed(int64_t step) const;
   float lr_at(int64_t step) const;
 
-  // A step's probes for `seed`: one pair (Probe::pair: both halves in one forward) when in_one_pass,
-  // else the + probe, then the - probe.
+  // A step's probes for `seed`: one pair (both halves in one forward) when in_one_pass, else +, then -.
   std::vector<Probe> step_probes(uint64_t seed, bool in_one_pass) const;
 
   // The seed of probe i (0 .. probes - 1) of a step; probe 0's is step_seed(step).
