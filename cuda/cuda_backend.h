@@ -62,7 +62,7 @@ class CudaBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
-  // --linear-path: which path a perturbed linear takes (cuda_plan.h, linear_path_choose).
+  // --linear-path (cuda_plan.h)
   void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
   LinearPathMode linear_mode() const { return linear_mode_; }
 
@@ -72,8 +72,8 @@ class CudaBackend : public Backend {
   // Device copies of small host arrays, valid until the next call with the same slot.
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
-  // A device scratch buffer of at least `bytes`, shared by the ops and grown on demand (a call
-  // may move the previous region). It never shrinks; bytes_allocated() does not count it.
+  // A device scratch buffer of at least `bytes`, shared by the ops, grown on demand (a call may move
+  // the previous region), never shrunk; bytes_allocated() does not count it.
   void* scratch(size_t bytes);
   // Its high-water mark (at least 64 KiB once used, else 0), as model/memory_estimate.h predicts.
   int64_t scratch_capacity() const { return static_cast<int64_t>(scratch_cap_); }

@@ -123,8 +123,7 @@ __device__ __forceinline__ void mask_keep4(const MaskArgs& m, const float w[4], 
   mask_keep_group4(m.kind, w, m.threshold, m.keep_prob, m.mask_seed, m.tensor_id, group, keep);
 }
 
-// keep[l] for elements 8*group8 + l, l = 0..7 (the groups of four 2*group8 and 2*group8 + 1);
-// returns whether any is kept.
+// keep[l] for elements 8*group8 + l, l = 0..7 (two groups of four); returns whether any is kept.
 __device__ __forceinline__ bool mask_keep8(const MaskArgs& m, const float w[8], int64_t group8,
                                            bool keep[8]) {
   mask_keep4(m, w, 2 * group8, keep);
@@ -137,9 +136,8 @@ __device__ __forceinline__ bool mask_keep8(const MaskArgs& m, const float w[8], 
 
 // ---- probes
 
-// plus[l] = w' of element 8*group8 + l (stored value w[l]) under +p.scale, and minus[l] under
-// -p.scale unless minus is nullptr (a single probe): ONE noise_z8 and one mask evaluation for
-// both; MASK_RANDOM takes the mask words of both groups of four (spec section 6).
+// plus[l] = w' of element 8*group8 + l under +p.scale, and minus[l] under -p.scale unless minus is
+// nullptr (a single probe): ONE noise_z8 and one mask evaluation for both.
 __device__ __forceinline__ void perturb_group8(const ProbeArgs& p, int64_t group8, const float w[8],
                                                float plus[8], float* minus = nullptr) {
   float z[8];

@@ -1,12 +1,9 @@
-// What a model needs on its backend before anything is allocated: weights, the activation
-// workspace, scratch and library buffers, so open_model refuses in one line instead of failing
-// mid-load. See docs/ARCHITECTURE.md, "Principles the code keeps" (memory contract).
-//
+// What a model needs on its backend before anything is allocated: weights, the activation workspace,
+// scratch and library buffers, so open_model refuses in one line instead of failing mid-load.
 // The terms mirror the allocations: the workspace exactly (tested against the CPU backend's
-// bytes_allocated()), scratch as the high-water mark of a step (single probe or pair) or the
-// load's staging chunk, per the backend's memory_plan() (tests/test_memory_estimate_cuda.cu).
-// Not counted: the CUDA context (~0.5 GB, already gone from cudaMemGetInfo's free), the
-// generation key/value cache, other host memory.
+// bytes_allocated()), scratch as the high-water mark of a step (single probe or pair) or the load's
+// staging chunk, per the backend's memory_plan(). Not counted: the CUDA context (already gone from
+// cudaMemGetInfo's free), the generation key/value cache, other host memory.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +20,14 @@ namespace smezo {
 // Index buffers, norm vectors, the quantile histogram: one allowance for the small buffers.
 constexpr int64_t kSmallBuffersBytes = int64_t(4) << 20;
 
-
 // The Model's workspace rows per forward.
 struct WorkspaceRows {
   int64_t tokens = 0;
   int64_t logit_rows = 0;
 };
 
-// batch * max_len token rows (capped at max_tokens, at least max_len; bigger batches run in
-// chunks, same results) and max(max_len, min(1024, 4 * batch)) logit rows (more are chunked).
+// batch * max_len token rows (capped at max_tokens, at least max_len; bigger batches are chunked)
+// and max(max_len, min(1024, 4 * batch)) logit rows.
 WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens);
 
 // What --tune lora/prefix adds after loading: the adapters' fp32 tensors and workspace.

@@ -1,5 +1,4 @@
 // The run folder of `smezo train`: who may use it, what it is, and what killed writes leave in it.
-//
 // - run_dir_lock(): an exclusive flock(2) on the folder itself (no lock file), held for the whole
 //   run: two `smezo train` never write one folder, and a temporary file found while holding it
 //   belongs to no live writer.
@@ -44,8 +43,7 @@ bool run_dir_is_temporary(const std::string& name);
 // Removes dir's leftovers (see above), returning what it removed or restored. Hold run_dir_lock(dir).
 std::vector<std::string> run_dir_clean(const std::string& dir);
 
-// Removes "<path>.tmp.<pid>" files beside `path` whose process is gone (for files written
-// outside a locked run folder, such as `smezo eval --out`).
+// Removes "<path>.tmp.<pid>" files beside `path` whose process is gone (outside a locked run folder).
 void remove_stale_temp_files_of(const std::string& path);
 
 }  // namespace smezo

@@ -39,8 +39,7 @@ struct SentencepieceSpecialPieces {
 };
 SentencepieceSpecialPieces sentencepiece_special_pieces(const std::string& path);
 
-// Byte-level BPE from tokenizer.json (+ tokenizer_config.json beside it); subset: bpe_vocab.h.
-// Errors name the file and the field.
+// Byte-level BPE from tokenizer.json (+ tokenizer_config.json); subset: bpe_vocab.h. Errors name the field.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);
 // A Hugging Face directory's tokenizer.json, else GPT-2's vocab.json + merges.txt (OPT).
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_hf_dir(const std::string& dir);
