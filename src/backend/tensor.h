@@ -29,8 +29,8 @@ struct Tensor {
 // Rows [row0, row0 + n) of t as a view of the same memory (only the pointer moves).
 Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n);
 
-// Set at load from the architecture's tensor map (model/model_params.cpp) and read wherever a
-// rule depends on it (freezes, decay, pipeline, checkpoints), never guessed from a name.
+// Set at load from the architecture's tensor map; rules (freezes, decay, pipeline, checkpoints)
+// read it, never a name.
 enum ParamRole : int {
   ROLE_OTHER,  // a tensor made outside a model's map (tests, benchmarks)
   ROLE_TOKEN_EMBEDDING,
@@ -77,11 +77,10 @@ struct Param {
   ParamInfo info;
 };
 
-// One forward pass's perturbation: every trainable parameter reads as
-// w + scale * m(w) * z(seed, tensor_id, index); scale = sigma * eps, 0 = unperturbed.
-// A PAIR reads rows [0, M/2) at +scale and [M/2, M) at -scale; only Model::forward and
-// Backend::linear take one, the other ops get each half's single probe (half_probe). See
-// docs/ARCHITECTURE.md, "One training step, from the command line to the kernels".
+// One forward pass's perturbation: every trainable parameter reads as w + scale * m(w) *
+// z(seed, tensor_id, index); scale = sigma * eps, 0 = unperturbed. A PAIR reads rows [0, M/2) at
+// +scale and [M/2, M) at -scale; only Model::forward and Backend::linear take one, the other ops get
+// each half's single probe (half_probe).
 struct Probe {
   float scale = 0.0f;
   uint64_t seed = 0;

@@ -1,9 +1,7 @@
 // Bytes and characters for the byte-level BPE tokenizer (GPT-2, OPT, SmolLM2).
-//
-// Byte-level alphabet: GPT-2 spells every byte as one printable character. Bytes printable in
-// Latin-1 ('!'..'~', U+00A1..U+00AC, U+00AE..U+00FF) stand for themselves; the other 68 take
-// U+0100, U+0101, ... in byte order (space 0x20 is 'Ġ' U+0120, newline 0x0A is 'Ċ' U+010A).
-//
+// Byte-level alphabet: GPT-2 spells every byte as one printable character. Bytes printable in Latin-1
+// ('!'..'~', U+00A1..U+00AC, U+00AE..U+00FF) stand for themselves; the other 68 take U+0100, U+0101,
+// ... in byte order (space 0x20 is 'Ġ' U+0120, newline 0x0A is 'Ċ' U+010A).
 // Invalid UTF-8 becomes one U+FFFD per maximal subpart (Unicode ch. 3), as Python's
 // decode("utf-8", "replace") does: the only text an HF tokenizer sees, so ids match HF's.
 #pragma once
