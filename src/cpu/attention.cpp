@@ -1,6 +1,5 @@
-// CPU reference: causal grouped-query attention (optional sliding window), one query row at a
-// time. Threads split (sequence, head) pairs; each output is computed by one thread in a fixed
-// order, from its own sequence's keys and values only.
+// CPU reference: causal grouped-query attention (optional sliding window), one query row at a time.
+// Threads split (sequence, head) pairs; each output is computed by one thread in a fixed order.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -12,8 +11,7 @@ namespace smezo {
 
 namespace {
 
-// Four floats in one vector register (GCC/Clang vector extension: lane-wise IEEE arithmetic,
-// so the order of every sum below is the one written).
+// Four floats in one vector register (lane-wise IEEE arithmetic: every sum's order is as written).
 typedef float f32x4 __attribute__((vector_size(16)));
 f32x4 load4(const float* p) {
   f32x4 v;
@@ -22,8 +20,7 @@ f32x4 load4(const float* p) {
 }
 void store4(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
 
-// a · b with eight partial sums (lane j: elements d ≡ j mod 8, in order) added in a fixed tree:
-// a fixed order in vector registers, several times faster than one running sum.
+// a · b with eight partial sums (lane j: elements d ≡ j mod 8, in order) added in a fixed tree.
 float dot(const float* a, const float* b, int64_t n) {
   f32x4 lo = {0.0f, 0.0f, 0.0f, 0.0f}, hi = lo;
   int64_t d = 0;
