@@ -1,6 +1,6 @@
-// The portable CPU noise loops (noise_path.h): the spec's functions element by element, the
-// reference the vector paths are tested against. target_clones builds them for FMA hardware
-// and for baseline x86-64 (std::fma a libm call): both correctly rounded, so the same bits.
+// The portable CPU noise loops (noise_path.h): the spec's functions element by element, the reference
+// for the vector paths. target_clones builds them for FMA hardware and for baseline x86-64 (std::fma
+// a libm call): both correctly rounded, so the same bits.
 #include <algorithm>
 #include <type_traits>
 
@@ -17,8 +17,7 @@ namespace smezo {
 
 namespace {
 
-// z and keep flags of group8's 8 elements; w8 holds the values of those in the caller's range
-// (0 elsewhere: their results are ignored).
+// z and keep flags of group8's 8 elements; w8: their values in the caller's range (0 elsewhere).
 inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, const float w8[8],
                         float z[8], bool keep[8]) {
   noise_z8(info.noise, seed, info.tensor_id, group8, z);

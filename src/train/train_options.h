@@ -1,9 +1,7 @@
 // The training options' defaults and checks, in the library so `smezo train` and smezo::train()
-// callers share them (docs/ARCHITECTURE.md, "One training step, from the command line to the kernels"):
-//   resolve_defaults (include/smezo/train.h)  what the caller left unset, filled in
-//   validate_train_options                    every check that needs no model, data or ranks
-//   the option rules                          each numeric option's range, also checked by the CLI (cli.h)
-// The enums' names are in train/option_names.h.
+// callers share them: resolve_defaults (what the caller left unset), validate_train_options (every
+// check that needs no model, data or ranks) and the option rules (each numeric option's range, also
+// checked by the CLI).
 #pragma once
 
 #include <string>
