@@ -1,9 +1,7 @@
 // The noise spec: the single source of truth for every random number smezo draws.
-//
 // z, the R-MeZO mask and stochastic-rounding bits are pure functions of (seed, tensor id, element
 // index, stream, noise kind). g++ and nvcc compile this header and must agree BIT FOR BIT
 // (tests/test_noise*.cpp, tests/test_noise_cuda.cu). Seed logs record the kind and NOISE_SPEC_VERSION.
-//
 // 1. Generator: Philox4x32-10 (Salmon et al., SC'11), identical to cuRAND's
 //    curand_Philox4x32_10(uint4 c, uint2 k) with c = {x,y,z,w} = ctr[0..3], k = {x,y} = key[0..1].
 //    Multipliers 0xD2511F53 (on ctr[0]), 0xCD9E8D57 (on ctr[2]), Weyl key increments 0x9E3779B9,
@@ -14,7 +12,6 @@
 //      ctr 243f6a88 85a308d3 13198a2e 03707344, key a4093822 299f31d0
 //                                           -> d16cfe09 94fdcceb 5001e420 24126ea1
 //    10 rounds, not BigCrush's minimum of 7: the paper's margin and the cuRAND identity.
-//
 // 2. Mapping. key = (seed & 0xffffffff, seed >> 32); a call is identified by a 64-bit group:
 //      counter = (group & 0xffffffff, group >> 32, tensor_id, stream).
 //    Streams (NoiseStream): 0 = z, 1 = R-MeZO mask, 2 = stochastic rounding.
@@ -22,17 +19,14 @@
 //      z, kind gaussian-v1:           group i / 4, word i % 4          (4 elements per call)
 //      z, kinds gaussian, rademacher: group i / 8, word (i % 8) / 2, half i % 2 (8 per call)
 //      R-MeZO mask, rounding bits:    group i / 4, word i % 4          (all versions)
-//
 // 3. Uniforms from a 32-bit word x (both exact in float):
 //      open uniform  u  = ((x >> 8) | 1) * 2^-24  in [2^-24, 1 - 2^-24]   (gaussian-v1)
 //      uniform01     v  =  (x >> 8)      * 2^-24  in [0, 1 - 2^-24]      (masks, rounding)
 //    u is the midpoint ((x >> 9) + 0.5) * 2^-23 of a 2^23-cell grid; ((x >> 8) + 0.5f) * 2^-24
 //    would NOT be exact (25 bits for k >= 2^23; rounds to u = 1 at the top).
-//
 // 4. gaussian-v1 (spec v1, frozen: old runs replay with it). Words (0,1) and (2,3) each make a
 //    Box-Muller pair (xa, xb): r = sqrt(-2 ln ua), n_a = r cos(2 pi ub), n_b = r sin(2 pi ub);
 //    4 normals per call (noise_normal4), |z| <= sqrt(48 ln 2) = 5.77.
-//
 // 5. Arithmetic. Only correctly rounded (nearest even) binary32 +, -, *, /, sqrt, fma and exact
 //    integer/bit operations; never libm/CUDA logf, sinf, cosf (they differ). Spelled fp_add ...
 //    fp_fma (macros SMZ_ADD ... SMZ_FMA): __fadd_rn ... __fmaf_rn on the device, so nvcc can neither
@@ -50,19 +44,15 @@
 //    Errors vs double (tests/test_noise.cpp): log <= 0.84 ulp, sin/cos <= 8.8e-8 abs, normals
 //          <= 6.8e-7 abs (tested bound 2e-6). Never build device code with -use_fast_math /
 //    -ftz=true: flushing subnormal inputs (e.g. a weight in perturbed_value) breaks host bit-equality.
-//
 // 6. Masks (mask_keep): MASK_DENSE -> keep; MASK_MAGNITUDE -> |w| <= threshold (current w;
 //    NaN never kept); MASK_RANDOM -> uniform01 of word i%4 of Philox(key = mask_seed,
 //    counter = (group lo, group hi, tensor_id, NOISE_STREAM_RMEZO_MASK)) < keep_prob.
-//
 // 7. Element rules (one rounding each): perturbed w' = keep ? fma(scale, z, w) : w with
 //    scale = float(sigma * eps); update w_new = keep ? fma(-coef, z, w) : w with
 //    coef = float(lr * g) computed once by the caller.
-//
 // 8. Dispatch: every reader of z calls noise_z8 (8 elements) or noise_z (one). A run uses one kind
 //    (smezo/noise.h) for every tensor, probe and update, passed in ParamInfo::noise (set by
 //    SpsaOptimizer) or, on the GPU, ProbeArgs::noise and the update's params.
-//
 // 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one Box-Muller pair
 //    at 16-bit resolution per half, from adds, multiplies and FMAs only (no division, sqrt,
 //    int->float conversion or table: slow SFU/conversion units or divergent gathers on the GPU).
@@ -86,12 +76,10 @@
 //    Accuracy vs double (tests/test_noise_v2.cpp): radius < 8.3e-6 relative, direction
 //    < 4.9e-7, so |z - z_exact| < 2.5e-5, far below bf16 (2^-9). Over the exact grid: variance
 //    0.999991, E[z^4] 2.99977, Kolmogorov-Smirnov distance to N(0,1) 6e-7.
-//
 // 10. rademacher (spec v2): z = -1 if the top bit of the element's 16-bit half is set (bit 31 of
 //    word (i%8)/2 for even i, bit 15 for odd i), else +1; same key, counter and stream as the
 //    Gaussian kinds, as an ALTERNATIVE to them, not another draw.
 // 11. Stochastic rounding to bf16 (an option of the update): bf16_round_stochastic below.
-//
 // Host (g++) and device (nvcc) compile the same code: no <string>, no exceptions here.
 #pragma once
 
@@ -171,7 +159,6 @@ SMEZO_HD float fp_sqrt(float a) {
   return std::sqrt(a);
 #endif
 }
-// a * b + c with a single rounding.
 SMEZO_HD float fp_fma(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   return __fmaf_rn(a, b, c);
@@ -215,7 +202,6 @@ SMEZO_HD float fp_abs(float a) {
 
 // ---- Philox4x32-10 (see 1.)
 
-// High 32 bits of the 64-bit product a*b.
 SMEZO_HD uint32_t mulhi32(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
   return __umulhi(a, b);
@@ -257,11 +243,9 @@ SMEZO_HD void noise_philox4(uint64_t seed, uint32_t tensor_id, int64_t group, ui
 
 // ---- uniforms (see 3.)
 
-// [2^-24, 1 - 2^-24], exact: ((x >> 8) | 1) * 2^-24.
 SMEZO_HD float uniform_open_from_bits(uint32_t x) {
   return fp_mul(static_cast<float>((x >> 8) | 1u), 0x1p-24f);
 }
-// [0, 1 - 2^-24], exact: (x >> 8) * 2^-24.
 SMEZO_HD float uniform01_from_bits(uint32_t x) {
   return fp_mul(static_cast<float>(x >> 8), 0x1p-24f);
 }
@@ -356,7 +340,6 @@ SMEZO_HD float noise_normal(uint64_t seed, uint32_t tensor_id, int64_t index, ui
   return (lane & 1) ? nb : na;
 }
 
-// uniform01 of element `index` in `stream`.
 SMEZO_HD float noise_uniform01(uint64_t seed, uint32_t tensor_id, int64_t index,
                                uint32_t stream) {
   uint32_t x[4];
@@ -375,7 +358,6 @@ SMEZO_HD float noise_v2_radius(uint32_t x) {
   const float f = fp_sub(fp_from_bits((ix & 0x007fffffu) + 0x3f3504f3u), 1.0f);  // exact
   // e = (ix >> 23) - 127 in [-17, 0] as a float: 2^23 + (ix >> 23), minus 2^23 + 127. Exact.
   const float e = fp_sub(fp_from_bits(0x4b000000u | (ix >> 23)), 8388735.0f);
-  // -2 ln(1 + f) = f * P(f).
   float p = 0x1.24b3a2p-2f;
   p = fp_fma(p, f, -0x1.c3b4a2p-2f);
   p = fp_fma(p, f, 0x1.042126p-1f);

@@ -24,7 +24,6 @@
 // Errors name the spec (unknown keys or filters, a malformed template, fixed candidates equal up
 // to trailing spaces, equal label values) or the record (file:line: candidates rendering the same
 // text, an option list with one option or a repeat: training would sit at coin-toss loss).
-//
 // Templates: "{field}" is the record's (string) field; "{field|f1|f2}" applies filters left to right;
 // "{{" and "}}" are literal braces. Filters (Python semantics, ASCII case rules):
 //   strip  str.strip()    rstrip  str.rstrip()    capitalize_first  first character upper-cased
