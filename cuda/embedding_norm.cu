@@ -20,8 +20,7 @@ namespace {  // internal linkage: kernel names cannot clash across files
 struct EmbedParams {
   float* out = nullptr;           // (rows, dim) fp32
   const void* table = nullptr;    // (table_rows, dim) in the storage dtype
-  const int32_t* ids = nullptr;   // (rows): output row m takes table row ids[m] + offset;
-                                  // nullptr: table row m + offset
+  const int32_t* ids = nullptr;   // (rows): row m takes table row ids[m] + offset (nullptr: m + offset)
   int64_t offset = 0;
   int64_t rows = 0;
   int64_t dim = 0;

@@ -37,8 +37,7 @@ struct SpsaOptions {
   bool freeze_norms = false;
   bool freeze_biases = false;
   bool stochastic_rounding = false;  // round updates stochastically to bf16 storage (CUDA)
-  NoiseKind noise = NOISE_AUTO;  // NOISE_AUTO: gaussian for a new run; on resume the seed log's
-                                 // (gaussian-v1 for logs that name none)
+  NoiseKind noise = NOISE_AUTO;  // AUTO: gaussian for a new run, on resume the log's (none: gaussian-v1)
   int64_t probes = 1;            // probes per step, each with its own seed (fzoo: N >= 2)
 };
 

@@ -61,8 +61,7 @@ struct ParamInfo {
   bool is_bias = false;      // the bias of its role's layer (a linear's, or a LayerNorm's)
   uint32_t tensor_id = 0;    // noise stream id: index in the model's canonical parameter list
   bool is_linear = false;    // a linear layer's weight matrix (the only kind that is masked)
-  AdapterPart adapter = ADAPTER_NONE;  // LoRA's A or B (role: the adapted layer's), a prefix's keys
-                                       // (role k) or values (role v); else a base weight
+  AdapterPart adapter = ADAPTER_NONE;  // LoRA's A/B (role: the adapted layer's), prefix keys/values (k/v)
   bool trainable = true;     // false: never perturbed nor updated
   MaskKind mask = MASK_DENSE;
   float threshold = 0.0f;    // MASK_MAGNITUDE: the fixed per-tensor |w| threshold h

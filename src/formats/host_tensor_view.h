@@ -22,8 +22,7 @@ struct HostTensorView {
   std::vector<int64_t> shape;  // as stored, e.g. {out_features, in_features}
   const void* data = nullptr;  // points into a mapped file or an owned buffer
   std::string file;            // where it came from, for error messages
-  // Block-quantised (GGUF Q4_1, ...): data holds the blocks, quant_name the format ("Q4_1");
-  // dtype is unused then.
+  // Block-quantised (GGUF Q4_1, ...): data holds the blocks, quant_name the format; dtype unused.
   DecodeFn decode = nullptr;
   const char* quant_name = nullptr;  // static storage
   // What data points into (kept alive by WeightSource::keep_alive); null for an owned buffer.

@@ -40,8 +40,7 @@ struct TunedAdapters {
 struct MemoryEstimate {
   int64_t weights = 0;      // every parameter in the storage dtype
   int64_t activations = 0;  // the Model's workspace (fp32)
-  int64_t scratch = 0;      // backend scratch: one layer's perturbed W' (bounded; two copies for
-                            // a probe pair) + x in 16 bits, or the load's staging chunk
+  int64_t scratch = 0;      // one layer's perturbed W' block(s) + x in 16 bits, or the load's staging
   int64_t library = 0;      // cuBLAS workspace and small buffers
   int64_t adapters = 0;     // --tune lora/prefix tensors and their workspace, fp32
   int64_t total = 0;        // the sum; -1 everywhere when a size overflows

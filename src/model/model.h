@@ -122,10 +122,9 @@ class Model {
     Tensor lora_mid;                  // (max_tokens, rank): A x
     Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x)
     // --tune prefix only, by add_prefix (kv = n_kv_heads*head_dim)
-    Tensor prefix_src_k, prefix_src_v;  // (max_tokens + 2P, kv): the tokens' keys/values, then the
-                                        // probed prefix (the + half's P rows, the - half's)
-    Tensor prefix_k, prefix_v;          // (max_tokens + P x min(max_tokens, max_logit_rows), kv):
-                                        // each sequence's P prefix rows, then its own rows
+    Tensor prefix_src_k, prefix_src_v;  // (max_tokens + 2P, kv): the tokens', then the probed prefix's
+    // (max_tokens + P x min(max_tokens, max_logit_rows), kv): each sequence's P prefix rows, then its own
+    Tensor prefix_k, prefix_v;
   };
   // Layer l's attention under --tune prefix: probed prefix rows after the tokens' keys/values.
   void prefix_attention(int64_t l, const Probe& probe, int64_t M, const std::vector<int64_t>& kv_index,

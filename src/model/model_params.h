@@ -1,5 +1,5 @@
-// Binding between an architecture's canonical parameter list (Hugging Face names and shapes)
-// and the fields of ModelParams. The list order defines each parameter's noise tensor id.
+// Binding between an architecture's canonical parameter list (HF names and shapes) and ModelParams'
+// fields. The list order defines each parameter's noise tensor id.
 #pragma once
 
 #include <string>

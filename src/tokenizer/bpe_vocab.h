@@ -38,8 +38,7 @@ enum BpeTokenType : int32_t {
 
 struct BpeVocab {
   std::string source;                // the file it was read from (for messages)
-  std::vector<std::string> tokens;   // (n_vocab) model tokens in the byte-level alphabet;
-                                     // control / user-defined tokens as their text
+  std::vector<std::string> tokens;   // (n_vocab) in the byte-level alphabet; control/user-defined: text
   std::vector<int32_t> types;        // (n_vocab) BpeTokenType
   std::vector<std::pair<std::string, std::string>> merges;  // (n_merges) best (rank 0) first
   std::vector<std::string> pre_patterns;  // pre-tokeniser regex stages (bpe_pretokenizer.h)
