@@ -1,16 +1,7 @@
 // The CUDA backend: the Backend ops on the GPU. Parameters are stored in fp32, fp16 or bf16;
 // activations, norms, softmax and accumulation are fp32. Parameters are read through the Probe
-// exactly as the CPU reads them (src/common/noise_spec.h). Files, named as their CPU twins:
-//   cuda_backend.cu    memory (alloc/upload/download), stream, cuBLAS handle, scratch
-//   upload_stored.cu   streaming weight upload (converted on the GPU), free_memory_bytes
-//   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
-//   linear.cu          linear: cuBLAS on W' materialised in scratch, or fused_linear.cu
-//   rope.cu            rope (rotate-half and interleaved pairs)
-//   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
-//   elementwise.cu     swiglu, relu, add, add_scaled, gather_rows, copy_rows
-//   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
-// Not ops: cuda_device.cu (errors, device discovery; cuda_check.h), noise.cu (buffers of z for
-// tests and benchmarks), cuda_plan.h (linear and memory plan), device_utils.cuh, probe_args.h.
+// exactly as the CPU reads them (src/common/noise_spec.h). One file per op family, named as its
+// src/cpu/ twin (cuda_backend.cu: memory, stream, cuBLAS handle, scratch; linear.cu or fused_linear.cu).
 #pragma once
 
 #include <cublas_v2.h>

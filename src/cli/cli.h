@@ -33,8 +33,7 @@ struct Command {
   std::function<int()> run;  // called after a successful parse; returns the exit code
 };
 
-// A new subcommand of `smezo` with the house settings: defaults captured for --help, unknown
-// options collected for main() to report (not silently ignored), grouped under "Commands".
+// A new subcommand with the house settings: defaults shown in --help, unknown options reported.
 CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::string& description);
 
 // --model, --tokenizer (unless with_tokenizer is false), --device, --dtype, bound to *o.
@@ -42,8 +41,7 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
 // --linear-path auto|wprime|fused (train, bench --shape): how a perturbed linear runs on the GPU.
 CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path);
 
-// --adapter DIR (eval, generate, logits): a PEFT LoRA or prefix adapter folder; --model then
-// defaults to the adapter's base model.
+// --adapter DIR (eval, generate, logits): a PEFT adapter folder; --model defaults to its base model.
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);
 
 // --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.

@@ -1,16 +1,8 @@
 // The CPU reference backend, fp32 storage: runs the whole program without a GPU and is the reference
 // every CUDA op is tested against. The linear goes through OpenBLAS; the other ops are readable loops,
 // OpenMP where it pays. Results are bit-identical for any thread count, and a token row's results
-// never depend on the other rows in the call. Files:
-//   cpu_backend.cpp     memory: alloc, upload, download          (cuda_backend.cu)
-//   upload_stored.cpp   upload_stored, free_memory_bytes         (upload_stored.cu)
-//   embedding_norm.cpp  embedding, add_position_embedding, norm  (embedding_norm.cu)
-//   linear.cpp          linear, cpu_linear_reference (cpu_gemm.cpp: sgemm schemes) (linear.cu)
-//   rope.cpp            rope                                     (rope.cu)
-//   attention.cpp       causal GQA attention (sliding window)    (attention.cu)
-//   elementwise.cpp     swiglu, relu, add, add_scaled, gather_rows, copy_rows (elementwise.cu)
-//   optimizer.cpp       cpu_read_param(_pair), update, abs_quantile  (optimizer.cu)
-//     noise_path.h      its noise loops, one build per instruction set (noise_range_*.cpp)
+// never depend on the other rows in the call. One file per op family, named as its cuda/ twin
+// (cpu_backend.cpp: memory; linear.cpp over cpu_gemm.cpp; optimizer.cpp over noise_path.h).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,5 @@
 // The ranks of a multi-process run: who I am, how many we are, and the exchanges the trainer needs.
-// MPI (Open MPI) when the Makefile found it (-DSMEZO_MPI, world_mpi.cpp); otherwise world_single.cpp,
-// a one-process world that refuses to run as one of several processes.
+// MPI when built with it (world_mpi.cpp), else world_single.cpp, which refuses to be one of several.
 // MPI starts only under a launcher (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK; srun:
 // SLURM_STEP_NUM_TASKS), so plain `smezo train` never pays for it; whoever initialised MPI finalises it.
 // Exchanges never block forever: non-blocking messages are polled against a deadline (--mpi-timeout);
@@ -24,8 +23,7 @@ struct Shard {
 };
 Shard shard_of(int64_t n, int rank, int size);
 
-// Thrown by allgather and wait when a peer does not answer in time: the job cannot go on (a
-// checkpoint failing this way is fatal, not a warning like a full disk).
+// Thrown by allgather and wait when a peer does not answer in time: fatal (unlike a full disk).
 class PeerTimeout : public Error {
  public:
   using Error::Error;
@@ -46,8 +44,7 @@ class World {
   void set_timeout_s(double seconds);
   double timeout_s() const { return timeout_s_; }
 
-  // Every rank's `mine`, indexed by rank; throws smezo::Error on an MPI error or a timeout (naming
-  // `what` and the silent ranks).
+  // Every rank's `mine`, by rank; throws smezo::Error on an MPI error or timeout (naming `what`, ranks).
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const std::string& what);
 
   // Non-blocking point-to-point (pipeline stages) on its own communicator, apart from allgather:

@@ -1,6 +1,5 @@
-// Opens a model from a Hugging Face directory (or a .safetensors file in one), a LLaMA GGUF or
-// a llama2.c .bin. What it returns has passed check_weight_source, so every command refuses
-// the same files.
+// Opens a model from a Hugging Face directory (or a .safetensors in one), a LLaMA GGUF or a llama2.c
+// .bin; what it returns has passed check_weight_source, so every command refuses the same files.
 #pragma once
 
 #include <string>

@@ -16,8 +16,7 @@ struct ModelStage {
   bool last() const { return index == count - 1; }
   bool whole() const { return count == 1; }
 };
-// Contiguous balanced ranges (the first n_layers % count stages get one more); throws when
-// there are fewer layers than stages.
+// Contiguous balanced ranges (the first n_layers % count get one more); throws if layers < stages.
 ModelStage model_stage(const ModelConfig& config, int index, int count);
 
 }  // namespace smezo
