@@ -1,6 +1,5 @@
-// smezo logits: the next-token logits at every position of one token sequence, as a safetensors
-// file (one F32 tensor "logits" (tokens, vocab), the tokens as metadata), to check the forward
-// pass against other implementations (tools/oracles/hf_oracle.py). --adapter DIR applies one.
+// smezo logits: the next-token logits at every position of one token sequence, as a safetensors file
+// (one F32 tensor "logits" (tokens, vocab), the tokens as metadata), to check the forward pass.
 #include <algorithm>
 #include <cerrno>
 #include <climits>

@@ -1,5 +1,5 @@
-// The canonical parameter list of each architecture (names, shapes, ModelParams fields). Its
-// order defines the noise tensor ids: never depend on the checkpoint file, never reorder.
+// The canonical parameter list of each architecture; its order defines the noise tensor ids: it never
+// depends on the checkpoint file, and must never be reordered.
 #include "model/model_params.h"
 
 #include <string>

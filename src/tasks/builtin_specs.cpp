@@ -1,5 +1,5 @@
 // The built-in tasks' specs, compiled in: each string is byte for byte src/tasks/specs/<name>.json
-// (TaskSpec.ShippedFilesAreTheBuiltInSpecs checks it): edit a spec here and in its file together.
+// (a test checks it): edit both together.
 #include "tasks/task_spec.h"
 
 #include "common/check.h"
