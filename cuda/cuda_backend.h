@@ -63,8 +63,7 @@ class CudaBackend : public Backend {
   // Device copies of small host arrays, valid until the next call with the same slot.
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
-  // A device scratch buffer of at least `bytes`, shared by the ops, grown on demand (a call may move
-  // the previous region), never shrunk; bytes_allocated() does not count it.
+  // Shared device scratch of >= `bytes`, grown on demand (may move the previous region), never shrunk.
   void* scratch(size_t bytes);
   // Its high-water mark (at least 64 KiB once used, else 0), as model/memory_estimate.h predicts.
   int64_t scratch_capacity() const { return static_cast<int64_t>(scratch_cap_); }

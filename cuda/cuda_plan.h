@@ -57,8 +57,7 @@ struct LinearCall {
   LinearPathMode mode = LINEAR_MODE_AUTO;  // --linear-path
 };
 
-// Fused beats W' + cuBLAS for this dtype and probe kind, up to max_rows_per_probe rows and from
-// min_weight_elems elements (`smezo bench --kernel linear`).
+// Fused beats W' + cuBLAS for this dtype and probe kind up to max_rows_per_probe, from min_weight_elems.
 struct FusedCrossoverRow {
   DType storage;
   bool pair;

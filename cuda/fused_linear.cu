@@ -154,8 +154,7 @@ __device__ void stage_input(const FusedLinearParams& p, const RowMap& rows, int6
 // --- kernels
 // __launch_bounds__(kThreads, 1) lets ptxas take up to 255 registers (at 128 the bf16 kernel spills).
 
-// fp16/bf16 weights: tensor cores. Warp w: columns 16 (w & 1) .. +15 of the block, row tiles
-// 4 (w >> 1) .. +3 of its slots (pair: warps 0-1 the + half, 2-3 the - half).
+// fp16/bf16 weights: tensor cores. Warp w: columns 16 (w & 1) .. +15, row tiles 4 (w >> 1) .. +3.
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) fused_linear_wmma_kernel(FusedLinearParams p, bool vec) {
   namespace wmma = nvcuda::wmma;

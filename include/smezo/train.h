@@ -49,8 +49,7 @@ struct TrainOptions {
   std::string linear_path = "auto";  // GPU perturbed linear: "wprime" | "fused" | "auto" (cuda_plan.h)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
-  // Own data: JSON Lines or CSV/TSV with a header, read through a task spec (task_spec.h);
-  // train_file is required; without dev/test files there is no such evaluation.
+  // Own data (JSON Lines or CSV/TSV) through a task spec; train_file required, dev/test optional.
   std::string task_spec, train_file, dev_file, test_file;
   Objective objective = OBJECTIVE_LOSS;
   int64_t n_train = 1000, n_dev = 500, n_test = 1000;  // n_dev 0: no dev evaluation
@@ -98,8 +97,7 @@ struct TrainResult {
   // generation tasks instead: exact match and token F1 of greedy generations (-1: not measured)
   double final_dev_em = -1, final_dev_f1 = -1, best_dev_f1 = -1, test_em = -1, test_f1 = -1;
   double wall_s = 0;
-  // Why the final checkpoint was not written ("" when it was; else the CLI exits 3); the run is
-  // complete: `smezo replay` (or --resume) rebuilds it from the seed log.
+  // Why the final checkpoint was not written ("" if it was; else exit 3): replay or --resume rebuilds it.
   std::string checkpoint_error;
 };
 

@@ -29,8 +29,7 @@ struct Tensor {
 // Rows [row0, row0 + n) of t as a view of the same memory (only the pointer moves).
 Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n);
 
-// Set at load from the architecture's tensor map; rules (freezes, decay, pipeline, checkpoints)
-// read it, never a name.
+// Set at load from the architecture's tensor map; rules read it, never a name.
 enum ParamRole : int {
   ROLE_OTHER,  // a tensor made outside a model's map (tests, benchmarks)
   ROLE_TOKEN_EMBEDDING,
@@ -51,8 +50,7 @@ inline bool role_is_embedding(ParamRole role) {
   return role == ROLE_TOKEN_EMBEDDING || role == ROLE_POSITION_EMBEDDING;
 }
 
-// A LoRA adapter's matrix (model/lora.h) or a layer's prefix keys/values (model/prefix.h): under
-// --tune lora or --tune prefix only these are tuned.
+// A LoRA adapter's matrix or a layer's prefix keys/values: under --tune lora/prefix only these are tuned.
 enum AdapterPart { ADAPTER_NONE, ADAPTER_LORA_A, ADAPTER_LORA_B, ADAPTER_PREFIX_KEY, ADAPTER_PREFIX_VALUE };
 
 struct ParamInfo {

@@ -45,7 +45,6 @@ CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path);
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);
 
 // --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.
-// A range the library states (train/train_options.h): the same words and bounds.
 CLI::Validator in_range(const ValueRange& range);
 // Integers in plain decimal (no 0x, no leading zeros, no overflow).
 CLI::Validator integer_at_least(int64_t lo);

@@ -114,8 +114,7 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
                  s.settings_dir.c_str(), kRunSettingsFile, taken.c_str());
 }
 
-// accuracy(), also writing s.examples_out (JSONL: a header line, then per example its text, scores
-// and prediction).
+// accuracy(), also writing s.examples_out (JSONL: a header, then each example's text, scores, choice).
 double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
                                  const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s,
                                  const std::string& task) {
@@ -148,8 +147,7 @@ double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>
   return static_cast<double>(correct) / static_cast<double>(encoded.size());
 }
 
-// A generation task's EM and F1, also writing s.examples_out if given (per example its prompt,
-// references, generated text, EM and F1).
+// A generation task's EM and F1, also writing s.examples_out if given.
 GenerationScore generation_writing_examples(Model& model, const Tokenizer& tokenizer,
                                             const std::vector<EncodedExample>& encoded,
                                             const std::vector<TaskExample>& xs, const TaskSplits& splits,

@@ -25,8 +25,7 @@ struct TrainState {
   std::string export_data;  // --export-data DIR
 };
 
-// After a failed write: the cause's advice, then how to go on (the seed log is flushed up to the
-// failure, so --resume replays it and carries on).
+// After a failed write: the cause's advice, then how to go on (--resume replays the flushed log).
 std::string resume_hint(const WriteError& e, const std::string& out_dir) {
   const std::string fix = e.hint().empty() ? "fix the cause" : e.hint();
   std::error_code ec;
@@ -36,8 +35,7 @@ std::string resume_hint(const WriteError& e, const std::string& out_dir) {
          "/seed_log.txt keeps every step logged so far";
 }
 
-// --check-data: every problem of the spec and its files, candidate lengths included (the model's
-// tokenizer, against --max-len). Exit 0 when clean.
+// --check-data: every problem of the spec and files, candidate lengths (vs --max-len) included.
 int check_data(const TrainState& s) {
   const TrainOptions& o = s.o;
   const OpenedTokenizer tok = open_model_tokenizer(resolve_model_path(s.model.model_path), s.model.tokenizer_path);

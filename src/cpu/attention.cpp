@@ -35,8 +35,7 @@ float dot(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// o[d] = sum over t < count of w[t] * v_t[d] with t in order, v_t = v + t * stride, d < n;
-// 16 outputs at a time stay in registers across all t.
+// o[d] = sum over t < count (in order) of w[t] * v_t[d], v_t = v + t * stride, d < n; 16 at a time.
 void weighted_sum(float* o, const float* w, int64_t count, const float* v, int64_t stride, int64_t n) {
   int64_t d0 = 0;
   for (; d0 + 16 <= n; d0 += 16) {

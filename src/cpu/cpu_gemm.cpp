@@ -105,8 +105,7 @@ void gemm_rows(const GemmRowScheme& s, const GemmPanel& panel, int64_t chunk, co
                int64_t ldw, int64_t nb, float* tile, float* y, int64_t ldy, const float* bias) {
   const GemmPanel::Chunk& c = panel.chunks[chunk];
   const int64_t K = panel.K, m = c.call_rows;
-  // tile(m, nb) column-major = panel rows (m, K) · w(nb, K)ᵀ (transpose A); one thread, or OpenBLAS
-  // splits the call.
+  // tile(m, nb) column-major = panel rows (m, K) · w(nb, K)ᵀ; one thread, or OpenBLAS splits the call.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)nb, (int)K, 1.0f,

@@ -47,8 +47,7 @@ struct OmpPlan {
   std::vector<std::pair<std::string, std::string>> set;  // variables smezo sets (before a re-exec)
   bool reexec = false;              // the environment lacks `set` and this pid has not re-executed
 };
-// The plan for an environment, affinity_cpus and a cgroup limit (0: none); variables that
-// SMEZO_OMP_DEFAULTS lists count as smezo's.
+// The plan for an environment, affinity_cpus and a cgroup limit (0: none).
 OmpPlan cpu_threads_plan(const OmpEnvironment& env, int affinity_cpus, double cgroup_cpus,
                          const std::string& cgroup_where);
 // SMEZO_OMP_DEFAULTS's value for a plan: "pid=123 OMP_WAIT_POLICY OMP_NUM_THREADS".

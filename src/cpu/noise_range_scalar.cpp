@@ -27,8 +27,7 @@ inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, co
                    info.tensor_id, 2 * group8 + 1, keep + 4);
 }
 
-// fn(group8, lo, hi, v, z, keep) for each group of 8 that [start, start + count) touches, its
-// elements [lo, hi) in range, v their values (0 outside); whole groups take a branch-free body.
+// fn(group8, lo, hi, v, z, keep) for each group of 8 the range touches, [lo, hi) in range (v 0 outside).
 template <typename Fn>
 inline void for_each_noise_group(const ParamInfo& info, const float* w, uint64_t seed, int64_t start,
                                  int64_t count, Fn fn) {

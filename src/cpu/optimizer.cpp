@@ -19,8 +19,7 @@ namespace {
 constexpr int64_t kChunk = int64_t(1) << 15;
 constexpr int64_t kParallelMin = int64_t(1) << 17;
 
-// fn(chunk_start, chunk_count) over [start, start + count): serially if small or already parallel,
-// else over the cores with inner boundaries at multiples of 8.
+// fn(chunk_start, chunk_count) over the range: serially if small or nested, else over the cores.
 template <typename Fn>
 void for_each_chunk(int64_t start, int64_t count, Fn fn) {
   if (count < kParallelMin || omp_in_parallel()) {

@@ -37,8 +37,7 @@ ModelConfig parse_hf_config(const std::string& config_json_path);
 // The reverse: config.json text that loads back to cfg. Throws when config.json cannot express cfg.
 std::string hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
 
-// Loads <dir>, or a .safetensors file beside its config.json, memory-mapped; throws smezo::Error
-// naming the directory/file and what was missing.
+// Loads <dir> (or a .safetensors beside config.json), mapped; throws naming the file and what is missing.
 WeightSource load_hf_dir(const std::string& dir);
 
 }  // namespace smezo

@@ -52,11 +52,9 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
                                      const TunedAdapters& adapters = TunedAdapters{});
 
 // "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"
-// (with " + X adapters" before the total under --tune lora/prefix)
 std::string describe_memory_estimate(const MemoryEstimate& e);
 
-// Throws the one-line refusal ("model <path> needs 14.5 GB on the cuda device, 12.0 GB free")
-// when free_bytes cannot hold e; -1 (unknown) passes. Tests fake free memory through it.
+// Throws "model <path> needs 14.5 GB on the cuda device, 12.0 GB free" unless e fits; -1 passes.
 void require_memory_fits(const MemoryEstimate& e, int64_t free_bytes, const std::string& device,
                          const std::string& model_path);
 

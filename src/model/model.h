@@ -63,8 +63,7 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
 
-  // Host logits (batch.logit_rows.size(), vocab). A probe pair runs the batch twice in one
-  // pass, + rows first: logits (2 * logit_rows, vocab); see batch_*_capacity.
+  // Host logits (batch.logit_rows.size(), vocab); a probe pair: (2 * logit_rows, vocab), + rows first.
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
   // One pipeline stage's share of forward(): the first embeds batch.tokens, the others start from
   // hidden_in (tokens, dim) fp32 (a pair: + copy, then - copy); *out gets the hidden states, or the
@@ -78,8 +77,7 @@ class Model {
     return probe.pair ? max_logit_rows_ / 2 : max_logit_rows_;
   }
 
-  // A key/value cache for `slots` sequences of max_len rows (after a prefix's P). It only
-  // grows, dropping its contents, and backend memory is never freed: size it once.
+  // A key/value cache for `slots` sequences of max_len rows (after a prefix's P); size it once (never freed).
   void enable_kv_cache(int64_t max_len, int64_t slots = 1);
   int64_t kv_cache_slots() const { return cache_slots_; }
   // Slot 0, no probe: feeds tokens at [pos, pos + tokens.size()), logits of the last one.

@@ -7,8 +7,7 @@
 
 namespace smezo {
 
-// Layers [first_layer, end_layer), embeddings on the first stage, final norm and LM head on the
-// last (stage_holds). Tensor ids stay canonical, so a stage draws the whole model's noise.
+// Layers [first_layer, end_layer) (+ embeddings, head: stage_holds); tensor ids stay canonical.
 struct ModelStage {
   int index = 0, count = 1;
   int64_t first_layer = 0, end_layer = -1;  // -1: up to the last layer

@@ -32,8 +32,7 @@ class MetricsLog {
   FILE* f_ = nullptr;
 };
 
-// Reads every complete line back. A final line without '\n' (crash mid-write) is ignored;
-// a line that is not a JSON object anywhere else throws smezo::Error naming file and line.
+// Reads every complete line back (a partial last one ignored); a non-object line throws naming it.
 std::vector<nlohmann::json> metrics_log_read(const std::string& path);
 
 // Rewrites `path` atomically without records whose "step" is > `step` (no numeric "step": kept).

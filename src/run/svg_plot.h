@@ -30,8 +30,7 @@ void write_training_plot_svg(const std::string& path, const std::string& title,
                              const PlotSeries& loss, const PlotSeries& dev_acc,
                              const TrainingPlotOptions& opt = {});
 
-// "Nice" ticks over [lo, hi], about `target` intervals of 1, 2 or 5 x 10^k (>= 1 when `integer`);
-// *axis_lo/*axis_hi get the first/last tick; lo == hi is widened first.
+// "Nice" ticks over [lo, hi], about `target` intervals of 1, 2 or 5 x 10^k; *axis_lo/hi: first/last.
 std::vector<double> svg_nice_ticks(double lo, double hi, int target, bool integer,
                                    double* axis_lo, double* axis_hi);
 

@@ -41,8 +41,7 @@ std::string default_model_path();
 // model_path, or the default model when empty (throws, saying where it looked, if missing).
 std::string resolve_model_path(const std::string& model_path);
 
-// Before any weight is allocated, refuses in one line when estimate_model_memory() exceeds the
-// backend's free memory.
+// Refuses in one line, before allocating, when estimate_model_memory() exceeds free memory.
 LoadedModel open_model(const ModelOpenOptions& options);
 // The same on a backend the caller made (options.device must name its kind): tests fake free memory.
 LoadedModel open_model_on(const ModelOpenOptions& options, std::unique_ptr<Backend> backend);
@@ -57,8 +56,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const std::stri
 // The storage dtype for "f32" | "f16" | "bf16", or "" for the device's default (cpu: f32; cuda: bf16).
 DType storage_dtype(const std::string& device, const std::string& dtype);
 
-// A model's sentencepiece tokenizer (BPE too: open_model_tokenizer): an explicit path, else
-// tokenizer.model beside the model, else the bundled one for the bundled stories260K.
+// A model's sentencepiece tokenizer: explicit_path, else tokenizer.model beside it, else the bundled one.
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
 
 // A tokenizer and its path (a sentencepiece .model, tokenizer.json, HF directory or GGUF file).

@@ -49,8 +49,7 @@ bool task_trains_as_classification(TaskId task);
 // the passage's position in the file; others: the row index).
 std::vector<TaskExample> task_read_file(TaskId task, const std::string& path,
                                         std::vector<int64_t>* groups = nullptr);
-// The records task_read_file turns into examples, one per example in order (MultiRC's passages
-// flattened to paragraph, question, answer, label); `smezo train --export-data` writes these.
+// The records task_read_file turns into examples, one per example (MultiRC flattened); for --export-data.
 DataFile task_read_records(TaskId task, const std::string& path, std::vector<int64_t>* groups = nullptr);
 // {train/dev's source file, test's source file} under data_dir (the same file when carved).
 std::vector<std::string> task_source_files(TaskId task, const std::string& data_dir);

@@ -33,8 +33,7 @@ struct AdapterFolder {
 // other than LORA and PREFIX_TUNING, and for anything their readers refuse.
 AdapterFolder read_adapter_folder(const std::string& dir);
 
-// The model to open: model_path (--model) if given, else the first of base_model_path and
-// base_model_name_or_path that exists here.
+// model_path (--model) if given, else the first of base_model_path, base_model_name_or_path found here.
 std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path);
 
 // What the adapters add to the model's memory (ModelOpenOptions::adapters), for the check before loading.

@@ -28,8 +28,7 @@ inline constexpr const char* kRunSettingsFile = "smezo_run.json";
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
                         const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
 
-// The tensors of a checkpoint and where their values come from: a whole model has them all; a
-// pipeline's rank 0 fetches the other stages' (train/pipeline.h).
+// A checkpoint's tensors and where their values come from (a pipeline's rank 0 fetches the stages').
 struct CheckpointTensor {
   std::string name;  // Hugging Face name
   int64_t rows = 1, cols = 1;

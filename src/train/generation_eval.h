@@ -29,8 +29,7 @@ struct GenerationLimits {
 // Throws naming `split` unless each example has one candidate with a completion and a reference.
 void check_generation_examples(const std::vector<TaskExample>& examples, const std::string& split);
 
-// Each prompt's greedy continuation, out[half][example] (probe_halves). Grows the KV cache to
-// examples.size() sequences of the longest prompt plus limits.max_new_tokens.
+// Each prompt's greedy continuation, out[half][example]; grows the KV cache as needed.
 std::vector<std::vector<std::string>> greedy_generations(Model& model, const Tokenizer& tokenizer,
                                                          const std::vector<const EncodedExample*>& examples,
                                                          const std::vector<Probe>& probes,
@@ -43,8 +42,7 @@ struct GenerationScore {
 GenerationScore score_generations(const std::vector<std::string>& texts,
                                   const std::vector<const std::vector<std::string>*>& references);
 
-// EM and F1 of the null-probe generations over `set` (set[i] encoded from examples[i], with the
-// references); texts: when given, each generated text in order.
+// EM and F1 of the null-probe generations over `set` (set[i] from examples[i]); texts: each output.
 GenerationScore evaluate_generation(Model& model, const Tokenizer& tokenizer, const std::vector<EncodedExample>& set,
                                     const std::vector<TaskExample>& examples, const GenerationLimits& limits,
                                     int64_t batch_examples, std::vector<std::string>* texts = nullptr);

@@ -40,8 +40,7 @@ struct PipelineLayout {
 // This rank's place; throws unless world.size() is a multiple of `stages`.
 PipelineLayout pipeline_layout(const World& world, int stages);
 
-// The micro-batches of `examples` under `probes`: plan_scoring chunks of the workspace (half under a
-// pair), cut smaller where that gives fewer than `micro_batches`.
+// The micro-batches of `examples` under `probes`: workspace chunks, cut to give >= `micro_batches`.
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
                                                  bool gold_only, int64_t micro_batches, const std::vector<Probe>& probes);
 

@@ -18,8 +18,7 @@ namespace smezo {
 
 class Topology {
  public:
-  // Checks --pipeline-stages (>= 1, a divisor of the MPI rank count) and --micro-batches (0: the
-  // device's default, K on cuda, 1 on cpu).
+  // Checks --pipeline-stages (>= 1, dividing the rank count) and --micro-batches (0: the default).
   Topology(World& world, int pipeline_stages, int64_t micro_batches, const std::string& device);
 
   World& world() const { return world_; }

@@ -204,8 +204,7 @@ void warn_about_options(const TrainOptions& o) {
                  *o.spsa.lr, kLrWarnAbove);
 }
 
-// A data-file run uses each file's first rows, up to the count asked: o's counts become the rows used
-// (recorded in the seed-log header and smezo_run.json). Returns a line if a file held fewer, else "".
+// A data-file run uses each file's first rows: o's counts become the rows used; a line if fewer, else "".
 std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
   std::string fewer;
   for (const auto& [split, n, used, file, option] :
@@ -392,8 +391,7 @@ void TrainRun::load() {
                           {"test_file", o_.test_file}});
 }
 
-// The run folder decides fresh start or resume; every rank reads it (shared file system) before
-// the agreement below lets rank 0 write.
+// The run folder decides fresh start or resume; every rank reads it before rank 0 may write.
 void TrainRun::agree_on_run_folder() {
   std::string foreign;
   const RunDirKind kind = run_dir_kind(o_.out_dir, &foreign);
