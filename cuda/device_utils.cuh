@@ -136,8 +136,7 @@ __device__ __forceinline__ bool mask_keep8(const MaskArgs& m, const float w[8], 
 
 // ---- probes
 
-// plus[l] = w' of element 8*group8 + l under +p.scale, and minus[l] under -p.scale unless minus is
-// nullptr (a single probe): ONE noise_z8 and one mask evaluation for both.
+// plus[l] = w' of element 8*group8 + l at +p.scale, minus[l] at -scale (unless nullptr): ONE noise_z8.
 __device__ __forceinline__ void perturb_group8(const ProbeArgs& p, int64_t group8, const float w[8],
                                                float plus[8], float* minus = nullptr) {
   float z[8];

@@ -29,8 +29,7 @@ namespace {
 
 // --- kernels
 
-// dst[i] = round_T(w'_i), i in [0, n), grid-stride over groups of eight (vector access when aligned).
-// src and dst start at element 8 * group_base, so noise and mask use the tensor's own indices.
+// dst[i] = round_T(w'_i), i < n, by groups of eight; src, dst start at the tensor's element 8 * group_base.
 template <typename T>
 __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t group_base,
                                       ProbeArgs p) {

@@ -12,8 +12,7 @@
 
 namespace smezo {
 
-// The enums' names on the command line and in the run's files are those of `smezo train --help`.
-// METHOD_FZOO: FZOO's one-sided batched Rademacher estimate (src/train/spsa.h); dense.
+// Names as in `smezo train --help`. METHOD_FZOO: FZOO's one-sided batched Rademacher estimate; dense.
 enum Method : int { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO, METHOD_FZOO };
 enum LrSchedule : int { LR_CONSTANT, LR_LINEAR };
 // What the probes measure: the loss, 1 - candidate accuracy, or 1 - token F1 of generations.

@@ -28,8 +28,7 @@ void convert_to_f32(const void* src, DType dtype, int64_t n, float* dst) {
 
 namespace {
 
-// Converts in blocks, OR-ing a "non-finite" flag per block; only a flagged block is scanned again.
-// Elements are read with memcpy: a tensor inside a mapped file need not be aligned.
+// Converts in blocks, flagging non-finite values per block (rescanned); memcpy reads: unaligned is fine.
 template <typename Bits, typename Convert>
 int64_t convert_block_checked(const void* src, int64_t n, float* dst, Bits exp_mask,
                               Convert convert) {

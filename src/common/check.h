@@ -51,8 +51,8 @@ std::string format_string_v(const char* fmt, va_list args);
 
 [[noreturn]] void throw_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-// Printable ASCII and well-formed UTF-8 (not C1 controls) kept, "\n", "\t", "\r" and other
-// bytes as "\xNN"; cut at max_chars output characters with "...(N bytes)" added.
+// Printable ASCII and well-formed UTF-8 (not C1 controls) kept, "\n", "\t", "\r" and other bytes as
+// "\xNN"; cut at max_chars output characters with "...(N bytes)" added.
 std::string printable(const std::string& bytes, size_t max_chars = 160);
 
 }  // namespace smezo

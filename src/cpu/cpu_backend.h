@@ -75,8 +75,7 @@ void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64
 void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weight,
                           const Param* bias, const Probe& probe);
 
-// Whether an op of about this many cycles is worth an OpenMP team (a fork/join costs microseconds,
-// more with the passive wait policy): ops under ~1.5 ms stay on one thread. Same bits either way.
+// Whether an op of about this many cycles is worth an OpenMP team (ops under ~1.5 ms: one thread).
 inline bool cpu_parallel_worth(int64_t cycles) { return cycles >= (int64_t{1} << 22); }
 
 // The sgemm row scheme CpuBackend::linear uses for an (N, K) weight here, or "reference".

@@ -63,8 +63,7 @@ class World {
   // message lands in a freed buffer), smezo::Error when a receive got another byte count.
   void wait(Transfer* transfer);
 
-  // After an error on this rank: prints "smezo: error: rank R of N: <text>" and MPI_Aborts every
-  // rank. Ranks other than 0 wait a moment first, so an error all ranks hit prints once. size() > 1.
+  // Prints "smezo: error: rank R of N: <text>" and MPI_Aborts (ranks > 0 wait first: printed once).
   [[noreturn]] void abort_job(const std::string& text, int exit_code = 1);
 
   // "Open MPI 4.1.4" (the library's own version string, first line), or "" without MPI.
@@ -78,8 +77,7 @@ class World {
   int64_t exchanges_ = 0;  // exchanges entered so far (fault injection counts them)
 };
 
-// The process's world, set up on the first call. Throws smezo::Error when a build without MPI
-// was started as one of several, or the launcher and MPI disagree on the process count.
+// The world, set up on first call; throws if a non-MPI build is one of several, or MPI's count differs.
 World& dist_world();
 
 // The process count the launcher gives (1 without one), and the variable that said so ("" for 1).

@@ -77,8 +77,7 @@ struct SafetensorsSpec {
   std::vector<int64_t> shape;
 };
 
-// fill(i, out) writes the numel(shape) * dtype_size bytes of tensors[i] to out. It may throw
-// smezo::Error to abandon the file: the temporary file is removed and nothing is renamed.
+// fill(i, out) writes tensors[i]'s bytes to out; a smezo::Error it throws abandons the file.
 using SafetensorsFill = std::function<void(size_t index, char* out)>;
 
 // write_safetensors() one tensor at a time through one reused buffer: memory = the largest tensor.

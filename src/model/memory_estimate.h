@@ -26,8 +26,7 @@ struct WorkspaceRows {
   int64_t logit_rows = 0;
 };
 
-// batch * max_len token rows (capped at max_tokens, at least max_len; bigger batches are chunked)
-// and max(max_len, min(1024, 4 * batch)) logit rows.
+// min(batch * max_len, max_tokens) (>= max_len) token rows, max(max_len, min(1024, 4 * batch)) logit rows.
 WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens);
 
 // What --tune lora/prefix adds after loading: the adapters' fp32 tensors and workspace.

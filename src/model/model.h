@@ -82,9 +82,8 @@ class Model {
   int64_t kv_cache_slots() const { return cache_slots_; }
   // Slot 0, no probe: feeds tokens at [pos, pos + tokens.size()), logits of the last one.
   void forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits);
-  // Several slots' chunks in one run under a single (non-pair) probe: logits (chunks.size(),
-  // vocab) of each chunk's last token. A chunk at pos 0 restarts its slot; later chunks of a
-  // slot must use the same probe as its cached keys/values. Must fit batch_*_capacity.
+  // Several slots' chunks in one run under a single probe: logits (chunks.size(), vocab) of each last
+  // token. A chunk at pos 0 restarts its slot; later ones must use the probe of its cached keys/values.
   void forward_cached(const std::vector<CachedChunk>& chunks, const Probe& probe, std::vector<float>* logits);
 
   // --tune lora (lora.h): A and B join params() after the base tensors. LLaMA, whole model, once.
@@ -137,8 +136,7 @@ class Model {
   void load(const WeightSource& source, DType storage);
   void embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
              const float* hidden_in, const Tensor& x);
-  // This stage's layers, hidden states left in ws_.x. hidden_in: null = embed the tokens, else
-  // the previous stage's. cached: seqs' key/value spans are cache rows, ending with q_len new ones.
+  // This stage's layers into ws_.x (hidden_in null: embed the tokens); cached: key/values in the cache.
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
            const std::vector<AttentionSeq>& seqs, bool cached, const Probe& probe,
            const float* hidden_in = nullptr);

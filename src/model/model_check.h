@@ -16,8 +16,7 @@ namespace smezo {
 // (-1 allowed), or an overflow.
 void check_model_config(const ModelConfig& config, const std::string& source);
 
-// check_model_config, then every expected_tensors(config) present, shaped, of a known dtype, and no
-// layer >= n_layers. Throws naming the tensor and its file.
+// check_model_config, then every expected tensor present, shaped, known dtype; throws naming it.
 void check_weight_source(const WeightSource& source);
 
 }  // namespace smezo

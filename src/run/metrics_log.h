@@ -35,8 +35,7 @@ class MetricsLog {
 // Reads every complete line back (a partial last one ignored); a non-object line throws naming it.
 std::vector<nlohmann::json> metrics_log_read(const std::string& path);
 
-// Rewrites `path` atomically without records whose "step" is > `step` (no numeric "step": kept).
-// Returns how many were dropped (missing file: 0).
+// Rewrites `path` atomically without records whose "step" is > `step`; returns how many were dropped.
 int64_t metrics_log_truncate_after(const std::string& path, int64_t step);
 
 }  // namespace smezo

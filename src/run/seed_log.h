@@ -71,8 +71,7 @@ bool seed_log_parse_record(const std::string& line, SeedRecord* out, int version
 // Reads and validates a whole seed log; throws smezo::Error (see "Reading" above).
 SeedLog seed_log_read(const std::string& path);
 
-// Atomically keeps the header and records with step <= `step` (a partial line dropped too).
-// Throws if the log ends before `step` (not flushed at the checkpoint). Returns records dropped.
+// Atomically keeps the header and steps <= `step`; throws if the log ends before; returns records dropped.
 int64_t seed_log_truncate_to(const std::string& path, int64_t step);
 
 class SeedLogWriter {

@@ -12,8 +12,7 @@ namespace smezo {
 // Atomically replaces `path` with `bytes`; throws smezo::Error naming the path and the system error.
 void run_write_file_atomic(const std::string& path, const std::string& bytes);
 
-// Readies a command's output file before any work: creates missing parent folders, then throws naming
-// `what` and `path` if its temporary cannot be created there or path is not a regular file.
+// Readies an output file before any work (mkdir -p); throws naming `what`, `path` if it cannot be written.
 void run_prepare_output_file(const std::string& path, const char* what);
 
 // Adds, where absent: "written_at" (UTC, ISO 8601), "hostname", "peak_host_rss_bytes".

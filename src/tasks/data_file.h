@@ -38,12 +38,10 @@ struct DataFile {
   std::vector<DataRow> rows;  // in file order
 };
 
-// The bytes of the regular file at path; `what` ("data file", "task spec") names it in errors.
-// A directory, FIFO or device is refused unopened (a FIFO would block, /dev/zero never ends).
+// The bytes of the regular file at path (`what` names it in errors); a FIFO or device is refused unopened.
 std::string data_read_file(const std::string& path, const char* what);
 
-// Reads path. columns: fields a CSV/TSV header must name (JSONL rows are checked later, by the spec).
-// problems == nullptr: the first problem throws; else each is appended as a line and reading goes on.
+// Reads path (columns: a CSV/TSV header's); problems == nullptr: the first throws, else collected.
 DataFile data_file_read(const std::string& path, const std::vector<std::string>& columns,
                         std::vector<std::string>* problems = nullptr);
 

@@ -45,8 +45,7 @@ std::vector<std::string> task_names();  // every task's canonical name, in TaskI
 // False for COPA only: it trains on the gold option's tokens (MeZO's --train_as_classification False).
 bool task_trains_as_classification(TaskId task);
 
-// One data file of the task through its built-in spec; groups: a group id per example (MultiRC:
-// the passage's position in the file; others: the row index).
+// One data file through the built-in spec; groups: per example (MultiRC: its passage; else the row).
 std::vector<TaskExample> task_read_file(TaskId task, const std::string& path,
                                         std::vector<int64_t>* groups = nullptr);
 // The records task_read_file turns into examples, one per example (MultiRC flattened); for --export-data.

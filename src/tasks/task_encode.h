@@ -44,13 +44,11 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
 // The tokens option adds after context, as encode_example counts them (never cut); throws if none.
 int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option);
 
-// MeZO's in-context demonstrations: each demo's context + gold option stripped, joined by "\n\n"
-// (MeZO's train_sep), the whole stripped, then "\n\n" before the evaluated example; "" for none.
+// MeZO's demonstrations: each context + gold option stripped, joined by "\n\n", stripped, + "\n\n".
 std::string build_icl_prefix(const std::vector<TaskExample>& demos);
 
-// How many in-context demonstrations survive left truncation whole: whole_demos(ex) counts those
-// still complete in the most-cut candidate of ex encoded with build_icl_prefix(demos). Text is
-// compared as decode(encode(.)) with whitespace folded, so token boundaries at the cut do not matter.
+// How many demonstrations survive left truncation whole in ex's most-cut candidate (text compared as
+// decode(encode(.)) with whitespace folded, so token boundaries at the cut do not matter).
 class IclDemoCounter {
  public:
   IclDemoCounter(const Tokenizer& tok, const std::vector<TaskExample>& demos);

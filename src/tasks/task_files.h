@@ -32,8 +32,7 @@ std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLeng
 // A warning that steps will be slow (many candidates), else ""; passes: forwards per example and step.
 std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes);
 
-// FNV-1a 64 (16 hex digits) of the train and dev examples' text, candidates and gold: the seed log
-// records it so a resume refuses other data (an export of a built-in task hashes as the task).
+// FNV-1a 64 of the train and dev examples: the seed log records it so a resume refuses other data.
 std::string task_examples_fingerprint(const TaskSplits& splits);
 
 // Creates DIR with spec.json and train/dev/test.jsonl (load_task's records); returns a description.

@@ -17,8 +17,7 @@ struct TaskExample {
   std::vector<std::string> contexts;  // (n_candidates) prompt text of each candidate
   std::vector<std::string> options;   // (n_candidates) verbalized continuation of each candidate
   int gold = 0;                       // index of the correct candidate
-  // Generation examples: one candidate (prompt, training completion); evaluation scores greedy
-  // decoding against these references (EM, token F1). Empty for classification.
+  // Generation examples: the references greedy decoding is scored against; empty for classification.
   std::vector<std::string> references;
   std::string source;  // "<file>:<line>" of its record, for messages; "" when unknown
 };

@@ -24,8 +24,7 @@ std::string utf8_sanitize(const std::string& text);
 // Whether text is valid UTF-8 (no surrogates, no overlongs, nothing above U+10FFFF).
 bool utf8_is_valid(const std::string& text);
 
-// Through the alphabet when every character is in it, else the token's own UTF-8 (as HF's
-// ByteLevel decoder does for added tokens such as "<|im_start|>").
+// Through the alphabet when every character is in it, else the token's own UTF-8 (as HF decodes).
 std::string bpe_token_bytes(const std::string& spelling);
 // The byte-level spelling of raw bytes (each byte as its alphabet character, in UTF-8).
 std::string bpe_bytes_to_spelling(const std::string& bytes);

@@ -59,14 +59,12 @@ void bpe_vocab_validate(const BpeVocab& vocab);
 BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path);
 
 // GPT-2's own files in dir (OPT ships these): vocab.json ({spelling: id}), merges.txt (optional
-// "#version" line, then "a b" per line, best first), GPT-2's pre-tokeniser, and tokenizer_config.json /
-// special_tokens_map.json for bos/eos/unk/pad_token, additional_special_tokens, added_tokens_decoder
-// (control tokens) and add_bos_token.
+// "#version" line, then "a b" per line, best first), the config files as above plus
+// additional_special_tokens and added_tokens_decoder (control tokens).
 BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir);
 
 class GgufFile;
-// tokenizer.ggml.* (bpe_gguf.cpp). Type 0 ("undefined") counts as normal; add_eos_token =
-// true is refused; a missing or unknown tokenizer.ggml.pre is an error, never a default.
+// tokenizer.ggml.*: type 0 counts as normal; add_eos_token refused; unknown/missing pre is an error.
 BpeVocab bpe_vocab_from_gguf(const GgufFile& file);
 
 }  // namespace smezo

@@ -8,8 +8,7 @@
 #include "common/check.h"
 #include "tokenizer/tokenizer.h"
 
-// Silences libsentencepiece's INFO/WARNING lines: exported but not in its public header, so
-// declared weak (a library without it still links, and logs). Errors still come back as Status.
+// Silences libsentencepiece's INFO/WARNING lines: not in its public header, so declared weak.
 namespace sentencepiece {
 namespace logging {
 void SetMinLogLevel(int v) __attribute__((weak));

@@ -53,8 +53,7 @@ const char* tokenizer_kind_name(TokenizerKind kind);  // "sentencepiece", "byte-
 TokenizerKind tokenizer_kind_for_gguf_model(const std::string& ggml_model, const std::string& where);
 // Of a GGUF file (reads its tokenizer.ggml.model).
 TokenizerKind tokenizer_kind_of_gguf(const std::string& path);
-// tokenizer.model -> sentencepiece (even beside a tokenizer.json, as LLaMA ships); else a BPE
-// tokenizer.json or vocab.json + merges.txt -> BPE; else an error naming what is missing.
+// tokenizer.model -> sentencepiece (even beside tokenizer.json); else BPE files -> BPE; else an error.
 TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir);
 
 }  // namespace smezo

@@ -61,8 +61,7 @@ int64_t checkpoint_free_bytes(const std::string& path);
 // Tests fake a full disk here: replaces the query, returns the previous one (empty: the default).
 FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query);
 
-// fill(tmp) writes dir + ".tmp" (emptied first; removed if fill throws), then dir -> dir.old,
-// tmp -> dir, drop dir.old (run/run_dir.h restores dir.old after a kill between the renames).
+// fill(tmp) writes dir.tmp (removed if it throws); then dir -> dir.old, tmp -> dir, drop dir.old (run_dir.h).
 void write_folder_swapped(const std::string& dir, const std::string& what,
                           const std::function<void(const std::string& tmp)>& fill);
 

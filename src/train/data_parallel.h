@@ -15,9 +15,8 @@
 
 namespace smezo {
 
-// THE hook between a training step and the ranks. `batch` is split into `shards` contiguous shards;
-// scorer(s), the rank that scored shard s, contributes `local` (its scores per probe half). Returns
-// per half every example's scores in batch order, the same on every rank, in one exchange.
+// THE hook between a step and the ranks: scorer(s), the rank that scored shard s, contributes `local`;
+// returns per half every example's scores in batch order, the same on every rank, in one exchange.
 std::vector<ExampleScores> gather_shard_scores(World& world, int shards, const std::function<int(int)>& scorer,
                                                const std::vector<ExampleScores>& local,
                                                const std::vector<const EncodedExample*>& batch, size_t probes,

@@ -39,8 +39,7 @@ ExampleScores empty_scores(const std::vector<const EncodedExample*>& examples);
 // Adds the chunk's target log-probs, from its logits (batch.logit_rows.size(), vocab), to scores.
 void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab, ExampleScores* scores);
 
-// Each example's candidate scores (gold_only: just the gold), one set per probe half (a pair from
-// one forward per chunk); each half equals its single probe as Backend::linear says.
+// Each example's candidate scores (gold_only: just the gold), one set per probe half.
 std::vector<ExampleScores> score_examples(Model& model, const std::vector<const EncodedExample*>& examples,
                                           const std::vector<Probe>& probes, bool gold_only);
 

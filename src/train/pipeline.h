@@ -44,8 +44,7 @@ PipelineLayout pipeline_layout(const World& world, int stages);
 std::vector<ScoringChunk> pipeline_micro_batches(const Model& model, const std::vector<const EncodedExample*>& examples,
                                                  bool gold_only, int64_t micro_batches, const std::vector<Probe>& probes);
 
-// Runs `chunks` under each of `probes` in order through this replica's stages. The last stage
-// returns the scores of `examples` per half (probe_halves); the others, empty. `what`: for timeouts.
+// Runs `chunks` under each probe through this replica's stages; the last stage returns the scores.
 std::vector<ExampleScores> pipeline_run(World& world, const PipelineLayout& layout, Model& model,
                                         const std::vector<const EncodedExample*>& examples,
                                         const std::vector<ScoringChunk>& chunks, const std::vector<Probe>& probes,

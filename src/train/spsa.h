@@ -30,8 +30,7 @@ namespace smezo {
 // Throws smezo::Error naming `source` for an unknown kind, a newer spec, or a kind its spec lacks.
 NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
 
-// Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …) or
-// that the method does not take; unset ones count as the method's defaults (spsa_resolve_defaults).
+// Throws smezo::Error for options out of range or that the method does not take (unset: the defaults).
 void spsa_validate(const SpsaOptions& opts);
 
 struct SpsaStep {
@@ -66,12 +65,11 @@ class SpsaOptimizer {
 
   // The seed of probe i (0 .. probes - 1) of a step; probe 0's is step_seed(step).
   uint64_t probe_seed(int64_t step, int64_t i) const;
-  // Every probe of a step, in order: SPSA, step_probes of each probe's seed; FZOO, the
-  // unperturbed Probe{} (l_0), then one + probe per seed (never a pair: one-sided).
+  // A step's probes: SPSA, step_probes of each seed; FZOO, Probe{} (l_0), then one + probe per seed.
   std::vector<Probe> probes_of_step(int64_t step, bool in_one_pass) const;
 
-  // losses(probes) scores the minibatch under probes_of_step(step, in_one_pass), one loss per half
-  // (probe_halves; one probe: l+, then l-). Throws smezo::Error, W untouched, on a non-finite loss.
+  // losses(probes) scores the minibatch under probes_of_step, one loss per half; throws smezo::Error,
+  // W untouched, on a non-finite loss.
   SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);

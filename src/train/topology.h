@@ -43,8 +43,7 @@ class Topology {
   nlohmann::json whole_model_object(const nlohmann::json& mine, const std::string& what) const;
   // Rank 0's `value` where ranks must follow its checkpoint decision (a pipeline); else each rank's own.
   int64_t checkpoint_decision(int64_t value, const std::string& what) const;
-  // Rank 0 writes the whole model's checkpoint into `dir` (a pipeline's stages serve their tensors);
-  // other ranks return at once. Throws as save_hf_checkpoint does (on rank 0).
+  // Rank 0 writes the whole model's checkpoint (throws as save_hf_checkpoint); stages serve tensors.
   void save_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
                        const nlohmann::json& settings, const std::string& dtype) const;
 

@@ -21,8 +21,7 @@ const std::vector<OptionRule<TrainOptions>>& train_option_rules();
 // The range of `option` ("--batch") in either list; throws for a name neither has.
 const ValueRange& train_option_range(const std::string& option);
 
-// Throws smezo::Error naming the option for options no run can use: out of range, unnamed enum
-// values, bad adapter settings, and what spsa_validate or validate_data_options refuse.
+// Throws smezo::Error naming the option for options no run can use (range, enum, adapter, data).
 void validate_train_options(const TrainOptions& o);
 // Its data part (for --check-data and --export-data): data files need a task spec, a spec a train file.
 void validate_data_options(const TrainOptions& o);
