@@ -100,9 +100,8 @@ struct TrainResult {
   std::string checkpoint_error;
 };
 
-// Under mpirun or srun (an MPI build) the ranks train data-parallel, or as pipelines of
-// pipeline_stages ranks, bit-identical to one process; rank 0 alone writes the run folder. There an
-// error on any rank ends the job (MPI_Abort, naming the rank) instead of throwing.
+// Under mpirun or srun the ranks train data-parallel or as pipelines, bit-identical to one process;
+// rank 0 alone writes the run folder; an error on any rank ends the job (MPI_Abort), not a throw.
 TrainResult train(const TrainOptions& opts);
 
 }  // namespace smezo

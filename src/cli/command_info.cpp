@@ -1,5 +1,4 @@
-// smezo info MODEL: architecture, every tensor's shape and dtype, the parameter count, the memory a
-// training run would need for --batch/--max-len, and the CPU backend's OpenMP settings.
+// smezo info MODEL: architecture, tensors, parameter count, a training run's memory, OpenMP settings.
 #include <algorithm>
 #include <cstdio>
 #include <map>

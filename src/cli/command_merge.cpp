@@ -1,5 +1,4 @@
-// smezo merge --model BASE --adapter DIR --out DIR2: folds a PEFT LoRA adapter folder into its base
-// model, W' = W + (alpha / r)·B A, and writes the result as a full Hugging Face checkpoint.
+// smezo merge --model BASE --adapter DIR --out DIR2: W + (alpha / r)·B A as a full HF checkpoint.
 #include <cstdio>
 #include <memory>
 

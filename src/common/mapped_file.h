@@ -22,8 +22,7 @@ class MappedFile {
   int64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
-  // madvise(MADV_DONTNEED) on the whole pages of [p, p + bytes) (clipped): consumed data stops
-  // counting as resident; a private read-only page faults back in from the file. Best effort.
+  // madvise(MADV_DONTNEED) on [p, p + bytes)'s whole pages: not resident, faults back in. Best effort.
   void release_pages(const void* p, int64_t bytes) const;
 
  private:

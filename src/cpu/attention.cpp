@@ -1,5 +1,4 @@
-// CPU reference: causal grouped-query attention (optional sliding window), one query row at a time.
-// Threads split (sequence, head) pairs; each output is computed by one thread in a fixed order.
+// CPU reference: causal GQA attention (sliding window), per query row; a (sequence, head) per thread.
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -1,5 +1,4 @@
-// Opening a model: pick the backend, load the weights and the tokenizer, check that they belong
-// together, store the weights in the chosen dtype. The bundled stories260K is the default model.
+// Opening a model: backend, weights and tokenizer, checked to belong together, in the chosen dtype.
 #pragma once
 
 #include <memory>

@@ -43,8 +43,7 @@ struct BpeVocab {
   std::vector<std::pair<std::string, std::string>> merges;  // (n_merges) best (rank 0) first
   std::vector<std::string> pre_patterns;  // pre-tokeniser regex stages (bpe_pretokenizer.h)
   bool ignore_merges = false;        // a word that is a whole token is not merged (HF option)
-  // Token for a byte whose character is not a token (HF model.unk_token); -1 drops it, as HF and
-  // llama.cpp do (SmolLM2 lacks 21 bytes: "a\x04b" encodes as "ab").
+  // Token for a byte with no token (HF model.unk_token); -1 drops it, as HF and llama.cpp do.
   int32_t missing_byte_id = -1;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: the model has none
   bool add_bos = false;              // whether the model's own tokenizer prepends BOS

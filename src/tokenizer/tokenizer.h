@@ -1,5 +1,4 @@
-// Tokenizer interface shared by the sentencepiece tokenizer (LLaMA, Mistral, TinyStories)
-// and the GPT-2 byte-level BPE tokenizer (OPT, SmolLM2; src/tokenizer/bpe_tokenizer.h).
+// Tokenizer interface of sentencepiece (LLaMA, Mistral, TinyStories) and byte-level BPE (OPT, SmolLM2).
 #pragma once
 
 #include <cstdint>

@@ -29,8 +29,7 @@ struct AdapterFolder {
   int64_t prefix_tokens() const { return peft_type == "PREFIX_TUNING" ? prefix.options.tokens : 0; }
 };
 
-// Reads dir's adapter_config.json, tensors and smezo_run.json; throws naming the file for a peft_type
-// other than LORA and PREFIX_TUNING, and for anything their readers refuse.
+// Reads dir's adapter_config.json, tensors, smezo_run.json; throws naming the file for what it refuses.
 AdapterFolder read_adapter_folder(const std::string& dir);
 
 // model_path (--model) if given, else the first of base_model_path, base_model_name_or_path found here.

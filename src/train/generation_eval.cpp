@@ -51,8 +51,7 @@ void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLi
 
 int64_t max_run_len(const Model& model) { return model.config().max_seq_len - model.prefix_tokens(); }
 
-// One round under a single probe: unfinished sequences' uncached tokens go through forward_cached in
-// runs that fit the workspace; a sequence fully in gets its next token.
+// One round under a single probe: uncached tokens through forward_cached; a sequence fully in gets one.
 void decode_round(Model& model, const Tokenizer& tok, const Probe& probe, const GenerationLimits& limits,
                   std::vector<Decoding>* ds) {
   const int64_t cap_tokens = model.batch_tokens_capacity(probe), cap_rows = model.batch_logit_rows_capacity(probe);

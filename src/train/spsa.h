@@ -53,8 +53,7 @@ ProbeLosses each_probe(std::function<double(const Probe&)> loss);
 
 class SpsaOptimizer {
  public:
-  // Validates opts, fixes the masks from the current (base) weights, sets each parameter's noise
-  // kind (NOISE_AUTO -> NOISE_GAUSSIAN: a resume resolves it first, see spsa_logged_noise).
+  // Validates opts, fixes the masks from the current weights, sets noise (AUTO -> GAUSSIAN unless resumed).
   SpsaOptimizer(Model& model, const SpsaOptions& opts);
 
   uint64_t step_seed(int64_t step) const;
@@ -68,8 +67,7 @@ class SpsaOptimizer {
   // A step's probes: SPSA, step_probes of each seed; FZOO, Probe{} (l_0), then one + probe per seed.
   std::vector<Probe> probes_of_step(int64_t step, bool in_one_pass) const;
 
-  // losses(probes) scores the minibatch under probes_of_step, one loss per half; throws smezo::Error,
-  // W untouched, on a non-finite loss.
+  // losses(probes) scores the minibatch under probes_of_step; throws, W untouched, on a non-finite loss.
   SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);

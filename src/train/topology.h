@@ -1,6 +1,5 @@
-// Where this process sits in a training run and the work that depends on it: one process,
-// data-parallel replicas (data_parallel.h), or a pipeline of K stages × R replicas (pipeline.h).
-// The trainer's phases ask it for what differs: a step's losses, an accuracy, a count, a checkpoint.
+// Where this process sits in a training run (one process, data-parallel replicas, or K-stage pipelines)
+// and the work that depends on it: a step's losses, an accuracy, a count, a checkpoint.
 #pragma once
 
 #include <cstdint>
