@@ -1,5 +1,4 @@
-// The AVX2 CPU noise loops (noise_path.h): noise_range_simd.h over the operations below, 8
-// lanes, 2 Philox calls per register; AVX2+FMA by function attributes, run where the CPU has it.
+// The AVX2 CPU noise loops: noise_range_simd.h over the operations below, 8 lanes (AVX2+FMA attributes).
 #include "cpu/noise_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -1,10 +1,8 @@
-// The AVX-512 CPU noise loops (noise_path.h): noise_range_simd.h over the operations below, 16
-// lanes, 4 Philox calls per register; AVX-512F by function attributes, run where the CPU has it.
+// The AVX-512 CPU noise loops: noise_range_simd.h over the operations below, 16 lanes (AVX-512F attributes).
 #include "cpu/noise_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// GCC 12 warns that the intrinsics' own placeholder (`__m512i __Y = __Y;` in avx512fintrin.h)
-// may be used uninitialized when they are inlined here (GCC bug 105593, fixed in GCC 13).
+// GCC 12 wrongly warns the intrinsics' own `__m512i __Y = __Y;` may be uninitialized (GCC bug 105593).
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif

@@ -1,6 +1,5 @@
-// The portable CPU noise loops (noise_path.h): the spec's functions element by element, the reference
-// for the vector paths. target_clones builds them for FMA hardware and for baseline x86-64 (std::fma
-// a libm call): both correctly rounded, so the same bits.
+// The portable CPU noise loops, the vector paths' reference; target_clones builds them for FMA hardware
+// and baseline x86-64 (std::fma a libm call): both correctly rounded, so the same bits.
 #include <algorithm>
 #include <type_traits>
 

@@ -1,6 +1,5 @@
-// CPU reference: reading a parameter under a probe, the SPSA update, and the exact |W| quantile that
-// fixes the S-MeZO threshold. Ranges run on the best noise path, large ones over the cores in chunks
-// aligned to 8; every element is a pure function of its index, so any thread count gives the same bits.
+// CPU reference: reading a parameter under a probe, the SPSA update, the exact |W| quantile. Ranges run
+// over the cores in chunks aligned to 8; elements are pure functions of their index: same bits.
 #include <omp.h>
 
 #include <algorithm>

@@ -59,8 +59,7 @@ class World {
   };
   Transfer send_start(int peer, int tag, const void* data, size_t bytes, const std::string& what);
   Transfer recv_start(int peer, int tag, void* data, size_t bytes, const std::string& what);
-  // Throws PeerTimeout naming the peer after the timeout (the request cancelled first, so no late
-  // message lands in a freed buffer), smezo::Error when a receive got another byte count.
+  // Throws PeerTimeout after the timeout (request cancelled first), smezo::Error on a wrong byte count.
   void wait(Transfer* transfer);
 
   // Prints "smezo: error: rank R of N: <text>" and MPI_Aborts (ranks > 0 wait first: printed once).

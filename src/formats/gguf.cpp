@@ -1,5 +1,4 @@
-// GGUF container reader (format in gguf.h). Every read is bounds-checked and every count checked
-// against the bytes left before allocating: a corrupt file ends in one smezo::Error, never a crash.
+// GGUF container reader: every read and count bounds-checked, so a corrupt file ends in one smezo::Error.
 #include "formats/gguf.h"
 
 #include <cstring>

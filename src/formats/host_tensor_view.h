@@ -1,5 +1,4 @@
-// A read-only view of one stored tensor as the file readers hand it out: name, dtype, shape,
-// bytes (mapped or owned), and for block-quantised formats the fp32 decoder.
+// A read-only view of one stored tensor as the file readers hand it out (mapped or owned bytes).
 #pragma once
 
 #include <cstdint>

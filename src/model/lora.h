@@ -48,8 +48,7 @@ void lora_validate(const LoraOptions& o);
 // PEFT target_modules name of a role in LLaMA-family models: q_proj, ..., down_proj.
 const char* lora_module_name(ParamRole role);
 
-// Run header's "tune" object ({"mode": "lora", "r": 8, "alpha": 16, "targets": "q,v"}) and back
-// (throws naming `source` when malformed).
+// Run header's "tune" object ({"mode": "lora", "r": 8, ...}) and back (throws naming `source`).
 nlohmann::json lora_describe(const LoraOptions& o);
 LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& source);
 

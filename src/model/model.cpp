@@ -119,8 +119,7 @@ class LoadProgress {
 
 }  // namespace
 
-// One tensor at a time, file dtype straight to the backend (which converts and checks for NaN/Inf),
-// then its pages dropped. Only block-quantised (GGUF) tensors are decoded on the host.
+// One tensor at a time, file dtype straight to the backend (converted, checked), then its pages dropped.
 void Model::load(const WeightSource& source, DType storage) {
   std::vector<ParamSlot> slots;
   std::vector<uint32_t> tensor_ids;  // canonical: the noise of a stage's tensor is the whole model's

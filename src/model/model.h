@@ -1,6 +1,5 @@
-// The decoder-only transformer, written once over Backend ops; architectures differ only by ModelConfig.
-// Batches are packed (sequences back to back, no padding; each restarts at position 0 and attends
-// causally within itself); logits only for the rows that ask.
+// The decoder-only transformer, written once over Backend ops. Batches are packed (no padding; each
+// sequence restarts at position 0 and attends causally within itself); logits only for rows that ask.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,4 @@
-// The canonical parameter list of each architecture; its order defines the noise tensor ids: it never
-// depends on the checkpoint file, and must never be reordered.
+// Each architecture's canonical parameter list; its order is the noise tensor ids: never reorder it.
 #include "model/model_params.h"
 
 #include <string>

@@ -1,6 +1,5 @@
-// A model's parameter count and weight bytes from its ModelConfig alone, overflow-checked, from the
-// canonical parameter list (model_params.h) so they cannot drift from what Model loads. Also the size
-// bounds every reader enforces: no real model comes near them, and within them shape products fit int64.
+// A model's parameter count and weight bytes from its ModelConfig (canonical list, overflow-checked),
+// and the size bounds every reader enforces (within them shape products fit int64).
 #pragma once
 
 #include <cstdint>

@@ -30,8 +30,7 @@ struct PrefixLayer {
 
 void prefix_validate(const PrefixOptions& o);  // throws unless P >= 1
 
-// Run header's "tune" object ({"mode": "prefix", "tokens": 5, "init": "real-activations"}) and back
-// (throws naming `source` when malformed).
+// Run header's "tune" object ({"mode": "prefix", "tokens": 5, ...}) and back (throws naming `source`).
 nlohmann::json prefix_describe(const PrefixOptions& o);
 PrefixOptions prefix_options_from_json(const nlohmann::json& j, const std::string& source);
 

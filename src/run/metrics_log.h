@@ -1,7 +1,6 @@
-// JSONL metrics log: one JSON object per line, e.g.
-//   {"step":120,"loss":0.6931,"lr":1e-06,"g":-3.2,"dev_acc":null}
-// The caller decides the keys. Each line is one fwrite, flushed (fflush, not fsync), so `tail -f`
-// and a crash see whole lines. Non-finite numbers are written as null; invalid UTF-8 is replaced.
+// JSONL metrics log: one JSON object per line (the caller's keys), e.g. {"step":120,"loss":0.6931}.
+// Each line is one fwrite, flushed (fflush, not fsync), so `tail -f` and a crash see whole lines.
+// Non-finite numbers are written as null; invalid UTF-8 is replaced.
 // Resume: append=true cuts a crash's partial last line on open, so new lines never glue onto it;
 // metrics_log_truncate_after() drops lines after the resumed step, so none is duplicated.
 #pragma once
