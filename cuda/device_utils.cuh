@@ -1,11 +1,9 @@
-// Small helpers shared by the CUDA op files (include from .cu files only):
-//   ceil_div, grid_blocks (grid-stride blocks in [1, 65536]), SMEZO_GRID_STRIDE, require_f32;
-//   to_float / from_float<T> (round to nearest even); load4 / store4 (elements i..i+3 below n,
-//   one vector access when in range and aligned); warp_reduce_sum, block_reduce_sum (blockDim.x
-//   a multiple of 32, called by every thread, returns the total to all, callable repeatedly);
-//   mask_keep4 (one Philox call for MASK_RANDOM, bit-identical to 4 mask_keep calls), mask_keep8;
-//   perturb_group8 (w' of a group of eight under +scale, and -scale for a probe pair);
-//   dispatch_dtype(dtype, fn) calls fn(TypeTag<float|__half|__nv_bfloat16>{}) (see optimizer.cu).
+// Small helpers shared by the CUDA op files (include from .cu files only): ceil_div, grid_blocks
+// (grid-stride blocks in [1, 65536]), SMEZO_GRID_STRIDE, require_f32; to_float / from_float<T> (round
+// to nearest even); load4 / store4 (elements i..i+3 below n, one vector access when aligned);
+// warp_reduce_sum, block_reduce_sum (blockDim.x a multiple of 32, called by every thread, returns the
+// total to all, callable repeatedly); mask_keep4, mask_keep8; perturb_group8; dispatch_dtype(dtype, fn)
+// calls fn(TypeTag<float|__half|__nv_bfloat16>{}).
 #pragma once
 
 #include <cuda_bf16.h>

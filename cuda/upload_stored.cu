@@ -3,8 +3,7 @@
 //   - file dtype == storage dtype: straight into the tensor, then check_kernel scans them;
 //   - otherwise: into scratch, and convert_kernel rounds to the storage dtype (nearest even, as the
 //     host does), checking each CONVERTED value, so f32 70000 into F16 is reported like a NaN/Inf.
-// "Not finite": an all-ones exponent (first_non_finite_in). The first bad index is an atomicMin'd
-// u64 at the start of scratch (all ones = none). Scratch: 256 B + one chunk (cuda_upload_scratch).
+// The first non-finite index is an atomicMin'd u64 at the start of scratch (all ones = none).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

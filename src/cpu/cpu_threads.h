@@ -26,8 +26,7 @@ double cgroup_cpu_max_limit(const std::string& cpu_max_text);
 // The same for cgroup v1's cpu.cfs_quota_us and cpu.cfs_period_us ("-1": no limit).
 double cgroup_cfs_limit(const std::string& quota_text, const std::string& period_text);
 // The lowest CPU limit of this process's cgroup and its ancestors (0: none), from /proc/self/cgroup's
-// text and a file reader (path -> content, "" when absent): v2 ("0::/a/b") reads cpu.max in
-// /sys/fs/cgroup/a/b, /a and the root; v1 the cfs files under /sys/fs/cgroup/cpu. *where: the file.
+// text and a file reader (path -> content, "" if absent): v2 cpu.max or v1 cfs files. *where: the file.
 double cgroup_cpu_limit(const std::string& proc_self_cgroup,
                         const std::function<std::string(const std::string&)>& read_file, std::string* where);
 // The thread count for affinity_cpus allowed CPUs under a cgroup limit (0: none).

@@ -3,10 +3,8 @@
 // - CpuBackend::linear: OpenBLAS sgemm over weight blocks of kBlockRows rows (fixed by N alone) and
 //   the row chunks of a row-independent scheme (cpu_gemm.h), one single-threaded sgemm per (block,
 //   chunk), spread over the threads. Perturbed weights are formed kGroupRows rows at a time (a pair:
-//   W+ and W- from one noise generation). Shapes with no row-independent scheme, or
-//   SMEZO_CPU_LINEAR=reference, run the reference loops.
-// Bit-identical for any thread count and any other rows in the call; differs from the reference by
-// the rounding of another summation order.
+//   W+ and W- from one noise generation). No scheme, or SMEZO_CPU_LINEAR=reference: the reference loops.
+// Bit-identical for any thread count and other rows; the reference differs by summation order only.
 #include <omp.h>
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// The CPU noise loops (a parameter range read under a probe or a pair, and the SPSA update),
-// built three times from src/common/noise_spec.h and chosen once per process:
+// The CPU noise loops (range reads under a probe or pair, the update), built three times, chosen once:
 //   scalar   noise_range_scalar.cpp   the portable loops (any CPU; FMA when the CPU has it)
 //   avx2     noise_range_avx2.cpp     8 lanes: 2 Philox calls per register   (x86-64 AVX2+FMA)
 //   avx512   noise_range_avx512.cpp   16 lanes: 4 Philox calls per register  (x86-64 AVX-512F)

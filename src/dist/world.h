@@ -47,9 +47,8 @@ class World {
   // Every rank's `mine`, by rank; throws smezo::Error on an MPI error or timeout (naming `what`, ranks).
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const std::string& what);
 
-  // Non-blocking point-to-point (pipeline stages) on its own communicator, apart from allgather:
-  // start one, keep its buffer alive, wait() against the deadline. Between two ranks, one tag's
-  // transfers arrive in start order. `what` names it in errors. Only for size() > 1.
+  // Non-blocking point-to-point on its own communicator: start one, keep its buffer alive, wait().
+  // Between two ranks, one tag's transfers arrive in start order. Only for size() > 1.
   struct Transfer {
     int64_t id = -1;  // the pending request (world_mpi.cpp); -1: none
     int peer = -1;

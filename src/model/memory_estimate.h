@@ -1,9 +1,7 @@
-// What a model needs on its backend before anything is allocated: weights, the activation workspace,
-// scratch and library buffers, so open_model refuses in one line instead of failing mid-load.
-// The terms mirror the allocations: the workspace exactly (tested against the CPU backend's
-// bytes_allocated()), scratch as the high-water mark of a step (single probe or pair) or the load's
-// staging chunk, per the backend's memory_plan(). Not counted: the CUDA context (already gone from
-// cudaMemGetInfo's free), the generation key/value cache, other host memory.
+// What a model needs on its backend before anything is allocated, so open_model refuses in one line
+// instead of failing mid-load. The terms mirror the allocations: the workspace exactly, scratch as the
+// high-water mark of a step or the load's staging chunk (memory_plan()). Not counted: the CUDA context
+// (already gone from cudaMemGetInfo's free), the generation key/value cache, other host memory.
 #pragma once
 
 #include <cstdint>

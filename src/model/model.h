@@ -91,9 +91,8 @@ class Model {
   const LoraOptions& lora_options() const { return lora_options_; }
   const std::vector<LoraLayer>& lora_layers() const { return lora_; }
 
-  // --tune prefix (prefix.h): the P rows join params() after the base tensors. Sequences sit at
-  // positions P.. and each must ask for a logit row (the prefixed keys/values take max_tokens +
-  // P x min(max_tokens, max_logit_rows) rows). Whole model, no LoRA, once; workspace >= P tokens.
+  // --tune prefix (prefix.h): the P rows join params() after the base tensors; sequences sit at P.. and
+  // each must ask for a logit row. Whole model, no LoRA, once; workspace >= P tokens.
   void add_prefix(const PrefixOptions& options, uint64_t seed);
   bool has_prefix() const { return !prefix_.empty(); }
   const PrefixOptions& prefix_options() const { return prefix_options_; }

@@ -1,7 +1,6 @@
 // The checks every model passes after its files are read, before any allocation: config in range and
-// consistent; every tensor the architecture needs present, shaped, convertible. load_weights() and
-// Model's constructor both run check_weight_source (no data read), so `smezo info` refuses exactly
-// what `train` does. Readers check their own fields first; NaN/Inf are checked at conversion.
+// consistent; every needed tensor present, shaped, convertible (NaN/Inf: at conversion). load_weights()
+// and Model both run check_weight_source, so `smezo info` refuses exactly what `train` does.
 #pragma once
 
 #include <string>
