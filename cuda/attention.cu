@@ -1,19 +1,14 @@
-// Causal grouped-query attention on the GPU, flash style: CudaBackend::attention. Query i of a
-// sequence sits at pos = kv_len - q_len + i and sees keys [max(0, pos - sliding_window + 1),
-// pos] (window 0: from 0) at rows kv_row + t; query head h reads kv head h / group; softmax
-// and sums in fp32, as src/cpu/attention.cpp. Tested in tests/test_attention.cu.
-//
-// Version 1 (plain fp32 FMAs, no tensor cores): the host cuts each sequence into work items of
-// BQ queries, heaviest first, for ONE grid of n_items * n_heads CTAs (any mix of lengths). A
-// CTA has n_warps (1..8) warps of kRowsPerWarp = 4 query rows; it stages Q once, then walks
-// its visible keys in shared-memory tiles of kBlockK = 32: lane j scores key j (K rows padded
-// by 4 floats against bank conflicts), an online softmax rescales by exp(m_old - m_new), and
-// each lane accumulates P·V into its float4 output chunk(s). State is O(BQ * head_dim) per CTA.
-// head_dim 1..256 is zero-padded to a multiple of 4 in shared memory; global accesses are
-// scalar, so no alignment is needed.
-// Known costs: fp32 pipes only (~1/15 of the H100's bf16 tensor-core rate), no split-kv for
-// generation, no cp.async. Occupancy (nvcc 13, sm_90a): head_dim <= 128: 80 registers, 3 CTAs
-// of 8 warps per SM; <= 256: ~156 registers, 100 KB shared, 1 CTA per SM.
+// Causal grouped-query attention on the GPU, flash style: CudaBackend::attention. Query i of a sequence
+// sits at pos = kv_len - q_len + i and sees keys [max(0, pos - sliding_window + 1), pos] (window 0:
+// from 0) at rows kv_row + t; query head h reads kv head h / group; softmax and sums in fp32, as
+// src/cpu/attention.cpp. Tested in tests/test_attention.cu.
+// Version 1 (plain fp32 FMAs, no tensor cores): the host cuts each sequence into work items of BQ
+// queries, heaviest first, for ONE grid of n_items * n_heads CTAs. A CTA has n_warps (1..8) warps of
+// kRowsPerWarp = 4 query rows; it stages Q once, then walks its visible keys in shared-memory tiles of
+// kBlockK = 32: lane j scores key j (K rows padded by 4 floats against bank conflicts), an online
+// softmax rescales by exp(m_old - m_new), and each lane accumulates P·V into its float4 output
+// chunk(s). head_dim 1..256 is zero-padded to a multiple of 4 in shared memory; global accesses are
+// scalar (no alignment needed). Known costs: fp32 pipes only, no split-kv for generation, no cp.async.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -66,8 +61,7 @@ struct AttnKernelParams {
   float scale;   // 1/sqrt(head_dim)
 };
 
-// Shared memory floats for a CTA of n_warps warps: Q (BQ, hdp), K (kBlockK, hdp + 4),
-// V (kBlockK, hdp), P (BQ, kBlockK).
+// Shared floats of a CTA: Q (BQ, hdp), K (kBlockK, hdp + 4), V (kBlockK, hdp), P (BQ, kBlockK).
 int64_t attention_smem_floats(int n_warps, int hdp) {
   const int64_t bq = int64_t(n_warps) * kRowsPerWarp;
   return bq * hdp + int64_t(kBlockK) * (hdp + 4) + int64_t(kBlockK) * hdp + bq * kBlockK;
@@ -99,8 +93,7 @@ __device__ inline void axpy4(float a, float4 x, float4& y) {
 
 // --- kernels
 
-// Grid n_items * n_heads, block n_warps * 32, attention_smem_floats(n_warps, hdp) floats of
-// shared memory. kChunks: float4 output chunks per lane, 1 (head_dim <= 128) or 2.
+// Grid n_items * n_heads, block n_warps * 32; kChunks: float4 output chunks per lane, 1 or 2 (> 128).
 template <int kChunks>
 __global__ void __launch_bounds__(kMaxWarps * 32, kChunks == 1 ? 3 : 1)
     attention_kernel(const AttnKernelParams p) {
@@ -268,7 +261,6 @@ void launch_attention(const AttnKernelParams& kp, int64_t n_items, int n_warps,
                 "attention: %lld query blocks x %d heads exceed the grid limit; split the batch",
                 (long long)n_items, kp.n_heads);
   const size_t smem = static_cast<size_t>(attention_smem_floats(n_warps, kp.hdp)) * sizeof(float);
-  // One float4 chunk per lane covers head_dim <= 128; two cover 256.
   auto kernel = kp.hdp <= 128 ? attention_kernel<1> : attention_kernel<2>;
   if (smem > static_cast<size_t>(kDefaultSmemLimit))
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -1,7 +1,6 @@
-// The CUDA backend's memory and plumbing: construction (stream, cuBLAS handle), tensor
-// allocation, upload/download with fp32 <-> fp16/bf16 conversion on the host, the per-slot
-// device copies of small host arrays, and the grow-on-demand scratch buffer. The ops live in
-// one file per family (see cuda/cuda_backend.h).
+// The CUDA backend's memory and plumbing: construction (stream, cuBLAS handle), tensor allocation,
+// upload/download with fp32 <-> fp16/bf16 conversion on the host, the per-slot device copies of small
+// host arrays, and the grow-on-demand scratch buffer.
 #include "cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -157,8 +156,7 @@ void* CudaBackend::device_copy(IndexSlot slot, const void* host, size_t bytes) {
     index_cap_[slot] = cap;
   }
   if (bytes > 0) {
-    // Stream-ordered after earlier readers of this slot; a pageable source is staged by the
-    // driver before the call returns, so the caller may free `host` right away.
+    // Stream-ordered after earlier readers; a pageable source is staged before the call returns.
     CUDA_CHECK(cudaMemcpyAsync(index_buf_[slot], host, bytes, cudaMemcpyHostToDevice, stream_));
   }
   return index_buf_[slot];

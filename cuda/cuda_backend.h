@@ -1,16 +1,7 @@
 // The CUDA backend: the Backend ops on the GPU. Parameters are stored in fp32, fp16 or bf16;
 // activations, norms, softmax and accumulation are fp32. Parameters are read through the Probe
-// exactly as the CPU reads them (src/common/noise_spec.h). Files, named as their CPU twins:
-//   cuda_backend.cu    memory (alloc/upload/download), stream, cuBLAS handle, scratch
-//   upload_stored.cu   streaming weight upload (converted on the GPU), free_memory_bytes
-//   embedding_norm.cu  embedding, add_position_embedding, norm (RMS/Layer)
-//   linear.cu          linear: cuBLAS on W' materialised in scratch, or fused_linear.cu
-//   rope.cu            rope (rotate-half and interleaved pairs)
-//   attention.cu       flash-style causal GQA attention (online softmax, sliding window)
-//   elementwise.cu     swiglu, relu, add, add_scaled, gather_rows, copy_rows
-//   optimizer.cu       update (SPSA step) and abs_quantile (exact k-th selection)
-// Not ops: cuda_device.cu (errors, device discovery; cuda_check.h), noise.cu (buffers of z for
-// tests and benchmarks), cuda_plan.h (linear and memory plan), device_utils.cuh, probe_args.h.
+// exactly as the CPU reads them (src/common/noise_spec.h). One file per op family, named as its
+// src/cpu/ twin (cuda_backend.cu: memory, stream, cuBLAS handle, scratch; linear.cu or fused_linear.cu).
 #pragma once
 
 #include <cublas_v2.h>
@@ -62,7 +53,7 @@ class CudaBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
-  // --linear-path: which path a perturbed linear takes (cuda_plan.h, linear_path_choose).
+  // --linear-path (cuda_plan.h)
   void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
   LinearPathMode linear_mode() const { return linear_mode_; }
 
@@ -72,8 +63,7 @@ class CudaBackend : public Backend {
   // Device copies of small host arrays, valid until the next call with the same slot.
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
-  // A device scratch buffer of at least `bytes`, shared by the ops and grown on demand (a call
-  // may move the previous region). It never shrinks; bytes_allocated() does not count it.
+  // Shared device scratch of >= `bytes`, grown on demand (may move the previous region), never shrunk.
   void* scratch(size_t bytes);
   // Its high-water mark (at least 64 KiB once used, else 0), as model/memory_estimate.h predicts.
   int64_t scratch_capacity() const { return static_cast<int64_t>(scratch_cap_); }

@@ -1,13 +1,11 @@
 // CUDA error checking: one macro family for the whole CUDA backend, plus device discovery.
-//
 //   CUDA_CHECK(cudaMalloc(&p, bytes));       // any cudaError_t-returning call
 //   CUBLAS_CHECK(cublasGemmEx(...));         // any cublasStatus_t-returning call
 //   my_kernel<<<grid, block, 0, stream>>>(...);
 //   CUDA_CHECK_LAUNCH();                     // after EVERY launch
-//
-// Each evaluates its argument once and on failure throws smezo::Error naming the statement,
-// the error, file:line and device. SMEZO_CUDA_SYNC=1 makes CUDA_CHECK_LAUNCH() synchronise, so
-// an asynchronous fault names the launch that caused it (slow). Host code only.
+// Each evaluates its argument once and on failure throws smezo::Error naming the statement, the
+// error, file:line and device. SMEZO_CUDA_SYNC=1 makes CUDA_CHECK_LAUNCH() synchronise, so an
+// asynchronous fault names the launch that caused it (slow). Host code only.
 #pragma once
 
 #include <cublas_v2.h>
@@ -19,10 +17,8 @@ namespace smezo {
 [[noreturn]] void cuda_check_fail(const char* stmt, cudaError_t err, const char* file, int line);
 [[noreturn]] void cublas_check_fail(const char* stmt, cublasStatus_t status, const char* file,
                                     int line);
-// The body of CUDA_CHECK_LAUNCH().
-void cuda_check_launch(const char* file, int line);
-// True when SMEZO_CUDA_SYNC=1 (read once).
-bool cuda_sync_debug();
+void cuda_check_launch(const char* file, int line);  // the body of CUDA_CHECK_LAUNCH()
+bool cuda_sync_debug();  // SMEZO_CUDA_SYNC=1 (read once)
 
 // True when a CUDA driver and at least one device are usable. Never throws; computed once.
 bool cuda_device_available();

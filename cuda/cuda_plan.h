@@ -4,9 +4,8 @@
 //   LINEAR_MATERIALISE        W' written to scratch, then cuBLAS (a single probe)
 //   LINEAR_MATERIALISE_PAIR   W+ and W- from ONE noise generation, then one batch-2 GEMM
 //   LINEAR_FUSED              mask + noise + multiply in one kernel (cuda/fused_linear.cu)
-// --linear-path: wprime = the materialising paths, fused = always LINEAR_FUSED, auto = fused
-// where fused_crossover_table measured it faster. Tested in tests/test_probe_pair.cpp
-// (LinearDispatch.*). Header only: the CPU-only build still estimates a GPU's memory.
+// --linear-path: wprime = the materialising paths, fused = always LINEAR_FUSED, auto = fused where
+// fused_crossover_table measured it faster. Header only: the CPU-only build estimates a GPU's memory.
 #pragma once
 
 #include <algorithm>
@@ -58,8 +57,7 @@ struct LinearCall {
   LinearPathMode mode = LINEAR_MODE_AUTO;  // --linear-path
 };
 
-// Fused beats W' + cuBLAS for this dtype and probe kind, up to max_rows_per_probe rows and
-// from min_weight_elems elements (measured by `smezo bench --kernel linear`).
+// Fused beats W' + cuBLAS for this dtype and probe kind up to max_rows_per_probe, from min_weight_elems.
 struct FusedCrossoverRow {
   DType storage;
   bool pair;
@@ -81,8 +79,7 @@ inline bool fused_measured_faster(const LinearCall& c, const std::vector<FusedCr
   return false;
 }
 
-// A pair's W+ and W- share one row block, so a pair never asks more scratch than a single
-// probe and always takes the one-noise-generation path, however large the weight.
+// A pair's W+ and W- share one row block: a pair always takes the one-noise path, however large W.
 inline LinearPath linear_path_choose(const LinearCall& c,
                                      const std::vector<FusedCrossoverRow>& table = fused_crossover_table()) {
   if (!c.perturbed) return LINEAR_GEMM;
@@ -105,11 +102,10 @@ inline const char* linear_path_name(LinearPath path) {
 // Largest row block of W' (W+ and W- together), so scratch never holds a whole LM head.
 constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
 
-// CudaBackend::linear's one scratch request (a second could move the first region):
-//   [ W' block, `copies` times (W+ | W- for a pair) | x in W's 16-bit dtype ]
-// block_rows: all N rows if they fit kCudaWeightChunkBytes, else the most that fit rounded down
-// to a multiple of 8 (a block starts on a noise group), at least 8. Regions are 256-byte
-// aligned. The memory estimate uses this same plan, so the two cannot drift apart.
+// CudaBackend::linear's one scratch request: [ W' block, `copies` times (W+ | W-) | x in W's 16-bit
+// dtype ]. block_rows: all N rows if they fit kCudaWeightChunkBytes, else the most that fit rounded
+// down to a multiple of 8 (a block starts on a noise group), at least 8. Regions 256-byte aligned.
+// The memory estimate uses this same plan, so the two cannot drift apart.
 struct LinearScratch {
   int64_t block_rows = 0;  // rows of W' per block; 0 when W is read as stored
   int64_t copies = 0;      // W' copies per block: 1, or 2 for LINEAR_MATERIALISE_PAIR
@@ -146,8 +142,7 @@ inline int64_t cuda_linear_scratch_most(int64_t n, int64_t k, int64_t m, DType s
   return most;
 }
 
-// cuda/upload_stored.cu: 256 B plus a staging chunk in the widest file dtype that needs a
-// conversion (f32 or decoded GGUF into 16-bit storage; 16-bit files into f32).
+// cuda/upload_stored.cu: 256 B plus a staging chunk in the widest file dtype needing conversion.
 inline int64_t cuda_upload_scratch(int64_t largest_numel, DType storage) {
   const int64_t src_size = storage == DTYPE_F32 ? 2 : 4;
   const int64_t chunk = std::min(largest_numel, std::max<int64_t>(1, kCudaUploadChunkBytes / src_size));

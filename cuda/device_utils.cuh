@@ -1,11 +1,9 @@
-// Small helpers shared by the CUDA op files (include from .cu files only):
-//   ceil_div, grid_blocks (grid-stride blocks in [1, 65536]), SMEZO_GRID_STRIDE, require_f32;
-//   to_float / from_float<T> (round to nearest even); load4 / store4 (elements i..i+3 below n,
-//   one vector access when in range and aligned); warp_reduce_sum, block_reduce_sum (blockDim.x
-//   a multiple of 32, called by every thread, returns the total to all, callable repeatedly);
-//   mask_keep4 (one Philox call for MASK_RANDOM, bit-identical to 4 mask_keep calls), mask_keep8;
-//   perturb_group8 (w' of a group of eight under +scale, and -scale for a probe pair);
-//   dispatch_dtype(dtype, fn) calls fn(TypeTag<float|__half|__nv_bfloat16>{}) (see optimizer.cu).
+// Small helpers shared by the CUDA op files (include from .cu files only): ceil_div, grid_blocks
+// (grid-stride blocks in [1, 65536]), SMEZO_GRID_STRIDE, require_f32; to_float / from_float<T> (round
+// to nearest even); load4 / store4 (elements i..i+3 below n, one vector access when aligned);
+// warp_reduce_sum, block_reduce_sum (blockDim.x a multiple of 32, called by every thread, returns the
+// total to all, callable repeatedly); mask_keep4, mask_keep8; perturb_group8; dispatch_dtype(dtype, fn)
+// calls fn(TypeTag<float|__half|__nv_bfloat16>{}).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -123,8 +121,7 @@ __device__ __forceinline__ void mask_keep4(const MaskArgs& m, const float w[4], 
   mask_keep_group4(m.kind, w, m.threshold, m.keep_prob, m.mask_seed, m.tensor_id, group, keep);
 }
 
-// keep[l] for elements 8*group8 + l, l = 0..7 (the groups of four 2*group8 and 2*group8 + 1);
-// returns whether any is kept.
+// keep[l] for elements 8*group8 + l, l = 0..7 (two groups of four); returns whether any is kept.
 __device__ __forceinline__ bool mask_keep8(const MaskArgs& m, const float w[8], int64_t group8,
                                            bool keep[8]) {
   mask_keep4(m, w, 2 * group8, keep);
@@ -137,9 +134,7 @@ __device__ __forceinline__ bool mask_keep8(const MaskArgs& m, const float w[8], 
 
 // ---- probes
 
-// plus[l] = w' of element 8*group8 + l (stored value w[l]) under +p.scale, and minus[l] under
-// -p.scale unless minus is nullptr (a single probe): ONE noise_z8 and one mask evaluation for
-// both; MASK_RANDOM takes the mask words of both groups of four (spec section 6).
+// plus[l] = w' of element 8*group8 + l at +p.scale, minus[l] at -scale (unless nullptr): ONE noise_z8.
 __device__ __forceinline__ void perturb_group8(const ProbeArgs& p, int64_t group8, const float w[8],
                                                float plus[8], float* minus = nullptr) {
   float z[8];

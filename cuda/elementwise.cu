@@ -1,5 +1,4 @@
-// CUDA ops on fp32 activations: SwiGLU, ReLU, residual add, scaled add (LoRA), row gather and row copy.
-// SwiGLU uses the precise expf. Reference: src/cpu/elementwise.cpp.
+// CUDA ops on fp32 activations: SwiGLU (precise expf), ReLU, add, scaled add, row gather and copy.
 #include <cmath>
 #include <cstring>
 #include <vector>

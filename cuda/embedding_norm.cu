@@ -1,11 +1,10 @@
-// CUDA ops: token embedding, learned position embedding (OPT) and RMSNorm/LayerNorm.
-// Parameters are read through the probe exactly as cpu_read_param does (src/cpu/optimizer.cpp).
-//   embed_rows_kernel  one thread per noise group (8 table elements) of a row; gathers rows
-//                      (or adds them) as fp32. With one row it also materialises a norm's
-//                      effective weight/bias once per launch, so norm blocks never regenerate z.
-//   norm_kernel        one block per row, fp32; LayerNorm takes the mean first (two passes, as
-//                      the CPU does). Safe in place (out == in).
-// Reference: src/cpu/embedding_norm.cpp; tested by tests/test_backend_ops.cu.
+// CUDA ops: token embedding, learned position embedding (OPT) and RMSNorm/LayerNorm; parameters read
+// through the probe exactly as cpu_read_param does. Reference: src/cpu/embedding_norm.cpp.
+//   embed_rows_kernel  one thread per noise group (8 table elements) of a row; gathers (or adds)
+//                      rows as fp32. With one row it also materialises a norm's effective
+//                      weight/bias once per launch, so norm blocks never regenerate z.
+//   norm_kernel        one block per row, fp32; LayerNorm takes the mean first (two passes, as the
+//                      CPU does). Safe in place (out == in).
 #include <algorithm>
 #include <vector>
 
@@ -21,8 +20,7 @@ namespace {  // internal linkage: kernel names cannot clash across files
 struct EmbedParams {
   float* out = nullptr;           // (rows, dim) fp32
   const void* table = nullptr;    // (table_rows, dim) in the storage dtype
-  const int32_t* ids = nullptr;   // (rows): output row m takes table row ids[m] + offset;
-                                  // nullptr: table row m + offset
+  const int32_t* ids = nullptr;   // (rows): row m takes table row ids[m] + offset (nullptr: m + offset)
   int64_t offset = 0;
   int64_t rows = 0;
   int64_t dim = 0;
@@ -41,8 +39,7 @@ struct NormParams {
   bool layer_norm = false;        // subtract the mean (LayerNorm) or not (RMSNorm)
 };
 
-// Noise groups (of 8 table elements) that a row of `dim` elements can touch: at most
-// (dim + 6) / 8 + 1 (a row starting at the last element of a group).
+// Noise groups a row of `dim` elements can touch (a row may start at the last element of a group).
 __host__ __device__ __forceinline__ int64_t groups_per_row(int64_t dim) { return (dim + 6) / 8 + 1; }
 
 // --- kernels
@@ -121,8 +118,7 @@ void launch_embed_rows(const EmbedParams& p, DType dtype, cudaStream_t stream) {
   });
 }
 
-// The effective fp32 values of a (1, n) parameter under the probe: the stored fp32 data when
-// unperturbed, else materialised into `dst` (n floats of device memory).
+// A (1, n) parameter's fp32 values under the probe: stored fp32 data if unperturbed, else into `dst`.
 const float* effective_vector(const Param& param, const Probe& probe, float* dst,
                               cudaStream_t stream) {
   const ProbeArgs args = probe_args(param, probe);

@@ -1,18 +1,14 @@
-// The fused perturbed linear: out(M, N) = in(M, K) · W'(N, K)ᵀ with W' formed in shared memory,
-// never in global memory; a probe pair's two halves in one launch. Selected by --linear-path
-// (cuda_plan.h); tested by tests/test_fused_linear.cu against the CPU reference and the W' path;
-// timed by `smezo bench --kernel linear`.
-//
-// Tiling: a block (4 warps) owns kCols = 32 weight rows and kSlots = 128 rows of `in` (a pair:
-// the same 64 row indices of each half) and walks K in chunks of kBK (64 for 16-bit, 32 for
-// fp32). Each weight tile is read ONCE, its mask and noise keyed by the element index n*K + k
-// exactly as perturb_weight_pair_kernel keys them (a group of 8 straddling a tile edge is
-// computed by both sides), and W+ (W-) and x are rounded as on the W' path: the same operands
-// bit for bit. Every row then streams through the stationary tile: wmma 16x16x16 for 16-bit,
-// plain FMAs for fp32 (tf32 would round what the W' path multiplies exactly; the emulator has
-// no tf32). Cost: W's noise is generated once per row chunk (grid.y = ceil(rows per probe /
-// 64) for a pair, ceil(M / 128) single): made for few rows. Each output is written by one
-// warp in a fixed order: deterministic.
+// The fused perturbed linear: out(M, N) = in(M, K) · W'(N, K)ᵀ with W' formed in shared memory, never
+// in global memory; a probe pair's two halves in one launch. Selected by --linear-path (cuda_plan.h);
+// tested by tests/test_fused_linear.cu; timed by `smezo bench --kernel linear`.
+// Tiling: a block (4 warps) owns kCols = 32 weight rows and kSlots = 128 rows of `in` (a pair: the
+// same 64 row indices of each half) and walks K in chunks of kBK (64 for 16-bit, 32 for fp32). Each
+// weight tile is read ONCE, its mask and noise keyed by n*K + k exactly as perturb_weight_pair_kernel
+// keys them (a group of 8 straddling a tile edge is computed by both sides), and W+ (W-) and x are
+// rounded as on the W' path: the same operands bit for bit. Rows stream through the stationary tile:
+// wmma 16x16x16 for 16-bit, plain FMAs for fp32 (tf32 would round what the W' path multiplies
+// exactly). W's noise is generated once per row chunk of 64 (pair) or 128: made for few rows. Each
+// output is written by one warp in a fixed order: deterministic.
 #include "fused_linear.h"
 
 #include <cuda_bf16.h>
@@ -39,15 +35,13 @@ template <typename T>
 struct Tile {
   static constexpr bool kWmma = sizeof(T) == 2;
   static constexpr int kBK = kWmma ? 64 : 32;
-  // Row stride in elements: wmma needs a multiple of 8 (16 bytes) and 32-byte aligned tile
-  // starts; fp32 pads by one so that the 32 lanes' column reads fall in 32 banks.
+  // Row stride: wmma needs a multiple of 8 and 32-byte aligned tiles; fp32 pads by one (32 banks).
   static constexpr int kLd = kWmma ? kBK + 8 : kBK + 1;
   // Groups of 8 that a row segment of kBK elements can overlap (it need not start on one).
   static constexpr int kGroupsPerRow = kBK / 8 + 1;
 };
 
-// One block's shared memory (29-31 KiB: under the 48 KiB static limit). Tile offsets are
-// multiples of 32 bytes (wmma's pointer alignment) given the struct's alignment.
+// One block's shared memory (29-31 KiB, under the 48 KiB static limit); tiles 32-byte aligned (wmma).
 template <typename T>
 struct alignas(32) FusedSmem {
   T x[kSlots * Tile<T>::kLd];   // (kSlots, kBK) the chunk of `in`, rounded to T
@@ -85,8 +79,7 @@ __device__ RowMap make_rows(const FusedLinearParams& p) {
   return m;
 }
 
-// v[l] = float(w[8g + l]) for the elements of group g inside [seg0, seg1), 0 elsewhere; one
-// or two 16-byte loads when the whole group is inside and w is 16-byte aligned.
+// v[l] = float(w[8g + l]) for group g's elements inside [seg0, seg1), 0 elsewhere (16-byte loads if aligned).
 template <typename T>
 __device__ __forceinline__ void load_group8(const T* w, int64_t g, int64_t seg0, int64_t seg1,
                                             bool vec, float v[8]) {
@@ -109,8 +102,7 @@ __device__ __forceinline__ void load_group8(const T* w, int64_t g, int64_t seg0,
 
 // --- kernels' stages
 
-// W' of weight rows n0 .. n0+kCols-1, columns k0 .. k0+kBK-1 into sm.wp (and sm.wm for a
-// pair), rounded to T; zeros where the tile leaves W (n >= N, k >= K), which add nothing.
+// W' of rows n0 .. n0+kCols-1, columns k0 .. k0+kBK-1 into sm.wp (sm.wm: pair), rounded to T; 0 outside W.
 template <typename T>
 __device__ void stage_weights(const FusedLinearParams& p, int64_t n0, int64_t k0, bool vec,
                               FusedSmem<T>& sm) {
@@ -144,8 +136,7 @@ __device__ void stage_weights(const FusedLinearParams& p, int64_t n0, int64_t k0
   }
 }
 
-// Columns k0 .. k0+kBK-1 of the rows in the block's used tiles into sm.x, rounded to T (zeros
-// past K and for slots without a row).
+// Columns k0 .. k0+kBK-1 of the used tiles' rows into sm.x, rounded to T (0 past K and in empty slots).
 template <typename T>
 __device__ void stage_input(const FusedLinearParams& p, const RowMap& rows, int64_t k0, FusedSmem<T>& sm) {
   constexpr int BK = Tile<T>::kBK, LD = Tile<T>::kLd;
@@ -161,11 +152,9 @@ __device__ void stage_input(const FusedLinearParams& p, const RowMap& rows, int6
 }
 
 // --- kernels
-// __launch_bounds__(kThreads, 1) lets ptxas take up to 255 registers; with no minimum the
-// bf16 kernel was capped at 128 and spilled (sm_90a).
+// __launch_bounds__(kThreads, 1) lets ptxas take up to 255 registers (at 128 the bf16 kernel spills).
 
-// fp16/bf16 weights: tensor cores. Warp w: columns 16 (w & 1) .. +15 of the block, row tiles
-// 4 (w >> 1) .. +3 of its slots (pair: warps 0-1 the + half, 2-3 the - half).
+// fp16/bf16 weights: tensor cores. Warp w: columns 16 (w & 1) .. +15, row tiles 4 (w >> 1) .. +3.
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) fused_linear_wmma_kernel(FusedLinearParams p, bool vec) {
   namespace wmma = nvcuda::wmma;
@@ -211,8 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_linear_wmma_kernel(FusedLin
   }
 }
 
-// fp32 weights: plain FMAs, fp32 throughout. Lane l: column n0 + l; warp w: slots 32w .. +31
-// (pair: warps 0-1 the + half, 2-3 the - half).
+// fp32 weights: plain FMAs. Lane l: column n0 + l; warp w: slots 32w .. +31 (pair: 0-1 +, 2-3 -).
 __global__ void __launch_bounds__(kThreads, 1) fused_linear_fma_kernel(FusedLinearParams p, bool vec) {
   constexpr int BK = Tile<float>::kBK, LD = Tile<float>::kLd;
   __shared__ FusedSmem<float> sm;

@@ -1,5 +1,4 @@
-// The fused perturbed linear (cuda/fused_linear.cu), for CudaBackend::linear on LINEAR_FUSED;
-// linear.cu adds the bias afterwards. CPU reference: cpu_linear_reference (src/cpu/linear.cpp).
+// The fused perturbed linear (cuda/fused_linear.cu) for CudaBackend::linear on LINEAR_FUSED (no bias).
 #pragma once
 
 #include <cuda_runtime.h>

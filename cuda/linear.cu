@@ -1,18 +1,13 @@
 // The linear layer on the GPU: out(M, N) = in(M, K) · W'(N, K)ᵀ (+ b'(1, N)), fp32 out and
 // accumulation, W stored fp32 / fp16 / bf16, w' = keep ? fma(scale, z, w) : w (noise_spec.h).
-//
-// Version 1 (this file): materialise W', then cuBLAS (docs/ARCHITECTURE.md, "The linear: the
-// three paths and the next one"). perturb_weight_kernel writes W' to scratch (rounded once
-// from the fp32 w'; a pair: W+ and W- from one noise_z8 per group); fp16/bf16 x is rounded to
-// W's dtype (cublasGemmEx wants A, B alike); cublasGemmEx (a pair: batch-2 strided), fp32 with
-// CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
-// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here. Tests:
-// tests/test_backend_ops.cu.
-//
-// Memory: scratch holds one row block of W' (at most kCudaWeightChunkBytes, W+ and W-
-// together) plus x in 16 bits, in ONE scratch() call (a second could move the first region);
-// the plan is linear_scratch_plan, which the memory estimate counts too. cuBLAS keeps its
-// handle's default workspace; the handle must be bound to backend.stream().
+// Version 1 (this file): materialise W', then cuBLAS. perturb_weight_kernel writes W' to scratch
+// (rounded once from the fp32 w'; a pair: W+ and W- from one noise_z8 per group); fp16/bf16 x is
+// rounded to W's dtype (cublasGemmEx wants A, B alike); cublasGemmEx (a pair: batch-2 strided), fp32
+// with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
+// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here. Tests: tests/test_backend_ops.cu.
+// Memory: scratch holds one row block of W' (<= kCudaWeightChunkBytes, W+ and W- together) plus x in
+// 16 bits, in ONE scratch() call (a second could move the first region), as linear_scratch_plan (and
+// the memory estimate) count. cuBLAS keeps its default workspace; the handle is bound to our stream.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -34,9 +29,7 @@ namespace {
 
 // --- kernels
 
-// dst[i] = round_T(w'_i), i in [0, n), grid-stride over groups of eight (load4 / store4: vector
-// access when aligned). src and dst start at element 8 * group_base of the tensor, so the noise
-// and mask use the tensor's own element indices.
+// dst[i] = round_T(w'_i), i < n, by groups of eight; src, dst start at the tensor's element 8 * group_base.
 template <typename T>
 __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t group_base,
                                       ProbeArgs p) {
@@ -50,8 +43,7 @@ __global__ void perturb_weight_kernel(T* dst, const T* src, int64_t n, int64_t g
   }
 }
 
-// The probe pair: plus[i] and minus[i] as perturb_weight_kernel writes them under +scale and
-// -scale, from ONE noise_z8 and one mask evaluation per group of eight (p.scale is +scale).
+// The pair: plus[i], minus[i] as perturb_weight_kernel under ±scale, from ONE noise_z8 and mask per group.
 template <typename T>
 __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int64_t n,
                                            int64_t group_base, ProbeArgs p) {
@@ -73,8 +65,7 @@ __global__ void convert_input_kernel(T* dst, const float* src, int64_t n) {
   SMEZO_GRID_STRIDE(i, n) { dst[i] = from_float<T>(src[i]); }
 }
 
-// out(M, N) += b'(N). Thread n forms b'[n] once (perturbed when `perturb`, in fp32, exactly
-// as cpu_read_param) and adds it to rows blockIdx.y, blockIdx.y + gridDim.y, ...
+// out(M, N) += b'(N). Thread n forms b'[n] once (fp32, as cpu_read_param) for rows y, y + gridDim.y, ...
 template <typename T>
 __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64_t N, bool perturb,
                                      ProbeArgs p) {
@@ -229,9 +220,8 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
     x_gemm = x_scratch;
   }
 
-  // GEMM layout: to column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N,
-  // ld K), xᵀ (K x M, ld K), outᵀ (N x M, ld N). out = x·Wᵀ is outᵀ = op_T(W buffer) · xᵀ:
-  // m = N, n = M, k = K, with no copy or transpose.
+  // To column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N, ld K), xᵀ (K x M,
+  // ld K), outᵀ (N x M, ld N): out = x·Wᵀ is outᵀ = op_T(W) · xᵀ, m = N, n = M, k = K, no copy.
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType ab_type = cuda_data_type(wt);
   // fp32: PEDANTIC forbids TF32 whatever the math mode (CPU reference up to summation order).
@@ -245,8 +235,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
                               out.f32() + n0, CUDA_R_32F, static_cast<int>(N), compute,
                               CUBLAS_GEMM_DEFAULT));
   };
-  // The pair: batch 0 = W+ times the first row half, batch 1 = W- times the second; element
-  // strides w_bytes / size, (M/2)·K and (M/2)·N.
+  // The pair: batch 0 = W+ times the first row half, batch 1 = W- times the second.
   auto gemm_rows_pair = [&](const void* w_rows, int64_t n0, int64_t rows) {
     const int64_t Mh = M / 2;
     const long long stride_w = static_cast<long long>(w_bytes / dtype_size(wt));

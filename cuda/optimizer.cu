@@ -1,14 +1,13 @@
-// CUDA optimiser ops (reference: src/cpu/optimizer.cpp): the SPSA update and the exact |W|
-// quantile that fixes the S-MeZO threshold.
-//   update_kernel          one thread per group of 8 elements; mask from the CURRENT w; the
-//                          CPU's element rule with explicit FMAs, stored rounded to nearest even
-//                          (or stochastically to bf16): bit-exact with the CPU update followed by
-//                          the same rounding. Groups with no kept entry skip noise and store.
-//   abs_radix_hist_kernel  one pass of an exact radix select on the bits of |w| as float (for
-//                          non-negative floats bit order is value order): a 256-bin histogram of
-//                          the next 8 bits under the prefix chosen so far, with warp-aggregated
-//                          atomics. The host narrows the prefix: 4 passes for fp32, 3 for fp16
-//                          (an upcast half's low 13 bits are zero), 2 for bf16. O(1) scratch.
+// CUDA optimiser ops (reference: src/cpu/optimizer.cpp): the SPSA update and the exact |W| quantile
+// that fixes the S-MeZO threshold.
+//   update_kernel          one thread per group of 8 elements; mask from the CURRENT w; the CPU's
+//                          element rule with explicit FMAs, stored rounded to nearest even (or
+//                          stochastically to bf16): bit-exact with the CPU update and rounding.
+//                          Groups with no kept entry skip noise and store.
+//   abs_radix_hist_kernel  one pass of an exact radix select on the bits of |w| as float (bit order
+//                          is value order for non-negative floats): a 256-bin histogram of the next
+//                          8 bits under the prefix so far, warp-aggregated atomics. The host narrows
+//                          the prefix: 4 passes for fp32, 3 for fp16, 2 for bf16. O(1) scratch.
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -77,8 +76,7 @@ __global__ void update_kernel(UpdateParams p) {
   }
 }
 
-// Adds to hist[b] the number of elements whose |w| bits match `prefix` under `prefix_mask`
-// and have bits [shift, shift+8) equal to b.
+// hist[b] += elements whose |w| bits match `prefix` under `prefix_mask`, bits [shift, shift+8) = b.
 template <typename T>
 __global__ void abs_radix_hist_kernel(const T* w, int64_t n, uint32_t prefix, uint32_t prefix_mask,
                                       int shift, unsigned long long* hist) {
@@ -87,8 +85,7 @@ __global__ void abs_radix_hist_kernel(const T* w, int64_t n, uint32_t prefix, ui
   __syncthreads();
   const int lane = threadIdx.x & 31;
   const int64_t n_groups = ceil_div(n, 4);
-  // The loop bound is tested on the warp's first group, so whole warps iterate together and
-  // every lane reaches __match_any_sync.
+  // Bound tested on the warp's first group: whole warps iterate, every lane reaches __match_any_sync.
   for (int64_t warp_first = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31);
        warp_first < n_groups; warp_first += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t g = warp_first + lane;

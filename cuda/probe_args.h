@@ -1,5 +1,4 @@
-// How a parameter is read under a probe, as plain data kernels take by value: its ParamInfo's
-// mask facts and noise kind, the probe's scale and seed. Host-compilable.
+// How a parameter is read under a probe, as plain data kernels take by value. Host-compilable.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// Rotary position embedding on the GPU: CudaBackend::rope, rotate-half and interleaved pairs,
-// fp32 in place, one thread per (row, head, pair). Close to src/cpu/rope.cpp: the frequencies
-// come from the host with the CPU's expression, so pos*freq is bit-identical; sincosf is the
-// precise one (<= 2 ulp), and the rotation uses unfused products as the CPU does.
+// Rotary position embedding on the GPU: CudaBackend::rope, rotate-half and interleaved pairs, fp32 in
+// place, one thread per (row, head, pair). The frequencies come from the host with the CPU's
+// expression, so pos*freq is bit-identical; sincosf is the precise one (<= 2 ulp), and the rotation
+// uses unfused products as the CPU does.
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -1,12 +1,9 @@
 // Streaming weight upload on the GPU (Backend::upload_stored) and the free-memory query.
 // The file's bytes go to the device in chunks of at most kCudaUploadChunkBytes (cuda_plan.h):
 //   - file dtype == storage dtype: straight into the tensor, then check_kernel scans them;
-//   - otherwise: into scratch, and convert_kernel rounds to the storage dtype (nearest even,
-//     as the host does), checking each CONVERTED value, so a finite value out of range (f32
-//     70000 into F16) is reported like a NaN/Inf of the file.
-// "Not finite" is first_non_finite_in's rule (dtype_convert.h): an all-ones exponent. The first
-// bad index is an atomicMin'd u64 at the start of scratch (all ones = none). Scratch: 256 B +
-// one chunk, as cuda_upload_scratch counts. Tested by tests/test_upload_stored.cu.
+//   - otherwise: into scratch, and convert_kernel rounds to the storage dtype (nearest even, as the
+//     host does), checking each CONVERTED value, so f32 70000 into F16 is reported like a NaN/Inf.
+// The first non-finite index is an atomicMin'd u64 at the start of scratch (all ones = none).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -55,8 +52,7 @@ __global__ void check_kernel(const T* data, int64_t n, int64_t base, unsigned lo
     if (non_finite(data[i])) atomicMin(first_bad, static_cast<unsigned long long>(base + i));
 }
 
-// dst[i] = round_Dst(src[i]); first_bad = min(first_bad, base + i) when the stored value is
-// not finite (NaN/Inf in src, or out of Dst's range).
+// dst[i] = round_Dst(src[i]); first_bad = min(first_bad, base + i) when the stored value is not finite.
 template <typename Src, typename Dst>
 __global__ void convert_kernel(const Src* src, Dst* dst, int64_t n, int64_t base,
                                unsigned long long* first_bad) {

@@ -1,5 +1,4 @@
-// A decoder-only model's architecture, filled by every loader (HF config.json, llama2.c, GGUF):
-// the model is written once over it, LLaMA, Mistral and OPT differing only in these fields.
+// A decoder-only model's architecture, filled by every loader; LLaMA, Mistral, OPT differ only here.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,5 @@
 // The kind of random direction z (SpsaOptions::noise); the bits are src/common/noise_spec.h's.
-// Underlying type int: any int (say 7) is a valid NoiseKind that spsa_validate can refuse by
-// number, instead of undefined behaviour before the check.
+// Underlying type int: any int is a valid NoiseKind that spsa_validate can refuse (no UB before it).
 #pragma once
 
 namespace smezo {
@@ -9,8 +8,7 @@ enum NoiseKind : int {
   NOISE_GAUSSIAN_V1 = 0,  // Box-Muller, 4 normals per Philox call (spec v1, for old logs)
   NOISE_GAUSSIAN = 1,     // the default of new runs: 8 normals per Philox call (spec v2)
   NOISE_RADEMACHER = 2,   // z = ±1 (spec v2)
-  NOISE_AUTO = 3,         // options only (new run: GAUSSIAN; resume: the seed log's); never
-                          // reaches a ParamInfo or a kernel
+  NOISE_AUTO = 3,         // options only (new run: GAUSSIAN; resume: the seed log's), never a kernel's
 };
 
 }  // namespace smezo

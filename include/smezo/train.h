@@ -1,7 +1,7 @@
-// Public API for embedding smezo's training in another program: option structs in, results
-// out. Link build/libsmezo.a (plus -lsentencepiece -fopenmp, and -lcublas -lcudart in CUDA
-// builds); docs/examples/train_embedded.cpp is a complete program. `smezo train` is a thin
-// layer over this. Errors throw std::runtime_error (smezo::Error) with a one-line message.
+// Public API for embedding smezo's training in another program: option structs in, results out.
+// Link build/libsmezo.a (plus -lsentencepiece -fopenmp, and -lcublas -lcudart in CUDA builds);
+// docs/examples/train_embedded.cpp is a complete program. Errors throw std::runtime_error
+// (smezo::Error) with a one-line message.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,7 @@
 
 namespace smezo {
 
-// The enums' names on the command line and in the run's files are those of `smezo train --help`.
-// METHOD_FZOO: FZOO's one-sided batched Rademacher estimate (src/train/spsa.h); dense.
+// Names as in `smezo train --help`. METHOD_FZOO: FZOO's one-sided batched Rademacher estimate; dense.
 enum Method : int { METHOD_MEZO, METHOD_SMEZO, METHOD_RMEZO, METHOD_FZOO };
 enum LrSchedule : int { LR_CONSTANT, LR_LINEAR };
 // What the probes measure: the loss, 1 - candidate accuracy, or 1 - token F1 of generations.
@@ -37,8 +36,7 @@ struct SpsaOptions {
   bool freeze_norms = false;
   bool freeze_biases = false;
   bool stochastic_rounding = false;  // round updates stochastically to bf16 storage (CUDA)
-  NoiseKind noise = NOISE_AUTO;  // NOISE_AUTO: gaussian for a new run; on resume the seed log's
-                                 // (gaussian-v1 for logs that name none)
+  NoiseKind noise = NOISE_AUTO;  // AUTO: gaussian for a new run, on resume the log's (none: gaussian-v1)
   int64_t probes = 1;            // probes per step, each with its own seed (fzoo: N >= 2)
 };
 
@@ -47,13 +45,10 @@ struct TrainOptions {
   std::string tokenizer_path;    // empty: tokenizer.model beside the model (bundled one for stories260K)
   std::string device = "cpu";
   std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
-  // The GPU's perturbed linear: "wprime", "fused" or "auto" (fused where measured faster, so
-  // wprime today); see cuda/cuda_plan.h. The CPU refuses "fused".
-  std::string linear_path = "auto";
+  std::string linear_path = "auto";  // GPU perturbed linear: "wprime" | "fused" | "auto" (cuda_plan.h)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
-  // Own data: JSON Lines or CSV/TSV with a header, read through a task spec (src/tasks/
-  // task_spec.h). train_file is required; without dev/test files there is no such evaluation.
+  // Own data (JSON Lines or CSV/TSV) through a task spec; train_file required, dev/test optional.
   std::string task_spec, train_file, dev_file, test_file;
   Objective objective = OBJECTIVE_LOSS;
   int64_t n_train = 1000, n_dev = 500, n_test = 1000;  // n_dev 0: no dev evaluation
@@ -77,9 +72,9 @@ struct TrainOptions {
   double mpi_timeout_s = 1800;   // MPI: seconds to wait in one exchange before ending the job
   int pipeline_stages = 1;       // MPI: ranks per pipeline; ranks / stages replicas
   int64_t micro_batches = 0;     // pipeline micro-batches in flight; 0: pipeline_stages on cuda, 1 on cpu
-  // TUNE_FULL: all parameters, less the freezes. TUNE_LORA: only adapters A (r, in), B (out, r)
-  // on lora_targets, y = W x + (lora_alpha / lora_r)·B A x. TUNE_PREFIX: only prefix_tokens
-  // key/value rows per layer. Under lora and prefix checkpoints are PEFT adapter folders.
+  // TUNE_FULL: all parameters, less the freezes. TUNE_LORA: only adapters A (r, in), B (out, r) on
+  // lora_targets, y = W x + (lora_alpha / lora_r)·B A x. TUNE_PREFIX: only prefix_tokens key/value
+  // rows per layer. Under lora and prefix checkpoints are PEFT adapter folders.
   Tune tune = TUNE_FULL;
   int64_t lora_r = 8;
   float lora_alpha = 16.0f;
@@ -88,12 +83,10 @@ struct TrainOptions {
   SpsaOptions spsa;
 };
 
-// The options as train() will use them: unset lr and sparsity (by method), data_seed, out_dir
-// and spsa.total_steps = steps filled in as `smezo train` fills them.
+// The options as train() uses them: lr, sparsity, data_seed, out_dir and spsa.total_steps filled in.
 TrainOptions resolve_defaults(TrainOptions o);
 
-// Learning rates above this print a warning (stderr) but are used: zeroth-order updates
-// lr·g·z at such rates usually blow the weights up (MeZO: 1e-7 to 1e-5; stories260K: ~1e-3).
+// Learning rates above this warn (stderr) but are used: they usually blow the weights up.
 constexpr double kLrWarnAbove = 0.1;
 
 struct TrainResult {
@@ -103,15 +96,12 @@ struct TrainResult {
   // generation tasks instead: exact match and token F1 of greedy generations (-1: not measured)
   double final_dev_em = -1, final_dev_f1 = -1, best_dev_f1 = -1, test_em = -1, test_f1 = -1;
   double wall_s = 0;
-  // Why the final checkpoint was not written ("" when it was; the CLI then exits 3). The run is
-  // complete: `smezo replay` (or --resume) rebuilds the checkpoint from its seed log.
+  // Why the final checkpoint was not written ("" if it was; else exit 3): replay or --resume rebuilds it.
   std::string checkpoint_error;
 };
 
-// Under mpirun or srun (an MPI build) the ranks train data-parallel, or as pipelines of
-// pipeline_stages ranks (src/train/pipeline.h), bit-identical to one process; rank 0 alone
-// writes the run folder. There an error on any rank ends the job (MPI_Abort, naming the rank)
-// instead of throwing.
+// Under mpirun or srun the ranks train data-parallel or as pipelines, bit-identical to one process;
+// rank 0 alone writes the run folder; an error on any rank ends the job (MPI_Abort), not a throw.
 TrainResult train(const TrainOptions& opts);
 
 }  // namespace smezo

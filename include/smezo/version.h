@@ -1,5 +1,4 @@
-// The smezo version (semantic versioning). `smezo --version` prints it with the git commit
-// the binary was built from.
+// The smezo version (semantic versioning); `smezo --version` adds the git commit.
 #pragma once
 
 #define SMEZO_VERSION_MAJOR 0

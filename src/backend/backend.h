@@ -34,8 +34,7 @@ struct AttentionParams {
 // For code that must decide by the backend (the op benchmark's dtypes); name() is for messages.
 enum BackendKind { BACKEND_CPU, BACKEND_CUDA };
 
-// What a backend allocates besides its tensors, for model/memory_estimate.h: cpu_memory_plan
-// (src/cpu/linear.cpp), cuda_memory_plan (cuda/cuda_plan.h, host only).
+// What a backend allocates besides its tensors, for model/memory_estimate.h.
 struct BackendMemoryPlan {
   // The most scratch one perturbed (n, k) linear over m rows asks, single probe or pair.
   int64_t (*linear_scratch)(int64_t n, int64_t k, int64_t m, DType storage);
@@ -56,13 +55,11 @@ class Backend {
   virtual void upload(const Tensor& dst, const float* src) = 0;   // host fp32 -> dst dtype
   virtual void download(const Tensor& src, float* dst) = 0;       // src dtype -> host fp32
   virtual int64_t bytes_allocated() const = 0;
-  // Streaming load: dst.numel() elements stored as src_dtype at src (any alignment: often a
-  // mapped file) into dst, converted on the backend and checked as dst stores them
-  // (first_non_finite_in, dtype_convert.h). Returns the first bad index (dst then holds
-  // garbage) or -1. This default stages through one fp32 host buffer; CPU and CUDA make none.
+  // Streaming load: dst.numel() elements stored as src_dtype at src (any alignment) into dst,
+  // converted on the backend and checked as dst stores them (first_non_finite_in). Returns the first
+  // bad index (dst then holds garbage) or -1. This default stages through one fp32 host buffer.
   virtual int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype);
-  // Bytes the backend could still allocate (CPU: MemAvailable; CUDA: cudaMemGetInfo), or -1
-  // when unknown; loading compares it with the memory estimate before allocating.
+  // Bytes the backend could still allocate (CPU: MemAvailable; CUDA: cudaMemGetInfo), or -1.
   virtual int64_t free_memory_bytes() const { return -1; }
 
   // ---- ops (parameters read through the probe; a single probe except in linear)
@@ -76,9 +73,8 @@ class Backend {
   // RMSNorm (bias == nullptr) or LayerNorm (kind NORM_LAYER, bias may be set)
   virtual void norm(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                     NormKind kind, float eps, const Probe& probe) = 0;
-  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N)). The one op that takes a probe pair (M
-  // even): each half equals the single-probe call bit for bit on the CPU, and on CUDA within
-  // the GEMM tolerance (another GEMM shape; LinearProbePairMatchesSeparateProbes).
+  // out(M, N) = in(M, K) · W(N, K)ᵀ (+ bias(1, N)). The one op that takes a probe pair (M even):
+  // each half equals the single-probe call bit for bit on the CPU, on CUDA within GEMM tolerance.
   virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                       const Probe& probe) = 0;
   // rotary embedding in place on x(M, n_heads*head_dim)
@@ -98,9 +94,8 @@ class Backend {
   virtual void copy_rows(const Tensor& dst, int64_t dst_row, const Tensor& src) = 0;
 
   // ---- optimiser
-  // W <- W - coef * m(W) ⊙ z(seed, tensor_id) - decay * m(W) ⊙ W   (coef = lr * g,
-  // decay = lr * weight_decay or 0). Per kept entry, in float with explicit FMAs:
-  //   w1 = fma(-coef, z, w);  w_new = fma(-decay, w, w1)   (decay 0 gives w1 exactly)
+  // W <- W - coef * m(W) ⊙ z(seed, tensor_id) - decay * m(W) ⊙ W (coef = lr * g, decay = lr * wd
+  // or 0). Per kept entry: w1 = fma(-coef, z, w); w_new = fma(-decay, w, w1) (decay 0: w1 exactly).
   // The mask is computed from W before the update. Untrainable parameters are left alone.
   virtual void update(Param& p, float coef, float decay, uint64_t seed) = 0;
   // the q-quantile of |W| by exact selection (the k-th smallest, k = floor(q * (n - 1)))

@@ -28,9 +28,7 @@ void convert_to_f32(const void* src, DType dtype, int64_t n, float* dst) {
 
 namespace {
 
-// Converts in blocks, OR-ing a "non-finite" flag per block (cheap, vectorisable); only a
-// block that raised it is scanned again for the first bad index. Elements are read with
-// memcpy: a tensor inside a mapped file need not be aligned to its element size.
+// Converts in blocks, flagging non-finite values per block (rescanned); memcpy reads: unaligned is fine.
 template <typename Bits, typename Convert>
 int64_t convert_block_checked(const void* src, int64_t n, float* dst, Bits exp_mask,
                               Convert convert) {

@@ -1,5 +1,4 @@
-// The storage dtypes as fp32 on the host, and the checks a load makes of what it stores: for
-// the backends' uploads and the checkpoint readers (model/weight_source.h).
+// The storage dtypes as fp32 on the host, and the checks a load makes of what it stores.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +9,7 @@ namespace smezo {
 
 // Convert n elements of src (stored as dtype) to fp32.
 void convert_to_f32(const void* src, DType dtype, int64_t n, float* dst);
-// The same, returning the index of the first NaN or infinity in src, or -1. Tested on the
-// stored bits (an all-ones exponent), as the GPU upload does; src may equal dst for F32.
+// The same, returning the first NaN/Inf index in src (all-ones exponent) or -1; src may be dst (F32).
 int64_t convert_to_f32_checked(const void* src, DType dtype, int64_t n, float* dst);
 // The largest finite value of a storage dtype: FLT_MAX, 65504 (F16), 3.3895e38 (BF16).
 float dtype_max_finite(DType dtype);

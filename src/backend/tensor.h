@@ -29,8 +29,7 @@ struct Tensor {
 // Rows [row0, row0 + n) of t as a view of the same memory (only the pointer moves).
 Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n);
 
-// Set at load from the architecture's tensor map (model/model_params.cpp) and read wherever a
-// rule depends on it (freezes, decay, pipeline, checkpoints), never guessed from a name.
+// Set at load from the architecture's tensor map; rules read it, never a name.
 enum ParamRole : int {
   ROLE_OTHER,  // a tensor made outside a model's map (tests, benchmarks)
   ROLE_TOKEN_EMBEDDING,
@@ -51,8 +50,7 @@ inline bool role_is_embedding(ParamRole role) {
   return role == ROLE_TOKEN_EMBEDDING || role == ROLE_POSITION_EMBEDDING;
 }
 
-// A LoRA adapter's matrix (model/lora.h) or a layer's prefix keys/values (model/prefix.h): under
-// --tune lora or --tune prefix only these are tuned.
+// A LoRA adapter's matrix or a layer's prefix keys/values: under --tune lora/prefix only these are tuned.
 enum AdapterPart { ADAPTER_NONE, ADAPTER_LORA_A, ADAPTER_LORA_B, ADAPTER_PREFIX_KEY, ADAPTER_PREFIX_VALUE };
 
 struct ParamInfo {
@@ -61,8 +59,7 @@ struct ParamInfo {
   bool is_bias = false;      // the bias of its role's layer (a linear's, or a LayerNorm's)
   uint32_t tensor_id = 0;    // noise stream id: index in the model's canonical parameter list
   bool is_linear = false;    // a linear layer's weight matrix (the only kind that is masked)
-  AdapterPart adapter = ADAPTER_NONE;  // LoRA's A or B (role: the adapted layer's), a prefix's keys
-                                       // (role k) or values (role v); else a base weight
+  AdapterPart adapter = ADAPTER_NONE;  // LoRA's A/B (role: the adapted layer's), prefix keys/values (k/v)
   bool trainable = true;     // false: never perturbed nor updated
   MaskKind mask = MASK_DENSE;
   float threshold = 0.0f;    // MASK_MAGNITUDE: the fixed per-tensor |w| threshold h
@@ -77,11 +74,10 @@ struct Param {
   ParamInfo info;
 };
 
-// One forward pass's perturbation: every trainable parameter reads as
-// w + scale * m(w) * z(seed, tensor_id, index); scale = sigma * eps, 0 = unperturbed.
-// A PAIR reads rows [0, M/2) at +scale and [M/2, M) at -scale; only Model::forward and
-// Backend::linear take one, the other ops get each half's single probe (half_probe). See
-// docs/ARCHITECTURE.md, "One training step, from the command line to the kernels".
+// One forward pass's perturbation: every trainable parameter reads as w + scale * m(w) *
+// z(seed, tensor_id, index); scale = sigma * eps, 0 = unperturbed. A PAIR reads rows [0, M/2) at
+// +scale and [M/2, M) at -scale; only Model::forward and Backend::linear take one, the other ops get
+// each half's single probe (half_probe).
 struct Probe {
   float scale = 0.0f;
   uint64_t seed = 0;

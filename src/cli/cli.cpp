@@ -28,8 +28,7 @@ bool parse_decimal(const std::string& text, bool allow_negative, long double* ou
   return true;
 }
 
-// A finite real number written the usual ways (no hex floats, no "nan"/"inf"), within a
-// 32-bit float's range: the options feed float fields (an lr of 1e39 would become inf).
+// A finite real number (no hex floats, no "nan"/"inf") within float range (float fields: 1e39 -> inf).
 bool parse_finite(const std::string& text, double* out) {
   if (text.empty() || text.find_first_of("xXnN") != std::string::npos) return false;
   char* end = nullptr;

@@ -1,10 +1,8 @@
 // The smezo command line (CLI11): how a command plugs in, and the option checks --help shows.
-//
 // A command lives in src/cli/command_<name>.cpp and exports `Command register_<name>(CLI::App&)`
-// (listed in commands.h). It adds its subcommand with add_command(), binds every option to a
-// field of a state struct held in a std::shared_ptr, attaches the checks below, and returns the
-// subcommand plus a `run` closure (capturing the state) that main() calls after parsing:
-//
+// (listed in commands.h). It adds its subcommand with add_command(), binds every option to a field
+// of a state struct held in a std::shared_ptr, attaches the checks below, and returns the subcommand
+// plus a `run` closure (capturing the state) that main() calls after parsing:
 //   Command register_hello(CLI::App& smezo) {
 //     auto s = std::make_shared<HelloState>();
 //     CLI::App* cmd = add_command(smezo, "hello", "greets N times");
@@ -12,10 +10,9 @@
 //     cmd->add_option("--name", s->name, "who")->check(one_of({"world", "you"}));
 //     return {cmd, [s] { return run_hello(*s); }};
 //   }
-//
-// Help prints each option's description, default (the bound field's, or default_str()) and
-// checks: it comes from the table that parses. An option error is one line naming the option
-// ("--times: must be an integer >= 1, got 0"); main() prints it as "smezo: error: ..." (exit 2).
+// Help prints each option's description, default (the bound field's, or default_str()) and checks.
+// An option error is one line naming the option ("--times: must be an integer >= 1, got 0");
+// main() prints it as "smezo: error: ..." (exit 2).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -36,8 +33,7 @@ struct Command {
   std::function<int()> run;  // called after a successful parse; returns the exit code
 };
 
-// A new subcommand of `smezo` with the house settings: defaults captured for --help, unknown
-// options collected for main() to report (not silently ignored), grouped under "Commands".
+// A new subcommand with the house settings: defaults shown in --help, unknown options reported.
 CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::string& description);
 
 // --model, --tokenizer (unless with_tokenizer is false), --device, --dtype, bound to *o.
@@ -45,12 +41,10 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
 // --linear-path auto|wprime|fused (train, bench --shape): how a perturbed linear runs on the GPU.
 CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path);
 
-// --adapter DIR (eval, generate, logits): a PEFT LoRA or prefix adapter folder applied to the
-// model; model_option (--model) then defaults to the adapter's base model, as its --help says.
+// --adapter DIR (eval, generate, logits): a PEFT adapter folder; --model defaults to its base model.
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);
 
 // --- checks (attach with ->check(...)); their descriptions are the "allowed" part of --help.
-// A range the library states (train/train_options.h): the same words and bounds.
 CLI::Validator in_range(const ValueRange& range);
 // Integers in plain decimal (no 0x, no leading zeros, no overflow).
 CLI::Validator integer_at_least(int64_t lo);
@@ -76,8 +70,8 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& name, E* value, c
 
 // The help layout: "--name VALUE   description (default: D; allowed: A)".
 std::shared_ptr<CLI::FormatterBase> make_help_formatter();
-// Its two parts for one option, unwrapped, as `smezo help --markdown` prints them too: the value's
-// label ("N", "X", "NAME", "PATH"; "" for a switch) and "description (default: D; allowed: A)".
+// Its two parts for one option, unwrapped (also `smezo help --markdown`): the value's label ("N",
+// "PATH"; "" for a switch) and "description (default: D; allowed: A)".
 std::string option_value_label(const CLI::Option* opt);
 std::string option_help_text(const CLI::Option* opt);
 

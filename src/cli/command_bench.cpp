@@ -1,9 +1,8 @@
-// smezo bench: the kernel playground on the GPU (docs/ARCHITECTURE.md, "The linear") and the
-// model-level benchmark, both linking the production ops; the measuring code is in bench/.
-// Options: `smezo help bench`.
-//   --kernel linear (bench/linear_bench.h): validates each path (W' and fused; single probes and
-//     the pair; gaussian and rademacher z), times it (events, warm-up, L2 flushed, median), prints
-//     the fused/W' crossover table last; exit 1 on a failed validation; CUDA build and GPU only.
+// smezo bench: the kernel playground on the GPU and the model-level benchmark, both linking the
+// production ops; the measuring code is in bench/.
+//   --kernel linear (bench/linear_bench.h): validates each path (W' and fused; single probes and the
+//     pair; gaussian and rademacher z), times it (events, warm-up, L2 flushed, median), prints the
+//     fused/W' crossover table last; exit 1 on a failed validation; CUDA build and GPU only.
 //   --shape NAME (bench/model_bench.h): JSON lines on stdout, any backend.
 #include <cerrno>
 #include <cstdint>

@@ -1,5 +1,4 @@
-// smezo convert: a GGUF, llama2.c or Hugging Face model written as a Hugging Face model
-// directory that transformers loads (setup/model_convert.h says what goes in it).
+// smezo convert: a GGUF, llama2.c or HF model written as an HF model directory (model_convert.h).
 #include <cstdio>
 #include <memory>
 

@@ -1,9 +1,8 @@
-// smezo eval: a model's accuracy on a task split (--task, or --task-spec and data files), zero-shot
-// or in-context (k demonstrations from the training split), by length-normalised candidate
-// log-likelihood, or a generation spec's SQuAD EM / token F1 after greedy decoding: the trainer's
-// own evaluation functions, so a checkpoint measures here what its run measured. The defaults are
-// a `smezo train` checkpoint's data settings (its smezo_run.json, or the --adapter folder's), and
-// it says so.
+// smezo eval: a model's accuracy on a task split (--task, or --task-spec and data files), zero-shot or
+// in-context (k demonstrations from the training split), by length-normalised candidate
+// log-likelihood, or a generation spec's SQuAD EM / token F1 after greedy decoding: the trainer's own
+// evaluation functions, so a checkpoint measures here what its run measured. Defaults: a checkpoint's
+// smezo_run.json (or the --adapter folder's), and it says so.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -115,8 +114,7 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
                  s.settings_dir.c_str(), kRunSettingsFile, taken.c_str());
 }
 
-// accuracy(), also writing to s.examples_out (JSONL: a header line, then per example its text,
-// scores and prediction) for oracles that score the same text (tools/oracles/eval_oracle.py).
+// accuracy(), also writing s.examples_out (JSONL: a header, then each example's text, scores, choice).
 double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
                                  const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s,
                                  const std::string& task) {
@@ -149,8 +147,7 @@ double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>
   return static_cast<double>(correct) / static_cast<double>(encoded.size());
 }
 
-// A generation task's EM and F1 (evaluate_generation), also writing to s.examples_out if given
-// (JSONL: a header line, then per example its prompt, references, generated text, EM and F1).
+// A generation task's EM and F1, also writing s.examples_out if given.
 GenerationScore generation_writing_examples(Model& model, const Tokenizer& tokenizer,
                                             const std::vector<EncodedExample>& encoded,
                                             const std::vector<TaskExample>& xs, const TaskSplits& splits,
@@ -174,8 +171,7 @@ GenerationScore generation_writing_examples(Model& model, const Tokenizer& token
   return g;
 }
 
-// The task's splits: a built-in task sampled by --seed, or the first rows of the spec's files
-// (only the file scored is read, and the training file only for demonstrations).
+// The task's splits: a built-in task sampled by --seed, or the first rows of the spec's files.
 TaskSplits load_eval_splits(EvalState& s) {
   if (s.task_spec.empty())
     return load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test,

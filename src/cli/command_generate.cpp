@@ -1,5 +1,4 @@
-// smezo generate: greedy or temperature sampling from a prompt (default: BOS only), streamed;
-// with --adapter DIR, from the base model with a LoRA or prefix adapter folder applied.
+// smezo generate: greedy or temperature sampling from a prompt (default: BOS only), streamed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,4 @@
-// smezo info MODEL: architecture, every tensor's shape and dtype, the parameter count, and
-// the backend memory a training run would need (memory_estimate.h) for --batch/--max-len, and
-// the CPU backend's OpenMP threads and wait policy, with where each came from (cpu_threads.h).
+// smezo info MODEL: architecture, tensors, parameter count, a training run's memory, OpenMP settings.
 #include <algorithm>
 #include <cstdio>
 #include <map>

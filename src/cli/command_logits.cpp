@@ -1,6 +1,4 @@
-// smezo logits: the next-token logits at every position of one token sequence, as a safetensors
-// file (one F32 tensor "logits" (tokens, vocab), the tokens as metadata), to check the forward
-// pass against other implementations (tools/oracles/hf_oracle.py). --adapter DIR applies one.
+// smezo logits: next-token logits of one sequence as a safetensors F32 "logits" (tokens, vocab).
 #include <algorithm>
 #include <cerrno>
 #include <climits>

@@ -1,6 +1,4 @@
-// smezo merge --model BASE --adapter DIR --out DIR2: folds a LoRA adapter (a PEFT adapter
-// folder, as `smezo train --tune lora` writes) into its base model, W' = W + (alpha / r)·B A,
-// and writes the result as a full Hugging Face checkpoint (train/checkpoint.h).
+// smezo merge --model BASE --adapter DIR --out DIR2: W + (alpha / r)·B A as a full HF checkpoint.
 #include <cstdio>
 #include <memory>
 

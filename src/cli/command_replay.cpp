@@ -1,7 +1,6 @@
-// smezo replay BASE SEEDLOG --out DIR: rebuilds a run's weights bit-exactly from the base model
-// and its seed log (one update per logged step, no forward pass) as a Hugging Face checkpoint
-// (--tune lora/prefix: its PEFT adapter folder; a prefix is first rebuilt from the activations
-// of its P init tokens, one short forward).
+// smezo replay BASE SEEDLOG --out DIR: rebuilds a run's weights bit-exactly from the base model and
+// its seed log (one update per logged step) as a Hugging Face checkpoint (--tune lora/prefix: its PEFT
+// adapter folder; a prefix is first rebuilt from its P init tokens' activations, one short forward).
 #include <cstdio>
 #include <memory>
 

@@ -1,5 +1,4 @@
-// smezo tokenize: a text's token ids, comma-separated on one line, to check the tokenizer (the
-// model's or --tokenizer) without loading weights. BOS only with --bos (if the tokenizer has one).
+// smezo tokenize: a text's token ids, comma-separated, without loading weights (BOS only with --bos).
 #include <cstdio>
 #include <memory>
 #include <string>

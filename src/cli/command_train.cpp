@@ -1,5 +1,4 @@
-// smezo train: zeroth-order fine-tuning (MeZO, S-MeZO, R-MeZO) on a task. The options map
-// one to one onto smezo::TrainOptions (include/smezo/train.h); train/trainer.h runs it.
+// smezo train: zeroth-order fine-tuning on a task; the options map one to one onto TrainOptions.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -26,8 +25,7 @@ struct TrainState {
   std::string export_data;  // --export-data DIR
 };
 
-// After a failed write: the cause's advice, then how to go on. The seed log is flushed up to the
-// failure (a cut last line is trimmed by --resume), so --resume replays it and carries on.
+// After a failed write: the cause's advice, then how to go on (--resume replays the flushed log).
 std::string resume_hint(const WriteError& e, const std::string& out_dir) {
   const std::string fix = e.hint().empty() ? "fix the cause" : e.hint();
   std::error_code ec;
@@ -37,8 +35,7 @@ std::string resume_hint(const WriteError& e, const std::string& out_dir) {
          "/seed_log.txt keeps every step logged so far";
 }
 
-// --check-data: every problem of the spec and its files, candidate lengths included (checked
-// with the model's tokenizer, its weights not loaded, against --max-len). Exit 0 when clean.
+// --check-data: every problem of the spec and files, candidate lengths (vs --max-len) included.
 int check_data(const TrainState& s) {
   const TrainOptions& o = s.o;
   const OpenedTokenizer tok = open_model_tokenizer(resolve_model_path(s.model.model_path), s.model.tokenizer_path);
@@ -51,8 +48,7 @@ int check_data(const TrainState& s) {
   return problems.empty() ? 0 : 1;
 }
 
-// What --task, --task-spec, --check-data and --export-data need of each other (the data files'
-// own needs are the library's: validate_data_options; train() checks all the options).
+// What --task, --task-spec, --check-data and --export-data need of each other (train() checks the rest).
 void check_data_options(const TrainState& s) {
   const TrainOptions& o = s.o;
   SMEZO_REQUIRE(o.task_spec.empty() || s.task->count() == 0,

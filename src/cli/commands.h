@@ -1,5 +1,4 @@
-// The smezo commands (the pattern: cli.h). Each register_<name>() is declared here and listed
-// in kCommandRegistrars, whose order is the order of `smezo help`.
+// The smezo commands (the pattern: cli.h), listed in kCommandRegistrars in `smezo help`'s order.
 #pragma once
 
 #include "cli/cli.h"

@@ -1,7 +1,6 @@
-// `smezo help --markdown`: every command and its options as one Markdown page, from the CLI11
-// tables that parse them (option_value_label, option_help_text in cli.h). Committed as
-// docs/CLI.md; tests/test_cli_help.cpp fails when the two differ. Nothing machine-dependent:
-// lines are not wrapped and the assets folder in a default is written ASSETS.
+// `smezo help --markdown`: every command and its options as one Markdown page, from the CLI11 tables
+// that parse them. Committed as docs/CLI.md (tests/test_cli_help.cpp compares); nothing
+// machine-dependent: lines are not wrapped and the assets folder in a default is written ASSETS.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -67,11 +67,9 @@ int run_help(const CLI::App& app, const std::string& topic, bool markdown) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenMP's defaults (thread count, passive wait) before anything runs: may re-execute this
-  // program once with them in the environment (cpu/cpu_threads.h)
+  // OpenMP's defaults before anything runs: may re-execute this program once (cpu_threads.h)
   smezo::cpu_threads_apply_defaults(argv);
-  // Past a file-size limit (ulimit -f) the kernel would kill us with SIGXFSZ mid-write, with no
-  // message; ignored, the write fails with EFBIG and the writer reports it like a full disk.
+  // Past ulimit -f SIGXFSZ would kill us silently; ignored, the write fails with EFBIG and is reported.
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app("smezo: fine-tune LLaMA, Mistral and OPT models with zeroth-order optimisation "
                "(MeZO, Sparse-MeZO, R-MeZO), forward passes only.",

@@ -1,6 +1,5 @@
-// `smezo --version`: include/smezo/version.h's version and the build's git commit. The Makefile
-// writes $(BUILD)/gen/smezo_git.h (SMEZO_GIT_COMMIT: the short hash, "-dirty" with tracked
-// changes, "" outside a git checkout) only when it changes, so only this file recompiles.
+// `smezo --version`: the version and the build's git commit (SMEZO_GIT_COMMIT from the generated
+// smezo_git.h: the short hash, "-dirty" with tracked changes, "" outside a git checkout).
 #include "cli/version.h"
 #include "dist/world.h"
 #include "smezo/version.h"

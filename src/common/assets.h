@@ -1,6 +1,5 @@
-// Where the public assets (tokenizers, stories260K, task data) live.
-//
-// $SMEZO_ASSETS when set. Otherwise the first existing folder of:
+// Where the public assets (tokenizers, stories260K, task data) live: $SMEZO_ASSETS when set, otherwise
+// the first existing folder of:
 //   1. ../shared/assets relative to the working directory (smezo run from the repository root);
 //   2. <the binary's folder (/proc/self/exe) or one of its next three parents>/../shared/assets.
 // When none exists, assets_dir() returns candidate 1, so opening a file there names it.

@@ -1,16 +1,11 @@
 // Error reporting for smezo: one exception type and one precondition macro.
-//
 // SMEZO_REQUIRE(cond, fmt, ...) stays on in release builds and throws smezo::Error with a
-// printf-formatted message naming the file, tensor, field or value; the CLI prints
-// "smezo: error: <message>".
-//
-// Every error is ONE line (line breaks fold into spaces). An optional " ---> HINT: <what to
-// do>" suffix is split off: message() the problem alone (summary.json's status), hint() the
-// advice or "", what() both joined.
-//
-// Bytes from a file go through printable() before they reach a message, so a hostile file
-// cannot put control characters or a megabyte on the terminal; throw_error also escapes any
-// ASCII control byte but '\n' in the final text.
+// printf-formatted message naming the file, tensor, field or value; the CLI prints "smezo: error: ...".
+// Every error is ONE line (line breaks fold into spaces). An optional " ---> HINT: <what to do>"
+// suffix is split off: message() the problem alone, hint() the advice or "", what() both joined.
+// Bytes from a file go through printable() before they reach a message, so a hostile file cannot put
+// control characters or a megabyte on the terminal; throw_error also escapes any ASCII control byte
+// but '\n' in the final text.
 #pragma once
 
 #include <cstdarg>
@@ -33,8 +28,7 @@ class Error : public std::runtime_error {
   std::string message_, hint_;
 };
 
-// A write the system refused (full disk, size limit, read-only): names the file; err() is the
-// errno; the hint says what to do (callers may add to it, e.g. --resume).
+// A write the system refused (full disk, size limit, read-only): names the file; err(): the errno.
 class WriteError : public Error {
  public:
   WriteError(const std::string& message, const std::string& hint, int err) : Error(message, hint), err_(err) {}
@@ -57,8 +51,8 @@ std::string format_string_v(const char* fmt, va_list args);
 
 [[noreturn]] void throw_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-// Printable ASCII and well-formed UTF-8 (not C1 controls) kept, "\n", "\t", "\r" and other
-// bytes as "\xNN"; cut at max_chars output characters with "...(N bytes)" added.
+// Printable ASCII and well-formed UTF-8 (not C1 controls) kept, "\n", "\t", "\r" and other bytes as
+// "\xNN"; cut at max_chars output characters with "...(N bytes)" added.
 std::string printable(const std::string& bytes, size_t max_chars = 160);
 
 }  // namespace smezo

@@ -1,5 +1,4 @@
-// Overflow-checked int64 arithmetic for sizes read from files (shapes, byte counts, offsets):
-// a corrupt header fails a check instead of wrapping around.
+// Overflow-checked int64 arithmetic for sizes read from files: a corrupt header fails, never wraps.
 #pragma once
 
 #include <cstddef>

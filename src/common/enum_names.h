@@ -1,5 +1,4 @@
-// One name table per option enum (train/option_names.h): parsing, printing and error lists
-// all come from the one table, in its order.
+// One name table per option enum: parsing, printing and error lists all come from it, in its order.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,4 @@
-// IEEE binary16 and bfloat16 <-> float conversions on the host (round to nearest even,
-// NaN and infinities preserved). The storage formats of fp16/bf16 checkpoints.
+// IEEE binary16 and bfloat16 <-> float on the host (round to nearest even, NaN and infinities kept).
 #pragma once
 
 #include <cstdint>

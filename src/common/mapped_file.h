@@ -1,5 +1,4 @@
-// A read-only memory mapping of a whole file (RAII, movable), shared so readers' pointers keep
-// it alive (WeightSource::keep_alive). An empty file maps to data() == nullptr, size() == 0.
+// A read-only memory mapping of a whole file (RAII, movable, shared); an empty file maps to nullptr, 0.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +22,7 @@ class MappedFile {
   int64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
-  // madvise(MADV_DONTNEED) on the whole pages of [p, p + bytes) (clipped), so consumed data
-  // stops counting as resident. Still valid: a private read-only page faults back in from the
-  // file. Best effort.
+  // madvise(MADV_DONTNEED) on [p, p + bytes)'s whole pages: not resident, faults back in. Best effort.
   void release_pages(const void* p, int64_t bytes) const;
 
  private:

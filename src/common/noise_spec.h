@@ -1,22 +1,17 @@
 // The noise spec: the single source of truth for every random number smezo draws.
-//
-// z, the R-MeZO mask and stochastic-rounding bits are pure functions of (seed, tensor id,
-// element index, stream, noise kind). g++ and nvcc both compile this header and must agree BIT
-// FOR BIT (tests/test_noise*.cpp, tests/test_noise_cuda.cu). Seed logs record the kind and
-// NOISE_SPEC_VERSION.
-//
+// z, the R-MeZO mask and stochastic-rounding bits are pure functions of (seed, tensor id, element
+// index, stream, noise kind). g++ and nvcc compile this header and must agree BIT FOR BIT
+// (tests/test_noise*.cpp, tests/test_noise_cuda.cu). Seed logs record the kind and NOISE_SPEC_VERSION.
 // 1. Generator: Philox4x32-10 (Salmon et al., SC'11), identical to cuRAND's
 //    curand_Philox4x32_10(uint4 c, uint2 k) with c = {x,y,z,w} = ctr[0..3], k = {x,y} = key[0..1].
-//    Multipliers 0xD2511F53 (on ctr[0]), 0xCD9E8D57 (on ctr[2]), Weyl key increments
-//    0x9E3779B9, 0xBB67AE85, 10 rounds with the key bumped between rounds (9 bumps); a round is
+//    Multipliers 0xD2511F53 (on ctr[0]), 0xCD9E8D57 (on ctr[2]), Weyl key increments 0x9E3779B9,
+//    0xBB67AE85, 10 rounds, the key bumped between rounds (9 bumps); a round is
 //      (hi0,lo0) = M0*c0, (hi1,lo1) = M1*c2  ->  c = {hi1^c1^k0, lo1, hi0^c3^k1, lo0}
-//    Known answers (Random123 kat_vectors):
-//      ctr 0 0 0 0, key 0 0                 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8
+//    Known answers (Random123 kat_vectors): ctr 0 0 0 0, key 0 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8
 //      ctr ffffffff x4, key ffffffff x2     -> 408f276d 41c83b0e a20bc7c6 6d5451fd
 //      ctr 243f6a88 85a308d3 13198a2e 03707344, key a4093822 299f31d0
 //                                           -> d16cfe09 94fdcceb 5001e420 24126ea1
 //    10 rounds, not BigCrush's minimum of 7: the paper's margin and the cuRAND identity.
-//
 // 2. Mapping. key = (seed & 0xffffffff, seed >> 32); a call is identified by a 64-bit group:
 //      counter = (group & 0xffffffff, group >> 32, tensor_id, stream).
 //    Streams (NoiseStream): 0 = z, 1 = R-MeZO mask, 2 = stochastic rounding.
@@ -24,25 +19,20 @@
 //      z, kind gaussian-v1:           group i / 4, word i % 4          (4 elements per call)
 //      z, kinds gaussian, rademacher: group i / 8, word (i % 8) / 2, half i % 2 (8 per call)
 //      R-MeZO mask, rounding bits:    group i / 4, word i % 4          (all versions)
-//
 // 3. Uniforms from a 32-bit word x (both exact in float):
 //      open uniform  u  = ((x >> 8) | 1) * 2^-24  in [2^-24, 1 - 2^-24]   (gaussian-v1)
 //      uniform01     v  =  (x >> 8)      * 2^-24  in [0, 1 - 2^-24]      (masks, rounding)
 //    u is the midpoint ((x >> 9) + 0.5) * 2^-23 of a 2^23-cell grid; ((x >> 8) + 0.5f) * 2^-24
 //    would NOT be exact (25 bits for k >= 2^23; rounds to u = 1 at the top).
-//
 // 4. gaussian-v1 (spec v1, frozen: old runs replay with it). Words (0,1) and (2,3) each make a
 //    Box-Muller pair (xa, xb): r = sqrt(-2 ln ua), n_a = r cos(2 pi ub), n_b = r sin(2 pi ub);
 //    4 normals per call (noise_normal4), |z| <= sqrt(48 ln 2) = 5.77.
-//
 // 5. Arithmetic. Only correctly rounded (nearest even) binary32 +, -, *, /, sqrt, fma and exact
-//    integer/bit operations; never libm/CUDA logf, sinf, cosf (they differ). Each is spelled
-//    fp_add ... fp_fma (macros SMZ_ADD ... SMZ_FMA): __fadd_rn ... __fmaf_rn on the device, so
-//    nvcc can neither contract a*b+c nor apply -use_fast_math; plain operators on the host
-//    (the Makefile builds with -ffp-contract=off, SSE math) and std::fma(float), correctly
-//    rounded with or without FMA hardware (see src/cpu/optimizer.cpp).
-//    gaussian-v1's elementary functions:
-//    ln u  (noise_log): u = 2^e * m with m in [sqrt(1/2), sqrt(2)) (exact bit split),
+//    integer/bit operations; never libm/CUDA logf, sinf, cosf (they differ). Spelled fp_add ...
+//    fp_fma (macros SMZ_ADD ... SMZ_FMA): __fadd_rn ... __fmaf_rn on the device, so nvcc can neither
+//    contract a*b+c nor apply -use_fast_math; plain operators on the host (-ffp-contract=off, SSE
+//    math) and std::fma(float), correctly rounded with or without FMA hardware.
+//    gaussian-v1's ln u (noise_log): u = 2^e * m with m in [sqrt(1/2), sqrt(2)) (exact bit split),
 //          f = m - 1 (exact), s = f/(2+f), w = s*s, ln m = 2 atanh(s) = 2s + s*R with
 //          R = w*(2/3 + 2w/5 + 2w^2/7 + 2w^3/9) (truncation < 3e-9 relative), evaluated as
 //          ln u = e*ln2_hi - ((f^2/2 - (s*(f^2/2 + R) + e*ln2_lo)) - f), ln2_hi = 355/512
@@ -51,28 +41,21 @@
 //          integers: q = round(j / 2^22) (quadrant), f = (j - q*2^22) * 2^-22 in [-1/2, 1/2],
 //          angle = q*pi/2 + (pi/2)*f; sin((pi/2) f) = f*S(f^2) (Taylor to f^9), cos((pi/2) f)
 //          = C(f^2) (Taylor to f^10), float coefficients; the quadrant swaps/negates (exact).
-//    Errors vs double (tests/test_noise.cpp): log <= 0.84 ulp, sin/cos <= 8.8e-8 abs,
-//          normals <= 6.8e-7 abs (tested bound 2e-6).
-//    Never build device code with -use_fast_math / -ftz=true: flushing subnormal inputs
-//    (e.g. a subnormal weight in perturbed_value) would break bit-equality with the host.
-//
+//    Errors vs double (tests/test_noise.cpp): log <= 0.84 ulp, sin/cos <= 8.8e-8 abs, normals
+//          <= 6.8e-7 abs (tested bound 2e-6). Never build device code with -use_fast_math /
+//    -ftz=true: flushing subnormal inputs (e.g. a weight in perturbed_value) breaks host bit-equality.
 // 6. Masks (mask_keep): MASK_DENSE -> keep; MASK_MAGNITUDE -> |w| <= threshold (current w;
 //    NaN never kept); MASK_RANDOM -> uniform01 of word i%4 of Philox(key = mask_seed,
 //    counter = (group lo, group hi, tensor_id, NOISE_STREAM_RMEZO_MASK)) < keep_prob.
-//
 // 7. Element rules (one rounding each): perturbed w' = keep ? fma(scale, z, w) : w with
 //    scale = float(sigma * eps); update w_new = keep ? fma(-coef, z, w) : w with
 //    coef = float(lr * g) computed once by the caller.
-//
-// 8. Dispatch: every reader of z calls noise_z8 (8 elements) or noise_z (one). A run uses one
-//    kind (smezo/noise.h: gaussian-v1, gaussian (default), rademacher) for every tensor, probe
-//    and update, passed in ParamInfo::noise (set by SpsaOptimizer) or, on the GPU,
-//    ProbeArgs::noise and the update's params.
-//
-// 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one Box-Muller
-//    pair at 16-bit resolution per half, from adds, multiplies and FMAs only (no division,
-//    sqrt, int->float conversion or table: the GPU runs those on slow SFU/conversion units or
-//    as divergent gathers).
+// 8. Dispatch: every reader of z calls noise_z8 (8 elements) or noise_z (one). A run uses one kind
+//    (smezo/noise.h) for every tensor, probe and update, passed in ParamInfo::noise (set by
+//    SpsaOptimizer) or, on the GPU, ProbeArgs::noise and the update's params.
+// 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one Box-Muller pair
+//    at 16-bit resolution per half, from adds, multiplies and FMAs only (no division, sqrt,
+//    int->float conversion or table: slow SFU/conversion units or divergent gathers on the GPU).
 //      radius:  a = x >> 16, u = (a + 1/2) 2^-16 in [2^-17, 1 - 2^-17] (exact: the float
 //               1.aaaa...a1 minus 1), r = sqrt(-2 ln u), |r| <= sqrt(34 ln 2) = 4.85.
 //               -2 ln u = e*(-2 ln 2) + f*P(f) with u = 2^e (1 + f), 1 + f in
@@ -87,21 +70,16 @@
 //               in c^2, 2e-8) and S = sin(c pi/2)/sqrt2 (c times degree 2 in c^2, 4e-7).
 //               The sign bits make the angle the midpoint of one of 2^16 cells of the circle.
 //      pair:    element 2l of the group = ±r cos alpha, element 2l+1 = ±r sin alpha (word l).
-//    Why: an inverse CDF needs a log and a polynomial per normal (here one log and one sqrt
-//    serve two), a single polynomial needs degree ~18 or warp-divergent branches, and a table
-//    means divergent gathers, costlier than the arithmetic. 16 bits cut the tails at 4.85
-//    (P(|Z| > 4.85) = 1.2e-6; E[z^4] moves 2e-4; 12 bits would cut at 3.5, E[z^4] by 0.09).
-//    Cost per normal (sm_90a SASS): gaussian-v1 64 instructions, gaussian 33, rademacher 12.
+//    Why: an inverse CDF needs a log and a polynomial per normal (here one log and one sqrt serve
+//    two), a single polynomial needs degree ~18 or divergent branches, a table divergent gathers.
+//    16 bits cut the tails at 4.85 (P(|Z| > 4.85) = 1.2e-6; E[z^4] moves 2e-4; 12 bits: 3.5, 0.09).
 //    Accuracy vs double (tests/test_noise_v2.cpp): radius < 8.3e-6 relative, direction
 //    < 4.9e-7, so |z - z_exact| < 2.5e-5, far below bf16 (2^-9). Over the exact grid: variance
 //    0.999991, E[z^4] 2.99977, Kolmogorov-Smirnov distance to N(0,1) 6e-7.
-//
-// 10. rademacher (spec v2): z = -1 if the top bit of the element's 16-bit half is set
-//    (bit 31 of word (i%8)/2 for even i, bit 15 for odd i), else +1; same key, counter and
-//    stream as the Gaussian kinds, as an ALTERNATIVE to them, not another draw.
-//
+// 10. rademacher (spec v2): z = -1 if the top bit of the element's 16-bit half is set (bit 31 of
+//    word (i%8)/2 for even i, bit 15 for odd i), else +1; same key, counter and stream as the
+//    Gaussian kinds, as an ALTERNATIVE to them, not another draw.
 // 11. Stochastic rounding to bf16 (an option of the update): bf16_round_stochastic below.
-//
 // Host (g++) and device (nvcc) compile the same code: no <string>, no exceptions here.
 #pragma once
 
@@ -135,8 +113,8 @@ enum NoiseStream {
   NOISE_STREAM_ROUNDING = 2,    // stochastic rounding bits of the update
 };
 
-// Recorded by new seed logs; a log naming a newer one is refused. 1: gaussian-v1 only (logs
-// without a version). 2: adds gaussian and rademacher; masks, rounding, gaussian-v1 unchanged.
+// Recorded by seed logs; a log naming a newer one is refused. 1: gaussian-v1 only (logs without a
+// version). 2: adds gaussian and rademacher; masks, rounding, gaussian-v1 unchanged.
 constexpr int NOISE_SPEC_VERSION = 2;
 
 constexpr uint32_t PHILOX_M0 = 0xD2511F53u;
@@ -181,7 +159,6 @@ SMEZO_HD float fp_sqrt(float a) {
   return std::sqrt(a);
 #endif
 }
-// a * b + c with a single rounding.
 SMEZO_HD float fp_fma(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   return __fmaf_rn(a, b, c);
@@ -225,7 +202,6 @@ SMEZO_HD float fp_abs(float a) {
 
 // ---- Philox4x32-10 (see 1.)
 
-// High 32 bits of the 64-bit product a*b.
 SMEZO_HD uint32_t mulhi32(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
   return __umulhi(a, b);
@@ -267,11 +243,9 @@ SMEZO_HD void noise_philox4(uint64_t seed, uint32_t tensor_id, int64_t group, ui
 
 // ---- uniforms (see 3.)
 
-// [2^-24, 1 - 2^-24], exact: ((x >> 8) | 1) * 2^-24.
 SMEZO_HD float uniform_open_from_bits(uint32_t x) {
   return fp_mul(static_cast<float>((x >> 8) | 1u), 0x1p-24f);
 }
-// [0, 1 - 2^-24], exact: (x >> 8) * 2^-24.
 SMEZO_HD float uniform01_from_bits(uint32_t x) {
   return fp_mul(static_cast<float>(x >> 8), 0x1p-24f);
 }
@@ -366,7 +340,6 @@ SMEZO_HD float noise_normal(uint64_t seed, uint32_t tensor_id, int64_t index, ui
   return (lane & 1) ? nb : na;
 }
 
-// uniform01 of element `index` in `stream`.
 SMEZO_HD float noise_uniform01(uint64_t seed, uint32_t tensor_id, int64_t index,
                                uint32_t stream) {
   uint32_t x[4];
@@ -385,7 +358,6 @@ SMEZO_HD float noise_v2_radius(uint32_t x) {
   const float f = fp_sub(fp_from_bits((ix & 0x007fffffu) + 0x3f3504f3u), 1.0f);  // exact
   // e = (ix >> 23) - 127 in [-17, 0] as a float: 2^23 + (ix >> 23), minus 2^23 + 127. Exact.
   const float e = fp_sub(fp_from_bits(0x4b000000u | (ix >> 23)), 8388735.0f);
-  // -2 ln(1 + f) = f * P(f).
   float p = 0x1.24b3a2p-2f;
   p = fp_fma(p, f, -0x1.c3b4a2p-2f);
   p = fp_fma(p, f, 0x1.042126p-1f);
@@ -493,8 +465,7 @@ SMEZO_HD bool mask_keep(MaskKind kind, float w, float threshold, float keep_prob
   }
 }
 
-// keep[l] = mask_keep(kind, w[l], ..., 4*group + l) for l = 0..3: bit-identical to four
-// mask_keep calls, with ONE Philox call for MASK_RANDOM.
+// keep[l] = mask_keep(kind, w[l], ..., 4*group + l), l = 0..3, with ONE Philox call for MASK_RANDOM.
 SMEZO_HD void mask_keep_group4(MaskKind kind, const float w[4], float threshold, float keep_prob,
                                uint64_t mask_seed, uint32_t tensor_id, int64_t group,
                                bool keep[4]) {
@@ -519,10 +490,9 @@ SMEZO_HD float updated_value(float w, float z, float coef, bool keep) {
   return keep ? fp_fma(-coef, z, w) : w;
 }
 
-// ---- Stochastic rounding of updated weights to bf16 (an option of the update).
-// Bits of element i: top half of word i % 4 of Philox(key = step seed, group i / 4, stream 2).
-// Adding r in [0, 2^16) to the 16 dropped bits and truncating rounds the magnitude up with
-// probability (dropped bits) / 2^16: exact in expectation. Inf and NaN kept (NaN stays quiet).
+// ---- Stochastic rounding to bf16. Bits of element i: top half of word i % 4 of Philox(key = step
+// seed, group i / 4, stream 2). Adding r in [0, 2^16) to the 16 dropped bits and truncating rounds
+// up with probability (dropped bits) / 2^16: exact in expectation. Inf and NaN kept (NaN quiet).
 SMEZO_HD uint32_t noise_rounding_bits(uint64_t seed, uint32_t tensor_id, int64_t index) {
   uint32_t x[4];
   noise_philox4(seed, tensor_id, index >> 2, NOISE_STREAM_ROUNDING, x);

@@ -1,5 +1,4 @@
-// splitmix64's finaliser: the one mixing function behind every seed the project derives (step
-// seeds, minibatch order, LoRA's A, the prefix's init tokens).
+// splitmix64's finaliser: the one mixing function behind every seed the project derives.
 #pragma once
 
 #include <cstdint>

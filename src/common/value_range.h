@@ -1,5 +1,4 @@
-// A numeric option's allowed values, said once for the library (check_option_rules) and the
-// command line (src/cli/cli.h in_range), so `--help`, the CLI and the API agree.
+// A numeric option's allowed values, said once for the library and the command line (they agree).
 #pragma once
 
 #include <cmath>

@@ -1,6 +1,4 @@
-// CPU reference: causal grouped-query attention (optional sliding window), one query row at a
-// time. Threads split (sequence, head) pairs; each output is computed by one thread in a fixed
-// order, from its own sequence's keys and values only.
+// CPU reference: causal GQA attention (sliding window), per query row; a (sequence, head) per thread.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -12,8 +10,7 @@ namespace smezo {
 
 namespace {
 
-// Four floats in one vector register (GCC/Clang vector extension: lane-wise IEEE arithmetic,
-// so the order of every sum below is the one written).
+// Four floats in one vector register (lane-wise IEEE arithmetic: every sum's order is as written).
 typedef float f32x4 __attribute__((vector_size(16)));
 f32x4 load4(const float* p) {
   f32x4 v;
@@ -22,8 +19,7 @@ f32x4 load4(const float* p) {
 }
 void store4(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
 
-// a · b with eight partial sums (lane j: elements d ≡ j mod 8, in order) added in a fixed tree:
-// a fixed order in vector registers, several times faster than one running sum.
+// a · b with eight partial sums (lane j: elements d ≡ j mod 8, in order) added in a fixed tree.
 float dot(const float* a, const float* b, int64_t n) {
   f32x4 lo = {0.0f, 0.0f, 0.0f, 0.0f}, hi = lo;
   int64_t d = 0;
@@ -38,8 +34,7 @@ float dot(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// o[d] = sum over t < count of w[t] * v_t[d] with t in order, v_t = v + t * stride, d < n;
-// 16 outputs at a time stay in registers across all t.
+// o[d] = sum over t < count (in order) of w[t] * v_t[d], v_t = v + t * stride, d < n; 16 at a time.
 void weighted_sum(float* o, const float* w, int64_t count, const float* v, int64_t stride, int64_t n) {
   int64_t d0 = 0;
   for (; d0 + 16 <= n; d0 += 16) {

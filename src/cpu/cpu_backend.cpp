@@ -7,8 +7,7 @@
 
 namespace smezo {
 
-// The noise path is chosen here, outside any OpenMP region: a SMEZO_NOISE_PATH this CPU cannot
-// run is an error when the backend is made, not an exception inside a parallel linear.
+// The noise path is chosen here, outside any OpenMP region, so a bad SMEZO_NOISE_PATH fails early.
 CpuBackend::CpuBackend() { noise_path_active(); }
 
 Tensor CpuBackend::alloc(int64_t rows, int64_t cols, DType dtype) {

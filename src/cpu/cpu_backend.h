@@ -1,16 +1,8 @@
-// The CPU reference backend, fp32 storage: it runs the whole program without a GPU and is the
-// reference every CUDA op is tested against. The linear goes through OpenBLAS; the other ops
-// are readable loops, OpenMP where it pays. Every op gives bit-identical results for any thread
-// count, and a token row's results never depend on the other rows in the call. Files:
-//   cpu_backend.cpp     memory: alloc, upload, download          (cuda_backend.cu)
-//   upload_stored.cpp   upload_stored, free_memory_bytes         (upload_stored.cu)
-//   embedding_norm.cpp  embedding, add_position_embedding, norm  (embedding_norm.cu)
-//   linear.cpp          linear, cpu_linear_reference (cpu_gemm.cpp: sgemm schemes) (linear.cu)
-//   rope.cpp            rope                                     (rope.cu)
-//   attention.cpp       causal GQA attention (sliding window)    (attention.cu)
-//   elementwise.cpp     swiglu, relu, add, add_scaled, gather_rows, copy_rows (elementwise.cu)
-//   optimizer.cpp       cpu_read_param(_pair), update, abs_quantile  (optimizer.cu)
-//     noise_path.h      its noise loops, one build per instruction set (noise_range_*.cpp)
+// The CPU reference backend, fp32 storage: runs the whole program without a GPU and is the reference
+// every CUDA op is tested against. The linear goes through OpenBLAS; the other ops are readable loops,
+// OpenMP where it pays. Results are bit-identical for any thread count, and a token row's results
+// never depend on the other rows in the call. One file per op family, named as its cuda/ twin
+// (cpu_backend.cpp: memory; linear.cpp over cpu_gemm.cpp; optimizer.cpp over noise_path.h).
 #pragma once
 
 #include <memory>
@@ -61,35 +53,29 @@ class CpuBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
 
-  // --profile: while set, linear adds here the wall ms it spends forming perturbed weight rows
-  // (not in the reference loops). nullptr, the default, costs a branch per group.
+  // --profile: while set, linear adds the wall ms it spends forming perturbed weight rows.
   void set_linear_noise_timer(double* ms) { linear_noise_ms_ = ms; }
 
  private:
   std::vector<std::unique_ptr<float[]>> blocks_;
   int64_t bytes_ = 0;
-  // linear's reused workspaces: input rows packed for sgemm and one group of perturbed weight
-  // rows (kGroupRows); index 1 is a probe pair's second half
+  // linear's workspaces: packed input rows, one group of perturbed weight rows; [1]: pair's - half
   GemmPanel linear_rows_[2];
   std::vector<float> linear_weights_[2];
   double* linear_noise_ms_ = nullptr;
 };
 
-// Effective values of elements [start, start + count) of a parameter under a probe:
-// w + scale * m(w) * z (src/common/noise_spec.h), or w itself when unperturbed.
+// Elements [start, start + count) of a parameter under a probe: w + scale * m(w) * z, or w.
 void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out);
 // Both halves of a pair from one noise generation, bit for bit cpu_read_param of each half.
 void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
                          float* out_minus);
 
-// out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias) with plain loops, k summed in order: the definition
-// CpuBackend::linear (OpenBLAS) is tested against.
+// out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias), plain loops, k summed in order: CpuBackend::linear's test.
 void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weight,
                           const Param* bias, const Probe& probe);
 
-// Whether an op of about this many cycles is worth an OpenMP team: a region costs microseconds
-// to fork and join (more with the passive wait policy, cpu_threads.h), so ops under ~1.5 ms
-// stay on one thread. Parallel or not, an op computes the same bits.
+// Whether an op of about this many cycles is worth an OpenMP team (ops under ~1.5 ms: one thread).
 inline bool cpu_parallel_worth(int64_t cycles) { return cycles >= (int64_t{1} << 22); }
 
 // The sgemm row scheme CpuBackend::linear uses for an (N, K) weight here, or "reference".

@@ -1,15 +1,12 @@
 // Row-independent sgemm calls for the CPU linear (see cpu_gemm.h).
-//
-// Why plain sgemm is not enough: the CPU backend promises that a token row's output does not
-// depend on the other rows of its call (packed batches, shared-prefix scoring and data-parallel
-// ranks are checked bit for bit). OpenBLAS's kernels (0.3.21, sgemm_kernel_8x4_haswell on Zen
-// and Haswell) keep two accumulators (even and odd k) in some 8-row tiles and one elsewhere,
-// and which tile a row lands in depends on its place in the call and the call's row count.
-//
+// Why plain sgemm is not enough: a token row's output must not depend on the other rows of its call
+// (packed batches, shared-prefix scoring and data-parallel ranks are checked bit for bit). OpenBLAS's
+// kernels (0.3.21, sgemm_kernel_8x4_haswell) keep two accumulators (even and odd k) in some 8-row
+// tiles and one elsewhere, and which tile a row lands in depends on its place and the row count.
 // The schemes put token rows on sgemm's M side (the weight block on N):
-// - "guarded": calls of at most 8 + 304 + 8 = 320 rows (OpenBLAS's GEMM_P on Zen and Haswell:
-//   one pass), real rows zero-padded to a multiple of 8 and framed by 8 zero rows on each side,
-//   so the special first and last 8-row tiles hold only zeros. About plain sgemm speed.
+// - "guarded": calls of at most 8 + 304 + 8 = 320 rows (OpenBLAS's GEMM_P on Zen and Haswell: one
+//   pass), real rows zero-padded to a multiple of 8 and framed by 8 zero rows on each side, so the
+//   special first and last 8-row tiles hold only zeros. About plain sgemm speed.
 // - "fixed16": every call exactly 16 rows, zero-padded; W re-packed every 16 rows: ~2x slower.
 // OpenBLAS promises neither, so gemm_scheme_rows_independent measures each shape here first.
 // Every sgemm call runs on one thread (an OpenBLAS split changes the tiles).
@@ -108,8 +105,7 @@ void gemm_rows(const GemmRowScheme& s, const GemmPanel& panel, int64_t chunk, co
                int64_t ldw, int64_t nb, float* tile, float* y, int64_t ldy, const float* bias) {
   const GemmPanel::Chunk& c = panel.chunks[chunk];
   const int64_t K = panel.K, m = c.call_rows;
-  // tile(m, nb) column-major = panel rows (m, K) · w(nb, K)ᵀ (the row-major panel is a
-  // column-major (K, m) matrix: transpose A). Thread count 1, or OpenBLAS splits the call.
+  // tile(m, nb) column-major = panel rows (m, K) · w(nb, K)ᵀ; one thread, or OpenBLAS splits the call.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)nb, (int)K, 1.0f,

@@ -1,6 +1,5 @@
-// Row-independent products through OpenBLAS for the CPU linear: each output row of x · Wᵀ
-// depends on its own input row and W alone, never on the other rows of the sgemm call
-// (cpu_gemm.cpp says why plain sgemm does not promise that).
+// Row-independent products through OpenBLAS for the CPU linear: each output row of x · Wᵀ depends on
+// its own input row and W alone, never on the other rows of the sgemm call (see cpu_gemm.cpp).
 //   GemmPanel panel;
 //   gemm_pack_rows(scheme, x, M, K, &panel);              // once per linear call
 //   gemm_rows(scheme, panel, chunk, w, nb, tile, y, N, b); // per (weight block, row chunk)
@@ -11,9 +10,8 @@
 
 namespace smezo {
 
-// How input rows are grouped into sgemm calls. A call multiplies
-//   [guard zero rows][r real rows][zero rows up to a multiple of row_multiple][guard zero rows]
-// (r <= max_rows) by a block of weight rows; the zero rows' outputs are dropped.
+// How input rows are grouped into sgemm calls: [guard zeros][r <= max_rows real rows][zeros up to a
+// multiple of row_multiple][guard zeros] times a block of weight rows; zero rows' outputs dropped.
 struct GemmRowScheme {
   const char* name;
   int64_t guard;
@@ -43,20 +41,15 @@ struct GemmPanel {
 void gemm_pack_rows(const GemmRowScheme& scheme, const float* x, int64_t M, int64_t K,
                     GemmPanel* panel);
 
-// The chunk's real rows times a weight block w(nb, ldw) (nb rows, the panel's K columns):
-// y[i * ldy + j] = (x row first_row + i) · (w row j) (+ bias[j]) for the chunk's rows i and
-// j < nb. tile is scratch of at least call_rows * nb floats. One single-threaded sgemm.
+// y[i * ldy + j] = (x row first_row + i) · (w row j) (+ bias[j]), j < nb; tile: call_rows * nb floats.
 void gemm_rows(const GemmRowScheme& scheme, const GemmPanel& panel, int64_t chunk,
                const float* w, int64_t ldw, int64_t nb, float* tile, float* y, int64_t ldy,
                const float* bias);
 
-// Whether scheme keeps rows independent for (nb, K) weight blocks with this machine's OpenBLAS:
-// measured once and cached (rows alone and at several places of calls must agree bit for bit).
-// Thread-safe.
+// Whether scheme keeps rows independent for (nb, K) blocks on this OpenBLAS (measured once). Thread-safe.
 bool gemm_scheme_rows_independent(const GemmRowScheme& scheme, int64_t nb, int64_t K);
 
-// The first scheme that keeps rows independent for every block size in nbs, or nullptr (the
-// caller then uses plain loops; one stderr line the first time).
+// The first scheme keeping rows independent for every block size in nbs, or nullptr (plain loops).
 const GemmRowScheme* gemm_scheme_for(const std::vector<int64_t>& nbs, int64_t K);
 
 // OpenBLAS's name for the kernels it picked on this CPU (e.g. "Zen", "Haswell").

@@ -1,5 +1,4 @@
-// CPU reference: SwiGLU, ReLU, residual add, scaled add (LoRA), row gather and row copy. Elementwise loops are
-// split between OpenMP threads (each element's arithmetic is the same on any thread).
+// CPU reference: SwiGLU, ReLU, residual add, scaled add (LoRA), row gather and row copy, over threads.
 #include <cmath>
 #include <cstring>
 

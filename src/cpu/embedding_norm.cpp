@@ -1,5 +1,4 @@
-// CPU reference: token/position embeddings and RMSNorm/LayerNorm, parameters read under the probe.
-// Rows are split between threads; inputs are checked before the parallel loops (errors throw).
+// CPU reference: embeddings and RMSNorm/LayerNorm under the probe; rows over threads, inputs checked first.
 #include <cmath>
 #include <vector>
 

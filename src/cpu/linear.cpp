@@ -1,14 +1,10 @@
 // The CPU linear y = x · W'ᵀ (+ b), W' = W + scale·m(W)⊙z read through the probe.
-//
-// - cpu_linear_reference: plain loops, k in order, each weight row formed once: the definition
-//   the fast path is tested against (tests/test_linear.cpp).
-// - CpuBackend::linear: OpenBLAS sgemm over weight blocks of kBlockRows rows (fixed by N
-//   alone) and the row chunks of a row-independent scheme (cpu_gemm.h), one single-threaded
-//   sgemm per (block, chunk), spread over the threads. Perturbed weights are formed kGroupRows
-//   rows at a time into a bounded buffer (a pair: W+ and W- from one noise generation). Shapes
-//   with no row-independent scheme, or SMEZO_CPU_LINEAR=reference, run the reference loops.
-// Results are bit-identical for any thread count and any other rows in the call; they differ
-// from the reference by the rounding of another summation order.
+// - cpu_linear_reference: plain loops, k in order, each weight row formed once (tests/test_linear.cpp).
+// - CpuBackend::linear: OpenBLAS sgemm over weight blocks of kBlockRows rows (fixed by N alone) and
+//   the row chunks of a row-independent scheme (cpu_gemm.h), one single-threaded sgemm per (block,
+//   chunk), spread over the threads. Perturbed weights are formed kGroupRows rows at a time (a pair:
+//   W+ and W- from one noise generation). No scheme, or SMEZO_CPU_LINEAR=reference: the reference loops.
+// Bit-identical for any thread count and other rows; the reference differs by summation order only.
 #include <omp.h>
 
 #include <algorithm>
@@ -116,8 +112,7 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
     b[h].resize(N);
     cpu_read_param(*bias, single(h), 0, N, b[h].data());
   }
-  // Each half packed on its own: a row's result never depends on the other rows (cpu_gemm.h),
-  // so a half computes exactly what a single-probe call on it computes.
+  // Each half packed on its own: it computes exactly what a single-probe call on it computes.
   for (int h = 0; h < halves; h++) gemm_pack_rows(*scheme, in.f32() + h * Mh * K, Mh, K, &linear_rows_[h]);
   const bool perturbed = probe.scale != 0.0f && weight.info.trainable;
   const int64_t group_rows = perturbed ? kGroupRows : N;

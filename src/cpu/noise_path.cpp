@@ -1,5 +1,4 @@
-// Which build of the CPU noise loops runs (see noise_path.h): the CPU check, SMEZO_NOISE_PATH
-// and the override for tests and benchmarks.
+// Which build of the CPU noise loops runs (see noise_path.h).
 #include "cpu/noise_path.h"
 
 #include <atomic>

@@ -1,11 +1,9 @@
-// The CPU noise loops (a parameter range read under a probe or a pair, and the SPSA update),
-// built three times from src/common/noise_spec.h and chosen once per process:
+// The CPU noise loops (range reads under a probe or pair, the update), built three times, chosen once:
 //   scalar   noise_range_scalar.cpp   the portable loops (any CPU; FMA when the CPU has it)
 //   avx2     noise_range_avx2.cpp     8 lanes: 2 Philox calls per register   (x86-64 AVX2+FMA)
 //   avx512   noise_range_avx512.cpp   16 lanes: 4 Philox calls per register  (x86-64 AVX-512F)
-// Every path gives the spec's bits (only correctly rounded float operations and exact integer
-// ones; tests/test_noise_simd.cpp). SMEZO_NOISE_PATH=scalar|avx2|avx512 picks one (an error if
-// this CPU cannot run it); otherwise the fastest the CPU runs is used.
+// Every path gives the spec's bits (tests/test_noise_simd.cpp). SMEZO_NOISE_PATH=scalar|avx2|avx512
+// picks one (an error if this CPU cannot run it); otherwise the fastest the CPU runs is used.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +28,7 @@ struct NoiseRangeFns {
                     int64_t count, float* out_plus, float* out_minus);
   void (*update)(const ParamInfo& info, float* w, float coef, float decay, uint64_t seed, int64_t start,
                  int64_t count);
-  // The transform alone, for the tests' exhaustive checks: z of n_calls (a multiple of 8)
-  // Philox outputs words[4k..4k+3], as noise_z8 makes them (gaussian-v1: as noise_normal4).
+  // For tests: z of n_calls (a multiple of 8) Philox outputs words[4k..4k+3], as noise_z8 makes them.
   void (*z_of_words)(NoiseKind kind, const uint32_t* words, int64_t n_calls, float* z);
 };
 
@@ -40,8 +37,7 @@ const char* noise_path_name(NoisePath path);  // "scalar", "avx2", "avx512"
 // The path's workers, or nullptr when this build lacks it (not x86-64) or this CPU cannot run it.
 const NoiseRangeFns* noise_path_fns(NoisePath path);
 
-// The path the CPU backend uses: the one noise_path_set chose, else SMEZO_NOISE_PATH (read
-// once), else the fastest this CPU runs.
+// The path in use: noise_path_set's, else SMEZO_NOISE_PATH (read once), else the fastest.
 NoisePath noise_path_active();
 
 // Makes `path` the active one (tests and benchmarks); an error if noise_path_fns(path) is null.

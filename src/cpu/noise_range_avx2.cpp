@@ -1,5 +1,4 @@
-// The AVX2 CPU noise loops (noise_path.h): noise_range_simd.h over the operations below, 8
-// lanes, 2 Philox calls per register; AVX2+FMA by function attributes, run where the CPU has it.
+// The AVX2 CPU noise loops: noise_range_simd.h over the operations below, 8 lanes (AVX2+FMA attributes).
 #include "cpu/noise_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -87,8 +86,7 @@ NOISE_SIMD_INLINE I philox_counter(I base, int64_t first) {
   return _mm256_add_epi64(base, group);
 }
 
-// Elements 0..7 and 8..15 of 2 calls' groups of 8 from the pairs' first and second halves
-// (lane l of call j: elements 2l and 2l+1 of the call).
+// Elements 0..7 and 8..15 of 2 calls' groups of 8 from the pairs' halves (lane l: elements 2l, 2l+1).
 NOISE_SIMD_INLINE void pairs_to_elements(F first, F second, F* e0, F* e1) {
   const F lo = _mm256_unpacklo_ps(first, second);  // call j: elements 0..3
   const F hi = _mm256_unpackhi_ps(first, second);  // call j: elements 4..7
@@ -96,8 +94,7 @@ NOISE_SIMD_INLINE void pairs_to_elements(F first, F second, F* e0, F* e1) {
   *e1 = _mm256_permute2f128_ps(lo, hi, 0x31);
 }
 
-// gaussian-v1 (two calls per register pair): the words 0, 2 (even) and 1, 3 (odd) of calls a_j
-// and b_j, {a0, a2, b0, b2} and {a1, a3, b1, b3} in lanes 4j..4j+3.
+// gaussian-v1: words 0, 2 (even) and 1, 3 (odd) of calls a_j, b_j: {a0, a2, b0, b2}, {a1, a3, b1, b3}.
 NOISE_SIMD_INLINE void split_words(I a, I b, I* even, I* odd) {
   const F fa = _mm256_castsi256_ps(a), fb = _mm256_castsi256_ps(b);
   *even = _mm256_castps_si256(_mm256_shuffle_ps(fa, fb, _MM_SHUFFLE(2, 0, 2, 0)));

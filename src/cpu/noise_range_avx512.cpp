@@ -1,10 +1,8 @@
-// The AVX-512 CPU noise loops (noise_path.h): noise_range_simd.h over the operations below, 16
-// lanes, 4 Philox calls per register; AVX-512F by function attributes, run where the CPU has it.
+// The AVX-512 CPU noise loops: noise_range_simd.h over the operations below, 16 lanes (AVX-512F attributes).
 #include "cpu/noise_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// GCC 12 warns that the intrinsics' own placeholder (`__m512i __Y = __Y;` in avx512fintrin.h)
-// may be used uninitialized when they are inlined here (GCC bug 105593, fixed in GCC 13).
+// GCC 12 wrongly warns the intrinsics' own `__m512i __Y = __Y;` may be uninitialized (GCC bug 105593).
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -86,8 +84,7 @@ NOISE_SIMD_INLINE I philox_counter(I base, int64_t first) {
   return _mm512_mask_add_epi64(base, 0x55, base, _mm512_set1_epi64(first));
 }
 
-// Elements 0..15 and 16..31 of 4 calls' groups of 8 from the pairs' first and second halves
-// (lane l of call j: elements 2l and 2l+1 of the call).
+// Elements 0..15 and 16..31 of 4 calls' groups of 8 from the pairs' halves (lane l: elements 2l, 2l+1).
 NOISE_SIMD_INLINE void pairs_to_elements(F first, F second, F* e0, F* e1) {
   const F lo = _mm512_unpacklo_ps(first, second);  // call j: elements 0..3
   const F hi = _mm512_unpackhi_ps(first, second);  // call j: elements 4..7
@@ -97,8 +94,7 @@ NOISE_SIMD_INLINE void pairs_to_elements(F first, F second, F* e0, F* e1) {
   *e1 = _mm512_permutex2var_ps(lo, idx1, hi);
 }
 
-// gaussian-v1 (two calls per register pair): the words 0, 2 (even) and 1, 3 (odd) of calls a_j
-// and b_j, {a0, a2, b0, b2} and {a1, a3, b1, b3} in lanes 4j..4j+3.
+// gaussian-v1: words 0, 2 (even) and 1, 3 (odd) of calls a_j, b_j: {a0, a2, b0, b2}, {a1, a3, b1, b3}.
 NOISE_SIMD_INLINE void split_words(I a, I b, I* even, I* odd) {
   const F fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
   *even = _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(2, 0, 2, 0)));

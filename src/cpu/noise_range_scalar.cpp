@@ -1,6 +1,5 @@
-// The portable CPU noise loops (noise_path.h): the spec's functions element by element, the
-// reference the vector paths are tested against. target_clones builds them for FMA hardware
-// and for baseline x86-64 (std::fma a libm call): both correctly rounded, so the same bits.
+// The portable CPU noise loops, the vector paths' reference; target_clones builds them for FMA hardware
+// and baseline x86-64 (std::fma a libm call): both correctly rounded, so the same bits.
 #include <algorithm>
 #include <type_traits>
 
@@ -17,8 +16,7 @@ namespace smezo {
 
 namespace {
 
-// z and keep flags of group8's 8 elements; w8 holds the values of those in the caller's range
-// (0 elsewhere: their results are ignored).
+// z and keep flags of group8's 8 elements; w8: their values in the caller's range (0 elsewhere).
 inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, const float w8[8],
                         float z[8], bool keep[8]) {
   noise_z8(info.noise, seed, info.tensor_id, group8, z);
@@ -28,8 +26,7 @@ inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, co
                    info.tensor_id, 2 * group8 + 1, keep + 4);
 }
 
-// fn(group8, lo, hi, v, z, keep) for each group of 8 that [start, start + count) touches, its
-// elements [lo, hi) in range, v their values (0 outside); whole groups take a branch-free body.
+// fn(group8, lo, hi, v, z, keep) for each group of 8 the range touches, [lo, hi) in range (v 0 outside).
 template <typename Fn>
 inline void for_each_noise_group(const ParamInfo& info, const float* w, uint64_t seed, int64_t start,
                                  int64_t count, Fn fn) {

@@ -1,19 +1,15 @@
-// The body of the vector CPU noise loops (noise_path.h), written once over one instruction
-// set's operations: included INSIDE the namespace of noise_range_avx2.cpp and
-// noise_range_avx512.cpp, after their F (kLanes floats), I (kLanes uint32), M (lane mask),
-// kChains, i_/f_ operations, Philox round on kLanes/4 calls per register (lanes 4j..4j+3: call
-// j's words 0..3), shuffles pairs_to_elements, split_words, pairs_to_calls, and
-// NOISE_SIMD_INLINE / NOISE_SIMD_TARGET. No header includes here.
-//
-// Every line is the spec's (noise_spec.h, sections named below), the same operations in the
-// same order per lane (exact integer ops, correctly rounded float ops, int->float below 2^24),
-// so each lane has the scalar bits (tests/test_noise_simd.cpp).
-//
-// A step makes kStep = 2 * kLanes * kChains elements from kChains registers of Philox calls
-// (twice as many for gaussian-v1 and the R-MeZO mask: one call per 4 elements). The chains'
-// rounds are interleaved, since one chain alone waits on its multiplications (AVX-512
-// gaussian: 1.1 G normals/s per core, 4 chains 2.4 G). Steps start at a multiple of 8; a step
-// the range covers partly runs on a copy of its elements.
+// The body of the vector CPU noise loops (noise_path.h), written once over one instruction set's
+// operations: included INSIDE the namespace of noise_range_avx2.cpp and noise_range_avx512.cpp, after
+// their F (kLanes floats), I (kLanes uint32), M (lane mask), kChains, i_/f_ operations, Philox round
+// on kLanes/4 calls per register (lanes 4j..4j+3: call j's words 0..3), shuffles pairs_to_elements,
+// split_words, pairs_to_calls, and NOISE_SIMD_INLINE / NOISE_SIMD_TARGET. No header includes here.
+// Every line is the spec's (noise_spec.h, sections named below), the same operations in the same
+// order per lane (exact integer ops, correctly rounded float ops, int->float below 2^24), so each
+// lane has the scalar bits (tests/test_noise_simd.cpp).
+// A step makes kStep = 2 * kLanes * kChains elements from kChains registers of Philox calls (twice
+// as many for gaussian-v1 and the R-MeZO mask: one call per 4 elements). The chains' rounds are
+// interleaved, since one chain alone waits on its multiplications. Steps start at a multiple of 8;
+// a step the range covers partly runs on a copy of its elements.
 
 enum NoiseOp { NOISE_OP_READ, NOISE_OP_PAIR, NOISE_OP_UPDATE };
 
@@ -43,8 +39,7 @@ NOISE_SIMD_INLINE void philox_keys(uint64_t seed, I key[10]) {
   }
 }
 
-// x[j] = the words of calls first + j*kCalls .. first + j*kCalls + kCalls - 1, j < N (see 1., 2.):
-// N independent chains, round by round.
+// x[j] = the words of calls first + j*kCalls .. + kCalls - 1, j < N (see 1., 2.): N chains, round by round.
 template <int N>
 NOISE_SIMD_INLINE void philox_calls(I counter_base, const I key[10], int64_t first, I x[N]) {
 #pragma GCC unroll 16
@@ -206,8 +201,7 @@ NOISE_SIMD_INLINE void step_random_keep(const Ctx& c, int64_t g0, M keep[kVecs])
     keep[v] = f_lt(f_mul(f_from_int(i_srl<8>(x[v])), f_set1(0x1p-24f)), c.keep_prob);
 }
 
-// The step of group g0 on the elements src[0 .. kStep): into d0 (and d1 for a pair). The Philox
-// chains run together; then each chain's z is made and used at once (fewer live registers).
+// The step of group g0 on src[0 .. kStep) into d0 (d1: pair); each chain's z is used at once (registers).
 template <int kOp>
 NOISE_SIMD_INLINE void step_apply(const Ctx& c, int64_t g0, const float* src, float* d0, float* d1) {
   M random_keep[kVecs];
@@ -237,8 +231,7 @@ NOISE_SIMD_INLINE void step_apply(const Ctx& c, int64_t g0, const float* src, fl
   }
 }
 
-// Elements [start, start + count) of w into out0[i - start] (and out1 for a pair; for the
-// update out0 = w + start).
+// Elements [start, start + count) of w into out0[i - start] (out1: pair; update: out0 = w + start).
 template <int kOp>
 NOISE_SIMD_INLINE void range_run(const Ctx& c, const float* w, int64_t start, int64_t count, float* out0,
                                  float* out1) {

@@ -1,7 +1,5 @@
-// CPU reference: reading a parameter under a probe, the SPSA update, and the exact |W| quantile
-// that fixes the S-MeZO threshold, per src/common/noise_spec.h. Ranges run on the best noise
-// path (noise_path.h), large ones over the cores in chunks aligned to 8; every element is a
-// pure function of its index, so any thread count gives the same bits.
+// CPU reference: reading a parameter under a probe, the SPSA update, the exact |W| quantile. Ranges run
+// over the cores in chunks aligned to 8; elements are pure functions of their index: same bits.
 #include <omp.h>
 
 #include <algorithm>
@@ -20,8 +18,7 @@ namespace {
 constexpr int64_t kChunk = int64_t(1) << 15;
 constexpr int64_t kParallelMin = int64_t(1) << 17;
 
-// fn(chunk_start, chunk_count) over [start, start + count): serially for small ranges or
-// inside a parallel region, else over the cores with inner boundaries at multiples of 8.
+// fn(chunk_start, chunk_count) over the range: serially if small or nested, else over the cores.
 template <typename Fn>
 void for_each_chunk(int64_t start, int64_t count, Fn fn) {
   if (count < kParallelMin || omp_in_parallel()) {

@@ -1,5 +1,4 @@
-// CPU reference: rotary position embeddings (RoPE), rotate-half or interleaved pairs, in place.
-// Frequencies 1/theta^(2j/head_dim) once per call, cos/sin once per row; rows split over threads.
+// CPU reference: RoPE, rotate-half or interleaved pairs, in place; cos/sin once per row, rows over threads.
 #include <cmath>
 #include <vector>
 

@@ -1,5 +1,4 @@
-// Weight upload on the CPU (Backend::upload_stored): converted to fp32 and checked straight
-// from the file's bytes; and the free-memory query (MemAvailable).
+// Weight upload on the CPU (converted and checked straight from the file) and the free-memory query.
 #include <cstdio>
 
 #include "common/check.h"

@@ -1,5 +1,4 @@
-// Which GPU a rank uses: its node-local rank modulo the node's GPU count (more ranks than GPUs
-// share them: that works, without speed-up).
+// Which GPU a rank uses: its node-local rank modulo the node's GPU count.
 #pragma once
 
 #include <string>
@@ -8,8 +7,7 @@
 
 namespace smezo {
 
-// --device cuda, several ranks: sets the CUDA device, before the backend is created. Otherwise, or
-// in builds without CUDA, does nothing (the backend then says what is missing).
+// --device cuda, several ranks: sets the CUDA device before the backend is created; else nothing.
 void dist_select_device(const World& world, const std::string& device);
 
 }  // namespace smezo

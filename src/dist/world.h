@@ -1,13 +1,9 @@
-// The ranks of a multi-process run: who I am, how many we are, and the exchanges the trainer
-// needs. MPI (Open MPI) when the Makefile found it (-DSMEZO_MPI, world_mpi.cpp); otherwise
-// world_single.cpp, a one-process world that refuses to run as one of several processes.
-//
+// The ranks of a multi-process run: who I am, how many we are, and the exchanges the trainer needs.
+// MPI when built with it (world_mpi.cpp), else world_single.cpp, which refuses to be one of several.
 // MPI starts only under a launcher (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK; srun:
 // SLURM_STEP_NUM_TASKS), so plain `smezo train` never pays for it; whoever initialised MPI finalises it.
-//
 // Exchanges never block forever: non-blocking messages are polled against a deadline (--mpi-timeout);
 // a silent peer ends the exchange with smezo::Error naming it, then `abort_job` ends the job.
-//
 // Fault injection (tests only): SMEZO_DIST_FAULT="exit:R:K" makes rank R _exit(3) at its K-th
 // exchange (1-based); "hang:R:K" makes it sleep there forever.
 #pragma once
@@ -27,8 +23,7 @@ struct Shard {
 };
 Shard shard_of(int64_t n, int rank, int size);
 
-// Thrown by allgather and wait when a peer does not answer in time: the job cannot go on (a
-// checkpoint failing this way is fatal, not a warning like a full disk).
+// Thrown by allgather and wait when a peer does not answer in time: fatal (unlike a full disk).
 class PeerTimeout : public Error {
  public:
   using Error::Error;
@@ -49,13 +44,11 @@ class World {
   void set_timeout_s(double seconds);
   double timeout_s() const { return timeout_s_; }
 
-  // Every rank gets every rank's `mine`, indexed by rank (one process: {mine}). Throws
-  // smezo::Error on an MPI error or a timeout (naming `what` and the silent ranks).
+  // Every rank's `mine`, by rank; throws smezo::Error on an MPI error or timeout (naming `what`, ranks).
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const std::string& what);
 
-  // Non-blocking point-to-point (pipeline stages) on its own communicator, apart from allgather:
-  // start one, keep its buffer alive, wait() against the deadline. Between two ranks, one tag's
-  // transfers arrive in start order. `what` names it in errors. Only for size() > 1.
+  // Non-blocking point-to-point on its own communicator: start one, keep its buffer alive, wait().
+  // Between two ranks, one tag's transfers arrive in start order. Only for size() > 1.
   struct Transfer {
     int64_t id = -1;  // the pending request (world_mpi.cpp); -1: none
     int peer = -1;
@@ -65,12 +58,10 @@ class World {
   };
   Transfer send_start(int peer, int tag, const void* data, size_t bytes, const std::string& what);
   Transfer recv_start(int peer, int tag, void* data, size_t bytes, const std::string& what);
-  // Throws PeerTimeout naming the peer after the timeout (the request cancelled first, so no late
-  // message lands in a freed buffer), smezo::Error when a receive got another byte count.
+  // Throws PeerTimeout after the timeout (request cancelled first), smezo::Error on a wrong byte count.
   void wait(Transfer* transfer);
 
-  // After an error on this rank: prints "smezo: error: rank R of N: <text>" and MPI_Aborts every
-  // rank. Ranks other than 0 wait a moment first, so an error all ranks hit prints once. size() > 1.
+  // Prints "smezo: error: rank R of N: <text>" and MPI_Aborts (ranks > 0 wait first: printed once).
   [[noreturn]] void abort_job(const std::string& text, int exit_code = 1);
 
   // "Open MPI 4.1.4" (the library's own version string, first line), or "" without MPI.
@@ -84,8 +75,7 @@ class World {
   int64_t exchanges_ = 0;  // exchanges entered so far (fault injection counts them)
 };
 
-// The process's world, set up on the first call. Throws smezo::Error when a build without MPI
-// was started as one of several, or the launcher and MPI disagree on the process count.
+// The world, set up on first call; throws if a non-MPI build is one of several, or MPI's count differs.
 World& dist_world();
 
 // The process count the launcher gives (1 without one), and the variable that said so ("" for 1).

@@ -1,6 +1,5 @@
-// The World over MPI (builds with -DSMEZO_MPI; see world.h). Only the C API of MPI-3 is used.
-// The exchange is point-to-point on a private dup of MPI_COMM_WORLD: each rank sends its bytes to
-// every other non-blocking and polls for theirs until all arrive or the deadline passes. O(size²)
+// The World over MPI-3 (-DSMEZO_MPI). The exchange is point-to-point on a dup of MPI_COMM_WORLD: each
+// rank sends to every other non-blocking and polls until all arrive or the deadline passes: O(size²)
 // small messages, but it knows which ranks did not answer and never blocks inside MPI.
 #ifdef SMEZO_MPI
 

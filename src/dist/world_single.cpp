@@ -1,5 +1,4 @@
-// The one-process World of a build without MPI (see world.h). A process started as one of several
-// is refused, rather than left to train alone and overwrite the others' output.
+// The one-process World of a build without MPI; one of several is refused (it would overwrite them).
 #ifndef SMEZO_MPI
 
 #include <cstdio>

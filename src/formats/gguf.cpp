@@ -1,6 +1,4 @@
-// GGUF container reader (format in gguf.h). Every read is bounds-checked and every count
-// checked against the bytes left before allocating, so a corrupt file ends in one smezo::Error,
-// never a crash or an allocation larger than the file.
+// GGUF container reader: every read and count bounds-checked, so a corrupt file ends in one smezo::Error.
 #include "formats/gguf.h"
 
 #include <cstring>
@@ -78,8 +76,7 @@ void decode_scalar(const uint8_t* p, GgufValue* v) {
   }
 }
 
-// A bounds-checked reading position in the mapped file. `what` names the thing being read
-// in error messages ("metadata key 'general.name'", "tensor #3").
+// A bounds-checked reading position in the mapped file; `what` names the thing read ("tensor #3").
 class Cursor {
  public:
   Cursor(const std::string& path, const uint8_t* base, int64_t size)
@@ -326,8 +323,7 @@ void GgufFile::parse() {
                 "%s: GGUF version %u is not supported (smezo reads versions 2 and 3)", p, version_);
   const uint64_t n_tensors = cur.u64("the tensor count");
   const uint64_t n_kv = cur.u64("the metadata key count");
-  // Smallest possible entries: a key/value is an empty key (8) + type (4) + a u8 (1); a
-  // tensor is an empty name (8) + n_dims (4) + one dim (8) + type (4) + offset (8).
+  // Smallest entries: key/value = empty key (8) + type (4) + u8 (1); tensor = 8 + 4 + 8 + 4 + 8.
   cur.check_count(n_kv, 13, "the header's metadata key count");
   cur.check_count(n_tensors, 32, "the header's tensor count");
 

@@ -1,6 +1,5 @@
 // Memory-mapped reader for GGUF (llama.cpp's checkpoint format) v2 and v3: the container only.
 // Dequantising: formats/gguf_dequant.h; a LLaMA GGUF as a WeightSource: model/gguf_llama.h.
-//
 // ---- File layout (little-endian; big-endian files are refused)
 //   u32 magic        the bytes "GGUF"
 //   u32 version      2 or 3 (version 1 had 32-bit counts and is refused)
@@ -13,14 +12,12 @@
 //   value types = 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 f32, 7 bool (one byte, 0 or 1),
 //                 8 string, 9 array, 10 u64, 11 i64, 12 f64
 //   array       = u32 element type; u64 count; count packed values (may be strings or arrays)
-//   dims        = ggml order: dims[0] is the innermost (contiguous) axis, so a row-major
-//                 (rows, cols) matrix has dims {cols, rows}; row_major_shape() reverses them.
-//   type        = GgufTensorType; block size and bytes in gguf_type_traits(); dims[0] must be
-//                 a multiple of the block size.
+//   dims        = ggml order: dims[0] is the innermost (contiguous) axis, so a row-major (rows, cols)
+//                 matrix has dims {cols, rows}; row_major_shape() reverses them.
+//   type        = GgufTensorType (gguf_type_traits()); dims[0] must be a multiple of the block size.
 //   offset      = bytes from the start of the data section; a multiple of the alignment.
-//   alignment   = metadata general.alignment (u32, a power of two), default 32; the data
-//                 section starts at the first multiple of it after the tensor table.
-//
+//   alignment   = metadata general.alignment (u32, a power of two), default 32; the data section
+//                 starts at the first multiple of it after the tensor table.
 // Malformed input, an absent key or a wrong type throw one smezo::Error naming the file and
 // key/tensor. The GgufFile must outlive every string_view/pointer it hands out.
 #pragma once
@@ -55,8 +52,7 @@ enum GgufValueType : uint32_t {
 // "u32", "string", "array", ...; "unknown" for anything else.
 const char* gguf_value_type_name(uint32_t type);
 
-// ggml tensor types. Only the ones smezo reads have traits (gguf_type_traits); the others are
-// named so that an error can say what the file holds.
+// ggml tensor types; those without traits are named so that an error can say what the file holds.
 enum GgufTensorType : uint32_t {
   GGUF_TYPE_F32 = 0,
   GGUF_TYPE_F16 = 1,
@@ -87,8 +83,7 @@ std::string gguf_supported_types();
 // One metadata value. Scalars are decoded; strings and string arrays point into the mapping.
 struct GgufValue {
   GgufValueType type = GGUF_VALUE_U8;
-  // Scalars (type is not STRING or ARRAY). Integer types fill `integer` (u64 values above
-  // INT64_MAX set `integer_is_huge`), F32/F64 fill `real`, BOOL fills `integer` with 0/1.
+  // Scalars: integers and BOOL fill `integer` (u64 above INT64_MAX: `integer_is_huge`), F32/F64 `real`.
   int64_t integer = 0;
   bool integer_is_huge = false;
   uint64_t huge = 0;           // the value when integer_is_huge

@@ -1,8 +1,6 @@
 // GGUF block formats -> fp32. Little-endian; "f16" is an IEEE binary16 scale. A block covers
 // consecutive elements along the innermost axis (dims[0]).
-//
 // Plain types (block of 1): F32 (4 bytes), F16 (2), BF16 (2, the top half of an fp32).
-//
 // 32-element blocks. Unsigned codes; element j < 16 takes the low nibble of qs[j], j + 16 the high.
 //   Q8_0  34 bytes: f16 d | i8 q[32]                    w[j] = d * q[j]
 //   Q4_0  18 bytes: f16 d | u8 qs[16]                   w = d * (nibble - 8)
@@ -10,7 +8,6 @@
 //   Q5_0  22 bytes: f16 d | u32 qh | u8 qs[16]          q = nibble | (bit j of qh) << 4,
 //                   where j is the element index 0..31   w = d * (q - 16)
 //   Q5_1  24 bytes: f16 d | f16 m | u32 qh | u8 qs[16]  q as Q5_0;  w = d * q + m
-//
 // 256-element "K" super-blocks, split into sub-blocks that each have their own scale.
 //   Q4_K  144 bytes: f16 d | f16 dmin | u8 scales[12] | u8 qs[128]
 //         8 sub-blocks of 32, each with a 6-bit scale sc[s] and min mn[s] in scales[12]:

@@ -1,5 +1,4 @@
-// A read-only view of one stored tensor as the file readers hand it out: name, dtype, shape,
-// bytes (mapped or owned), and for block-quantised formats the fp32 decoder.
+// A read-only view of one stored tensor as the file readers hand it out (mapped or owned bytes).
 #pragma once
 
 #include <cstdint>
@@ -22,8 +21,7 @@ struct HostTensorView {
   std::vector<int64_t> shape;  // as stored, e.g. {out_features, in_features}
   const void* data = nullptr;  // points into a mapped file or an owned buffer
   std::string file;            // where it came from, for error messages
-  // Block-quantised (GGUF Q4_1, ...): data holds the blocks, quant_name the format ("Q4_1");
-  // dtype is unused then.
+  // Block-quantised (GGUF Q4_1, ...): data holds the blocks, quant_name the format; dtype unused.
   DecodeFn decode = nullptr;
   const char* quant_name = nullptr;  // static storage
   // What data points into (kept alive by WeightSource::keep_alive); null for an owned buffer.

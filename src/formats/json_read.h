@@ -1,8 +1,5 @@
-// Strict JSON reading over nlohmann-json, for untrusted files:
-//   - a key given twice is an error (nlohmann silently keeps the last, hiding corruption);
-//   - nesting deeper than kMaxJsonDepth is an error (smezo's files nest <= 6; the bound keeps
-//     recursive walks such as dump() off the stack limit).
-// Parse errors are one-line smezo::Errors naming the file, the parser's text made printable.
+// Strict JSON reading for untrusted files: a key given twice (nlohmann keeps the last) and nesting
+// deeper than kMaxJsonDepth (stack) are errors; parse errors are one-line smezo::Errors naming the file.
 #pragma once
 
 #include <string>

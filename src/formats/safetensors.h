@@ -1,10 +1,7 @@
-// Reader and writer for the subset of safetensors that smezo uses.
-//
-// File layout (little-endian):
+// Reader and writer for the subset of safetensors that smezo uses. File layout (little-endian):
 //   bytes [0, 8)        N: uint64, length of the JSON header in bytes
 //   bytes [8, 8 + N)    JSON header (UTF-8), optionally padded at the end with spaces
-//   bytes [8 + N, end)  data region: the raw bytes of every tensor, row-major, no padding
-//                       between tensors (the Python library rejects gaps)
+//   bytes [8 + N, end)  data region: every tensor's raw bytes, row-major, no gaps (Python rejects them)
 // The header is one JSON object:
 //   { "__metadata__": { "key": "value", ... },            optional, string -> string
 //     "<tensor name>": { "dtype": "F32" | "F16" | "BF16",
@@ -14,17 +11,15 @@
 // Only F32, F16 and BF16; any other dtype is an error naming the file and tensor.
 // As strict as huggingface/safetensors, the reader refuses (naming file and tensor or field):
 //   - a header length above 100 MB or past the end of the file;
-//   - a header that is not exactly one JSON object from its first byte ('{') to its last
-//     non-space byte ('}') (only trailing spaces pad it), a duplicate key, or nesting > 64;
+//   - a header that is not exactly one JSON object from its first byte ('{') to its last non-space
+//     byte ('}'), a duplicate key, or nesting > 64;
 //   - __metadata__ that is not an object of string -> string;
 //   - an entry without dtype / shape / data_offsets, a dimension that is not a non-negative
 //     integer, a byte size (dtype size x shape product, overflow-checked) != end - begin;
-//   - data_offsets that do not tile the data region: sorted, from 0, each next where the
-//     previous ended, the last at the end of the file. So a header length a few bytes off
-//     fails instead of shifting every tensor.
-// The writer pads the header with spaces to start the data at a multiple of 8 and orders
-// tensors by dtype size (largest first), then name, so each is aligned to its element size.
-// Output loads with the Python safetensors library and transformers.
+//   - data_offsets that do not tile the data region: sorted, from 0, each next where the previous
+//     ended, the last at the end of the file (so a header length a few bytes off fails).
+// The writer pads the header with spaces to start the data at a multiple of 8 and orders tensors by
+// dtype size (largest first), then name, so each is aligned to its element size.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +35,7 @@ namespace smezo {
 
 class MappedFile;
 
-// A memory-mapped safetensors file. The views point into the mapping; keep keep_alive()
-// (or this object) alive while they are used.
+// A memory-mapped safetensors file; keep keep_alive() (or this object) alive while views are used.
 class SafetensorsFile {
  public:
   // Maps and validates the file; throws smezo::Error naming the file and tensor/field.
@@ -72,8 +66,7 @@ struct SafetensorsEntry {
   const void* data = nullptr;
 };
 
-// Names unique and non-empty. Atomic (path + ".tmp", then rename); throws smezo::Error naming
-// the path on any failure.
+// Names unique and non-empty. Atomic (path + ".tmp", then rename); throws smezo::Error naming the path.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
@@ -84,12 +77,10 @@ struct SafetensorsSpec {
   std::vector<int64_t> shape;
 };
 
-// fill(i, out) writes the numel(shape) * dtype_size bytes of tensors[i] to out. It may throw
-// smezo::Error to abandon the file: the temporary file is removed and nothing is renamed.
+// fill(i, out) writes tensors[i]'s bytes to out; a smezo::Error it throws abandons the file.
 using SafetensorsFill = std::function<void(size_t index, char* out)>;
 
-// The same file as write_safetensors(), one tensor at a time in file order through one reused
-// buffer: memory stays at the largest tensor.
+// write_safetensors() one tensor at a time through one reused buffer: memory = the largest tensor.
 void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsSpec>& tensors,
                                 const std::map<std::string, std::string>& metadata,
                                 const SafetensorsFill& fill);

@@ -31,8 +31,7 @@ const char* const kLayerNames[][2] = {
     {"ffn_down.weight", "mlp.down_proj.weight"},
 };
 
-// `from` + "N." + suffix -> `to` + "N." + kLayerNames[..][col] (N < n_layers, no leading
-// zeros); "" when it does not fit.
+// `from` + "N." + suffix -> `to` + "N." + kLayerNames[..][col] (N < n_layers, no leading zeros), or "".
 std::string map_name(const std::string& name, const std::string& from, const std::string& to,
                      int col, int64_t n_layers) {
   for (const auto& names : kGlobalNames)

@@ -1,5 +1,4 @@
-// Hugging Face config.json <-> ModelConfig, and loading a model directory's safetensors
-// weights into a WeightSource. Supported subset: hf_dir.h.
+// Hugging Face config.json <-> ModelConfig, and a model directory's safetensors as a WeightSource.
 #include "model/hf_dir.h"
 
 #include <sys/stat.h>
@@ -307,8 +306,7 @@ void parse_opt(const ConfigFields& f, ModelConfig* cfg) {
 
 // --- writing config.json
 
-// The double with the shortest decimal form that still reads back as x (so 1e-5f prints
-// as 1e-05, not 9.999999747378752e-06).
+// The shortest decimal double that reads back as x (1e-5f prints as 1e-05, not 9.999999747378752e-06).
 double short_float(float x) {
   char buf[32];
   for (int prec = 1; prec <= 9; prec++) {

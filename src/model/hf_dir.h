@@ -1,12 +1,9 @@
-// Hugging Face model directories: config.json plus safetensors weights.
-//
-// Directory layout read by load_hf_dir:
+// Hugging Face model directories: config.json plus safetensors weights. Layout read by load_hf_dir:
 //   <dir>/config.json                      required; see parse_hf_config
 //   <dir>/model.safetensors                one file with every tensor (wins, as in transformers), or
 //   <dir>/model.safetensors.index.json     {"weight_map": {"<tensor name>": "<shard file>"}}
 //   <dir>/<shard file> ...                 plain file names in <dir>; a shard's tensors and the
 //                                          index's entries for it must match exactly
-//
 // config.json subset (model_type selects the architecture):
 //   llama, mistral: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
 //     vocab_size, max_position_embeddings (required); num_key_value_heads (default heads),
@@ -17,14 +14,14 @@
 //     llama: attention_bias (false) sets linear_bias; mlp_bias, if present, must match it.
 //     mistral: sliding_window (null -> 0, absent -> 4096 as in transformers); no biases.
 //   opt: hidden_size, ffn_dim, num_hidden_layers, num_attention_heads, vocab_size,
-//     max_position_embeddings (required); tie_word_embeddings (true), bos_token_id (2),
-//     eos_token_id (2); word_embed_proj_dim must equal hidden_size, do_layer_norm_before,
-//     enable_bias and layer_norm_elementwise_affine must be true, activation_function
-//     must be "relu". Layer norm eps 1e-5, learned positions offset by 2, biases, tied head.
-// Checks (errors name the file and field): strict JSON (no key twice); sizes within
-// model_size.h's bounds and consistent; rms_norm_eps in (0, 1], rope_theta > 0, both finite
-// floats; token ids in the vocabulary; null is an error except for num_key_value_heads,
-// head_dim, sliding_window, rope_scaling and rope_parameters (transformers derives them).
+//     max_position_embeddings (required); tie_word_embeddings (true), bos_token_id (2), eos_token_id
+//     (2); word_embed_proj_dim must equal hidden_size, do_layer_norm_before, enable_bias and
+//     layer_norm_elementwise_affine must be true, activation_function "relu". Layer norm eps 1e-5,
+//     learned positions offset by 2, biases, tied head.
+// Checks (errors name the file and field): strict JSON (no key twice); sizes within model_size.h's
+// bounds and consistent; rms_norm_eps in (0, 1], rope_theta > 0, both finite floats; token ids in the
+// vocabulary; null is an error except for num_key_value_heads, head_dim, sliding_window, rope_scaling
+// and rope_parameters (transformers derives them).
 #pragma once
 
 #include <string>
@@ -37,12 +34,10 @@ namespace smezo {
 // Reads a transformers config.json; throws smezo::Error naming the file and the field.
 ModelConfig parse_hf_config(const std::string& config_json_path);
 
-// The reverse: config.json text that loads back to cfg. Throws when cfg has a setting the
-// architecture's config.json cannot express (e.g. interleaved RoPE for LLaMA).
+// The reverse: config.json text that loads back to cfg. Throws when config.json cannot express cfg.
 std::string hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
 
-// Loads <dir>, or a .safetensors file beside its config.json, memory-mapped (keep_alive holds
-// the mappings). Throws smezo::Error naming the directory/file and what was missing.
+// Loads <dir> (or a .safetensors beside config.json), mapped; throws naming the file and what is missing.
 WeightSource load_hf_dir(const std::string& dir);
 
 }  // namespace smezo

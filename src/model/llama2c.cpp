@@ -15,8 +15,7 @@ namespace smezo {
 
 namespace {
 
-// One stacked array of the file: `count` tensors of `shape`. Per-layer arrays are named
-// model.layers.<i>.<name>; the others <name>; an empty name is skipped (the RoPE tables).
+// One stacked array: `count` tensors of `shape`, named model.layers.<i>.<name> or <name> ("": skipped).
 struct Llama2cArray {
   const char* what;  // llama2.c's name, for errors
   int64_t count;

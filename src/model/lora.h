@@ -1,13 +1,10 @@
-// LoRA adapters (Hu et al. 2021, as PEFT builds them): for a targeted W (out, in),
-// y = W x + (alpha / r) · B (A x) with A (r, in), B (out, r). Under --tune lora, A and B are
-// the only tuned Params; W stays as loaded.
-//
-// Init is PEFT's: A Kaiming-uniform, a = sqrt(5) (uniform in [-1/sqrt(in), 1/sqrt(in)]), B = 0,
-// so training starts at the base model. A comes from splitmix64(seed, A's tensor id), then a
-// 53-bit uniform: run, resume and replay start from the same adapter on any machine.
-//
-// Adapters keep their target's ParamRole; their tensor ids follow the base model's (layer by
-// layer, roles q, k, v, o, gate, up, down, A then B), so base noise does not change.
+// LoRA adapters (Hu et al. 2021, as PEFT builds them): for a targeted W (out, in), y = W x +
+// (alpha / r) · B (A x) with A (r, in), B (out, r); under --tune lora, A and B are the only tuned Params.
+// Init is PEFT's: A Kaiming-uniform, a = sqrt(5) (uniform in [-1/sqrt(in), 1/sqrt(in)]), B = 0, so
+// training starts at the base model. A comes from splitmix64(seed, A's tensor id), then a 53-bit
+// uniform: run, resume and replay start from the same adapter on any machine.
+// Adapters keep their target's ParamRole; their tensor ids follow the base model's (layer by layer,
+// roles q, k, v, o, gate, up, down, A then B), so base noise does not change.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +39,7 @@ struct LoraLayer {
   const LoraPair& of(ParamRole r) const { return by_role[r - ROLE_ATTN_Q]; }
 };
 
-// "q,k,v,o,gate,up,down" (any subset, any order, no repeats) -> roles in canonical order.
-// Throws naming the unknown or repeated entry.
+// "q,k,v,o,gate,up,down" (any subset and order) -> roles in canonical order; throws naming a bad entry.
 std::vector<ParamRole> lora_targets_parse(const std::string& list);
 std::string lora_targets_name(const std::vector<ParamRole>& targets);  // "q,v"
 // Checks rank >= 1, alpha finite and > 0, at least one target.
@@ -52,8 +48,7 @@ void lora_validate(const LoraOptions& o);
 // PEFT target_modules name of a role in LLaMA-family models: q_proj, ..., down_proj.
 const char* lora_module_name(ParamRole role);
 
-// Run header's "tune" object ({"mode": "lora", "r": 8, "alpha": 16, "targets": "q,v"}) and
-// back (throws naming `source` when malformed).
+// Run header's "tune" object ({"mode": "lora", "r": 8, ...}) and back (throws naming `source`).
 nlohmann::json lora_describe(const LoraOptions& o);
 LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& source);
 

@@ -1,12 +1,7 @@
-// What a model needs on its backend before anything is allocated: weights, the activation
-// workspace, scratch and library buffers, so open_model refuses in one line instead of failing
-// mid-load. See docs/ARCHITECTURE.md, "Principles the code keeps" (memory contract).
-//
-// The terms mirror the allocations: the workspace exactly (tested against the CPU backend's
-// bytes_allocated()), scratch as the high-water mark of a step (single probe or pair) or the
-// load's staging chunk, per the backend's memory_plan() (tests/test_memory_estimate_cuda.cu).
-// Not counted: the CUDA context (~0.5 GB, already gone from cudaMemGetInfo's free), the
-// generation key/value cache, other host memory.
+// What a model needs on its backend before anything is allocated, so open_model refuses in one line
+// instead of failing mid-load. The terms mirror the allocations: the workspace exactly, scratch as the
+// high-water mark of a step or the load's staging chunk (memory_plan()). Not counted: the CUDA context
+// (already gone from cudaMemGetInfo's free), the generation key/value cache, other host memory.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +18,13 @@ namespace smezo {
 // Index buffers, norm vectors, the quantile histogram: one allowance for the small buffers.
 constexpr int64_t kSmallBuffersBytes = int64_t(4) << 20;
 
-
 // The Model's workspace rows per forward.
 struct WorkspaceRows {
   int64_t tokens = 0;
   int64_t logit_rows = 0;
 };
 
-// batch * max_len token rows (capped at max_tokens, at least max_len; bigger batches run in
-// chunks, same results) and max(max_len, min(1024, 4 * batch)) logit rows (more are chunked).
+// min(batch * max_len, max_tokens) (>= max_len) token rows, max(max_len, min(1024, 4 * batch)) logit rows.
 WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_tokens);
 
 // What --tune lora/prefix adds after loading: the adapters' fp32 tensors and workspace.
@@ -44,8 +37,7 @@ struct TunedAdapters {
 struct MemoryEstimate {
   int64_t weights = 0;      // every parameter in the storage dtype
   int64_t activations = 0;  // the Model's workspace (fp32)
-  int64_t scratch = 0;      // backend scratch: one layer's perturbed W' (bounded; two copies for
-                            // a probe pair) + x in 16 bits, or the load's staging chunk
+  int64_t scratch = 0;      // one layer's perturbed W' block(s) + x in 16 bits, or the load's staging
   int64_t library = 0;      // cuBLAS workspace and small buffers
   int64_t adapters = 0;     // --tune lora/prefix tensors and their workspace, fp32
   int64_t total = 0;        // the sum; -1 everywhere when a size overflows
@@ -57,11 +49,9 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
                                      const TunedAdapters& adapters = TunedAdapters{});
 
 // "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"
-// (with " + X adapters" before the total under --tune lora/prefix)
 std::string describe_memory_estimate(const MemoryEstimate& e);
 
-// Throws the one-line refusal ("model <path> needs 14.5 GB on the cuda device, 12.0 GB free")
-// when free_bytes cannot hold e; -1 (unknown) passes. Tests fake free memory through it.
+// Throws "model <path> needs 14.5 GB on the cuda device, 12.0 GB free" unless e fits; -1 passes.
 void require_memory_fits(const MemoryEstimate& e, int64_t free_bytes, const std::string& device,
                          const std::string& model_path);
 

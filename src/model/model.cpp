@@ -83,8 +83,7 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
 
 namespace {
 
-// "loading weights: 120/291 tensors, ..." on stderr after the first second: in place on a
-// terminal, else a line every 5 s.
+// "loading weights: 120/291 tensors, ..." on stderr after 1 s: in place on a terminal, else every 5 s.
 class LoadProgress {
  public:
   LoadProgress(int64_t tensors, int64_t bytes)
@@ -120,9 +119,7 @@ class LoadProgress {
 
 }  // namespace
 
-// One tensor at a time, file dtype straight to the backend (which converts and checks for
-// NaN/Inf), then its pages dropped: host memory stays at one tensor. Only block-quantised
-// (GGUF) tensors are decoded on the host, into one reused buffer.
+// One tensor at a time, file dtype straight to the backend (converted, checked), then its pages dropped.
 void Model::load(const WeightSource& source, DType storage) {
   std::vector<ParamSlot> slots;
   std::vector<uint32_t> tensor_ids;  // canonical: the noise of a stage's tensor is the whole model's

@@ -1,6 +1,5 @@
-// The decoder-only transformer, written once over Backend ops; architectures differ only by
-// ModelConfig. Batches are packed (sequences back to back, no padding; each restarts at
-// position 0 and attends causally within itself); logits only for the rows that ask.
+// The decoder-only transformer, written once over Backend ops. Batches are packed (no padding; each
+// sequence restarts at position 0 and attends causally within itself); logits only for rows that ask.
 #pragma once
 
 #include <cstdint>
@@ -56,20 +55,18 @@ struct CachedChunk {
 
 class Model {
  public:
-  // Loads and checks the tensors of `stage` (whole by default), converted to `storage`.
-  // max_tokens and max_logit_rows size the one activation workspace.
+  // Loads and checks `stage`'s tensors (whole by default) as `storage`; max_* size the workspace.
   Model(const WeightSource& source, Backend& backend, DType storage, int64_t max_tokens,
         int64_t max_logit_rows, const ModelStage& stage = ModelStage{});
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
 
-  // Host logits (batch.logit_rows.size(), vocab). A probe pair runs the batch twice in one
-  // pass, + rows first: logits (2 * logit_rows, vocab); see batch_*_capacity.
+  // Host logits (batch.logit_rows.size(), vocab); a probe pair: (2 * logit_rows, vocab), + rows first.
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
-  // One pipeline stage's share of forward(): the first embeds batch.tokens, the others start
-  // from hidden_in (tokens, dim) fp32 (a pair: + copy, then - copy); *out gets the hidden
-  // states, or the logits at the last stage. Chained stages equal forward() bit for bit.
+  // One pipeline stage's share of forward(): the first embeds batch.tokens, the others start from
+  // hidden_in (tokens, dim) fp32 (a pair: + copy, then - copy); *out gets the hidden states, or the
+  // logits at the last stage. Chained stages equal forward() bit for bit.
   void forward_stage(const ForwardBatch& batch, const Probe& probe, const std::vector<float>& hidden_in,
                      std::vector<float>* out);
   const ModelStage& stage() const { return stage_; }
@@ -79,28 +76,23 @@ class Model {
     return probe.pair ? max_logit_rows_ / 2 : max_logit_rows_;
   }
 
-  // A key/value cache for `slots` sequences of max_len rows (after a prefix's P). It only
-  // grows, dropping its contents, and backend memory is never freed: size it once.
+  // A key/value cache for `slots` sequences of max_len rows (after a prefix's P); size it once (never freed).
   void enable_kv_cache(int64_t max_len, int64_t slots = 1);
   int64_t kv_cache_slots() const { return cache_slots_; }
   // Slot 0, no probe: feeds tokens at [pos, pos + tokens.size()), logits of the last one.
   void forward_cached(const std::vector<int32_t>& tokens, int64_t pos, std::vector<float>* logits);
-  // Several slots' chunks in one run under a single (non-pair) probe: logits (chunks.size(),
-  // vocab) of each chunk's last token. A chunk at pos 0 restarts its slot; later chunks of a
-  // slot must use the same probe as its cached keys/values. Must fit batch_*_capacity.
+  // Several slots' chunks in one run under a single probe: logits (chunks.size(), vocab) of each last
+  // token. A chunk at pos 0 restarts its slot; later ones must use the probe of its cached keys/values.
   void forward_cached(const std::vector<CachedChunk>& chunks, const Probe& probe, std::vector<float>* logits);
 
-  // --tune lora (lora.h): A and B join params() after the base tensors. LLaMA family, whole
-  // model only; once per model.
+  // --tune lora (lora.h): A and B join params() after the base tensors. LLaMA, whole model, once.
   void add_lora(const LoraOptions& options, uint64_t seed);
   bool has_lora() const { return !lora_.empty(); }
   const LoraOptions& lora_options() const { return lora_options_; }
   const std::vector<LoraLayer>& lora_layers() const { return lora_; }
 
-  // --tune prefix (prefix.h): the P rows join params() after the base tensors. Sequences sit
-  // at positions P.. and each must ask for a logit row (the prefixed keys/values take
-  // max_tokens + P x min(max_tokens, max_logit_rows) rows). Whole model, no LoRA, once; the
-  // workspace must hold P tokens.
+  // --tune prefix (prefix.h): the P rows join params() after the base tensors; sequences sit at P.. and
+  // each must ask for a logit row. Whole model, no LoRA, once; workspace >= P tokens.
   void add_prefix(const PrefixOptions& options, uint64_t seed);
   bool has_prefix() const { return !prefix_.empty(); }
   const PrefixOptions& prefix_options() const { return prefix_options_; }
@@ -117,8 +109,7 @@ class Model {
 
  private:
   struct Workspace {
-    // (max_tokens, ...) activations; xn also takes the o_proj and down_proj outputs.
-    // memory_estimate.cpp counts exactly these: change both together.
+    // (max_tokens, ...); xn also takes o_proj/down_proj outputs. memory_estimate.cpp counts these.
     Tensor x, xn, q, k, v, att;
     Tensor h_gate, h_up;              // (max_tokens, hidden)
     Tensor last, logits;              // (max_logit_rows, dim), (max_logit_rows, vocab)
@@ -126,13 +117,11 @@ class Model {
     Tensor lora_mid;                  // (max_tokens, rank): A x
     Tensor lora_out;                  // (max_tokens, widest adapted output): B (A x)
     // --tune prefix only, by add_prefix (kv = n_kv_heads*head_dim)
-    Tensor prefix_src_k, prefix_src_v;  // (max_tokens + 2P, kv): the tokens' keys/values, then the
-                                        // probed prefix (the + half's P rows, the - half's)
-    Tensor prefix_k, prefix_v;          // (max_tokens + P x min(max_tokens, max_logit_rows), kv):
-                                        // each sequence's P prefix rows, then its own rows
+    Tensor prefix_src_k, prefix_src_v;  // (max_tokens + 2P, kv): the tokens', then the probed prefix's
+    // (max_tokens + P x min(max_tokens, max_logit_rows), kv): each sequence's P prefix rows, then its own
+    Tensor prefix_k, prefix_v;
   };
-  // Layer l's attention under --tune prefix: probed prefix rows go after the tokens' keys/values
-  // in ws_.prefix_src_*, then are gathered per sequence by kv_index.
+  // Layer l's attention under --tune prefix: probed prefix rows after the tokens' keys/values.
   void prefix_attention(int64_t l, const Probe& probe, int64_t M, const std::vector<int64_t>& kv_index,
                         AttentionParams* ap);
   // the prefix, read through the probe, as the first P cache rows of `slot`
@@ -145,8 +134,7 @@ class Model {
   void load(const WeightSource& source, DType storage);
   void embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
              const float* hidden_in, const Tensor& x);
-  // This stage's layers, hidden states left in ws_.x. hidden_in: null = embed the tokens, else
-  // the previous stage's. cached: seqs' key/value spans are cache rows, ending with q_len new ones.
+  // This stage's layers into ws_.x (hidden_in null: embed the tokens); cached: key/values in the cache.
   void run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
            const std::vector<AttentionSeq>& seqs, bool cached, const Probe& probe,
            const float* hidden_in = nullptr);

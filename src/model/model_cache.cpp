@@ -1,5 +1,4 @@
-// The key/value cache of generation (enable_kv_cache, forward_cached): Model::run with the
-// attention's key/value spans in the cache instead of the batch.
+// The key/value cache of generation: Model::run with the attention's key/value spans in the cache.
 #include <algorithm>
 #include <numeric>
 #include <vector>

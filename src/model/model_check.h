@@ -1,9 +1,6 @@
-// The checks every model passes after its files are read, before any allocation: config in
-// range and consistent; every tensor the architecture needs present, shaped, convertible.
-//
-// load_weights() and Model's constructor both run check_weight_source (cheap: no data read),
-// so `smezo info` refuses exactly what `train` does. Readers check their own fields first;
-// this is the common floor. NaN/Inf are checked at conversion (backend/dtype_convert.h).
+// The checks every model passes after its files are read, before any allocation: config in range and
+// consistent; every needed tensor present, shaped, convertible (NaN/Inf: at conversion). load_weights()
+// and Model both run check_weight_source, so `smezo info` refuses exactly what `train` does.
 #pragma once
 
 #include <string>
@@ -13,13 +10,12 @@
 
 namespace smezo {
 
-// Throws naming source and the field: a size outside model_size.h's bounds, heads that do not
-// divide, odd head_dim under RoPE, norm_eps/rope_theta not positive finite, bos/eos outside
-// the vocabulary (-1 allowed), or an overflow.
+// Throws naming source and the field: a size outside model_size.h's bounds, heads that do not divide,
+// odd head_dim under RoPE, norm_eps/rope_theta not positive finite, bos/eos outside the vocabulary
+// (-1 allowed), or an overflow.
 void check_model_config(const ModelConfig& config, const std::string& source);
 
-// check_model_config, then every expected_tensors(config) present, shaped, of a known dtype,
-// and no layer >= n_layers. Throws naming the tensor and its file.
+// check_model_config, then every expected tensor present, shaped, known dtype; throws naming it.
 void check_weight_source(const WeightSource& source);
 
 }  // namespace smezo

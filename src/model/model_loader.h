@@ -1,6 +1,4 @@
-// Opens a model from a Hugging Face directory (or a .safetensors file in one), a LLaMA GGUF or
-// a llama2.c .bin. What it returns has passed check_weight_source, so every command refuses
-// the same files.
+// Opens an HF directory (or a .safetensors in one), a LLaMA GGUF or a llama2.c .bin, checked.
 #pragma once
 
 #include <string>

@@ -1,5 +1,4 @@
-// The canonical parameter list of each architecture (names, shapes, ModelParams fields). Its
-// order defines the noise tensor ids: never depend on the checkpoint file, never reorder.
+// Each architecture's canonical parameter list; its order is the noise tensor ids: never reorder it.
 #include "model/model_params.h"
 
 #include <string>

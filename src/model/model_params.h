@@ -1,5 +1,4 @@
-// Binding between an architecture's canonical parameter list (Hugging Face names and shapes)
-// and the fields of ModelParams. The list order defines each parameter's noise tensor id.
+// An architecture's canonical parameter list (HF names, shapes) bound to ModelParams; order = tensor id.
 #pragma once
 
 #include <string>

@@ -1,8 +1,5 @@
-// A model's parameter count and weight bytes from its ModelConfig alone, overflow-checked,
-// from the canonical parameter list (model_params.h) so they cannot drift from what Model loads.
-//
-// Also the size bounds every reader enforces: no real model comes near them (beyond = corrupt),
-// and within them every shape product fits int64 (common/checked_int.h checks).
+// A model's parameter count and weight bytes from its ModelConfig (canonical list, overflow-checked),
+// and the size bounds every reader enforces (within them shape products fit int64).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +21,7 @@ struct ModelSize {
   int64_t largest_tensor = 0;    // elements of the largest single tensor
 };
 
-// False when a size is outside 1..its bound or a product overflows; safe on any config
-// (check_model_config names the field).
+// False when a size is outside 1..its bound or a product overflows; safe on any config.
 bool model_size_of(const ModelConfig& cfg, ModelSize* out);
 
 // size.parameters * dtype_size(dtype), or -1 on overflow.

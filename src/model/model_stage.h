@@ -7,8 +7,7 @@
 
 namespace smezo {
 
-// Layers [first_layer, end_layer), embeddings on the first stage, final norm and LM head on the
-// last (stage_holds). Tensor ids stay canonical, so a stage draws the whole model's noise.
+// Layers [first_layer, end_layer) (+ embeddings, head: stage_holds); tensor ids stay canonical.
 struct ModelStage {
   int index = 0, count = 1;
   int64_t first_layer = 0, end_layer = -1;  // -1: up to the last layer
@@ -16,8 +15,7 @@ struct ModelStage {
   bool last() const { return index == count - 1; }
   bool whole() const { return count == 1; }
 };
-// Contiguous balanced ranges (the first n_layers % count stages get one more); throws when
-// there are fewer layers than stages.
+// Contiguous balanced ranges (the first n_layers % count get one more); throws if layers < stages.
 ModelStage model_stage(const ModelConfig& config, int index, int count);
 
 }  // namespace smezo

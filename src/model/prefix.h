@@ -1,15 +1,10 @@
-// Prefix tuning (Li & Liang 2021, as MeZO and PEFT's PREFIX_TUNING, no reparameterisation):
-// every layer gets P key and P value rows that all queries attend to, as if P tokens stood
-// before the sequence; under --tune prefix the only tuned parameters.
-//
-// As PEFT's P-entry key/value cache: keys after the rotary embedding; the tokens sit at
-// positions P, P+1, ... (rotary and learned alike); every query sees all P entries first.
-//
-// Init is MeZO's "real activations": the cache rows of P seeded tokens (prefix_init_tokens)
-// run through the base model, so run, resume and replay start from the same prefix.
-//
-// Roles k and v, never linear weights; tensor ids follow the base model's (layer by layer,
-// key then value), so base noise does not change.
+// Prefix tuning (Li & Liang 2021, as MeZO and PEFT's PREFIX_TUNING, no reparameterisation): every
+// layer gets P key and P value rows that all queries attend to, as if P tokens stood before the
+// sequence; under --tune prefix the only tuned parameters. As PEFT's key/value cache: keys after RoPE;
+// the tokens sit at positions P, P+1, ... (rotary and learned alike).
+// Init is MeZO's "real activations": the cache rows of P seeded tokens (prefix_init_tokens) run
+// through the base model, so run, resume and replay start from the same prefix.
+// Roles k and v; tensor ids follow the base model's (layer by layer, key then value): base noise kept.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +26,9 @@ struct PrefixLayer {
   Param value;  // (P, n_kv_heads*head_dim)
 };
 
-// Checks P >= 1.
-void prefix_validate(const PrefixOptions& o);
+void prefix_validate(const PrefixOptions& o);  // throws unless P >= 1
 
-// Run header's "tune" object ({"mode": "prefix", "tokens": 5, "init": "real-activations"}) and
-// back (throws naming `source` when malformed).
+// Run header's "tune" object ({"mode": "prefix", "tokens": 5, ...}) and back (throws naming `source`).
 nlohmann::json prefix_describe(const PrefixOptions& o);
 PrefixOptions prefix_options_from_json(const nlohmann::json& j, const std::string& source);
 

@@ -1,5 +1,4 @@
-// What a checkpoint loader (hf_dir.h, llama2c.h, gguf_llama.h) hands to the model: the config
-// and host tensors (mapped where possible) under Hugging Face names and shapes.
+// What a checkpoint loader hands the model: the config and host tensors under HF names and shapes.
 #pragma once
 
 #include <map>

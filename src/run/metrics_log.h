@@ -1,8 +1,6 @@
-// JSONL metrics log: one JSON object per line, e.g.
-//   {"step":120,"loss":0.6931,"lr":1e-06,"g":-3.2,"dev_acc":null}
-// The caller decides the keys. Each line is one fwrite, flushed (fflush, not fsync), so `tail -f`
-// and a crash see whole lines. Non-finite numbers are written as null; invalid UTF-8 is replaced.
-//
+// JSONL metrics log: one JSON object per line (the caller's keys), e.g. {"step":120,"loss":0.6931}.
+// Each line is one fwrite, flushed (fflush, not fsync), so `tail -f` and a crash see whole lines.
+// Non-finite numbers are written as null; invalid UTF-8 is replaced.
 // Resume: append=true cuts a crash's partial last line on open, so new lines never glue onto it;
 // metrics_log_truncate_after() drops lines after the resumed step, so none is duplicated.
 #pragma once
@@ -33,12 +31,10 @@ class MetricsLog {
   FILE* f_ = nullptr;
 };
 
-// Reads every complete line back. A final line without '\n' (crash mid-write) is ignored;
-// a line that is not a JSON object anywhere else throws smezo::Error naming file and line.
+// Reads every complete line back (a partial last one ignored); a non-object line throws naming it.
 std::vector<nlohmann::json> metrics_log_read(const std::string& path);
 
-// Rewrites `path` atomically without the records whose "step" is > `step` (records without
-// a numeric "step" are kept). Returns how many records were dropped. Missing file: returns 0.
+// Rewrites `path` atomically without records whose "step" is > `step`; returns how many were dropped.
 int64_t metrics_log_truncate_after(const std::string& path, int64_t step);
 
 }  // namespace smezo

@@ -1,5 +1,4 @@
-// How accuracies and losses print wherever text shows them: 4 decimals; losses outside [1e-3, 1e4)
-// in scientific notation with 3, to keep their digits. JSON files hold the full values.
+// How accuracies and losses print in text: 4 decimals; losses outside [1e-3, 1e4) as %.3e.
 #pragma once
 
 #include <string>

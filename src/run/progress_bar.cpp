@@ -130,8 +130,7 @@ double ProgressBar::smoothed_loss() const {
   return ema_ / (1 - std::pow(opt_.loss_ema_beta, static_cast<double>(ema_n_)));
 }
 
-// TTY lines must not wrap (a wrapped line cannot be redrawn with '\r'): narrow the bar first,
-// then cut the text.
+// TTY lines must not wrap (no '\r' redraw then): narrow the bar first, then cut the text.
 std::string ProgressBar::status_line() const {
   std::string s = line_text(opt_.bar_width);
   if (!tty_ || opt_.columns <= 0) return s;

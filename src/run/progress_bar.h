@@ -1,15 +1,11 @@
-// Training progress display: step/total, a bar, loss (smoothed and last), steps/s, ETA and the
-// last dev accuracy with the step it was measured at.
-//
-// On a TTY one line is redrawn with '\r' at most every redraw_interval_s (and at the last step),
-// narrowed to the terminal width so it never wraps:
+// Training progress display: step/total, a bar, loss (smoothed and last), steps/s, ETA and the last
+// dev accuracy with its step. On a TTY one line is redrawn with '\r' at most every redraw_interval_s
+// (and at the last step), narrowed to the terminal width so it never wraps:
 //   step  1200/20000 [#>                      ]   6.0% | loss 0.6931 (last 0.7012) |
 //     12.3 steps/s | ETA 0:25:28 | dev acc 0.8120 (step 1000)          (one line on screen)
 // Otherwise (CI, log files) a plain line without the bar, every plain_every steps and at the end:
 //   step 1200/20000 6.0% | loss 0.6931 (last 0.7012) | 12.3 steps/s | ETA 0:25:28 | dev acc 0.8120 (step 1000)
-// Numbers as run/number_format.h prints them; "dev acc -" before any evaluation; "took h:mm:ss" for
-// the ETA on the last line. Steps/s averages the steps after start_step. The smoothed loss is a
-// bias-corrected EMA skipping non-finite losses. The FILE* and the clock are injectable for tests.
+// Steps/s averages the steps after start_step; the smoothed loss is a bias-corrected EMA (finite only).
 #pragma once
 
 #include <cstdint>

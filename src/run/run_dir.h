@@ -1,14 +1,11 @@
 // The run folder of `smezo train`: who may use it, what it is, and what killed writes leave in it.
-//
-// - run_dir_lock(): an exclusive flock(2) on the folder itself (no lock file), held for the whole
-//   run: two `smezo train` never write one folder, and a temporary file found while holding it
-//   belongs to no live writer.
+// - run_dir_lock(): an exclusive flock(2) on the folder itself, held for the whole run: two runs never
+//   write one folder, and a temporary file found while holding it belongs to no live writer.
 // - run_dir_kind(), for --resume: nothing (missing, empty, or temporary files only: killed before
 //   its seed log), a run (seed_log.txt), or other (--resume refuses it; a new run may write there).
 // - run_dir_clean(): removes the temporaries of interrupted atomic writes of the run's own files
-//   ("seed_log.txt|metrics.jsonl|summary.json|plot.svg" + ".tmp.<pid>" from run_write_file_atomic,
-//   "checkpoint.tmp/"), and puts "checkpoint.old/" back as "checkpoint/" after a kill between the
-//   checkpoint swap's renames (train/checkpoint.h). Nothing else is touched.
+//   ("<file>.tmp.<pid>", "checkpoint.tmp/"), and puts "checkpoint.old/" back as "checkpoint/" after a
+//   kill between the checkpoint swap's renames. Nothing else is touched.
 #pragma once
 
 #include <string>
@@ -44,8 +41,7 @@ bool run_dir_is_temporary(const std::string& name);
 // Removes dir's leftovers (see above), returning what it removed or restored. Hold run_dir_lock(dir).
 std::vector<std::string> run_dir_clean(const std::string& dir);
 
-// Removes "<path>.tmp.<pid>" files beside `path` whose process is gone (for files written
-// outside a locked run folder, such as `smezo eval --out`).
+// Removes "<path>.tmp.<pid>" files beside `path` whose process is gone (outside a locked run folder).
 void remove_stale_temp_files_of(const std::string& path);
 
 }  // namespace smezo

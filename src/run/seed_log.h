@@ -1,18 +1,14 @@
 // The seed log: everything needed to replay or resume a zeroth-order run, one line per step.
-//
 // Format (text, UTF-8, '\n' line ends), version 1 (one probe per step) and 2 (several):
-//
 //   # smezo seed log v1
 //   # {"method":"smezo","sparsity":0.75,"eps":0.001,"seed":42,"model":"models/opt-1.3b",...}
 //   1 12157665459056928801 3f1d70a4 358637bd
 //   2 9223372036854775807 bf800000 358637bd
 //   ...
-//
 // - Line 1 is the magic "# smezo seed log v1", or "... v2" for runs of several probes per step
-//   (--probes-per-step q > 1, --method fzoo). v1 is v2 with one probe per record; one-probe
-//   runs still write v1.
-// - The run identity: one line "# " + compact JSON object (the caller's: method, sparsity, eps,
-//   base seed, model path, ...), before any record.
+//   (--probes-per-step q > 1, --method fzoo). v1 is v2 with one probe per record; one-probe runs write v1.
+// - The run identity: one line "# " + compact JSON object (method, sparsity, eps, base seed, model
+//   path, ...), before any record.
 // - Other lines starting with '#', and blank lines, are ignored.
 // - A record is "step seed g lr", separated by single spaces:
 //     step  int64, decimal;
@@ -23,13 +19,10 @@
 //   v2 appends " seed g" per further probe, in order: "step seed_1 g_1 lr seed_2 g_2 ... seed_q g_q",
 //   standing for W <- W - lr·(1/q)·Σ_i g_i·m⊙z(seed_i) (src/train/spsa.h).
 //   Bit patterns (not decimal or "%a") so every value, NaN payloads and -0.0 included, reads back
-//   bit-exactly with a fixed-width tail. The reader also accepts upper-case hex; nothing else
-//   (no signs, spaces, "0x", '\r').
+//   bit-exactly. The reader also accepts upper-case hex; nothing else (no signs, spaces, "0x", '\r').
 // - Steps are consecutive; the first is where the writer started (smezo train: 1).
-//
 // Reading: a final line without '\n' (a crash's partial write) is ignored, flagged in
 // SeedLog::partial_tail; any other bad line or step gap throws smezo::Error naming file and 1-based line.
-//
 // Durability: SeedLogWriter's flush() does fflush + fsync, every `flush_every` records (0: only on
 // request) and in close()/the destructor; a kill loses at most the records since. Flush before
 // writing a checkpoint at step S so the log reaches it. Resume: seed_log_truncate_to(path, S)
@@ -78,14 +71,12 @@ bool seed_log_parse_record(const std::string& line, SeedRecord* out, int version
 // Reads and validates a whole seed log; throws smezo::Error (see "Reading" above).
 SeedLog seed_log_read(const std::string& path);
 
-// Atomically keeps the header and records with step <= `step` (a partial line dropped too).
-// Throws if the log ends before `step` (not flushed at the checkpoint). Returns records dropped.
+// Atomically keeps the header and steps <= `step`; throws if the log ends before; returns records dropped.
 int64_t seed_log_truncate_to(const std::string& path, int64_t step);
 
 class SeedLogWriter {
  public:
-  // A new log, the header durable on return; refuses a non-empty file. version 2 only for runs
-  // of several probes per step.
+  // A new log, the header durable on return; refuses a non-empty file. version 2: several probes/step.
   static SeedLogWriter create(const std::string& path, const nlohmann::json& header,
                               int64_t flush_every, int version = 1);
   // Continues an existing log: validates it, cuts a partial final line; next step = last + 1.

@@ -25,8 +25,7 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-// Writes bytes to fd (the temporary file tmp, on its way to becoming `path`); a failure removes
-// tmp, so a full disk leaves nothing behind, and names `path`, the file the user knows.
+// Writes bytes to fd (tmp, to become `path`); a failure removes tmp and names `path`.
 void write_all(int fd, const std::string& bytes, const std::string& tmp, const std::string& path) {
   size_t done = 0;
   while (done < bytes.size()) {

@@ -1,8 +1,6 @@
-// Run summary JSON, and the atomic file write every run output uses.
-//
-// An atomic write goes to "<path>.tmp.<pid>", is fsync'ed and renamed over `path`, then the folder
-// is fsync'ed: a crash leaves the old file or the new one, at worst beside the temporary (run/run_dir.h
-// removes those); a failed write removes it.
+// Run summary JSON, and the atomic file write every run output uses: "<path>.tmp.<pid>", fsync'ed and
+// renamed over `path`, then the folder fsync'ed: a crash leaves the old file or the new one, at worst
+// beside the temporary (run_dir.h removes those); a failed write removes it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,9 +12,7 @@ namespace smezo {
 // Atomically replaces `path` with `bytes`; throws smezo::Error naming the path and the system error.
 void run_write_file_atomic(const std::string& path, const std::string& bytes);
 
-// Readies a command's output file (every --out/--examples-out/--json FILE, before any work):
-// creates missing parent folders (`mkdir -p`), then throws naming `what` and `path` if
-// run_write_file_atomic(path) could not create its temporary there or path is not a regular file.
+// Readies an output file before any work (mkdir -p); throws naming `what`, `path` if it cannot be written.
 void run_prepare_output_file(const std::string& path, const char* what);
 
 // Adds, where absent: "written_at" (UTC, ISO 8601), "hostname", "peak_host_rss_bytes".

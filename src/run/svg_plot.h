@@ -1,13 +1,10 @@
-// Training-curve plot as a self-contained SVG file, written by hand (no plotting dependency).
-//
-// Two stacked panels sharing the step axis:
-//   top:    training loss, raw as a light line and a centred moving average bold (the y range
-//           ignores the outer 0.5% of values so one spike does not flatten the curve; it is clipped);
+// Training-curve plot as a self-contained SVG file, written by hand (no plotting dependency). Two
+// stacked panels sharing the step axis:
+//   top:    training loss, raw as a light line and a centred moving average bold (the y range ignores
+//           the outer 0.5% of values so one spike does not flatten the curve; it is clipped);
 //   bottom: dev accuracy, a line with markers; in percent when every value is in [0, 1].
-// Axes get "nice" ticks (1, 2, 5 x 10^k), grid lines and labels; a title, a one-line summary (last
-// smoothed loss, best dev accuracy) and a legend per panel. Non-finite values are skipped; an empty
-// series shows "no data", one point a marker, a constant series a small range around it. Long
-// series thin to a min/max envelope per pixel column, so a 20k-step run stays a small file.
+// Non-finite values are skipped; an empty series shows "no data", one point a marker, a constant
+// series a small range around it. Long series thin to a min/max envelope per pixel column.
 #pragma once
 
 #include <string>
@@ -33,8 +30,7 @@ void write_training_plot_svg(const std::string& path, const std::string& title,
                              const PlotSeries& loss, const PlotSeries& dev_acc,
                              const TrainingPlotOptions& opt = {});
 
-// "Nice" ticks over [lo, hi], about `target` intervals of 1, 2 or 5 x 10^k (>= 1 when `integer`);
-// *axis_lo/*axis_hi get the first/last tick; lo == hi is widened first. Exposed for tests.
+// "Nice" ticks over [lo, hi], about `target` intervals of 1, 2 or 5 x 10^k; *axis_lo/hi: first/last.
 std::vector<double> svg_nice_ticks(double lo, double hi, int target, bool integer,
                                    double* axis_lo, double* axis_hi);
 

@@ -1,13 +1,10 @@
-// smezo convert: any model smezo reads (GGUF, llama2.c .bin, a Hugging Face directory) written
-// as a Hugging Face model directory that transformers loads:
+// smezo convert: any model smezo reads (GGUF, llama2.c .bin, a Hugging Face directory) written as a
+// Hugging Face model directory that transformers loads:
 //   config.json         hf_config_json (model/hf_dir.h), torch_dtype = the written dtype;
 //   model.safetensors   every tensor under its HF name, in bf16 (round to nearest even) or f32;
-//                       block-quantised GGUF tensors are dequantised first. Q and K rows of
-//                       interleaved-RoPE sources (GGUF, llama2.c) are put in HF's rotate-half
-//                       order per head (checkpoint.h's permutation); config.json says rotate-half;
-//   tokenizer files     if the source has a tokenizer (save_tokenizer_files,
-//                       tokenizer/tokenizer_files.h): a GGUF's metadata becomes tokenizer.json +
-//                       tokenizer_config.json; a sentencepiece .model is copied as tokenizer.model.
+//                       block-quantised GGUF tensors dequantised first. Q and K rows of
+//                       interleaved-RoPE sources (GGUF, llama2.c) put in HF's rotate-half order;
+//   tokenizer files     if the source has a tokenizer (save_tokenizer_files).
 // Tensors are decoded one at a time; the output's own bytes are held until written.
 #pragma once
 

@@ -1,6 +1,4 @@
-// Opening a model: pick the backend, load the weights and the tokenizer, check that they belong
-// together, store the weights in the chosen dtype. smezo::train, the CLI and the tests all open
-// models here. The bundled stories260K (common/assets.h) is the default model.
+// Opening a model: backend, weights and tokenizer, checked to belong together, in the chosen dtype.
 #pragma once
 
 #include <memory>
@@ -12,7 +10,6 @@
 
 namespace smezo {
 
-// What to open. Every field has a usable default.
 struct ModelOpenOptions {
   std::string model_path;         // "": default_model_path()
   std::string tokenizer_path;     // "": the model's own (open_model_tokenizer)
@@ -43,42 +40,35 @@ std::string default_model_path();
 // model_path, or the default model when empty (throws, saying where it looked, if missing).
 std::string resolve_model_path(const std::string& model_path);
 
-// Before any weight is allocated, compares estimate_model_memory() with the backend's free
-// memory and refuses in one line when it cannot fit (memory_estimate.h).
+// Refuses in one line, before allocating, when estimate_model_memory() exceeds free memory.
 LoadedModel open_model(const ModelOpenOptions& options);
-// The same on a backend the caller made (options.device must name its kind, for the default
-// dtype): embedding programs, and tests that fake the free memory.
+// The same on a backend the caller made (options.device must name its kind): tests fake free memory.
 LoadedModel open_model_on(const ModelOpenOptions& options, std::unique_ptr<Backend> backend);
 // The same with the fields spelled out (dtype may be empty).
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
                              const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
                              const std::string& dtype = "");
 
-// "cpu", or "cuda" in builds with nvcc (SMEZO_WITH_CUDA). linear_path: the CUDA linear path mode
-// (cuda/cuda_plan.h); the CPU backend has one path and refuses "fused".
+// "cpu", or "cuda" in builds with nvcc. linear_path: the CUDA linear path; the CPU refuses "fused".
 std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path = "auto");
 
-// The parameter storage dtype for a dtype name on a device: "f32" | "f16" | "bf16", or "" for
-// the device's default (cpu: f32, the only one it stores; cuda: bf16).
+// The storage dtype for "f32" | "f16" | "bf16", or "" for the device's default (cpu: f32; cuda: bf16).
 DType storage_dtype(const std::string& device, const std::string& dtype);
 
-// A model's sentencepiece tokenizer (BPE too: open_model_tokenizer): an explicit path, else
-// tokenizer.model beside the model, else the bundled one for the bundled stories260K.
+// A model's sentencepiece tokenizer: explicit_path, else tokenizer.model beside it, else the bundled one.
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);
 
-// A tokenizer and its path (a sentencepiece .model, tokenizer.json, HF directory or GGUF file),
-// from which save_tokenizer_files (tokenizer_files.h) copies or rebuilds the files.
+// A tokenizer and its path (a sentencepiece .model, tokenizer.json, HF directory or GGUF file).
 struct OpenedTokenizer {
   std::unique_ptr<Tokenizer> tokenizer;
   std::string path;
 };
 
-// The model decides its tokenizer: a GGUF file -> byte-level BPE from its metadata
-// (tokenizer.ggml.model "gpt2"; a "llama" vocabulary needs --tokenizer); an HF directory (or a
-// .safetensors in one) -> tokenizer.model (sentencepiece), else tokenizer.json / vocab.json +
-// merges.txt (BPE); a llama2.c .bin -> tokenizer.model beside it, the bundled one for stories260K.
-// explicit_path (--tokenizer) overrides, read by what it is: a directory as above, *.gguf from
-// its metadata, *.json as a tokenizer.json, anything else as a sentencepiece .model.
+// The model decides its tokenizer: a GGUF file -> byte-level BPE from its metadata (a "llama"
+// vocabulary needs --tokenizer); an HF directory (or a .safetensors in one) -> tokenizer.model
+// (sentencepiece), else tokenizer.json / vocab.json + merges.txt (BPE); a llama2.c .bin ->
+// tokenizer.model beside it, the bundled one for stories260K. explicit_path (--tokenizer) overrides,
+// read by what it is: a directory as above, *.gguf, *.json as a tokenizer.json, else sentencepiece.
 OpenedTokenizer open_model_tokenizer(const std::string& model_path, const std::string& explicit_path);
 
 // Whether open_model_tokenizer would find a tokenizer for the model.

@@ -1,5 +1,4 @@
-// The built-in tasks' specs, compiled in: each string is byte for byte src/tasks/specs/<name>.json
-// (TaskSpec.ShippedFilesAreTheBuiltInSpecs checks it): edit a spec here and in its file together.
+// The built-in tasks' specs, byte for byte src/tasks/specs/<name>.json (a test checks): edit both.
 #include "tasks/task_spec.h"
 
 #include "common/check.h"

@@ -99,8 +99,7 @@ struct Problems {
   }
 };
 
-// The file's lines (without "\n" or a final "\r"), after the UTF-8 byte-order mark. A UTF-16
-// or UTF-32 file is refused whole: every line of it would be a problem.
+// The file's lines (without "\n" or a final "\r"), after the UTF-8 byte-order mark; UTF-16/32 refused.
 std::vector<std::string> split_lines(const std::string& path, std::string bytes) {
   auto starts = [&](const char* bom, size_t n) { return bytes.size() >= n && bytes.compare(0, n, bom, n) == 0; };
   SMEZO_REQUIRE(!starts("\xff\xfe", 2) && !starts("\xfe\xff", 2),

@@ -1,5 +1,4 @@
 // Your own data: one data file read into records (field name -> value) for a task spec (task_spec.h).
-//
 // Formats, by the file name's ending:
 //   .jsonl .ndjson .json  JSON Lines: one JSON object per line; blank lines are skipped.
 //                         Values: strings, numbers, booleans, lists of strings.
@@ -8,12 +7,11 @@
 //   .tsv                  a header row, tab-separated fields, no quoting (GLUE's files): a
 //                         field cannot hold a tab or a line break. Every value is a string.
 // UTF-8 (a leading byte-order mark is skipped); "\r\n" line ends are fine.
-//
-// Strict: a non-JSON or non-object line, non-UTF-8 bytes, a NUL byte anywhere (JSON's parser
-// would take it for the end of the line), a CSV/TSV row with the wrong field count, a header
-// lacking a column the spec uses, a path that is not a regular file -> a one-line smezo::Error
-// "<file>:<line>: <what>" (1-based; a multi-line CSV record is named by its first line). With a
-// problem list (--check-data) every problem is collected and the bad rows are left out.
+// Strict: a non-JSON or non-object line, non-UTF-8 bytes, a NUL byte anywhere (JSON's parser would
+// take it for the end of the line), a CSV/TSV row with the wrong field count, a header lacking a
+// column the spec uses, a path that is not a regular file -> a one-line smezo::Error "<file>:<line>:
+// <what>" (1-based; a multi-line CSV record by its first line). With a problem list (--check-data)
+// every problem is collected and the bad rows are left out.
 #pragma once
 
 #include <cstdint>
@@ -40,13 +38,10 @@ struct DataFile {
   std::vector<DataRow> rows;  // in file order
 };
 
-// The bytes of the regular file at path; `what` ("data file", "task spec") names it in errors.
-// A directory, FIFO or device is refused unopened (a FIFO would block, /dev/zero never ends).
+// The bytes of the regular file at path (`what` names it in errors); a FIFO or device is refused unopened.
 std::string data_read_file(const std::string& path, const char* what);
 
-// Reads path. columns: fields a CSV/TSV header must name (checked on line 1; JSONL rows are
-// checked field by field later, by the spec). problems == nullptr: the first problem throws;
-// otherwise each problem is appended as one line and reading goes on with the next row.
+// Reads path (columns: a CSV/TSV header's); problems == nullptr: the first throws, else collected.
 DataFile data_file_read(const std::string& path, const std::vector<std::string>& columns,
                         std::vector<std::string>* problems = nullptr);
 

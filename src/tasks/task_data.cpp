@@ -98,8 +98,7 @@ static std::string json_string(const json& obj, const char* key, const RowAt& at
   return v.get<std::string>();
 }
 
-// One MultiRC passage row -> one flat record per answer: paragraph, question, answer, label
-// (what the multirc spec reads; a missing label is left for the spec to report).
+// One MultiRC passage row -> one flat record per answer: paragraph, question, answer, label.
 static void flatten_multirc_row(const DataRow& row, const RowAt& at, std::vector<DataRow>* out) {
   const json& passage = json_field(row.fields, "passage", at);
   std::string text = json_string(passage, "text", at);
@@ -167,8 +166,7 @@ std::vector<std::string> task_source_files(TaskId task, const std::string& data_
 
 // --- sampling
 
-// numpy's legacy RandomState: np.random.seed(seed) is MT19937's init_genrand(seed), as
-// std::mt19937's seeding; shuffle draws with random_interval.
+// numpy's legacy RandomState: seed(s) is MT19937's init_genrand(s), as std::mt19937's seeding.
 class NumpyRandom {
  public:
   explicit NumpyRandom(uint64_t seed) : mt_(check_seed(seed)) {}

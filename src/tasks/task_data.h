@@ -1,6 +1,5 @@
 // Task datasets: reading the GLUE/SuperGLUE files through the built-in task specs (task_spec.h,
 // MeZO's templates) and MeZO's train/dev/test sampling. Your own data files: task_files.h.
-//
 // Files (under a data directory, by default asset_path("data")):
 //   sst2     glue/SST-2/train.tsv, dev.tsv     TSV, header "sentence\tlabel", label 0/1
 //   rte      superglue/RTE/train.jsonl, val.jsonl       premise, hypothesis, label (string)
@@ -10,25 +9,20 @@
 //   wic      superglue/WiC/val.jsonl                    word, sentence1, sentence2, label (bool)
 //   multirc  superglue/MultiRC/val.jsonl   passage{text, questions[{question, answers[{text,
 //            label}]}]}; one example per answer row.
-// JSONL: one JSON object per line; blank lines are skipped. Every error names the file and,
-// for a bad row, its 1-based line number.
-//
+// JSONL: one JSON object per line; blank lines skipped. Errors name the file and a bad row's 1-based line.
 // Sampling (load_task) follows MeZO (large_models/run.py, tasks.py, mezo.sh):
 //  * Permutations are exactly numpy's np.random.seed(seed); np.random.permutation(n) (seeds
-//    0 .. 2^32-1; task_data.cpp), so with a train split the rows are exactly the ones MeZO trains
-//    and tests on with --train_set_seed seed.
-//  * With a train split (sst2, rte, cb, copa): permute it; train = the first n_train rows, dev =
-//    the next n_dev. With fewer than n_train + n_dev rows, dev = min(n_dev, 100, rows / 2) and
-//    train = the rows before it, up to n_train (mezo.sh uses DEV=100 for CB and COPA: 150/100
-//    and 300/100 rows). Test: the first n_test rows of a fresh permutation (same seed) of the
-//    validation split, or all of it, as MeZO's sample_subset("valid", seed, num_eval).
-//  * Without one here (boolq, wic, multirc: MeZO's official train split is not available):
-//    train, dev and the test pool are carved disjointly from the validation file, by groups
-//    (MultiRC: passages, so none is shared between splits; BoolQ, WiC: one row each). Sizes:
-//    n_train' = n_train, n_dev' = n_dev if they fit in half the pool, else both scaled to fill
-//    half (floor(n * rows / 2 / (n_train + n_dev))). One numpy generator (seed) permutes the
-//    groups; train takes whole groups until >= n_train' rows, then dev until >= n_dev'; the rest
-//    is the test pool. The same generator then shuffles each part's rows, cut to n_train',
+//    0 .. 2^32-1), so with a train split the rows are exactly MeZO's with --train_set_seed seed.
+//  * With a train split (sst2, rte, cb, copa): permute it; train = the first n_train rows, dev = the
+//    next n_dev. With fewer than n_train + n_dev rows, dev = min(n_dev, 100, rows / 2) and train =
+//    the rows before it, up to n_train (mezo.sh's DEV=100 for CB and COPA). Test: the first n_test
+//    rows of a fresh permutation (same seed) of the validation split, as MeZO's sample_subset.
+//  * Without one (boolq, wic, multirc: MeZO's train split is not available): train, dev and the
+//    test pool are carved disjointly from the validation file, by groups (MultiRC: passages; BoolQ,
+//    WiC: one row each). n_train' = n_train, n_dev' = n_dev if they fit in half the pool, else both
+//    scaled to fill half (floor(n * rows / 2 / (n_train + n_dev))). One numpy generator (seed)
+//    permutes the groups; train takes whole groups until >= n_train' rows, then dev until >= n_dev';
+//    the rest is the test pool. The same generator shuffles each part's rows, cut to n_train',
 //    n_dev', n_test. split_note says all of this.
 #pragma once
 
@@ -51,12 +45,10 @@ std::vector<std::string> task_names();  // every task's canonical name, in TaskI
 // False for COPA only: it trains on the gold option's tokens (MeZO's --train_as_classification False).
 bool task_trains_as_classification(TaskId task);
 
-// Reads one data file of the task through its built-in spec. groups, when given, receives one
-// group id per example (MultiRC: the passage's position in the file; others: the row index).
+// One data file through the built-in spec; groups: per example (MultiRC: its passage; else the row).
 std::vector<TaskExample> task_read_file(TaskId task, const std::string& path,
                                         std::vector<int64_t>* groups = nullptr);
-// The records task_read_file turns into examples, one per example in order (MultiRC's passages
-// flattened to paragraph, question, answer, label); `smezo train --export-data` writes these.
+// The records task_read_file turns into examples, one per example (MultiRC flattened); for --export-data.
 DataFile task_read_records(TaskId task, const std::string& path, std::vector<int64_t>* groups = nullptr);
 // {train/dev's source file, test's source file} under data_dir (the same file when carved).
 std::vector<std::string> task_source_files(TaskId task, const std::string& data_dir);

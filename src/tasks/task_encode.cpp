@@ -24,13 +24,11 @@ struct ContextOption {
 };
 
 // --- long texts: a tail is tokenized, not the whole
-//
-// Left truncation keeps a prompt's last tokens, so of a long prompt only a byte tail is tokenized
-// (a 10 MB record costs what an 8 KB one does). The tokenizers split at whitespace and merge within
-// a word, so a tail's tokens equal the whole text's except in its first (cut) word: the tail holds
-// >= 2·keep + kTailMarginTokens tokens and only its last `keep` are used. The first tail guesses
-// kTailBytesPerToken bytes per token (English runs at ~4, a token covers at most a few dozen) and
-// grows 4x until it holds enough. Test: TaskEncode.LongTextsEncodeAsTheirWholeText.
+// Left truncation keeps a prompt's last tokens, so of a long prompt only a byte tail is tokenized. The
+// tokenizers split at whitespace and merge within a word, so a tail's tokens equal the whole text's
+// except in its first (cut) word: the tail holds >= 2·keep + kTailMarginTokens tokens and only its
+// last `keep` are used. The first tail guesses kTailBytesPerToken bytes per token and grows 4x until
+// it holds enough.
 constexpr size_t kTailMinBytes = 8192;  // texts up to this long are always tokenized whole
 constexpr size_t kTailBytesPerToken = 16;
 constexpr int64_t kTailMarginTokens = 64;

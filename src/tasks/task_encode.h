@@ -1,24 +1,20 @@
 // Encoding task examples into token sequences, as MeZO's utils.encode_prompt does.
-//
 // For each candidate (context c, option o; see templates.h):
 //   prompt  = (icl_prefix + c).lstrip()        MeZO: (demos + "\n\n" + eval_prompt).lstrip()
 //   C = encode(c), F = encode(c + o)           (no BOS)
 //   * C a prefix of F (the normal case: sentencepiece and byte-level BPE do not merge across the
-//     space or newline that starts the option): the option tokens are F[|C|:] and
-//       tokens = BOS + encode(prompt) + F[|C|:],   option_start = 1 + |encode(prompt)|,
-//     BOS only when tokenizer_wants_bos (SmolLM2: none, no 1), so candidates with the same
-//     context share their prompt tokens exactly. (With LLaMA-2's tokenizer this equals MeZO's
-//     BOS + encode(prompt + o) on every row of the seven tasks; tests check a sample.)
-//   * Otherwise a token spans the boundary: tokens = BOS + encode(prompt + o), as MeZO always
-//     does, scoring its last |F| - k tokens, k = |common prefix of C and F|. (MeZO scores
-//     |F| - |C|; counting from the divergence keeps the boundary token, which carries option
-//     text, among the option tokens. Prompt tokens may then differ between candidates.) An
-//     option that adds no tokens throws.
-// Truncation: over max_len, tokens are dropped from the left of the prompt right after BOS (BOS
-// stays at 0, the option is never cut: MeZO's left truncation with add_bos_token); an option
-// that does not fit in max_len - 1 (max_len without BOS) throws. A prompt far longer than
-// max_len is tokenized from a byte tail with the same last tokens (task_encode.cpp), and C and F
-// of a context over 8 KB come from its last 8 KB.
+//     space or newline that starts the option): tokens = BOS + encode(prompt) + F[|C|:],
+//     option_start = 1 + |encode(prompt)|, BOS only when tokenizer_wants_bos (SmolLM2: none, no 1),
+//     so candidates with the same context share their prompt tokens exactly. (With LLaMA-2's
+//     tokenizer this equals MeZO's BOS + encode(prompt + o) on every row of the seven tasks.)
+//   * Otherwise a token spans the boundary: tokens = BOS + encode(prompt + o), as MeZO always does,
+//     scoring its last |F| - k tokens, k = |common prefix of C and F| (MeZO scores |F| - |C|; counting
+//     from the divergence keeps the boundary token, which carries option text, among the option
+//     tokens). An option that adds no tokens throws.
+// Truncation: over max_len, tokens are dropped from the left of the prompt right after BOS (BOS stays
+// at 0, the option is never cut: MeZO's left truncation with add_bos_token); an option that does not
+// fit in max_len - 1 (max_len without BOS) throws. A prompt far longer than max_len is tokenized from
+// a byte tail with the same last tokens, and C and F of a context over 8 KB come from its last 8 KB.
 #pragma once
 
 #include <cstdint>
@@ -48,14 +44,11 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
 // The tokens option adds after context, as encode_example counts them (never cut); throws if none.
 int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option);
 
-// MeZO's in-context demonstrations: each demo's context + gold option stripped, joined by "\n\n"
-// (MeZO's train_sep), the whole stripped, then "\n\n" before the evaluated example; "" for none.
+// MeZO's demonstrations: each context + gold option stripped, joined by "\n\n", stripped, + "\n\n".
 std::string build_icl_prefix(const std::vector<TaskExample>& demos);
 
-// How many in-context demonstrations survive left truncation whole: whole_demos(ex) counts those
-// still complete in the most-cut candidate of ex encoded with build_icl_prefix(demos) (truncation
-// drops the first ones first). Text is compared as the tokenizer reads it back (decode(encode(.)),
-// whitespace folded), so the count does not depend on where tokens fall at the cut.
+// How many demonstrations survive left truncation whole in ex's most-cut candidate (text compared as
+// decode(encode(.)) with whitespace folded, so token boundaries at the cut do not matter).
 class IclDemoCounter {
  public:
   IclDemoCounter(const Tokenizer& tok, const std::vector<TaskExample>& demos);

@@ -125,8 +125,7 @@ std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLeng
   return problems;
 }
 
-// MeZO's tasks have 2 or 3 candidates, multiple-choice sets rarely over 10; at 64 a step scores
-// 32x the sequences of a two-label task (a minute of training becomes half an hour).
+// MeZO's tasks have 2 or 3 candidates; at 64 a step scores 32x the sequences of a two-label task.
 constexpr size_t kManyCandidates = 64;
 
 std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes) {

@@ -1,7 +1,6 @@
-// Your own data as a task: a task spec plus train/dev/test data files (task_spec.h, data_file.h)
-// -> TaskSplits, --check-data's report, and the export of a built-in task's splits as such files.
-// No sampling: each split is its file's first n rows in order (minibatch order still follows the
-// run's data seed).
+// Your own data as a task: a task spec plus train/dev/test data files (task_spec.h, data_file.h) ->
+// TaskSplits, --check-data's report, and the export of a built-in task's splits as such files. No
+// sampling: each split is its file's first n rows in order (minibatches follow the data seed).
 #pragma once
 
 #include <cstdint>
@@ -18,12 +17,10 @@ struct TaskFiles {
   std::string train, dev, test;   // data files; dev/test may be empty (no such split)
 };
 
-// Throws at the first problem (one line naming file, line and field). files.train may be
-// empty only when n_train is 0 (evaluation without demonstrations).
+// Throws at the first problem (naming file, line, field); files.train may be empty if n_train is 0.
 TaskSplits load_task_files(const TaskFiles& files, int64_t n_train, int64_t n_dev, int64_t n_test);
 
-// --check-data's length limit: training's tokenizer (none: unchecked) and --max-len, which every
-// candidate's option tokens (never cut, task_encode.h) plus any BOS must fit.
+// --check-data's length limit: the tokenizer (none: unchecked) and --max-len (options + BOS must fit).
 struct TaskLengthLimit {
   const Tokenizer* tokenizer = nullptr;
   int64_t max_len = 0;
@@ -32,16 +29,13 @@ struct TaskLengthLimit {
 // Every problem of the spec and the files (all rows, no caps), one line each in file order.
 std::vector<std::string> check_task_files(const TaskFiles& files, const TaskLengthLimit& limit = {});
 
-// A one-line warning that steps will be slow because examples have many candidates (each is one
-// sequence of every forward), else "". passes: forwards per example and step (2 per probe × --accumulate).
+// A warning that steps will be slow (many candidates), else ""; passes: forwards per example and step.
 std::string task_candidates_warning(const TaskSplits& splits, int64_t batch, int64_t passes);
 
-// FNV-1a 64 (16 hex digits) of the train and dev examples' text, candidates and gold: the seed log
-// records it so a resume refuses other data (an export of a built-in task hashes as the task).
+// FNV-1a 64 of the train and dev examples: the seed log records it so a resume refuses other data.
 std::string task_examples_fingerprint(const TaskSplits& splits);
 
-// Creates DIR with spec.json (the built-in spec) and train/dev/test.jsonl: the records load_task
-// samples, in order, so training on them sees the same examples. Returns a one-line description.
+// Creates DIR with spec.json and train/dev/test.jsonl (load_task's records); returns a description.
 std::string export_task(const std::string& name, uint64_t seed, int64_t n_train, int64_t n_dev, int64_t n_test,
                         const std::string& data_dir, const std::string& out_dir);
 

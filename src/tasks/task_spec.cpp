@@ -155,8 +155,7 @@ std::pair<size_t, size_t> first_repeat(const std::vector<std::string>& texts) {
   return {0, 0};
 }
 
-// Equal label values make a candidate unreachable. Trailing spaces are stripped when a candidate
-// is rendered, so they do not make it another one.
+// Equal label values make a candidate unreachable; trailing spaces (stripped) make no other one.
 void check_candidates_differ(const TaskSpec& s) {
   std::vector<std::string> texts;
   for (const SpecTemplate& c : s.candidates) texts.push_back(c.text.substr(0, c.text.find_last_not_of(' ') + 1));

@@ -1,7 +1,5 @@
-// Task specs: how a data record (data_file.h) becomes a TaskExample, for your own data
-// (--task-spec FILE) and the built-in tasks alike (src/tasks/specs/*.json, compiled in).
-//
-// A spec is a JSON object:
+// Task specs: how a data record (data_file.h) becomes a TaskExample, for your own data (--task-spec
+// FILE) and the built-in tasks alike (src/tasks/specs/*.json, compiled in). A spec is a JSON object:
 //   "name"      the task's name in logs and summaries (required)
 //   "kind"      "classification" (default) or "generation"
 //   "prompt"    a template over the record's fields, e.g. "{sentence|strip} It was"
@@ -10,33 +8,28 @@
 //   "candidates" a list of templates, one per candidate ([" terrible", " great"], or per record
 //                [" {choice1}", " {choice2}"]), or {"field": F, "prefix": " "}: the record's F is
 //                a list of strings, the options, each after the prefix (default "")
-//   "label"      {"field": F, "values": [v0, v1, ...]}: F's value names candidate i when its text
-//                matches v_i ("1", 1 and true/"true" as written; strings, integers or booleans,
-//                all distinct). Without "values": F is the 0-based index or (with a candidate
-//                field) the gold option's text. An index is a number or a string of decimal
-//                digits ("0", "12"; not "01", "+1", " 1") in every format, as CSV/TSV values are
-//                strings. A string that is one option's text and another's index is refused
-//                (give the index as a JSON number).
+//   "label"      {"field": F, "values": [v0, v1, ...]}: F's value names candidate i when its text matches
+//                v_i ("1", 1 and true/"true" as written; strings, integers or booleans, all distinct).
+//                Without "values": F is the 0-based index or (with a candidate field) the gold option's
+//                text. An index is a number or a string of decimal digits ("0", "12"; not "01", "+1",
+//                " 1"). A string that is one option's text and another's index is refused (use a number).
 //   "train_as_classification"  true (default): cross-entropy over the candidates' mean
 //                option-token log-probs; false: the gold option's tokens (MeZO's COPA)
 // generation:
-//   "completion_field"   F: a string or a list of strings (the first is the training
-//                        completion; all are the references evaluation scores against)
+//   "completion_field"   F: a string or a list of strings (the first is the training completion;
+//                        all are the references evaluation scores against)
 //   "completion_prefix"  text between the prompt and the completion, e.g. " " (default "")
 //   "max_new_tokens"     greedy decoding bound at evaluation (default 32)
 //   "stop"               list of stop strings (default none)
 // Errors name the spec (unknown keys or filters, a malformed template, fixed candidates equal up
 // to trailing spaces, equal label values) or the record (file:line: candidates rendering the same
 // text, an option list with one option or a repeat: training would sit at coin-toss loss).
-//
-// Templates: "{field}" is the record's (string) field; "{field|f1|f2}" applies filters left
-// to right; "{{" and "}}" are literal braces. Filters (Python semantics, ASCII case rules):
+// Templates: "{field}" is the record's (string) field; "{field|f1|f2}" applies filters left to right;
+// "{{" and "}}" are literal braces. Filters (Python semantics, ASCII case rules):
 //   strip  str.strip()    rstrip  str.rstrip()    capitalize_first  first character upper-cased
-//   ensure_question_mark  "?" appended unless the text ends with one
-//   drop_final_period     one final "." removed
+//   ensure_question_mark  "?" appended unless already last    drop_final_period  one final "." removed
 //   lower_first_word      first word lower-cased unless it is "I" (MeZO's COPA)
 //   map:NAME              replaced by maps[NAME][text]; a value not in the map is an error
-//
 // Examples are (context, option) pairs as in templates.h; a generation example has one: the completion.
 #pragma once
 

@@ -1,16 +1,11 @@
-// MeZO's prompt templates and verbalizers (princeton-nlp/MeZO, large_models/templates.py, each
-// task's default in tasks.py) in C++: the reference the built-in task specs (task_spec.h) are
-// tested against (TaskSpec.BuiltInSpecsAreMeZOsTemplatesOnEveryRealRow).
-//
+// MeZO's prompt templates and verbalizers (princeton-nlp/MeZO, large_models/templates.py, each task's
+// default in tasks.py) in C++: the reference the built-in task specs (task_spec.h) are tested against.
 // A TaskExample holds one (context, option) text pair per candidate: context + option is exactly
-// MeZO's verbalize(sample, candidate).strip(' ') and context is encode(sample).strip(' '), so a
-// space between the prompt and the label word belongs to the option (" great"). Candidates are
-// in MeZO's order; gold indexes them.
-//
-// Each template is spelt out in templates.cpp (and src/tasks/specs/*.json, with the label values
-// in candidate order). BoolQ is MeZO's default BoolQTemplateV3 (question's first letter upper-cased,
-// "?" appended if missing); COPA's choices get their first word lower-cased unless it is "I"
-// (CopaTemplate, capitalization "correct"; ASCII-only).
+// MeZO's verbalize(sample, candidate).strip(' ') and context is encode(sample).strip(' '), so a space
+// between the prompt and the label word belongs to the option (" great"). Candidates are in MeZO's
+// order; gold indexes them. BoolQ is MeZO's default BoolQTemplateV3 (question's first letter
+// upper-cased, "?" appended if missing); COPA's choices get their first word lower-cased unless it is
+// "I" (CopaTemplate, capitalization "correct"; ASCII-only).
 #pragma once
 
 #include <string>
@@ -22,11 +17,9 @@ struct TaskExample {
   std::vector<std::string> contexts;  // (n_candidates) prompt text of each candidate
   std::vector<std::string> options;   // (n_candidates) verbalized continuation of each candidate
   int gold = 0;                       // index of the correct candidate
-  // Generation examples (task_spec.h): one candidate (prompt, training completion); evaluation
-  // scores greedy decoding against these references (EM, token F1). Empty for classification.
+  // Generation examples: the references greedy decoding is scored against; empty for classification.
   std::vector<std::string> references;
-  // Where the example came from, for messages: "<file>:<line>" of its record; "" when unknown.
-  std::string source;
+  std::string source;  // "<file>:<line>" of its record, for messages; "" when unknown
 };
 
 // Each takes one row's raw fields and the label as MeZO's candidate index (out of range: throws).

@@ -52,8 +52,7 @@ void utf8_append(uint32_t cp, std::string* out) {
   }
 }
 
-// Length of the longest prefix of s[i..n) that could begin a valid sequence (Unicode table
-// 3-7), and whether it is complete: decodes, and finds the maximal subpart U+FFFD replaces.
+// Longest prefix of s[i..n) that could begin a valid sequence (Unicode table 3-7), and if complete.
 static int utf8_valid_prefix(const unsigned char* s, size_t n, size_t i, bool* complete, uint32_t* cp) {
   *complete = false;
   const unsigned b0 = s[i];

@@ -1,9 +1,7 @@
 // Bytes and characters for the byte-level BPE tokenizer (GPT-2, OPT, SmolLM2).
-//
-// Byte-level alphabet: GPT-2 spells every byte as one printable character. Bytes printable in
-// Latin-1 ('!'..'~', U+00A1..U+00AC, U+00AE..U+00FF) stand for themselves; the other 68 take
-// U+0100, U+0101, ... in byte order (space 0x20 is 'Ġ' U+0120, newline 0x0A is 'Ċ' U+010A).
-//
+// Byte-level alphabet: GPT-2 spells every byte as one printable character. Bytes printable in Latin-1
+// ('!'..'~', U+00A1..U+00AC, U+00AE..U+00FF) stand for themselves; the other 68 take U+0100, U+0101,
+// ... in byte order (space 0x20 is 'Ġ' U+0120, newline 0x0A is 'Ċ' U+010A).
 // Invalid UTF-8 becomes one U+FFFD per maximal subpart (Unicode ch. 3), as Python's
 // decode("utf-8", "replace") does: the only text an HF tokenizer sees, so ids match HF's.
 #pragma once
@@ -26,8 +24,7 @@ std::string utf8_sanitize(const std::string& text);
 // Whether text is valid UTF-8 (no surrogates, no overlongs, nothing above U+10FFFF).
 bool utf8_is_valid(const std::string& text);
 
-// Through the alphabet when every character is in it, else the token's own UTF-8 (as HF's
-// ByteLevel decoder does for added tokens such as "<|im_start|>").
+// Through the alphabet when every character is in it, else the token's own UTF-8 (as HF decodes).
 std::string bpe_token_bytes(const std::string& spelling);
 // The byte-level spelling of raw bytes (each byte as its alphabet character, in UTF-8).
 std::string bpe_bytes_to_spelling(const std::string& bytes);

@@ -1,11 +1,7 @@
-// BPE merging within one pre-token word (byte-level vocabularies).
-//
-// A word starts as one symbol per byte; repeatedly the adjacent pair of lowest merge rank
-// (leftmost among equals) is merged, until none has a merge: HF's Word::merge_all and GPT-2's
-// bpe() result.
-//
-// O(n log n): pairs in a min-heap keyed by (rank, position), symbols in a doubly linked list,
-// stale entries skipped when popped; no rescans, so a 100 kB word is as fast per byte.
+// BPE merging within one pre-token word (byte-level vocabularies). A word starts as one symbol per
+// byte; repeatedly the adjacent pair of lowest merge rank (leftmost among equals) is merged, until
+// none has a merge: HF's Word::merge_all and GPT-2's bpe() result. O(n log n): pairs in a min-heap
+// keyed by (rank, position), symbols in a doubly linked list, stale entries skipped when popped.
 #pragma once
 
 #include <array>
@@ -26,8 +22,7 @@ class BpeMerger {
   void add_merge(int32_t left, int32_t right, int32_t merged, int32_t rank);
   int64_t n_merges() const { return static_cast<int64_t>(merges_.size()); }
 
-  // Appends the tokens of bytes[0, n). A byte with id -1 is left out before merging, as HF
-  // does for a character with no token and no unk.
+  // Appends the tokens of bytes[0, n); a byte with id -1 is left out before merging, as in HF.
   void merge_word(const char* bytes, size_t n, std::vector<int32_t>* out) const;
 
  private:

@@ -1,17 +1,13 @@
-// Pre-tokenisation of the byte-level BPE tokenizer: cutting text into the words that BPE
-// merges within.
-//
-// A list of regex stages (PCRE2, UTF + UCP: Unicode classes). Each stage cuts every piece of
-// the stages before into its matches and the gaps, all kept ("isolated"), searching each piece
-// on its own (a lookahead sees the piece's end), as HF's Split(Isolated) / Digits /
-// ByteLevel(use_regex) and llama.cpp's regex_exprs do. The known schemes:
+// Pre-tokenisation of the byte-level BPE tokenizer: cutting text into the words that BPE merges within.
+// A list of regex stages (PCRE2, UTF + UCP: Unicode classes). Each stage cuts every piece of the
+// stages before into its matches and the gaps, all kept ("isolated"), searching each piece on its own
+// (a lookahead sees the piece's end), as HF's Split(Isolated) / Digits / ByteLevel(use_regex) and
+// llama.cpp's regex_exprs do. The known schemes:
 //   GPT-2 / OPT ("gpt-2"):  ByteLevel's regex  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
 //                           ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   SmolLM2 ("smollm"):     \p{N} (every digit alone), then the GPT-2 regex on each piece.
-//
-// \s / \S are rewritten to \p{White_Space} / \P{White_Space}, as HF's Oniguruma has them:
-// PCRE2's \s also matches U+180E, which HF's does not. Invalid UTF-8 is safe
-// (PCRE2_MATCH_INVALID_UTF: it matches nothing and stays in a gap).
+// \s / \S are rewritten to \p{White_Space} / \P{White_Space}, as HF's Oniguruma has them: PCRE2's \s
+// also matches U+180E. Invalid UTF-8 is safe (PCRE2_MATCH_INVALID_UTF: matches nothing, stays in a gap).
 #pragma once
 
 #include <memory>

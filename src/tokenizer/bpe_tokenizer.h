@@ -1,11 +1,8 @@
-// The byte-level BPE tokenizer (GPT-2, OPT, SmolLM2) behind the Tokenizer interface.
-//
-// encode(text):
+// The byte-level BPE tokenizer (GPT-2, OPT, SmolLM2) behind the Tokenizer interface. encode(text):
 //   1. invalid UTF-8 -> U+FFFD per maximal subpart (bpe_bytes.h), as HF sees such text;
 //   2. added tokens (<|im_start|>, ...) are cut out, leftmost first, longest at a position;
-//   3. the rest is cut into words (bpe_pretokenizer.h) whose bytes are merged (bpe_merge.h);
-//      words up to 64 bytes are cached. A byte without a token is dropped or becomes
-//      missing_byte_id, as in HF.
+//   3. the rest is cut into words (bpe_pretokenizer.h) whose bytes are merged (bpe_merge.h); words
+//      up to 64 bytes are cached. A byte without a token is dropped or becomes missing_byte_id, as HF.
 //   add_bos prepends bos_id() (throws when the model has none).
 // decode(ids): every token's bytes but control tokens (as skip_special_tokens), invalid UTF-8
 //   as U+FFFD. No leading space is dropped: byte-level BPE adds none.

@@ -83,8 +83,7 @@ std::string regex_escape(const std::string& text) {
   return out;
 }
 
-// Appends the regex stages of one pre_tokenizer step; *byte_level is set by ByteLevel, which
-// must be the last step.
+// Appends the regex stages of one pre_tokenizer step; *byte_level: set by ByteLevel (the last step).
 void parse_pre_step(const json& step, const std::string& where, std::vector<std::string>* patterns,
                     bool* byte_level) {
   SMEZO_REQUIRE(step.is_object() && step.contains("type"), "%s: pre_tokenizer step %s has no type", where.c_str(),
@@ -167,9 +166,8 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
-// tokenizer_config.json / special_tokens_map.json in dir (ending in '/'), when present. With
-// mark_special (vocab.json + merges.txt list no added tokens) the named special tokens become
-// control tokens (user-defined where added_tokens_decoder says special = false).
+// tokenizer_config.json / special_tokens_map.json in dir (ending in '/'), when present. mark_special:
+// the named special tokens become control tokens (user-defined where added_tokens_decoder says so).
 void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
   for (const char* name : {"special_tokens_map.json", "tokenizer_config.json"}) {  // the config wins
     const std::string path = dir + name;

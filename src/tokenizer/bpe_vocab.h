@@ -1,9 +1,8 @@
 // The vocabulary of a byte-level BPE tokenizer (GPT-2, OPT, SmolLM2) and its loaders.
-//
 // Hugging Face tokenizer.json, the subset read (anything else is an error naming the field):
-//   model          {"type": "BPE", "vocab": {spelling: id}, "merges": ["a b", ...] or
-//                  [["a", "b"], ...], "ignore_merges": bool}; dropout, continuing_subword_prefix,
-//                  end_of_word_suffix must be null and byte_fallback false.
+//   model          {"type": "BPE", "vocab": {spelling: id}, "merges": ["a b", ...] or [["a", "b"], ...],
+//                  "ignore_merges": bool}; dropout, continuing_subword_prefix, end_of_word_suffix
+//                  must be null and byte_fallback false.
 //   added_tokens   [{"id", "content", "special", ...}]: matched whole before pre-tokenisation;
 //                  special = control (skipped by decode); lstrip/rstrip/single_word false.
 //   normalizer     must be null.
@@ -15,10 +14,9 @@
 // tokenizer_config.json (and special_tokens_map.json) beside it, when present: bos_token /
 // eos_token / unk_token / pad_token (a string or {"content": ...}) name those tokens;
 // add_bos_token: true asks for BOS; add_eos_token / add_prefix_space: true are refused.
-//
-// GGUF (llama.cpp) metadata, tokenizer.ggml.*: model ("gpt2"), pre (bpe_pretokenizer.h),
-// tokens (spellings), token_type (BpeTokenType numbering), merges ("a b"), bos/eos/
-// unknown/padding_token_id, add_bos_token (absent: false).
+// GGUF (llama.cpp) metadata, tokenizer.ggml.*: model ("gpt2"), pre (bpe_pretokenizer.h), tokens
+// (spellings), token_type (BpeTokenType), merges ("a b"), bos/eos/unknown/padding_token_id,
+// add_bos_token (absent: false).
 #pragma once
 
 #include <cstdint>
@@ -40,36 +38,32 @@ enum BpeTokenType : int32_t {
 
 struct BpeVocab {
   std::string source;                // the file it was read from (for messages)
-  std::vector<std::string> tokens;   // (n_vocab) model tokens in the byte-level alphabet;
-                                     // control / user-defined tokens as their text
+  std::vector<std::string> tokens;   // (n_vocab) in the byte-level alphabet; control/user-defined: text
   std::vector<int32_t> types;        // (n_vocab) BpeTokenType
   std::vector<std::pair<std::string, std::string>> merges;  // (n_merges) best (rank 0) first
   std::vector<std::string> pre_patterns;  // pre-tokeniser regex stages (bpe_pretokenizer.h)
   bool ignore_merges = false;        // a word that is a whole token is not merged (HF option)
-  // Token for a byte whose alphabet character is not a token (HF model.unk_token); -1 drops
-  // it, as HF and llama.cpp do (SmolLM2 lacks 21 bytes, e.g. 0x04: "a\x04b" encodes as "ab").
+  // Token for a byte with no token (HF model.unk_token); -1 drops it, as HF and llama.cpp do.
   int32_t missing_byte_id = -1;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: the model has none
   bool add_bos = false;              // whether the model's own tokenizer prepends BOS
 };
 
-// Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, "Ġ"
-// is a token (byte-level), every merge's parts and concatenation are tokens, special ids in
-// range (or -1), add_bos only with a BOS, at least one pre-tokeniser stage.
+// Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, "Ġ" is a
+// token, every merge's parts and concatenation are tokens, special ids in range (or -1), add_bos
+// only with a BOS, at least one pre-tokeniser stage.
 void bpe_vocab_validate(const BpeVocab& vocab);
 
 // Reads a Hugging Face tokenizer.json (and tokenizer_config.json beside it, if present).
 BpeVocab bpe_vocab_from_tokenizer_json(const std::string& path);
 
-// GPT-2's own files in dir (OPT ships these): vocab.json ({spelling: id}), merges.txt
-// (optional "#version" line, then "a b" per line, best first), GPT-2's pre-tokeniser, and
-// tokenizer_config.json / special_tokens_map.json for bos/eos/unk/pad_token,
-// additional_special_tokens, added_tokens_decoder (control tokens) and add_bos_token.
+// GPT-2's own files in dir (OPT ships these): vocab.json ({spelling: id}), merges.txt (optional
+// "#version" line, then "a b" per line, best first), the config files as above plus
+// additional_special_tokens and added_tokens_decoder (control tokens).
 BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir);
 
 class GgufFile;
-// tokenizer.ggml.* (bpe_gguf.cpp). Type 0 ("undefined") counts as normal; add_eos_token =
-// true is refused; a missing or unknown tokenizer.ggml.pre is an error, never a default.
+// tokenizer.ggml.*: type 0 counts as normal; add_eos_token refused; unknown/missing pre is an error.
 BpeVocab bpe_vocab_from_gguf(const GgufFile& file);
 
 }  // namespace smezo

@@ -8,8 +8,7 @@
 #include "common/check.h"
 #include "tokenizer/tokenizer.h"
 
-// Silences libsentencepiece's INFO/WARNING lines: exported but not in its public header, so
-// declared weak (a library without it still links, and logs). Errors still come back as Status.
+// Silences libsentencepiece's INFO/WARNING lines: not in its public header, so declared weak.
 namespace sentencepiece {
 namespace logging {
 void SetMinLogLevel(int v) __attribute__((weak));
@@ -66,8 +65,7 @@ class SentencepieceTokenizer : public Tokenizer {
     return text;
   }
 
-  // Like llama2.c's decode(): the piece with '▁' as spaces, <0xNN> byte pieces as the byte,
-  // and the leading space dropped right after BOS.
+  // As llama2.c's decode(): '▁' as spaces, <0xNN> pieces as the byte, no leading space after BOS.
   std::string decode_piece(int32_t prev, int32_t token) const override {
     SMEZO_REQUIRE(token >= 0 && token < vocab_size(), "token id %d outside the tokenizer's %lld",
                   token, (long long)vocab_size());
@@ -95,7 +93,6 @@ class SentencepieceTokenizer : public Tokenizer {
   int32_t bos_id() const override { return sp_.bos_id(); }
   int32_t eos_id() const override { return sp_.eos_id(); }
   int32_t unk_id() const { return sp_.unk_id(); }
-  // The piece of id; "" for none (-1).
   std::string piece(int32_t id) const { return id >= 0 ? sp_.IdToPiece(id) : std::string(); }
 
  private:

@@ -1,5 +1,4 @@
-// Tokenizer interface shared by the sentencepiece tokenizer (LLaMA, Mistral, TinyStories)
-// and the GPT-2 byte-level BPE tokenizer (OPT, SmolLM2; src/tokenizer/bpe_tokenizer.h).
+// Tokenizer interface of sentencepiece (LLaMA, Mistral, TinyStories) and byte-level BPE (OPT, SmolLM2).
 #pragma once
 
 #include <cstdint>
@@ -39,8 +38,7 @@ struct SentencepieceSpecialPieces {
 };
 SentencepieceSpecialPieces sentencepiece_special_pieces(const std::string& path);
 
-// Byte-level BPE from tokenizer.json (+ tokenizer_config.json beside it); subset: bpe_vocab.h.
-// Errors name the file and the field.
+// Byte-level BPE from tokenizer.json (+ tokenizer_config.json); subset: bpe_vocab.h. Errors name the field.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);
 // A Hugging Face directory's tokenizer.json, else GPT-2's vocab.json + merges.txt (OPT).
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_hf_dir(const std::string& dir);
@@ -54,8 +52,7 @@ const char* tokenizer_kind_name(TokenizerKind kind);  // "sentencepiece", "byte-
 TokenizerKind tokenizer_kind_for_gguf_model(const std::string& ggml_model, const std::string& where);
 // Of a GGUF file (reads its tokenizer.ggml.model).
 TokenizerKind tokenizer_kind_of_gguf(const std::string& path);
-// tokenizer.model -> sentencepiece (even beside a tokenizer.json, as LLaMA ships); else a BPE
-// tokenizer.json or vocab.json + merges.txt -> BPE; else an error naming what is missing.
+// tokenizer.model -> sentencepiece (even beside tokenizer.json); else BPE files -> BPE; else an error.
 TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir);
 
 }  // namespace smezo

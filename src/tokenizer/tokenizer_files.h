@@ -1,25 +1,22 @@
 // Writing a model's tokenizer into a Hugging Face model directory (smezo convert, checkpoints).
-//
-// From a byte-level BPE vocabulary (e.g. from GGUF), two files that transformers and smezo
-// load back to the same ids:
-//   tokenizer.json: {"version": "1.0", "model": {"type": "BPE", "vocab": {spelling: id, every
-//     token}, "merges": [["a", "b"], ...], "ignore_merges", "unk_token": the missing-byte token
-//     or null, dropout null, byte_fallback false}, "added_tokens": [control tokens (special:
-//     true) and user-defined ones (special: false), each {"id", "content", "single_word",
-//     "lstrip", "rstrip", "normalized", "special"}], "normalizer": null, "pre_tokenizer":
-//     Sequence[one step per regex stage: Digits(individual_digits) for \p{N}, Split(Regex,
-//     Isolated) for others, ByteLevel(add_prefix_space false, use_regex true when GPT-2's regex
-//     is the last stage, else false)], "post_processor": TemplateProcessing [BOS, $A] when the
-//     model adds BOS, else ByteLevel, "decoder": ByteLevel}
-//   tokenizer_config.json: {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token",
-//     "eos_token", "unk_token", "pad_token" (names, or null), "add_bos_token", "add_eos_token":
-//     false, "clean_up_tokenization_spaces": false, "model_max_length"}
-//
+// From a byte-level BPE vocabulary (e.g. from GGUF), two files that transformers and smezo load back
+// to the same ids:
+//   tokenizer.json: {"version": "1.0", "model": {"type": "BPE", "vocab": {spelling: id, every token},
+//     "merges": [["a", "b"], ...], "ignore_merges", "unk_token": the missing-byte token or null,
+//     dropout null, byte_fallback false}, "added_tokens": [control tokens (special: true) and
+//     user-defined ones (special: false), each {"id", "content", "single_word", "lstrip", "rstrip",
+//     "normalized", "special"}], "normalizer": null, "pre_tokenizer": Sequence[one step per regex
+//     stage: Digits(individual_digits) for \p{N}, Split(Regex, Isolated) for others,
+//     ByteLevel(add_prefix_space false, use_regex true when GPT-2's regex is the last stage, else
+//     false)], "post_processor": TemplateProcessing [BOS, $A] when the model adds BOS, else
+//     ByteLevel, "decoder": ByteLevel}
+//   tokenizer_config.json: {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token", "eos_token",
+//     "unk_token", "pad_token" (names, or null), "add_bos_token", "add_eos_token": false,
+//     "clean_up_tokenization_spaces": false, "model_max_length"}
 // From a sentencepiece .model (copied as tokenizer.model), the tokenizer_config.json for
-// AutoTokenizer: {"tokenizer_class": "LlamaTokenizer", "bos_token", "eos_token", "unk_token"
-// (pieces, or null), "pad_token": null, "add_bos_token" (tokenizer_wants_bos), "add_eos_token":
-// false, "clean_up_tokenization_spaces": false, "legacy": true (sentencepiece's own encoding,
-// which smezo uses), "model_max_length"}.
+// AutoTokenizer: {"tokenizer_class": "LlamaTokenizer", "bos_token", "eos_token", "unk_token" (pieces,
+// or null), "pad_token": null, "add_bos_token" (tokenizer_wants_bos), "add_eos_token": false,
+// "clean_up_tokenization_spaces": false, "legacy": true (sentencepiece's own encoding), "model_max_length"}.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +33,7 @@ std::string sentencepiece_tokenizer_config_json(const std::string& model_path, i
 
 // Puts the tokenizer from tokenizer_path (OpenedTokenizer::path) into dir; returns the names:
 //   *.gguf          tokenizer.json + tokenizer_config.json rebuilt from its metadata;
-//   a directory     its tokenizer files copied (tokenizer.model, tokenizer.json,
-//                   tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt);
+//   a directory     its tokenizer files copied (tokenizer_file_names());
 //   *.json          copied as tokenizer.json, with the tokenizer_config.json beside it if any;
 //   anything else   copied as tokenizer.model (sentencepiece), with a tokenizer_config.json.
 // "" writes nothing. Errors name the file that could not be read or written.

@@ -1,5 +1,5 @@
-// Where an adapter folder (checkpoint_lora.h, checkpoint_prefix.h) says its base model is, in
-// two fields for two readers:
+// Where an adapter folder (checkpoint_lora.h, checkpoint_prefix.h) says its base model is, in two
+// fields for two readers:
 //   adapter_config.json  base_model_name_or_path: a name Hugging Face PEFT's auto classes
 //                        (AutoPeftModelForCausalLM.from_pretrained(DIR)) load the base from:
 //                          a Hugging Face model folder     its absolute path
@@ -11,8 +11,7 @@
 //                          .bin                            file (smezo convert makes a folder of it)
 //                          a path that does not exist here as given (a Hub id)
 //                        (general.base_model.N.* name a GGUF's fine-tuning parent: unused.)
-//   smezo_run.json       base_model_path: the model file or folder smezo trained on, as an
-//                        absolute path; `--adapter DIR` without --model opens it.
+//   smezo_run.json       base_model_path: the model smezo trained on, absolute; `--adapter DIR` opens it.
 // read_adapter_folder (adapter_folder.h) takes base_model_path first, then base_model_name_or_path.
 #pragma once
 
@@ -27,8 +26,7 @@ inline constexpr const char* kRunBaseModelPathKey = "base_model_path";
 // adapter_config.json's base_model_name_or_path for a base model path (a string, or null).
 nlohmann::json adapter_peft_base_name(const std::string& model_path);
 
-// run_settings (an object, or null for none) with base_model_path set to model_path made
-// absolute; unchanged when model_path is not a file or folder here (a Hub id).
+// run_settings (object or null) with base_model_path = model_path made absolute (unless a Hub id).
 nlohmann::json adapter_run_settings(const nlohmann::json& run_settings, const std::string& model_path);
 
 // The Hub id a GGUF file records for the model it was converted from, or "".

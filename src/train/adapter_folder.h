@@ -29,19 +29,16 @@ struct AdapterFolder {
   int64_t prefix_tokens() const { return peft_type == "PREFIX_TUNING" ? prefix.options.tokens : 0; }
 };
 
-// Reads dir's adapter_config.json, its tensors and its smezo_run.json; throws naming the file
-// for a peft_type other than LORA and PREFIX_TUNING, and for anything their readers refuse.
+// Reads dir's adapter_config.json, tensors, smezo_run.json; throws naming the file for what it refuses.
 AdapterFolder read_adapter_folder(const std::string& dir);
 
-// The model to open under the adapter: model_path (--model) when given, else the first of the
-// folder's base_model_path and base_model_name_or_path that is a file or folder here.
+// model_path (--model) if given, else the first of base_model_path, base_model_name_or_path found here.
 std::string adapter_model_path(const AdapterFolder& adapter, const std::string& model_path);
 
 // What the adapters add to the model's memory (ModelOpenOptions::adapters), for the check before loading.
 TunedAdapters adapter_memory_shape(const AdapterFolder& adapter);
 
-// Gives the model the folder's adapters (add_lora / add_prefix) and sets them to its values;
-// throws when they were made for a model of other dimensions. A whole model without adapters.
+// Gives a whole model without adapters the folder's adapters and values; throws for other dimensions.
 void apply_adapter_folder(Model& model, const AdapterFolder& adapter);
 
 }  // namespace smezo

@@ -72,8 +72,7 @@ int64_t file_bytes(const std::string& path) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-// What save_tokenizer_files will write: the files it copies (and a sentencepiece model's
-// tokenizer_config.json), or for a GGUF (tokenizer.json rebuilt from metadata) a generous allowance.
+// What save_tokenizer_files will write: the files it copies, or for a GGUF a generous allowance.
 int64_t tokenizer_files_bytes(const std::string& tokenizer_path, int64_t model_max_length) {
   if (tokenizer_path.empty()) return 0;
   if (ends_with(tokenizer_path, ".gguf")) return int64_t(64) << 20;

@@ -1,11 +1,9 @@
 // Exports the current weights as a Hugging Face model directory: config.json + model.safetensors
-// (+ the tokenizer's files when tokenizer_path is given, tokenizer_files.h). Meta's interleaved
-// RoPE (llama2.c, GGUF) gets each head's q/k rows permuted to HF's rotate-half order.
-//
+// (+ the tokenizer's files when tokenizer_path is given). Meta's interleaved RoPE (llama2.c, GGUF)
+// gets each head's q/k rows permuted to HF's rotate-half order.
 // Tensors go one at a time from the backend (storage dtype unless asked): the host holds only the
 // largest, as fp32 and in the dtype written. Short of disk space, nothing is written and the error
 // names both numbers. DIR.tmp/ is swapped in (write_folder_swapped): a failure keeps the old one.
-//
 // A checkpoint from `smezo train` also holds smezo_run.json, the run's data settings, so
 // `smezo eval --model RUN/checkpoint` measures what the run did:
 //   {"written_by": "smezo train", "task": "sst2", "max_len": 64, "data_seed": 42,
@@ -26,13 +24,11 @@ namespace smezo {
 
 inline constexpr const char* kRunSettingsFile = "smezo_run.json";
 
-// run_settings: written as smezo_run.json when it is a JSON object. tokenizer_path "": none
-// copied. dtype: "f32", "f16" or "bf16"; "": the model's storage dtype.
+// run_settings: smezo_run.json when a JSON object. tokenizer_path "": none. dtype "": the storage's.
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
                         const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
 
-// The tensors of a checkpoint and where their values come from: a whole model has them all; a
-// pipeline's rank 0 fetches the other stages' (train/pipeline.h).
+// A checkpoint's tensors and where their values come from (a pipeline's rank 0 fetches the stages').
 struct CheckpointTensor {
   std::string name;  // Hugging Face name
   int64_t rows = 1, cols = 1;
@@ -43,8 +39,7 @@ struct CheckpointSource {
   ModelConfig config;
   DType storage = DTYPE_F32;               // written when no dtype is asked for
   std::vector<CheckpointTensor> tensors;   // canonical order
-  // The fp32 values of tensors[i] (rows * cols); each asked for once, in the order of the file
-  // (safetensors lays the data out by name), not necessarily 0, 1, 2, ...
+  // The fp32 values of tensors[i] (rows * cols); each asked for once, in file order (not 0, 1, 2...).
   std::function<void(size_t i, std::vector<float>* values)> fetch;
   // Called when a write fails, whenever that is (may be empty).
   std::function<void()> abandon;
@@ -60,15 +55,13 @@ DType checkpoint_dtype(Model& model, const std::string& dtype);
 int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,
                          const std::string& dtype = "");
 
-// The free-space query: bytes available to this process on the file system holding `path`
-// (statvfs f_bavail * f_frsize of its nearest existing folder).
+// Bytes available to this process on the file system holding `path` (statvfs of the nearest folder).
 using FreeSpaceQuery = std::function<int64_t(const std::string& path)>;
 int64_t checkpoint_free_bytes(const std::string& path);
 // Tests fake a full disk here: replaces the query, returns the previous one (empty: the default).
 FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query);
 
-// fill(tmp) writes dir + ".tmp" (emptied first; removed if fill throws), then dir -> dir.old,
-// tmp -> dir, drop dir.old (run/run_dir.h restores dir.old after a kill between the renames).
+// fill(tmp) writes dir.tmp (removed if it throws); then dir -> dir.old, tmp -> dir, drop dir.old (run_dir.h).
 void write_folder_swapped(const std::string& dir, const std::string& what,
                           const std::function<void(const std::string& tmp)>& fill);
 

@@ -1,16 +1,15 @@
 // LoRA adapters on disk as Hugging Face PEFT saves and loads them (PeftModel.from_pretrained(base, DIR)):
-//   DIR/adapter_config.json       {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8,
-//                                  "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
-//                                  "base_model_name_or_path": adapter_base.h, "bias": "none",
-//                                  "fan_in_fan_out": false, "lora_dropout": 0.0, ...}
-//   DIR/adapter_model.safetensors  fp32 tensors named as PEFT names them (adapter name
-//                                  stripped): base_model.model.model.layers.N.self_attn.q_proj.
-//                                  lora_A.weight (r, in) and ....lora_B.weight (out, r)
-//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
-//                                 base_model_path (adapter_base.h)
+//   DIR/adapter_config.json       {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8, "lora_alpha":
+//                                  16, "target_modules": ["q_proj", "v_proj"], "base_model_name_or_path":
+//                                  adapter_base.h, "bias": "none", "fan_in_fan_out": false,
+//                                  "lora_dropout": 0.0, ...}
+//   DIR/adapter_model.safetensors  fp32 tensors named as PEFT names them (adapter name stripped):
+//                                  base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight
+//                                  (r, in) and ....lora_B.weight (out, r)
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and base_model_path
 // Models with Meta's interleaved RoPE (llama2.c, GGUF) hold q/k rows permuted: B's q and k rows are
-// written in HF's rotate-half order (as in checkpoint.h) and permuted back when applied to such a
-// model. The folder is swapped in as full checkpoints are.
+// written in HF's rotate-half order and permuted back when applied to such a model. The folder is
+// swapped in as full checkpoints are.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +43,7 @@ struct LoraAdapter {
   std::string base_model;
   std::vector<LoraAdapterTensor> tensors;  // file order (by name)
 };
-// Throws naming the file and field for what it does not take (peft_type, bias, fan_in_fan_out, an
-// unknown module, a missing tensor).
+// Throws naming the file and field it does not take (peft_type, bias, fan_in_fan_out, module, tensor).
 LoraAdapter read_lora_adapter(const std::string& dir);
 
 // base_model_name_or_path: a local path made absolute (found from any directory), else as given.
@@ -61,8 +59,7 @@ nlohmann::json read_adapter_config(const std::string& dir);
 // Sets the model's adapters (Model::add_lora first, with adapter.options) to the file's values.
 void load_lora_adapter(Model& model, const LoraAdapter& adapter);
 
-// Folds the adapter into a model without adapters: W <- W + (alpha / r) · B A per adapted linear
-// (fp32 on the host, stored back in the model's dtype).
+// Folds the adapter into a model: W <- W + (alpha / r) · B A per adapted linear (fp32 on the host).
 void merge_lora_adapter(Model& model, const LoraAdapter& adapter);
 
 }  // namespace smezo

@@ -7,17 +7,14 @@
 //                                  "prefix_projection": false, "base_model_name_or_path": adapter_base.h,
 //                                  "inference_mode": true, "revision", "init_weights", "modules_to_save",
 //                                  "auto_mapping": null}
-//   DIR/adapter_model.safetensors  one fp32 tensor "prompt_embeddings" (P, L*2*token_dim): row t
-//                                  holds layer 0's key, layer 0's value, layer 1's key, ... of
-//                                  virtual token t, each n_kv_heads blocks of head_dim
-//                                  (PEFT's view (P, 2L, heads, head_dim) of the past keys/values)
-//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and
-//                                 base_model_path (adapter_base.h)
+//   DIR/adapter_model.safetensors  one fp32 tensor "prompt_embeddings" (P, L*2*token_dim): row t holds
+//                                  layer 0's key, layer 0's value, layer 1's key, ... of virtual token
+//                                  t (PEFT's view (P, 2L, heads, head_dim) of the past keys/values)
+//   DIR/smezo_run.json            the run's data settings (checkpoint.h), when given, and base_model_path
 // token_dim and num_attention_heads count key/value heads, as PEFT does for grouped-query models.
-// The reader ignores encoder_hidden_size (no encoder runs without a projection), so PEFT's files
-// and older smezo ones (holding the hidden size) both load. Keys are stored after RoPE (a cache's
-// keys); Meta-interleaved RoPE models (llama2.c, GGUF) write them in HF's rotate-half order and
-// permute them back on reading. The folder is swapped in as full checkpoints are.
+// The reader ignores encoder_hidden_size (no encoder runs without a projection), so PEFT's files and
+// older smezo ones both load. Keys are stored after RoPE; Meta-interleaved RoPE models (llama2.c,
+// GGUF) write them in HF's rotate-half order and permute back on reading. Swapped in as checkpoints are.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,8 @@
 // Data-parallel training over the ranks of a World (src/dist/world.h).
-//
-// Every rank holds the whole model and the whole (deterministic) minibatch and scores its
-// contiguous shard (shard_of) under the same probe; the ranks exchange per-example candidate
-// scores and each reduces them in batch order with the same code. A row's result does not depend
-// on the other rows of its forward (src/cpu/cpu_gemm.cpp), so scores, loss, g and update are
-// bit-identical to one process, on every rank. Weights never travel.
-//
+// Every rank holds the whole model and the whole (deterministic) minibatch and scores its contiguous
+// shard (shard_of) under the same probe; the ranks exchange per-example candidate scores and each
+// reduces them in batch order with the same code. A row's result does not depend on the other rows of
+// its forward, so scores, loss, g and update are bit-identical to one process. Weights never travel.
 // One exchange per step carries every half's scores: 16 bytes per candidate (float64 sum, token count).
 #pragma once
 
@@ -18,10 +15,8 @@
 
 namespace smezo {
 
-// THE hook between a training step and the ranks. `batch` is split into `shards` contiguous shards
-// (shard_of); scorer(s), the rank that scored shard s, contributes `local` (its scores per probe
-// half), the others nothing. Returns per half every example's scores in batch order, the same on
-// every rank: one exchange (one process: `local`). `what` names it in a timeout message.
+// THE hook between a step and the ranks: scorer(s), the rank that scored shard s, contributes `local`;
+// returns per half every example's scores in batch order, the same on every rank, in one exchange.
 std::vector<ExampleScores> gather_shard_scores(World& world, int shards, const std::function<int(int)>& scorer,
                                                const std::vector<ExampleScores>& local,
                                                const std::vector<const EncodedExample*>& batch, size_t probes,

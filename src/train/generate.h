@@ -1,5 +1,4 @@
-// Text generation with the KV cache: greedy (temperature 0) or temperature sampling. Above
-// model/ and tokenizer/, which it joins (the model knows no tokenizer).
+// Text generation with the KV cache: greedy (temperature 0) or temperature sampling.
 #pragma once
 
 #include <cstdint>
@@ -14,17 +13,14 @@ namespace smezo {
 
 struct GenerateOptions {
   std::string prompt;          // may be empty when the model starts with BOS (tokenizer_wants_bos)
-  int64_t steps = 256;         // forward passes (llama2.c's -n): tokens end at position `steps`;
-                               // the prompt's tokens (BOS included) count among them
-  int64_t new_tokens = 0;      // > 0: generate this many tokens after the prompt instead
-                               // (steps = prompt tokens incl. BOS - 1 + new_tokens)
+  int64_t steps = 256;         // llama2.c's -n: tokens end at position `steps`, prompt and BOS included
+  int64_t new_tokens = 0;      // > 0: this many tokens after the prompt instead (sets steps)
   float temperature = 0.0f;    // 0 = greedy argmax
   float top_p = 1.0f;          // nucleus sampling when < 1
   uint64_t seed = 1;
 };
 
-// Streams each new token's text to on_piece (as llama2.c does); stops early at BOS or EOS.
-// Returns all tokens (BOS when the model wants one, prompt, generated).
+// Streams each new token's text to on_piece; stops early at BOS or EOS. Returns all tokens.
 std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const GenerateOptions& opts,
                               const std::function<void(const std::string&)>& on_piece);
 

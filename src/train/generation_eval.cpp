@@ -29,8 +29,7 @@ std::vector<int32_t> prompt_tokens(const EncodedExample& ex) {
   return std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + c.option_start);
 }
 
-// Appends `next` to d, or ends it (BOS/EOS, a stop string, the length limits). max_run: the
-// longest sequence the model runs (max_seq_len after a prefix).
+// Appends `next` to d, or ends it (BOS/EOS, a stop string, the length limits); max_run: the longest.
 void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLimits& limits, int64_t max_run) {
   if (next == tok.bos_id() || next == tok.eos_id()) {
     d->done = true;
@@ -52,9 +51,7 @@ void advance(Decoding* d, int32_t next, const Tokenizer& tok, const GenerationLi
 
 int64_t max_run_len(const Model& model) { return model.config().max_seq_len - model.prefix_tokens(); }
 
-// One round under a single probe: each unfinished sequence's tokens not yet cached (first the
-// prompt, then its last token) go through forward_cached in runs that fit the workspace (a prompt
-// longer than the room left goes on in the next run); a sequence fully in gets its next token.
+// One round under a single probe: uncached tokens through forward_cached; a sequence fully in gets one.
 void decode_round(Model& model, const Tokenizer& tok, const Probe& probe, const GenerationLimits& limits,
                   std::vector<Decoding>* ds) {
   const int64_t cap_tokens = model.batch_tokens_capacity(probe), cap_rows = model.batch_logit_rows_capacity(probe);
@@ -90,8 +87,7 @@ void decode_round(Model& model, const Tokenizer& tok, const Probe& probe, const 
   }
 }
 
-// Cache rows per slot: the tokens ever fed (never the last generated one), rounded up to a power of
-// two so the cache, which only grows, is reallocated only a few times over a run.
+// Cache rows per slot: the tokens ever fed, rounded up to a power of two (the cache only grows).
 int64_t cache_rows_for(const Model& model, int64_t longest, int64_t max_new_tokens) {
   const int64_t need = std::min(longest + max_new_tokens - 1, max_run_len(model));
   int64_t rows = 1;

@@ -1,13 +1,9 @@
-// Evaluating generation examples (templates.h: one candidate, contexts[0] the prompt, references
-// the answers): greedy decoding under a probe, scored by SQuAD exact match and token F1
-// (tasks/text_metrics.h).
-//
-// The prompt is the example's prompt tokens (task_encode.h: [BOS,] prompt, cut from the left to
-// fit max_len). Decoding appends the argmax (the first of equal logits, as generate.h) and stops
-// at BOS or EOS, after max_new_tokens, at max_seq_len, or once the text contains a stop string
-// (cut before it). A token's text is Tokenizer::decode_piece after the token before it, as
-// `smezo generate` streams it.
-//
+// Evaluating generation examples (templates.h: one candidate, contexts[0] the prompt, references the
+// answers): greedy decoding under a probe, scored by SQuAD exact match and token F1 (text_metrics.h).
+// The prompt is the example's prompt tokens ([BOS,] prompt, cut from the left to fit max_len).
+// Decoding appends the argmax (the first of equal logits) and stops at BOS or EOS, after
+// max_new_tokens, at max_seq_len, or once the text contains a stop string (cut before it). A token's
+// text is Tokenizer::decode_piece after the token before it, as `smezo generate` streams it.
 // Decoding uses the key/value cache (Model::forward_cached), one slot per example: the prompts run
 // once, packed to fit the workspace, then one token per unfinished sequence a round. A probe pair's
 // halves decode as two single probes (their sequences diverge). Against a full re-run per token the
@@ -33,8 +29,7 @@ struct GenerationLimits {
 // Throws naming `split` unless each example has one candidate with a completion and a reference.
 void check_generation_examples(const std::vector<TaskExample>& examples, const std::string& split);
 
-// Each prompt's greedy continuation, out[half][example] (probe_halves). Grows the KV cache to
-// examples.size() sequences of the longest prompt plus limits.max_new_tokens.
+// Each prompt's greedy continuation, out[half][example]; grows the KV cache as needed.
 std::vector<std::vector<std::string>> greedy_generations(Model& model, const Tokenizer& tokenizer,
                                                          const std::vector<const EncodedExample*>& examples,
                                                          const std::vector<Probe>& probes,
@@ -47,8 +42,7 @@ struct GenerationScore {
 GenerationScore score_generations(const std::vector<std::string>& texts,
                                   const std::vector<const std::vector<std::string>*>& references);
 
-// EM and F1 of the null-probe generations over `set` (set[i] encoded from examples[i], which holds
-// the references). texts: when given, each generated text in order (smezo eval --examples-out).
+// EM and F1 of the null-probe generations over `set` (set[i] from examples[i]); texts: each output.
 GenerationScore evaluate_generation(Model& model, const Tokenizer& tokenizer, const std::vector<EncodedExample>& set,
                                     const std::vector<TaskExample>& examples, const GenerationLimits& limits,
                                     int64_t batch_examples, std::vector<std::string>* texts = nullptr);

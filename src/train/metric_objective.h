@@ -1,9 +1,7 @@
 // The task metric as the quantity SPSA minimises (--objective), as MeZO does for SQuAD F1:
 //   loss      the task's loss (objective.h's batch_loss): the default, handled by the trainer
-//   accuracy  1 - the share of the minibatch whose highest-scoring candidate is the gold one
-//             (classification tasks: the same length-normalised scores as the evaluation)
-//   f1        1 - the mean token F1 of the greedy generations against the references
-//             (generation tasks: generation_eval.h)
+//   accuracy  1 - the share of the minibatch whose highest-scoring candidate is gold (classification)
+//   f1        1 - the mean token F1 of the greedy generations against the references (generation)
 // Each probe half also measures the task's loss, which the trainer logs beside the metric.
 // Small minibatches make these objectives coarse: l+ == l- (so g = 0) is common.
 #pragma once
@@ -31,7 +29,6 @@ std::vector<const std::vector<std::string>*> references_of(const std::vector<con
                                                            const std::vector<TaskExample>& examples);
 
 // The objective (accuracy or f1) and the task's loss of the whole batch under every probe.
-// references: per example (f1 only); as_classification: the loss's kind (objective.h's task_loss).
 struct MetricBatch {
   const std::vector<const EncodedExample*>* examples = nullptr;
   std::vector<const std::vector<std::string>*> references;

@@ -30,8 +30,7 @@ struct PendingSequence {
   }
 };
 
-// log p(target) from one row of logits, in double; NaN when any logit is not finite, so a
-// diverged model shows up as a NaN loss instead of a plausible number.
+// log p(target) from one row of logits, in double; NaN when any logit is not finite (a diverged model).
 double token_logprob(const float* logits, int64_t vocab, int32_t target) {
   float max_logit = logits[0];
   for (int64_t v = 0; v < vocab; v++) {
@@ -80,8 +79,7 @@ std::vector<PendingSequence> plan_example(size_t e, const EncodedExample& ex, bo
   return out;
 }
 
-// Scores under a single probe (out[0]) or both halves of a pair (out[0], out[1]). A pair's
-// chunks hold half the workspace each (the model runs them twice side by side).
+// Scores under a single probe (out[0]) or both halves of a pair (out[0], out[1]; half the workspace).
 void score_all(Model& model, const std::vector<const EncodedExample*>& examples, const Probe& probe,
                bool gold_only, ExampleScores* out) {
   const std::vector<ScoringChunk> chunks =

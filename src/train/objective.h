@@ -22,9 +22,8 @@ struct CandidateScore {
 using ExampleScores = std::vector<std::vector<CandidateScore>>;  // [example][candidate]
 
 // The forwards that score examples: each candidate's sequence (or one shared-prefix sequence for
-// single-token options) packed into batches of <= max_tokens tokens and max_rows logit rows, with
-// the row scoring each candidate token. A row depends only on its own sequence, so any packing
-// gives the same scores. capacity_note ends the error for a candidate that fits no batch.
+// single-token options) packed into batches of <= max_tokens tokens and max_rows logit rows; any
+// packing gives the same scores. capacity_note ends the error for a candidate that fits no batch.
 struct ScoreTarget {
   size_t example = 0, candidate = 0;
   int64_t logit_row = 0;  // index into batch.logit_rows
@@ -40,9 +39,7 @@ ExampleScores empty_scores(const std::vector<const EncodedExample*>& examples);
 // Adds the chunk's target log-probs, from its logits (batch.logit_rows.size(), vocab), to scores.
 void add_chunk_scores(const ScoringChunk& chunk, const float* logits, int64_t vocab, ExampleScores* scores);
 
-// Each example's candidate scores (gold_only: just the gold; the rest stay empty), one set per
-// probe half (probe_halves; a pair from one forward per chunk). Each half equals its single probe
-// bit for bit on the CPU (on CUDA within the GEMM rounding: Backend::linear).
+// Each example's candidate scores (gold_only: just the gold), one set per probe half.
 std::vector<ExampleScores> score_examples(Model& model, const std::vector<const EncodedExample*>& examples,
                                           const std::vector<Probe>& probes, bool gold_only);
 

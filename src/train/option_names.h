@@ -1,5 +1,4 @@
-// The name table of each training-option enum (common/enum_names.h): the CLI's parsing, --help and
-// errors, and the seed-log header, summary.json and metrics all use them.
+// The name table of each training-option enum: the CLI, the seed-log header and summaries use them.
 #pragma once
 
 #include <string>
@@ -16,8 +15,7 @@ const EnumNames<Objective>& objective_names();    // loss, accuracy, f1
 const EnumNames<Tune>& tune_names();              // full, lora, prefix
 const EnumNames<ProbePasses>& probe_passes_names();  // pair, separate
 
-// The same tables, named for the values that seed-log headers hold; parse throws smezo::Error
-// listing the names for one it does not know.
+// The same tables, named for the seed-log header's values; parse throws listing the known names.
 Method method_parse(const std::string& name);
 const char* method_name(Method m);
 LrSchedule lr_schedule_parse(const std::string& name);

@@ -12,8 +12,7 @@ namespace smezo {
 
 namespace {
 
-// Point-to-point tags (World's own communicator): one per kind of message, so messages of a
-// kind between two ranks arrive in the order they were sent.
+// Point-to-point tags, one per kind of message, so messages of a kind arrive in the order sent.
 constexpr int kHiddenTag = 1;             // a micro-batch's hidden states, stage s -> s + 1
 constexpr int kTensorRequestTag = 2;      // rank 0 -> a stage: the canonical index wanted, or -1
 constexpr int kTensorValuesTag = 3;       // a stage -> rank 0: that tensor's fp32 values
@@ -24,8 +23,7 @@ std::vector<const EncodedExample*> shard_of_batch(const std::vector<const Encode
   return std::vector<const EncodedExample*>(batch.begin() + s.begin, batch.begin() + s.end);
 }
 
-// The scores of every example of `batch` per probe, the same on every rank: the last stage of
-// each replica scored its shard (all probes), the other ranks contribute nothing.
+// Every example's scores per probe, the same on every rank, from each replica's last stage.
 std::vector<ExampleScores> gather_last_stage_scores(World& world, const PipelineLayout& layout,
                                                     const std::vector<ExampleScores>& local,
                                                     const std::vector<const EncodedExample*>& batch, size_t probes,

@@ -1,9 +1,7 @@
 // The records of a training run in its folder: seed log, metrics.jsonl, progress line, plot.svg,
-// summary.json, mask.json and the folder's lock. Only rank 0 holds a recorder; the trainer hands it
-// each record. The checkpoint is not here: a pipeline's stages take part in writing it.
-//
-// Within a step the metrics line (and evaluation) precedes the seed-log record, so a kill between
-// leaves metrics lines that resume drops, never a gap (docs/training.md).
+// summary.json, mask.json and the folder's lock; only rank 0 holds one. Not the checkpoint: a
+// pipeline's stages take part in writing it. Within a step the metrics line (and evaluation) precedes
+// the seed-log record, so a kill between leaves metrics lines that resume drops, never a gap.
 #pragma once
 
 #include <cstdint>

@@ -91,8 +91,7 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
     info.keep_prob = 1.0f;
     if (info.trainable && maskable && opts_.method == METHOD_SMEZO) {  // frozen: no mask to fix
       info.mask = MASK_MAGNITUDE;
-      // LoRA's B starts at 0, so its quantile h = 0 would keep only the entries no update has
-      // moved yet: B is tuned densely (h = +inf); A (Kaiming-uniform) is masked like any weight.
+      // LoRA's B starts at 0 (h = 0 would keep only unmoved entries): B is dense (h = +inf), A masked.
       info.threshold = *opts_.sparsity == 0.0 || info.adapter == ADAPTER_LORA_B
                            ? std::numeric_limits<float>::infinity()
                            : model_.backend().abs_quantile(*p, 1.0 - *opts_.sparsity);

@@ -1,14 +1,11 @@
-// The zeroth-order SPSA optimiser of MeZO, S-MeZO and R-MeZO. The step and the masks: see
-// docs/ARCHITECTURE.md, "The algorithm in one step"; weight decay adds - lr_t·wd·m(W)⊙W.
-//
-// Several probes (SpsaOptions::probes = q > 1): probe i of step t has seed s_{t,i} (probe_seed;
-// s_{t,0} is the step seed, so q = 1 is the one-probe step bit for bit), g_i = (l+_i - l-_i) / (2 eps),
-//   W <- W - lr_t·(1/q)·Σ_i g_i·m(W)⊙z_i.
+// The zeroth-order SPSA optimiser of MeZO, S-MeZO and R-MeZO (the step and the masks:
+// docs/ARCHITECTURE.md); weight decay adds - lr_t·wd·m(W)⊙W. Several probes (SpsaOptions::probes =
+// q > 1): probe i of step t has seed s_{t,i} (probe_seed; s_{t,0} is the step seed, so q = 1 is the
+// one-probe step bit for bit), g_i = (l+_i - l-_i) / (2 eps), W <- W - lr_t·(1/q)·Σ_i g_i·m(W)⊙z_i.
 // FZOO (METHOD_FZOO; Dang et al., arXiv:2506.09034): N = q >= 2 one-sided Rademacher probes u_i,
 // l_0 = L(W), l_i = L(W + eps·u_i), g_i = (l_i - l_0) / eps, sigma = the sample standard deviation
-// (1/(N-1)) of l_1..l_N, W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i (sigma = 0: no step); here as
-// N + 1 forward passes. Both log (seed_i, g_i) per probe and the step size (lr_t, or lr_t / sigma),
-// so replay and resume apply the same update.
+// (1/(N-1)) of l_1..l_N, W <- W - (lr_t / sigma)·(1/N)·Σ_i g_i·u_i (sigma = 0: no step); N + 1
+// forward passes. Both log (seed_i, g_i) per probe and the step size (lr_t, or lr_t / sigma).
 // The update applies the single-probe op once per probe, in order (weight decay with the first):
 // bit-identical across run, resume and replay on every backend. Probe i's mask is read from the
 // weights after probes 0..i-1 (S-MeZO: an entry crossing h mid-step may leave the next mask).
@@ -33,9 +30,7 @@ namespace smezo {
 // Throws smezo::Error naming `source` for an unknown kind, a newer spec, or a kind its spec lacks.
 NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
 
-
-// Throws smezo::Error for options out of range (sparsity outside [0,1), eps <= 0, lr < 0 …) or
-// that the method does not take; unset ones count as the method's defaults (spsa_resolve_defaults).
+// Throws smezo::Error for options out of range or that the method does not take (unset: the defaults).
 void spsa_validate(const SpsaOptions& opts);
 
 struct SpsaStep {
@@ -58,25 +53,21 @@ ProbeLosses each_probe(std::function<double(const Probe&)> loss);
 
 class SpsaOptimizer {
  public:
-  // Validates opts, fixes the masks from the current (base) weights, sets each parameter's noise
-  // kind (NOISE_AUTO -> NOISE_GAUSSIAN: a resume resolves it first, see spsa_logged_noise).
+  // Validates opts, fixes the masks from the current weights, sets noise (AUTO -> GAUSSIAN unless resumed).
   SpsaOptimizer(Model& model, const SpsaOptions& opts);
 
   uint64_t step_seed(int64_t step) const;
   float lr_at(int64_t step) const;
 
-  // A step's probes for `seed`: one pair (Probe::pair: both halves in one forward) when in_one_pass,
-  // else the + probe, then the - probe.
+  // A step's probes for `seed`: one pair (both halves in one forward) when in_one_pass, else +, then -.
   std::vector<Probe> step_probes(uint64_t seed, bool in_one_pass) const;
 
   // The seed of probe i (0 .. probes - 1) of a step; probe 0's is step_seed(step).
   uint64_t probe_seed(int64_t step, int64_t i) const;
-  // Every probe of a step, in order: SPSA, step_probes of each probe's seed; FZOO, the
-  // unperturbed Probe{} (l_0), then one + probe per seed (never a pair: one-sided).
+  // A step's probes: SPSA, step_probes of each seed; FZOO, Probe{} (l_0), then one + probe per seed.
   std::vector<Probe> probes_of_step(int64_t step, bool in_one_pass) const;
 
-  // losses(probes) scores the minibatch under probes_of_step(step, in_one_pass), one loss per half
-  // (probe_halves; one probe: l+, then l-). Throws smezo::Error, W untouched, on a non-finite loss.
+  // losses(probes) scores the minibatch under probes_of_step; throws, W untouched, on a non-finite loss.
   SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);

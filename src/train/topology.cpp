@@ -15,8 +15,7 @@ Topology::Topology(World& world, int pipeline_stages, int64_t micro_batches, con
                 "but this is one process ---> HINT: mpirun -np %d smezo train ... (a build with MPI: make info shows "
                 "✓ MPI)", pipeline_stages, pipeline_stages, pipeline_stages);
   if (pipeline_stages > 1) layout_ = pipeline_layout(world, pipeline_stages);
-  // Micro-batches trade bubble against noise (pipeline.h). Default: K on cuda (compute-bound GEMMs:
-  // the overlap wins), 1 on cpu (noise-bound: RESULTS.md).
+  // Micro-batches trade bubble against noise: K on cuda (compute-bound: overlap wins), 1 on cpu.
   micro_batches_ = micro_batches > 0 ? micro_batches : device == "cuda" ? int64_t{pipeline_stages} : 1;
 }
 

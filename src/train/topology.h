@@ -1,6 +1,5 @@
-// Where this process sits in a training run and the work that depends on it: one process,
-// data-parallel replicas (data_parallel.h), or a pipeline of K stages × R replicas (pipeline.h).
-// The trainer's phases ask it for what differs: a step's losses, an accuracy, a count, a checkpoint.
+// Where this process sits in a training run (one process, data-parallel replicas, or K-stage pipelines)
+// and the work that depends on it: a step's losses, an accuracy, a count, a checkpoint.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +17,7 @@ namespace smezo {
 
 class Topology {
  public:
-  // Checks --pipeline-stages (at least 1, several only over as many MPI ranks, a divisor of the
-  // rank count) and --micro-batches (0: the device's default, K on cuda, 1 on cpu).
+  // Checks --pipeline-stages (>= 1, dividing the rank count) and --micro-batches (0: the default).
   Topology(World& world, int pipeline_stages, int64_t micro_batches, const std::string& device);
 
   World& world() const { return world_; }
@@ -44,8 +42,7 @@ class Topology {
   nlohmann::json whole_model_object(const nlohmann::json& mine, const std::string& what) const;
   // Rank 0's `value` where ranks must follow its checkpoint decision (a pipeline); else each rank's own.
   int64_t checkpoint_decision(int64_t value, const std::string& what) const;
-  // Rank 0 writes the whole model's checkpoint into `dir` (a pipeline's stages serve their tensors
-  // here); other ranks return at once. Throws as save_hf_checkpoint does (on rank 0).
+  // Rank 0 writes the whole model's checkpoint (throws as save_hf_checkpoint); stages serve tensors.
   void save_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
                        const nlohmann::json& settings, const std::string& dtype) const;
 

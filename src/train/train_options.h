@@ -1,9 +1,7 @@
 // The training options' defaults and checks, in the library so `smezo train` and smezo::train()
-// callers share them (docs/ARCHITECTURE.md, "One training step, from the command line to the kernels"):
-//   resolve_defaults (include/smezo/train.h)  what the caller left unset, filled in
-//   validate_train_options                    every check that needs no model, data or ranks
-//   the option rules                          each numeric option's range, also checked by the CLI (cli.h)
-// The enums' names are in train/option_names.h.
+// callers share them: resolve_defaults (what the caller left unset), validate_train_options (every
+// check that needs no model, data or ranks) and the option rules (each numeric option's range, also
+// checked by the CLI).
 #pragma once
 
 #include <string>
@@ -23,8 +21,7 @@ const std::vector<OptionRule<TrainOptions>>& train_option_rules();
 // The range of `option` ("--batch") in either list; throws for a name neither has.
 const ValueRange& train_option_range(const std::string& option);
 
-// Throws smezo::Error naming the option for options no run can use: out of range, unnamed enum
-// values, bad adapter settings, and what spsa_validate or validate_data_options refuse.
+// Throws smezo::Error naming the option for options no run can use (range, enum, adapter, data).
 void validate_train_options(const TrainOptions& o);
 // Its data part (for --check-data and --export-data): data files need a task spec, a spec a train file.
 void validate_data_options(const TrainOptions& o);

@@ -204,8 +204,7 @@ void warn_about_options(const TrainOptions& o) {
                  *o.spsa.lr, kLrWarnAbove);
 }
 
-// A data-file run uses each file's first rows, up to the count asked: o's counts become the rows used
-// (recorded in the seed-log header and smezo_run.json). Returns a line if a file held fewer, else "".
+// A data-file run uses each file's first rows: o's counts become the rows used; a line if fewer, else "".
 std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
   std::string fewer;
   for (const auto& [split, n, used, file, option] :
@@ -220,8 +219,7 @@ std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
   return fewer.empty() ? "" : "data: fewer records than asked for: " + fewer + "; the run uses and records these";
 }
 
-// One run on one rank (one process: the world of one): every rank computes, rank 0 alone writes. The
-// phases of run(): docs/ARCHITECTURE.md, "One training step, from the command line to the kernels".
+// One run on one rank: every rank computes, rank 0 alone writes (phases: docs/ARCHITECTURE.md).
 class TrainRun {
  public:
   // splits: the task's examples made by the caller (train_on_splits), or null to load o.task
@@ -344,8 +342,7 @@ void TrainRun::load() {
   mo.device = o_.device;
   mo.dtype = o_.dtype;
   mo.linear_path = o_.linear_path;
-  // Workspace sized from this run's batch and length (memory_estimate.h). A probe pair runs two
-  // copies of a chunk side by side, on every rank: room for two longest candidates.
+  // Workspace for this run's batch and length; a probe pair runs two copies of a chunk side by side.
   const int64_t copies = o_.probe_passes == PROBES_PAIR ? 2 : 1;
   const WorkspaceRows ws = workspace_for_batch(o_.batch, o_.max_len, o_.max_tokens);
   mo.max_tokens = std::max(ws.tokens, copies * o_.max_len);
@@ -394,13 +391,11 @@ void TrainRun::load() {
                           {"test_file", o_.test_file}});
 }
 
-// What the run folder holds decides fresh start or resume. Every rank reads it (shared file
-// system); the agreement below orders that before rank 0 writes anything.
+// The run folder decides fresh start or resume; every rank reads it before rank 0 may write.
 void TrainRun::agree_on_run_folder() {
   std::string foreign;
   const RunDirKind kind = run_dir_kind(o_.out_dir, &foreign);
-  // one exchange for options and folder kind (tests/test_mpi.cpp counts exchanges); pipeline
-  // stages hold only their own thresholds: those are compared once merged
+  // one exchange for options and folder kind; pipeline stages' thresholds are compared once merged
   nlohmann::json compared = header_;
   if (topo_.pipelined()) compared["spsa"].erase("thresholds_f32_bits");
   require_same_on_all_ranks(topo_.world(), compared.dump() + "\nrun folder kind " + std::to_string(kind) +
@@ -466,8 +461,7 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   result_.test_em = json_number(done, "test_em", -1);
   result_.test_f1 = json_number(done, "test_f1", -1);
   result_.wall_s = json_number(done, "wall_time_s", 0);
-  // Rank 0 decides whether the checkpoint is there (its clean-up may just have restored
-  // checkpoint.old); a pipeline's stages follow its answer, as they must serve it tensors.
+  // Rank 0 decides whether the checkpoint is there (its clean-up may have restored checkpoint.old).
   const int64_t have_checkpoint = topo_.checkpoint_decision(checkpoint_step(o_.out_dir), "the final checkpoint's step");
   if (!root_ && !topo_.serves_checkpoint()) return;
   if (have_checkpoint == o_.steps) {

@@ -1,7 +1,5 @@
-// `smezo train`: zeroth-order fine-tuning on a task, end to end (docs/ARCHITECTURE.md, "One training
-// step, from the command line to the kernels"; the run folder for users: docs/training.md).
-//
-// A run directory holds:
+// `smezo train`: zeroth-order fine-tuning on a task, end to end (docs/ARCHITECTURE.md,
+// docs/training.md). A run directory holds:
 //   seed_log.txt     step, seed, g, lr per step (and seed, g per further probe: src/run/seed_log.h);
 //                    replay and resume read it
 //   metrics.jsonl    one line per step (loss, g, lr) and per evaluation (dev_acc)
@@ -14,15 +12,13 @@
 // A failed checkpoint is a warning (TrainResult::checkpoint_error for the final one).
 #pragma once
 
-// The options, result and train() itself are the public API in include/smezo/train.h.
 #include "smezo/train.h"
 #include "tasks/task_data.h"
 #include "train/spsa.h"
 
 namespace smezo {
 
-// train() on examples the caller made instead of the ones o.task names (one process): tests
-// build generation tasks by hand this way. o.task is only the name the run records.
+// train() on examples the caller made instead of o.task's (one process); o.task is only recorded.
 TrainResult train_on_splits(const TrainOptions& o, const TaskSplits& splits);
 
 }  // namespace smezo
