@@ -9,7 +9,7 @@
 #   not rounded away; batch 16, dev accuracy on 500 examples every 100 steps; not yet run on a
 #   GPU, the settings are tools/claim/zo_grid.py's S-MeZO ones).
 #   Without one, on the CPU: the settings measured to learn on 2 cores (RESULTS.md): see CPU_*
-#   below; about 15 minutes there (2026-11-28, 0.47 steps/s with the evaluations).
+#   below; about 17 minutes there (2026-11-28, 0.41 steps/s with the evaluations).
 #   If SmolLM2 cannot be fetched (no network): the bundled stories260K, 200 steps, into
 #   runs/demo (what README (1) ran before).
 #
@@ -63,7 +63,7 @@ if [ "$MODEL" = stories260K ]; then
 fi
 
 # SmolLM2. CPU_*: measured on the 2-core VM (RESULTS.md): dev accuracy 0.606 zero-shot -> 0.710 after
-# 400 steps (6 min 56 s on 2026-11-26, on a VM with AVX-512; 15 min in a fresh clone on 2026-11-28).
+# 400 steps (6 min 56 s on 2026-11-26, on a VM with AVX-512; 15 to 17 min in a fresh clone on 2026-11-28).
 CPU_STEPS=400 CPU_EVERY=50 CPU_LR=3e-5 CPU_SPARSITY=0.75 CPU_DEV=500 CPU_TEST=200
 if [ "$DEVICE" = cuda ]; then
   STEPS=500 EVERY=100 LR=1e-5 SPARSITY=0.8 DEV=500 TEST=1000 DTYPE=(--dtype f32)
