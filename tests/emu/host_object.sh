@@ -19,9 +19,9 @@ if [ -f "$deps" ]; then
   files=$(sed -e 's/^[^:]*://' -e 's/\\$//' "$deps" | tr ' ' '\n' | grep -v '^$' | sort -u)
   cuda_marks='SMEZO_EMU|SMEZO_WITH_CUDA|#[[:space:]]*include[[:space:]]*<(cuda|cublas|curand|nvtx|nvToolsExt)'
   # whole-line // comments are skipped: a comment that names SMEZO_WITH_CUDA changes no object
-  # (read into a variable, not piped: under pipefail an early-exiting grep -q could read as no match)
-  code=$(grep -hvsE '^[[:space:]]*//' $files || true)
-  if ! grep -q cuda <<<"$files" && ! grep -qE "$cuda_marks" <<<"$code"; then
+  # (read into a variable, not piped: under pipefail an early-exiting grep -q could read as no
+  # match); the text is read only when no dependency's name says cuda
+  if ! grep -q cuda <<<"$files" && ! grep -qE "$cuda_marks" <<<"$(grep -hvsE '^[[:space:]]*//' $files || true)"; then
     echo "cp $cpu $emu  (host code without CUDA: the CPU build's object)"
     cp "$cpu" "$emu"
     rm -f "${emu%.o}.d"
