@@ -40,12 +40,13 @@
 #define EMU_ASAN 0
 #endif
 
+__thread uint3 threadIdx;
+__thread uint3 blockIdx;
+__thread dim3 blockDim;
+__thread dim3 gridDim;
+
 namespace emu {
 
-__thread uint3 tl_thread_idx;
-__thread uint3 tl_block_idx;
-__thread dim3 tl_block_dim;
-__thread dim3 tl_grid_dim;
 __thread void* tl_dynamic_smem;
 
 namespace {
@@ -226,7 +227,7 @@ void fiber_main(bctx::transfer_t t) {
       Thread& nt = w2.threads[w2.order[next]];
       nt.state = RUNNABLE;
       w2.cur = &nt;
-      tl_thread_idx = nt.idx;
+      ::threadIdx = nt.idx;
       continue;
     }
     yield_to_scheduler(true);
@@ -250,7 +251,7 @@ void resume(Worker& w, Thread& th) {
     th.state = RUNNABLE;
   }
   w.cur = &th;
-  tl_thread_idx = th.idx;
+  ::threadIdx = th.idx;
   void* fake = nullptr;
   asan_start(&fake, w.threads[th.stack_slot].stack_lo, kStackBytes);
   const bctx::transfer_t t = bctx::jump_fcontext(th.ctx, &th);
@@ -305,8 +306,8 @@ __thread char tl_collective_msg[1024];
 // Collectives whose named lanes have all arrived; returns whether any completed.
 // "kernel `k` (...), block (x,y,z)": built only for a report.
 std::string block_name() {
-  return format("%s, block (%u,%u,%u)", where_kernel(*worker().k).c_str(), tl_block_idx.x,
-                tl_block_idx.y, tl_block_idx.z);
+  return format("%s, block (%u,%u,%u)", where_kernel(*worker().k).c_str(), ::blockIdx.x,
+                ::blockIdx.y, ::blockIdx.z);
 }
 
 bool complete_collectives(Worker& w, int n) {
@@ -392,11 +393,11 @@ bool complete_barrier(Worker& w, int n) {
 void run_block(Worker& w, const KernelLaunch& k, uint64_t block_linear) {
   const dim3 g = k.cfg.grid, b = k.cfg.block;
   const int n = static_cast<int>(b.x * b.y * b.z);
-  tl_block_idx = uint3{static_cast<unsigned>(block_linear % g.x),
-                       static_cast<unsigned>(block_linear / g.x % g.y),
-                       static_cast<unsigned>(block_linear / (uint64_t(g.x) * g.y))};
-  tl_block_dim = b;
-  tl_grid_dim = g;
+  ::blockIdx = uint3{static_cast<unsigned>(block_linear % g.x),
+                     static_cast<unsigned>(block_linear / g.x % g.y),
+                     static_cast<unsigned>(block_linear / (uint64_t(g.x) * g.y))};
+  ::blockDim = b;
+  ::gridDim = g;
   w.k = &k;
   if (w.smem_bytes != k.cfg.smem) {  // exactly the launch's size, so ASan sees an overflow
     std::free(w.smem);
