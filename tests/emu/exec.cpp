@@ -12,7 +12,8 @@
 //   no thread can run and nothing completes: deadlock, reported with where each thread waits.
 // A report ends the launch and becomes the device's sticky error (cudaErrorLaunchFailure,
 // or cudaErrorLaunchTimeout for a deadlock). Launch limits are checked first, with the real
-// runtime's error codes.
+// runtime's error codes; then a launch into a capturing stream is recorded (graph.cpp) and
+// runs when its graph is launched.
 #include <boost/context/detail/fcontext.hpp>
 #include <omp.h>
 #include <sys/mman.h>
@@ -450,8 +451,10 @@ void run_block(Worker& w, const KernelLaunch& k, uint64_t block_linear) {
   }
 }
 
+}  // namespace
+
 // The real runtime's launch checks, with its error codes.
-cudaError_t check_launch(const KernelLaunch& k, std::string* why) {
+cudaError_t check_kernel_launch(const KernelLaunch& k, std::string* why) {
   const dim3 g = k.cfg.grid, b = k.cfg.block;
   const cudaDeviceProp& p = device_properties();
   const uint64_t threads = uint64_t(b.x) * b.y * b.z;
@@ -490,8 +493,6 @@ cudaError_t check_launch(const KernelLaunch& k, std::string* why) {
   }
   return cudaSuccess;
 }
-
-}  // namespace
 
 // ---- device-side entry points
 
@@ -542,11 +543,20 @@ const char* schedule_name() { return schedule().name.c_str(); }
 void launch_kernel(const KernelLaunch& k) {
   if (sticky_error() != cudaSuccess) return;  // a faulted context runs nothing
   std::string why;
-  const cudaError_t err = check_launch(k, &why);
+  const cudaError_t err = check_kernel_launch(k, &why);
   if (err != cudaSuccess) {
     record_error(err, format("launch of %s refused: %s", where_kernel(k).c_str(), why.c_str()));
     return;
   }
+  bool captured = false;  // a capturing stream records it (with its arguments) instead
+  if (enqueue(k.cfg.stream, "kernel launch", [&] { return kernel_op(k); }, &captured) != cudaSuccess ||
+      captured)
+    return;
+  execute_kernel(k);
+}
+
+void execute_kernel(const KernelLaunch& k) {
+  if (sticky_error() != cudaSuccess) return;
   static std::mutex one_launch;  // launches from several host threads run one at a time
   std::lock_guard<std::mutex> lock(one_launch);
   g_failed.store(false);
