@@ -201,7 +201,7 @@ void end_capture(const std::shared_ptr<Capture>& c) {
   c->graph->capturing = false;
 }
 
-// A stream of capture c that has work no other stream of it waited for ("" if none).
+// A stream of capture c that has work no other stream of it waited for (null if none).
 cudaStream_t unjoined_stream(const Capture& c) {
   for (const auto& [s, m] : c.members)
     if (s != c.origin && m.last_work > m.joined) return s;
