@@ -10,6 +10,10 @@
 //   saying the emulator does not model it (never approximated); a combination cuBLAS rejects
 //   gets NOT_SUPPORTED as from cuBLAS. Every matrix must lie inside one device allocation
 //   (a GPU would fault): otherwise EXECUTION_FAILED and the sticky cudaErrorIllegalAddress.
+//   On a capturing stream a GEMM is recorded (graph.cpp) with alpha and beta by value (host
+//   pointer mode, the only one modelled) and runs at cudaGraphLaunch, where the allocation
+//   check and the workspace it was captured with are checked again. cublasSetStream resets a
+//   workspace set by cublasSetWorkspace, as cuBLAS does.
 #include <cblas.h>
 
 #include <algorithm>
@@ -25,6 +29,8 @@
 struct cublasContext {
   cudaStream_t stream = nullptr;
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  void* workspace = nullptr;  // a user workspace (cublasSetWorkspace), or none: cuBLAS's own
+  size_t workspace_bytes = 0;
 };
 
 namespace {
@@ -132,6 +138,88 @@ const float* as_f32(const Stored& s, int bi, std::vector<float>& out, int64_t* l
   return out.data();
 }
 
+// One GEMM that passed cuBLAS's checks, with alpha and beta by value (host pointer mode: a
+// captured call keeps the values of the capture, as cuBLAS's graph nodes do) and the handle's
+// workspace when it was made.
+struct GemmCall {
+  const char* call;
+  cublasOperation_t ta, tb;  // N or T
+  int m, n, k, batch;
+  float alpha, beta;
+  Stored a, b, c;
+  void* c_out;
+  void* workspace;
+  size_t workspace_bytes;
+};
+
+// Runs g: every matrix must lie inside one device allocation (a GPU would fault: the sticky
+// cudaErrorIllegalAddress and false).
+bool gemm_run(const GemmCall& g) {
+  const char* names[] = {"A", "B", "C"};
+  const Stored* mats[] = {&g.a, &g.b, &g.c};
+  for (int i = 0; i < 3; ++i)
+    if (!inside(*mats[i], g.batch)) {
+      emu::record_fault(cudaErrorIllegalAddress,
+                        format("%s: matrix %s (%lld x %lld, ld %lld, stride %lld, batch %d) is not "
+                               "inside one device allocation: a GPU would read or write out of bounds",
+                               g.call, names[i], (long long)mats[i]->rows, (long long)mats[i]->cols,
+                               (long long)mats[i]->ld, (long long)mats[i]->stride, g.batch));
+      return false;
+    }
+  const int m = g.m, n = g.n, k = g.k;
+  const cudaDataType ct_ = g.c.t;
+  const int64_t ldc = g.c.ld, sc = g.c.stride;
+  std::vector<float> a32, b32, c32;
+  for (int bi = 0; bi < g.batch; ++bi) {
+    int64_t la, lb, lc = ldc;
+    const float* pa = as_f32(g.a, bi, a32, &la);
+    const float* pb = as_f32(g.b, bi, b32, &lb);
+    float* pc;
+    const bool c_fp32 = ct_ == CUDA_R_32F;
+    if (c_fp32) pc = static_cast<float*>(g.c_out) + bi * sc;
+    else {
+      c32.assign(static_cast<size_t>(int64_t(m) * n), 0.0f);
+      if (g.beta != 0.0f)
+        for (int64_t c = 0; c < n; ++c)
+          for (int64_t r = 0; r < m; ++r) c32[c * m + r] = load(g.c_out, ct_, bi * sc + c * ldc + r);
+      pc = c32.data();
+      lc = m;
+    }
+    if (k == 0) {  // C = beta * C (BLAS semantics; beta 0 does not read C)
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t r = 0; r < m; ++r) pc[c * lc + r] = g.beta == 0.0f ? 0.0f : g.beta * pc[c * lc + r];
+    } else {
+      cblas_sgemm(CblasColMajor, g.ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                  g.tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, g.alpha, pa,
+                  static_cast<int>(la), pb, static_cast<int>(lb), g.beta, pc, static_cast<int>(lc));
+    }
+    if (!c_fp32)
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t r = 0; r < m; ++r) store(g.c_out, ct_, bi * sc + c * ldc + r, c32[c * m + r]);
+  }
+  return true;
+}
+
+// A GEMM recorded by stream capture (a kernel node on a GPU). The workspace it was captured
+// with must still be allocated when it runs.
+struct GemmOp : emu::GraphOp {
+  GemmCall g;
+  explicit GemmOp(const GemmCall& call) : g(call) {}
+  cudaGraphNodeType type() const override { return cudaGraphNodeTypeKernel; }
+  std::string describe() const override {
+    return format("%s node (m %d n %d k %d, batch %d)", g.call, g.m, g.n, g.k, g.batch);
+  }
+  void run() const override {
+    if (emu::sticky_error() != cudaSuccess) return;
+    if (g.workspace_bytes > 0 && !emu::device_range_ok(g.workspace, g.workspace_bytes))
+      return emu::record_fault(cudaErrorIllegalAddress,
+                               format("%s: the cuBLAS workspace it was captured with (%zu bytes at "
+                                      "%p) is no longer allocated",
+                                      describe().c_str(), g.workspace_bytes, g.workspace));
+    gemm_run(g);
+  }
+};
+
 cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                     int m, int n, int k, const void* alpha, const void* A, cudaDataType at,
                     int lda, long long sa, const void* B, cudaDataType bt, int ldb, long long sb,
@@ -162,50 +250,17 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
   if (tb == CUBLAS_OP_C) tb = CUBLAS_OP_T;
   if (emu::sticky_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  const Stored sA{A, at, a_rows, ta == CUBLAS_OP_N ? k : m, lda, sa};
-  const Stored sB{B, bt, b_rows, tb == CUBLAS_OP_N ? n : k, ldb, sb};
-  const Stored sC{C, ct_, m, n, ldc, sc};
-  const char* names[] = {"A", "B", "C"};
-  const Stored* mats[] = {&sA, &sB, &sC};
-  for (int i = 0; i < 3; ++i)
-    if (!inside(*mats[i], batch)) {
-      emu::record_fault(cudaErrorIllegalAddress,
-                        format("%s: matrix %s (%lld x %lld, ld %lld, stride %lld, batch %d) is not "
-                               "inside one device allocation: a GPU would read or write out of bounds",
-                               call, names[i], (long long)mats[i]->rows, (long long)mats[i]->cols,
-                               (long long)mats[i]->ld, (long long)mats[i]->stride, batch));
-      return CUBLAS_STATUS_EXECUTION_FAILED;
-    }
-  const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-  std::vector<float> a32, b32, c32;
-  for (int bi = 0; bi < batch; ++bi) {
-    int64_t la, lb, lc = ldc;
-    const float* pa = as_f32(sA, bi, a32, &la);
-    const float* pb = as_f32(sB, bi, b32, &lb);
-    float* pc;
-    const bool c_fp32 = ct_ == CUDA_R_32F;
-    if (c_fp32) pc = static_cast<float*>(C) + bi * sc;
-    else {
-      c32.assign(static_cast<size_t>(int64_t(m) * n), 0.0f);
-      if (be != 0.0f)
-        for (int64_t c = 0; c < n; ++c)
-          for (int64_t r = 0; r < m; ++r) c32[c * m + r] = load(C, ct_, bi * sc + c * ldc + r);
-      pc = c32.data();
-      lc = m;
-    }
-    if (k == 0) {  // C = beta * C (BLAS semantics; beta 0 does not read C)
-      for (int64_t c = 0; c < n; ++c)
-        for (int64_t r = 0; r < m; ++r) pc[c * lc + r] = be == 0.0f ? 0.0f : be * pc[c * lc + r];
-    } else {
-      cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
-                  tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, al, pa,
-                  static_cast<int>(la), pb, static_cast<int>(lb), be, pc, static_cast<int>(lc));
-    }
-    if (!c_fp32)
-      for (int64_t c = 0; c < n; ++c)
-        for (int64_t r = 0; r < m; ++r) store(C, ct_, bi * sc + c * ldc + r, c32[c * m + r]);
-  }
-  return CUBLAS_STATUS_SUCCESS;
+  const GemmCall g{call, ta, tb, m, n, k, batch,
+                   *static_cast<const float*>(alpha), *static_cast<const float*>(beta),
+                   Stored{A, at, a_rows, ta == CUBLAS_OP_N ? k : m, lda, sa},
+                   Stored{B, bt, b_rows, tb == CUBLAS_OP_N ? n : k, ldb, sb},
+                   Stored{C, ct_, m, n, ldc, sc}, C, h->workspace, h->workspace_bytes};
+  bool captured = false;  // on a capturing stream the call is recorded, not run
+  if (emu::enqueue(h->stream, call, [&] { return std::make_shared<const GemmOp>(g); }, &captured) !=
+      cudaSuccess)
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (captured) return CUBLAS_STATUS_SUCCESS;
+  return gemm_run(g) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 }  // namespace
@@ -225,6 +280,8 @@ cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!emu::stream_valid(stream)) return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: not a live stream");
   handle->stream = stream;
+  handle->workspace = nullptr;  // as cuBLAS: setting the stream resets the workspace to its own
+  handle->workspace_bytes = 0;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
@@ -237,6 +294,10 @@ cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (bytes > 0 && !emu::device_range_ok(workspace, bytes))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasSetWorkspace: the workspace is not device memory");
+  if (reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasSetWorkspace: the workspace is not 256-byte aligned");
+  handle->workspace = bytes > 0 ? workspace : nullptr;
+  handle->workspace_bytes = bytes;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {

@@ -25,13 +25,16 @@
 #define __shared__ thread_local
 constexpr int warpSize = 32;
 
+// ---- the built-in variables of the running thread (set by the scheduler at every switch):
+// globals, as CUDA declares them, so that a member of the same name (cudaKernelNodeParams::
+// gridDim) is still a member. Per OS thread: one OS thread runs a block at a time.
+extern __thread uint3 threadIdx;
+extern __thread uint3 blockIdx;
+extern __thread dim3 blockDim;
+extern __thread dim3 gridDim;
+
 namespace emu {
 
-// ---- the running thread (set by the scheduler at every switch)
-extern __thread uint3 tl_thread_idx;
-extern __thread uint3 tl_block_idx;
-extern __thread dim3 tl_block_dim;
-extern __thread dim3 tl_grid_dim;
 extern __thread void* tl_dynamic_smem;
 
 inline void* dynamic_shared_memory() { return tl_dynamic_smem; }
@@ -98,10 +101,6 @@ T shfl(ShflMode mode, unsigned mask, T v, int arg, int width, const char* file, 
 
 }  // namespace emu
 
-#define threadIdx (::emu::tl_thread_idx)
-#define blockIdx (::emu::tl_block_idx)
-#define blockDim (::emu::tl_block_dim)
-#define gridDim (::emu::tl_grid_dim)
 
 inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::emu::syncthreads_at(file, line);

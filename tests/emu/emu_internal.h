@@ -1,6 +1,8 @@
 // Emulated CUDA: what exec.cpp, runtime.cpp and cublas.cpp share (not for device code).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "emu_runtime.h"
@@ -24,9 +26,57 @@ int max_dynamic_smem(const void* fn);
 bool stream_valid(cudaStream_t s);
 // True when [p, p + bytes) lies inside one live device allocation.
 bool device_range_ok(const void* p, size_t bytes);
+bool event_valid(cudaEvent_t e);
 // The device's fixed properties.
 const cudaDeviceProp& device_properties();
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// True for a stream created without cudaStreamNonBlocking (the legacy stream waits for it).
+bool stream_blocking(cudaStream_t s);
+// Runs a kernel that passed its checks (graph replays call it directly).
+void execute_kernel(const KernelLaunch& k);
+cudaError_t check_kernel_launch(const KernelLaunch& k, std::string* why);
+
+// ---- stream capture and graphs (graph.cpp)
+// One operation a graph holds: a kernel, a copy, a memset, a cuBLAS call, a child graph.
+// Immutable once made; shared between a graph and the executable graphs made from it.
+struct GraphOp {
+  virtual ~GraphOp() = default;
+  virtual cudaGraphNodeType type() const = 0;
+  // Executes it as an enqueued call would; a fault is the device's sticky error.
+  virtual void run() const = 0;
+  virtual std::string describe() const = 0;
+  // For cudaGraphExecUpdate: whether `next` may replace this node (else the update result).
+  virtual cudaGraphExecUpdateResult update_to(const GraphOp& next) const;
+};
+using GraphOpPtr = std::shared_ptr<const GraphOp>;
+GraphOpPtr kernel_op(const KernelLaunch& k);
+
+// Every stream-ordered call (launch, async copy or memset, cuBLAS call, graph launch) asks
+// here before it runs. An error: the call fails (already recorded as the last error) and
+// nothing runs. *captured: the stream is capturing and make_op()'s operation was recorded in
+// its graph instead of running. Neither: run it now.
+cudaError_t enqueue(cudaStream_t s, const char* call, const std::function<GraphOpPtr()>& make_op,
+                    bool* captured);
+// Calls the runtime calls "potentially unsafe" while a capture is under way (allocations,
+// synchronising with anything): cudaErrorStreamCaptureUnsupported where the capture modes
+// forbid them, which invalidates the captures that forbid them.
+cudaError_t unsafe_call(const char* call);
+// cudaStreamSynchronize / cudaStreamQuery of s, cudaDeviceSynchronize, and cudaEventSynchronize /
+// cudaEventQuery / cudaEventElapsedTime of e (query_only: not a synchronisation).
+cudaError_t stream_sync_call(cudaStream_t s, const char* call);
+cudaError_t device_sync_call(const char* call);
+cudaError_t event_sync_call(cudaEvent_t e, const char* call, bool query_only);
+// cudaEventRecord of e on s: an error, or *captured (the event marks a point of the capture
+// and gets no time), or neither (record it now).
+cudaError_t event_record(cudaEvent_t e, cudaStream_t s, bool* captured);
+void event_destroyed(cudaEvent_t e);
+// cudaStreamWaitEvent (both handles checked): joins a capture, or is refused by it.
+cudaError_t stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags);
+// cudaStreamDestroy of a stream in a capture is refused.
+bool stream_in_capture(cudaStream_t s);
+// cudaDeviceReset: every capture, graph and executable graph ends.
+void graphs_reset();
 
 }  // namespace emu

@@ -2,10 +2,13 @@
 // into `::emu::make_launch(kernel, "kernel", __FILE__, __LINE__, ::emu::LaunchConfig(grid,
 // block, smem, stream))(args)` (tools: tests/emu/launch_rewrite.cpp), so the .cu sources stay
 // unchanged. The arguments are converted to the kernel's parameter types once, as CUDA copies
-// them to parameter memory, and every emulated thread calls the kernel with its own copy.
+// them to parameter memory, and every emulated thread calls the kernel with its own copy. A
+// launch into a capturing stream keeps a heap copy of them (graph.cpp): a graph replays the
+// values of the capture, as a GPU's kernel node does.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -31,8 +34,21 @@ struct KernelLaunch {
   LaunchConfig cfg;
   void (*invoke)(const void* state);  // runs the kernel body for the current emulated thread
   const void* state;
+  // For stream capture and graph nodes (graph.cpp): a heap copy of `state`; a state with the
+  // same kernel whose arguments are read from params[i] (cudaKernelNodeParams::kernelParams:
+  // a pointer to each argument); the address of each argument of `state` into out[i].
+  std::shared_ptr<const void> (*copy_state)(const void* state);
+  std::shared_ptr<const void> (*state_from_params)(const void* state, void* const* params);
+  void (*param_pointers)(const void* state, void** out);
+  int n_params;
 };
 void launch_kernel(const KernelLaunch& k);
+
+template <class Tuple, size_t... I>
+Tuple args_from_params(void* const* params, std::index_sequence<I...>) {
+  (void)params;
+  return Tuple(*static_cast<const std::tuple_element_t<I, Tuple>*>(params[I])...);
+}
 
 template <class... P>
 struct Launcher {
@@ -51,12 +67,29 @@ struct Launcher {
       Args args;
     };
     const State s{fn, Args(std::forward<A>(a)...)};
-    const KernelLaunch k{reinterpret_cast<const void*>(fn), name, file, line, cfg,
-                         [](const void* p) {
-                           const State* st = static_cast<const State*>(p);
-                           std::apply(st->fn, st->args);
-                         },
-                         &s};
+    const KernelLaunch k{
+        reinterpret_cast<const void*>(fn), name, file, line, cfg,
+        [](const void* p) {
+          const State* st = static_cast<const State*>(p);
+          std::apply(st->fn, st->args);
+        },
+        &s,
+        [](const void* p) -> std::shared_ptr<const void> {
+          return std::make_shared<const State>(*static_cast<const State*>(p));
+        },
+        [](const void* p, void* const* params) -> std::shared_ptr<const void> {
+          return std::make_shared<const State>(
+              State{static_cast<const State*>(p)->fn,
+                    args_from_params<Args>(params, std::index_sequence_for<P...>{})});
+        },
+        [](const void* p, void** out) {
+          std::apply([out](const auto&... arg) {
+            size_t i = 0;
+            ((out[i++] = const_cast<void*>(static_cast<const void*>(&arg))), ...);
+            (void)i;
+          }, static_cast<const State*>(p)->args);
+        },
+        static_cast<int>(sizeof...(P))};
     launch_kernel(k);
   }
 };

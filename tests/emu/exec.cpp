@@ -12,7 +12,8 @@
 //   no thread can run and nothing completes: deadlock, reported with where each thread waits.
 // A report ends the launch and becomes the device's sticky error (cudaErrorLaunchFailure,
 // or cudaErrorLaunchTimeout for a deadlock). Launch limits are checked first, with the real
-// runtime's error codes.
+// runtime's error codes; then a launch into a capturing stream is recorded (graph.cpp) and
+// runs when its graph is launched.
 #include <boost/context/detail/fcontext.hpp>
 #include <omp.h>
 #include <sys/mman.h>
@@ -40,12 +41,13 @@
 #define EMU_ASAN 0
 #endif
 
+__thread uint3 threadIdx;
+__thread uint3 blockIdx;
+__thread dim3 blockDim;
+__thread dim3 gridDim;
+
 namespace emu {
 
-__thread uint3 tl_thread_idx;
-__thread uint3 tl_block_idx;
-__thread dim3 tl_block_dim;
-__thread dim3 tl_grid_dim;
 __thread void* tl_dynamic_smem;
 
 namespace {
@@ -226,7 +228,7 @@ void fiber_main(bctx::transfer_t t) {
       Thread& nt = w2.threads[w2.order[next]];
       nt.state = RUNNABLE;
       w2.cur = &nt;
-      tl_thread_idx = nt.idx;
+      ::threadIdx = nt.idx;
       continue;
     }
     yield_to_scheduler(true);
@@ -250,7 +252,7 @@ void resume(Worker& w, Thread& th) {
     th.state = RUNNABLE;
   }
   w.cur = &th;
-  tl_thread_idx = th.idx;
+  ::threadIdx = th.idx;
   void* fake = nullptr;
   asan_start(&fake, w.threads[th.stack_slot].stack_lo, kStackBytes);
   const bctx::transfer_t t = bctx::jump_fcontext(th.ctx, &th);
@@ -305,8 +307,8 @@ __thread char tl_collective_msg[1024];
 // Collectives whose named lanes have all arrived; returns whether any completed.
 // "kernel `k` (...), block (x,y,z)": built only for a report.
 std::string block_name() {
-  return format("%s, block (%u,%u,%u)", where_kernel(*worker().k).c_str(), tl_block_idx.x,
-                tl_block_idx.y, tl_block_idx.z);
+  return format("%s, block (%u,%u,%u)", where_kernel(*worker().k).c_str(), ::blockIdx.x,
+                ::blockIdx.y, ::blockIdx.z);
 }
 
 bool complete_collectives(Worker& w, int n) {
@@ -392,11 +394,11 @@ bool complete_barrier(Worker& w, int n) {
 void run_block(Worker& w, const KernelLaunch& k, uint64_t block_linear) {
   const dim3 g = k.cfg.grid, b = k.cfg.block;
   const int n = static_cast<int>(b.x * b.y * b.z);
-  tl_block_idx = uint3{static_cast<unsigned>(block_linear % g.x),
-                       static_cast<unsigned>(block_linear / g.x % g.y),
-                       static_cast<unsigned>(block_linear / (uint64_t(g.x) * g.y))};
-  tl_block_dim = b;
-  tl_grid_dim = g;
+  ::blockIdx = uint3{static_cast<unsigned>(block_linear % g.x),
+                     static_cast<unsigned>(block_linear / g.x % g.y),
+                     static_cast<unsigned>(block_linear / (uint64_t(g.x) * g.y))};
+  ::blockDim = b;
+  ::gridDim = g;
   w.k = &k;
   if (w.smem_bytes != k.cfg.smem) {  // exactly the launch's size, so ASan sees an overflow
     std::free(w.smem);
@@ -449,8 +451,10 @@ void run_block(Worker& w, const KernelLaunch& k, uint64_t block_linear) {
   }
 }
 
+}  // namespace
+
 // The real runtime's launch checks, with its error codes.
-cudaError_t check_launch(const KernelLaunch& k, std::string* why) {
+cudaError_t check_kernel_launch(const KernelLaunch& k, std::string* why) {
   const dim3 g = k.cfg.grid, b = k.cfg.block;
   const cudaDeviceProp& p = device_properties();
   const uint64_t threads = uint64_t(b.x) * b.y * b.z;
@@ -489,8 +493,6 @@ cudaError_t check_launch(const KernelLaunch& k, std::string* why) {
   }
   return cudaSuccess;
 }
-
-}  // namespace
 
 // ---- device-side entry points
 
@@ -541,11 +543,20 @@ const char* schedule_name() { return schedule().name.c_str(); }
 void launch_kernel(const KernelLaunch& k) {
   if (sticky_error() != cudaSuccess) return;  // a faulted context runs nothing
   std::string why;
-  const cudaError_t err = check_launch(k, &why);
+  const cudaError_t err = check_kernel_launch(k, &why);
   if (err != cudaSuccess) {
     record_error(err, format("launch of %s refused: %s", where_kernel(k).c_str(), why.c_str()));
     return;
   }
+  bool captured = false;  // a capturing stream records it (with its arguments) instead
+  if (enqueue(k.cfg.stream, "kernel launch", [&] { return kernel_op(k); }, &captured) != cudaSuccess ||
+      captured)
+    return;
+  execute_kernel(k);
+}
+
+void execute_kernel(const KernelLaunch& k) {
+  if (sticky_error() != cudaSuccess) return;
   static std::mutex one_launch;  // launches from several host threads run one at a time
   std::lock_guard<std::mutex> lock(one_launch);
   g_failed.store(false);

@@ -8,7 +8,9 @@
 //   Errors: a refused call sets the last error (cudaGetLastError reads and clears it); a fault
 //   inside a kernel is sticky: every later call returns it until cudaDeviceReset.
 //   Streams and events exist and are checked, but work runs when it is enqueued (no overlap);
-//   event times are host wall-clock times of an emulation and mean nothing about a GPU.
+//   event times are host wall-clock times of an emulation and mean nothing about a GPU. Every
+//   stream-ordered call asks graph.cpp first: a capturing stream records it into a graph, and
+//   what stream capture forbids (allocations, synchronisations) fails as on a GPU.
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
@@ -111,20 +113,85 @@ std::string describe(uintptr_t user, const Alloc& al) {
                 reinterpret_cast<void*>(user));
 }
 
-// The device side of a copy or memset must be inside one allocation.
-cudaError_t check_device_range(const void* p, size_t bytes, const char* call, const char* side) {
-  if (find_alloc(p, bytes) != nullptr) return cudaSuccess;
-  return record_error(cudaErrorInvalidValue,
-                      format("%s: the %s range [%p, +%zu bytes) is not inside one device "
-                             "allocation",
-                             call, side, p, bytes));
+// The device side of a copy or memset must be inside one allocation (caller holds
+// st().mutex). "" if so, else why not.
+std::string device_range_problem(const void* p, size_t bytes, const char* side) {
+  if (find_alloc(p, bytes) != nullptr) return "";
+  return format("the %s range [%p, +%zu bytes) is not inside one device allocation", side, p, bytes);
 }
-cudaError_t check_host_side(const void* p, const char* call, const char* side) {
-  if (find_alloc(p, 1) == nullptr) return cudaSuccess;
-  return record_error(cudaErrorInvalidValue,
-                      format("%s: the %s pointer %p is device memory, but the copy kind says host",
-                             call, side, p));
+std::string host_side_problem(const void* p, const char* side) {
+  if (find_alloc(p, 1) == nullptr) return "";
+  return format("the %s pointer %p is device memory, but the copy kind says host", side, p);
 }
+// The checks of a copy's two sides; "" when they pass.
+std::string copy_problem(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  std::string why;
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      why = device_range_problem(dst, bytes, "destination");
+      return why.empty() ? host_side_problem(src, "source") : why;
+    case cudaMemcpyDeviceToHost:
+      why = device_range_problem(src, bytes, "source");
+      return why.empty() ? host_side_problem(dst, "destination") : why;
+    case cudaMemcpyDeviceToDevice:
+      why = device_range_problem(src, bytes, "source");
+      return why.empty() ? device_range_problem(dst, bytes, "destination") : why;
+    case cudaMemcpyDefault:  // unified addressing: each side is what it is
+      if (find_alloc(src, 1) && !find_alloc(src, bytes)) return device_range_problem(src, bytes, "source");
+      if (find_alloc(dst, 1) && !find_alloc(dst, bytes))
+        return device_range_problem(dst, bytes, "destination");
+      return "";
+    default: return "";  // host to host
+  }
+}
+bool writes_host(void* dst, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost) return true;
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return kind == cudaMemcpyDefault && find_alloc(dst, 1) == nullptr;
+}
+
+// A copy recorded by stream capture: it runs when its graph is launched, reading host memory
+// then (as a GPU's memcpy node does); memory freed since the capture is a fault, as on a GPU.
+struct CopyOp : GraphOp {
+  void* dst;
+  const void* src;
+  size_t bytes;
+  cudaMemcpyKind kind;
+  CopyOp(void* d, const void* s, size_t n, cudaMemcpyKind k) : dst(d), src(s), bytes(n), kind(k) {}
+  cudaGraphNodeType type() const override { return cudaGraphNodeTypeMemcpy; }
+  std::string describe() const override {
+    return format("memcpy node (%zu bytes, %p -> %p, kind %d)", bytes, src, dst, int(kind));
+  }
+  void run() const override {
+    if (sticky_error() != cudaSuccess) return;
+    const std::string why = copy_problem(dst, src, bytes, kind);
+    if (!why.empty()) return record_fault(cudaErrorIllegalAddress, describe() + ": " + why);
+    std::memmove(dst, src, bytes);
+  }
+  cudaGraphExecUpdateResult update_to(const GraphOp& next) const override {
+    const CopyOp* c = dynamic_cast<const CopyOp*>(&next);
+    if (c == nullptr) return cudaGraphExecUpdateErrorNodeTypeChanged;
+    return c->kind == kind ? cudaGraphExecUpdateSuccess : cudaGraphExecUpdateErrorParametersChanged;
+  }
+};
+struct SetOp : GraphOp {
+  void* p;
+  int value;
+  size_t bytes;
+  SetOp(void* q, int v, size_t n) : p(q), value(v), bytes(n) {}
+  cudaGraphNodeType type() const override { return cudaGraphNodeTypeMemset; }
+  std::string describe() const override {
+    return format("memset node (%zu bytes of 0x%02x at %p)", bytes, value & 0xff, p);
+  }
+  void run() const override {
+    if (sticky_error() != cudaSuccess) return;
+    if (!device_range_ok(p, bytes))
+      return record_fault(cudaErrorIllegalAddress,
+                          describe() + ": the range is not inside one device allocation");
+    std::memset(p, value, bytes);
+  }
+};
 
 }  // namespace
 
@@ -207,6 +274,11 @@ bool device_range_ok(const void* p, size_t bytes) {
   return find_alloc(p, bytes) != nullptr;
 }
 
+bool event_valid(cudaEvent_t e) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().events.count(e) != 0;
+}
+
 const cudaDeviceProp& device_properties() {
   static const cudaDeviceProp p = [] {
     cudaDeviceProp d{};
@@ -262,6 +334,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   if (p == nullptr) return emu::ret(cudaErrorInvalidValue);
   *p = nullptr;
   if (st().sticky != cudaSuccess) return st().sticky;
+  if (emu::unsafe_call("cudaMalloc") != cudaSuccess) return cudaErrorStreamCaptureUnsupported;
   const size_t size = std::max<size_t>(bytes, 1);
   std::lock_guard<std::mutex> lock(st().mutex);
   if (st().allocated + size > emu::device_properties().totalGlobalMem)
@@ -283,6 +356,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return emu::ret(cudaSuccess);
+  if (emu::unsafe_call("cudaFree") != cudaSuccess) return cudaErrorStreamCaptureUnsupported;
   std::lock_guard<std::mutex> lock(st().mutex);
   auto it = st().allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == st().allocs.end()) {
@@ -306,10 +380,12 @@ cudaError_t cudaFree(void* p) {
 
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
   if (p == nullptr) return emu::ret(cudaErrorInvalidValue);
+  if (emu::unsafe_call("cudaMallocHost") != cudaSuccess) return cudaErrorStreamCaptureUnsupported;
   *p = std::malloc(std::max<size_t>(bytes, 1));
   return emu::ret(*p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 cudaError_t cudaFreeHost(void* p) {
+  if (emu::unsafe_call("cudaFreeHost") != cudaSuccess) return cudaErrorStreamCaptureUnsupported;
   std::free(p);
   return emu::ret(cudaSuccess);
 }
@@ -320,40 +396,30 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   if (!emu::stream_valid(stream)) return emu::ret(cudaErrorInvalidResourceHandle);
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return emu::ret(cudaErrorInvalidValue);
-  {
-    std::lock_guard<std::mutex> lock(st().mutex);
-    cudaError_t e = cudaSuccess;
-    switch (kind) {
-      case cudaMemcpyHostToDevice:
-        e = emu::check_device_range(dst, bytes, "cudaMemcpy", "destination");
-        if (e == cudaSuccess) e = emu::check_host_side(src, "cudaMemcpy", "source");
-        break;
-      case cudaMemcpyDeviceToHost:
-        e = emu::check_device_range(src, bytes, "cudaMemcpy", "source");
-        if (e == cudaSuccess) e = emu::check_host_side(dst, "cudaMemcpy", "destination");
-        break;
-      case cudaMemcpyDeviceToDevice:
-        e = emu::check_device_range(src, bytes, "cudaMemcpy", "source");
-        if (e == cudaSuccess) e = emu::check_device_range(dst, bytes, "cudaMemcpy", "destination");
-        break;
-      case cudaMemcpyHostToHost: break;
-      case cudaMemcpyDefault: {  // unified addressing: each side is what it is
-        if (emu::find_alloc(src, 1) && !emu::find_alloc(src, bytes))
-          e = emu::check_device_range(src, bytes, "cudaMemcpy", "source");
-        if (e == cudaSuccess && emu::find_alloc(dst, 1) && !emu::find_alloc(dst, bytes))
-          e = emu::check_device_range(dst, bytes, "cudaMemcpy", "destination");
-        break;
-      }
-      default:
-        return emu::ret(cudaErrorInvalidMemcpyDirection);
-    }
-    if (e != cudaSuccess) return e;
-  }
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
+    return emu::ret(cudaErrorInvalidMemcpyDirection);
+  const std::string why = emu::copy_problem(dst, src, bytes, kind);
+  if (!why.empty()) return emu::record_error(cudaErrorInvalidValue, "cudaMemcpy: " + why);
+  bool captured = false;
+  const cudaError_t e = emu::enqueue(stream, "cudaMemcpyAsync", [&] {
+    // Until the graph runs, the host destination holds nothing the copy wrote: 0xff bytes
+    // (NaN), so a host read before cudaGraphLaunch and a synchronisation shows.
+    if (emu::writes_host(dst, kind)) std::memset(dst, 0xff, bytes);
+    return std::make_shared<const emu::CopyOp>(dst, src, bytes, kind);
+  }, &captured);
+  if (e != cudaSuccess || captured) return e;
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 
+// Synchronous: on the legacy stream, and it synchronises the host, which stream capture calls
+// potentially unsafe.
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (st().sticky != cudaSuccess) return st().sticky;
+  bool captured = false;  // the legacy stream never captures
+  cudaError_t e = emu::enqueue(nullptr, "cudaMemcpy", nullptr, &captured);
+  if (e == cudaSuccess) e = emu::unsafe_call("cudaMemcpy");
+  if (e != cudaSuccess) return e;
   return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
 }
 
@@ -361,11 +427,17 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
   if (st().sticky != cudaSuccess) return st().sticky;
   if (!emu::stream_valid(stream)) return emu::ret(cudaErrorInvalidResourceHandle);
   if (bytes == 0) return cudaSuccess;
+  std::string why;
   {
     std::lock_guard<std::mutex> lock(st().mutex);
-    const cudaError_t e = emu::check_device_range(p, bytes, "cudaMemset", "destination");
-    if (e != cudaSuccess) return e;
+    why = emu::device_range_problem(p, bytes, "destination");
   }
+  if (!why.empty()) return emu::record_error(cudaErrorInvalidValue, "cudaMemset: " + why);
+  bool captured = false;
+  const cudaError_t e = emu::enqueue(stream, "cudaMemsetAsync", [&] {
+    return std::make_shared<const emu::SetOp>(p, value, bytes);
+  }, &captured);
+  if (e != cudaSuccess || captured) return e;
   std::memset(p, value, bytes);
   return cudaSuccess;
 }
@@ -421,8 +493,12 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   }
   return emu::ret(cudaSuccess);
 }
-cudaError_t cudaDeviceSynchronize() { return emu::ret(cudaSuccess); }
+cudaError_t cudaDeviceSynchronize() {
+  if (st().sticky != cudaSuccess) return st().sticky;
+  return emu::device_sync_call("cudaDeviceSynchronize");
+}
 cudaError_t cudaDeviceReset() {
+  emu::graphs_reset();
   std::lock_guard<std::mutex> lock(st().mutex);
   for (auto& [user, al] : st().allocs) std::free(al.base);
   st().allocs.clear();
@@ -444,6 +520,13 @@ cudaError_t cudaDriverGetVersion(int* version) { return cudaRuntimeGetVersion(ve
 struct CUstream_st {
   unsigned flags;
 };
+
+bool emu::stream_blocking(cudaStream_t s) {
+  if (s == nullptr || s == cudaStreamLegacy) return false;  // the legacy stream itself
+  if (s == cudaStreamPerThread) return true;  // synchronises with the legacy stream
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().streams.count(s) != 0 && (s->flags & cudaStreamNonBlocking) == 0;
+}
 struct CUevent_st {
   double ms = -1.0;  // host time of the last record, -1 before any
 };
@@ -458,13 +541,32 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
 }
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (emu::stream_in_capture(stream))
+    return emu::record_error(cudaErrorStreamCaptureUnsupported,
+                             format("cudaStreamDestroy: stream %p is part of a stream capture; end "
+                                    "the capture (cudaStreamEndCapture) first",
+                                    static_cast<void*>(stream)));
   std::lock_guard<std::mutex> lock(st().mutex);
   if (st().streams.erase(stream) == 0) return emu::ret(cudaErrorInvalidResourceHandle);
   delete stream;
   return emu::ret(cudaSuccess);
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return emu::ret(emu::stream_valid(stream) ? cudaSuccess : cudaErrorInvalidResourceHandle);
+  if (!emu::stream_valid(stream)) return emu::ret(cudaErrorInvalidResourceHandle);
+  if (st().sticky != cudaSuccess) return st().sticky;
+  return emu::stream_sync_call(stream, "cudaStreamSynchronize");
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream) {  // all work is done when enqueued
+  if (!emu::stream_valid(stream)) return emu::ret(cudaErrorInvalidResourceHandle);
+  if (st().sticky != cudaSuccess) return st().sticky;
+  return emu::stream_sync_call(stream, "cudaStreamQuery");
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  if (!emu::stream_valid(stream) || !emu::event_valid(event))
+    return emu::ret(cudaErrorInvalidResourceHandle);
+  if (flags > cudaEventWaitExternal) return emu::ret(cudaErrorInvalidValue);
+  if (st().sticky != cudaSuccess) return st().sticky;
+  return emu::stream_wait_event(stream, event, flags);
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -475,8 +577,11 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
   return emu::ret(cudaSuccess);
 }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  std::lock_guard<std::mutex> lock(st().mutex);
-  if (st().events.erase(event) == 0) return emu::ret(cudaErrorInvalidResourceHandle);
+  {
+    std::lock_guard<std::mutex> lock(st().mutex);
+    if (st().events.erase(event) == 0) return emu::ret(cudaErrorInvalidResourceHandle);
+  }
+  emu::event_destroyed(event);
   delete event;
   return emu::ret(cudaSuccess);
 }
@@ -486,19 +591,37 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     if (st().events.count(event) == 0) return emu::ret(cudaErrorInvalidResourceHandle);
   }
   if (!emu::stream_valid(stream)) return emu::ret(cudaErrorInvalidResourceHandle);
+  if (st().sticky != cudaSuccess) return st().sticky;
+  bool captured = false;
+  const cudaError_t e = emu::event_record(event, stream, &captured);
+  if (e != cudaSuccess) return e;
+  if (captured) {
+    event->ms = -1.0;  // a point of the capture: no time until it is recorded outside one
+    return cudaSuccess;
+  }
   event->ms = std::chrono::duration<double, std::milli>(
                   std::chrono::steady_clock::now().time_since_epoch()).count();
   return emu::ret(cudaSuccess);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  std::lock_guard<std::mutex> lock(st().mutex);
-  return emu::ret(st().events.count(event) ? cudaSuccess : cudaErrorInvalidResourceHandle);
+  if (!emu::event_valid(event)) return emu::ret(cudaErrorInvalidResourceHandle);
+  if (st().sticky != cudaSuccess) return st().sticky;
+  return emu::event_sync_call(event, "cudaEventSynchronize", false);
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (!emu::event_valid(event)) return emu::ret(cudaErrorInvalidResourceHandle);
+  if (st().sticky != cudaSuccess) return st().sticky;
+  return emu::event_sync_call(event, "cudaEventQuery", false);
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (ms == nullptr) return emu::ret(cudaErrorInvalidValue);
   {
     std::lock_guard<std::mutex> lock(st().mutex);
     if (!st().events.count(start) || !st().events.count(end)) return emu::ret(cudaErrorInvalidResourceHandle);
+  }
+  for (cudaEvent_t e : {start, end}) {
+    const cudaError_t err = emu::event_sync_call(e, "cudaEventElapsedTime", true);
+    if (err != cudaSuccess) return err;
   }
   if (start->ms < 0 || end->ms < 0) return emu::ret(cudaErrorInvalidResourceHandle);
   *ms = static_cast<float>(end->ms - start->ms);
@@ -539,6 +662,7 @@ const ErrorText kErrors[] = {
     {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice", "no kernel image is available for execution on the device"},
     {cudaErrorUnsupportedPtxVersion, "cudaErrorUnsupportedPtxVersion", "the provided PTX was compiled with an unsupported toolchain."},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
     {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
@@ -548,6 +672,16 @@ const ErrorText kErrors[] = {
     {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined", "capturing stream has unjoined work"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 const ErrorText* find_error(cudaError_t e) {
