@@ -44,6 +44,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+// Every stream is synchronous here, so the wait is already met: only the handles and flags are checked.
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+// cuda_profiler_api.h: the region a profiler attached with "profile from start off" measures. No
+// profiler here: recorded (emu::profiler_record) so tests can see what a region would hold.
+cudaError_t cudaProfilerStart();
+cudaError_t cudaProfilerStop();
 
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
@@ -69,4 +75,13 @@ void clear_fault();
 // initial one). Returns false for an unknown name.
 bool set_schedule(const char* spec);
 const char* schedule_name();
+// What cudaProfilerStart/Stop bracketed since the last reset: complete regions, the kernel launches
+// inside them, and stops without a start (real CUDA ignores those; a bench that makes one is wrong).
+struct ProfilerRecord {
+  int regions = 0;
+  long long launches_inside = 0;
+  int unmatched_stops = 0;
+};
+ProfilerRecord profiler_record();
+void reset_profiler_record();
 }  // namespace emu

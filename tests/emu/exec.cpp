@@ -569,6 +569,7 @@ void launch_kernel(const KernelLaunch& k) {
     return;
   }
   check_guards(k.name);
+  note_launch();
 }
 
 }  // namespace emu
