@@ -85,6 +85,13 @@ TEST(WeightBlock, CliRefusesABadValueAndTheCpuSweep) {
   EXPECT_THAT(out, HasSubstr("--weight-block-mib and --profile-rep are for --device cuda"));
   EXPECT_NE(smezo_test::run_command(bench + "--phases forward,backward 2>&1", &out), 0);
   EXPECT_THAT(out, HasSubstr("--phases 'backward' (choose forward, mezo-step, smezo-step)"));
+#ifdef SMEZO_WITH_CUDA  // checked before any GPU is looked for
+  const std::string excess = smezo_test::smezo_binary() + " bench --kernel excess --weights-of tiny ";
+  EXPECT_NE(smezo_test::run_command(excess + "--weight-block-mib 8,16 2>&1", &out), 0);
+  EXPECT_THAT(out, HasSubstr("bench --kernel excess: one --weight-block-mib (a list is --shape's sweep)"));
+  EXPECT_NE(smezo_test::run_command(excess + "--weight-block-mib 2048 2>&1", &out), 0);
+  EXPECT_THAT(out, HasSubstr("bench: --weight-block-mib 2048 (1 to 1024 MiB)"));
+#endif
   // --phases picks the phases: one forward line, one S-MeZO line, no MeZO
   ASSERT_EQ(smezo_test::run_command(bench + "--phases forward,smezo-step 2>/dev/null", &out), 0) << out;
   EXPECT_EQ(smezo_test::occurrences(out, "\"phase\":\"forward\""), 1u) << out;
