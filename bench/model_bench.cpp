@@ -12,10 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/profiler_region.h"
 #include "bench/random_weights.h"
 #include "bench/timing_backend.h"
 #include "common/check.h"
 #include "common/stopwatch.h"
+#include "cuda/cuda_plan.h"  // the W' block size (host code; also in a build without CUDA)
 #include "model/model.h"
 #include "run/metrics_log.h"
 #include "run/summary.h"
@@ -98,6 +100,35 @@ nlohmann::json profile_json(const ProfileSplit& p) {
           {"rest_ms", p.rest_ms}, {"outside_ops_ms", p.outside_ops_ms}};
 }
 
+bool has_phase(const ModelBenchOptions& o, const std::string& phase) {
+  return std::find(o.phases.begin(), o.phases.end(), phase) != o.phases.end();
+}
+
+void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
+  SMEZO_REQUIRE(o.batch > 0 && o.reps > 0 && o.warmup >= 0 && !o.seqs.empty(),
+                "bench: --batch, --reps and --seq must be positive");
+  SMEZO_REQUIRE(o.probes == "pair" || o.probes == "separate" || o.probes == "both",
+                "bench: --probes '%s' (choose pair, separate or both)", o.probes.c_str());
+  for (int64_t t : o.seqs)
+    SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
+                  (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
+  SMEZO_REQUIRE(!o.phases.empty(), "bench: --phases names none (choose forward, mezo-step, smezo-step)");
+  for (const std::string& p : o.phases)
+    SMEZO_REQUIRE(p == "forward" || p == "mezo-step" || p == "smezo-step",
+                  "bench: --phases '%s' (choose forward, mezo-step, smezo-step)", p.c_str());
+  SMEZO_REQUIRE(o.device == "cuda" || (o.weight_block_mib.empty() && !o.profile_rep),
+                "bench: --weight-block-mib and --profile-rep are for --device cuda (the W' block and the CUDA "
+                "profiler's region are the CUDA backend's)");
+  for (int64_t mib : o.weight_block_mib)
+    SMEZO_REQUIRE(mib >= 1 && mib <= 1024, "bench: --weight-block-mib %lld (1 to 1024 MiB)", (long long)mib);
+}
+
+// Restores the process's W' block size when the sweep ends (or throws).
+struct WeightBlockRestore {
+  int64_t saved = cuda_weight_chunk_bytes();
+  ~WeightBlockRestore() { set_cuda_weight_chunk_bytes(saved); }
+};
+
 }  // namespace
 
 std::vector<std::string> model_bench_shape_names() {
@@ -137,14 +168,11 @@ ModelConfig model_bench_shape(const std::string& name) {
 
 int run_model_bench(const ModelBenchOptions& o) {
   const ModelConfig config = model_bench_shape(o.shape);
-  SMEZO_REQUIRE(o.batch > 0 && o.reps > 0 && o.warmup >= 0 && !o.seqs.empty(),
-                "bench: --batch, --reps and --seq must be positive");
-  SMEZO_REQUIRE(o.probes == "pair" || o.probes == "separate" || o.probes == "both",
-                "bench: --probes '%s' (choose pair, separate or both)", o.probes.c_str());
+  check_options(o, config);
   const int64_t max_t = *std::max_element(o.seqs.begin(), o.seqs.end());
-  for (int64_t t : o.seqs)
-    SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
-                  (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
+  const WeightBlockRestore restore_block;
+  std::vector<int64_t> blocks = o.weight_block_mib;  // in MiB; 0: the process's own
+  if (blocks.empty()) blocks.push_back(0);
   const DType storage = storage_dtype(o.device, o.dtype);
   std::unique_ptr<Backend> inner = make_backend(o.device, o.linear_path);
   // --profile wraps the backend to time each op (CPU: exact wall time per op; see timing_backend.h)
@@ -190,6 +218,8 @@ int run_model_bench(const ModelBenchOptions& o) {
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
       j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
+      if (o.device == "cuda") j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
+      if (o.profile_rep) j["profiled_rep"] = o.warmup + o.reps;  // the rep inside the profiler's region
       j["reps"] = o.reps;
       j["ms"] = median(ms);
       j["ms_min"] = *std::min_element(ms.begin(), ms.end());
@@ -209,12 +239,15 @@ int run_model_bench(const ModelBenchOptions& o) {
       for (int r = 0; r < o.warmup + o.reps; r++) {
         sync();
         if (timed && r == o.warmup) timed->reset();  // the profile sums the timed reps
+        const bool profiled = o.profile_rep && r == o.warmup + o.reps - 1;
+        if (profiled) profiler_region_start();
         const Stopwatch rep;
         {
           PhaseRange nvtx(range);
           fn(r);
           sync();
         }
+        if (profiled) profiler_region_stop();
         const double dt = 1e3 * rep.seconds();
         if (r >= o.warmup) ms.push_back(dt);
       }
@@ -222,9 +255,13 @@ int run_model_bench(const ModelBenchOptions& o) {
       for (double m : ms) sum_ms += m;
       return ms;
     };
-    report("forward", nullptr, time_reps("forward", [&](int) { model.forward(batch, Probe{}, &logits); }));
-    if (timed) timed->print_profile(o.shape + " forward T=" + std::to_string(T), sum_ms, o.reps);
+    if (has_phase(o, "forward")) {
+      report("forward", nullptr, time_reps("forward", [&](int) { model.forward(batch, Probe{}, &logits); }));
+      if (timed) timed->print_profile(o.shape + " forward T=" + std::to_string(T), sum_ms, o.reps);
+    }
     for (Method method : {METHOD_MEZO, METHOD_SMEZO}) {
+      const std::string phase = std::string(method_name(method)) + "-step";
+      if (!has_phase(o, phase)) continue;
       SpsaOptions so;
       so.method = method;
       so.sparsity = method == METHOD_MEZO ? 0.0 : 0.75;
@@ -232,23 +269,25 @@ int run_model_bench(const ModelBenchOptions& o) {
       so.total_steps = 1 << 30;
       so.noise = o.noise;
       SpsaOptimizer opt(model, so);  // S-MeZO thresholds: exact selection, not timed
-      const std::string phase = std::string(method_name(method)) + "-step";
-      for (const std::string& mode : modes) {
-        int64_t step = 1;
-        auto ms = time_reps(phase.c_str(), [&](int) {
-          opt.step(step++, mode == "pair", [&](const std::vector<Probe>& probes) {
-            std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
-            for (const Probe& probe : probes) {
-              model.forward(batch, probe, &logits);
-              for (size_t h = 0; h < probe_halves(probe); h++)
-                losses.push_back(mean_nll(logits, static_cast<int64_t>(h) * B, B, V, targets));
-            }
-            return losses;
+      for (int64_t block_mib : blocks) {
+        if (block_mib > 0) set_cuda_weight_chunk_bytes(block_mib << 20);
+        for (const std::string& mode : modes) {
+          int64_t step = 1;
+          auto ms = time_reps(phase.c_str(), [&](int) {
+            opt.step(step++, mode == "pair", [&](const std::vector<Probe>& probes) {
+              std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
+              for (const Probe& probe : probes) {
+                model.forward(batch, probe, &logits);
+                for (size_t h = 0; h < probe_halves(probe); h++)
+                  losses.push_back(mean_nll(logits, static_cast<int64_t>(h) * B, B, V, targets));
+              }
+              return losses;
+            });
           });
-        });
-        report(phase.c_str(), mode.c_str(), ms);
-        if (timed)
-          timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T), sum_ms, o.reps);
+          report(phase.c_str(), mode.c_str(), ms);
+          if (timed)
+            timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T), sum_ms, o.reps);
+        }
       }
     }
   }

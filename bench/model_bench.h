@@ -14,7 +14,11 @@
 // step into GEMM, noise, attention and rest (bench/timing_backend.h's ProfileSplit: on stderr
 // as ms and shares, and as the JSON line's "profile" object), then the time per op kind, all
 // means over the timed reps; on the CPU exact wall time per op (the CUDA breakdown comes from
-// Nsight: NVTX ranges name each phase when built with `make profile`).
+// Nsight: NVTX ranges name each phase when built with `make profile`). For a CUDA profiler,
+// profile_rep brackets the last timed rep of each phase with cudaProfilerStart/Stop
+// (bench/profiler_region.h), so `ncu --profile-from-start off` or nsys's cudaProfilerApi capture
+// range see exactly one forward or one step. phases picks which phases run; weight_block_mib runs
+// the steps once per W' block size (cuda_plan.h's knob, the JSON line's "weight_block_mib").
 #pragma once
 
 #include <cstdint>
@@ -43,6 +47,9 @@ struct ModelBenchOptions {
   std::string probes = "pair";             // "pair", "separate" or "both" (steps timed each way)
   NoiseKind noise = NOISE_GAUSSIAN;
   bool profile = false;
+  bool profile_rep = false;                // CUDA: the last timed rep of each phase inside a profiler region
+  std::vector<std::string> phases = {"forward", "mezo-step", "smezo-step"};
+  std::vector<int64_t> weight_block_mib;   // CUDA: the steps at each W' block size; {}: the process's
   uint64_t seed = 1234;
   std::string json_path;                   // also write the JSON lines here; "" = stdout only
 };

@@ -59,6 +59,7 @@ CudaBackend::CudaBackend() {
   SMEZO_REQUIRE(cuda_device_available(),
                 "no usable CUDA device (no GPU, no driver, or a driver too old for this build)"
                 "\n---> HINT: check nvidia-smi, or run with the CPU backend");
+  cuda_weight_chunk_bytes();  // a bad SMEZO_CUDA_WEIGHT_BLOCK_MIB is a start-up error, not the first linear's
   try {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&cublas_));

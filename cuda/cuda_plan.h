@@ -9,12 +9,15 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"  // BackendMemoryPlan
 #include "backend/tensor.h"   // DType
+#include "common/check.h"
 
 namespace smezo {
 
@@ -99,11 +102,39 @@ inline const char* linear_path_name(LinearPath path) {
   return "?";
 }
 
-// Largest row block of W' (W+ and W- together), so scratch never holds a whole LM head.
+// Largest row block of W' (W+ and W- together) by default, so scratch never holds a whole LM head.
 constexpr int64_t kCudaWeightChunkBytes = int64_t(64) << 20;
+// SMEZO_CUDA_WEIGHT_BLOCK_MIB=N (1..1024) replaces it for the process: the GPU call that times the
+// step at several block sizes (tools/gpu/step_excess.py). "" or unset: the default.
+constexpr const char* kWeightBlockEnv = "SMEZO_CUDA_WEIGHT_BLOCK_MIB";
+
+// The block size in bytes a value of kWeightBlockEnv asks (nullptr or "": the default); throws for
+// anything but a whole number of MiB in [1, 1024].
+inline int64_t weight_block_bytes_from(const char* mib) {
+  if (mib == nullptr || *mib == '\0') return kCudaWeightChunkBytes;
+  char* end = nullptr;
+  const long long v = std::strtoll(mib, &end, 10);
+  SMEZO_REQUIRE(end != mib && *end == '\0' && v >= 1 && v <= 1024,
+                "%s=%s: the W' block size is a whole number of MiB from 1 to 1024 ---> HINT: unset it for the "
+                "default (%lld MiB)", kWeightBlockEnv, printable(mib, 40).c_str(),
+                (long long)(kCudaWeightChunkBytes >> 20));
+  return static_cast<int64_t>(v) << 20;
+}
+
+// The W' block size every linear of this process plans with (and the memory estimate counts): the
+// environment's on first use, until set_cuda_weight_chunk_bytes (the bench's block-size sweep).
+inline std::atomic<int64_t>& cuda_weight_chunk_slot() {
+  static std::atomic<int64_t> bytes{weight_block_bytes_from(std::getenv(kWeightBlockEnv))};
+  return bytes;
+}
+inline int64_t cuda_weight_chunk_bytes() { return cuda_weight_chunk_slot().load(std::memory_order_relaxed); }
+inline void set_cuda_weight_chunk_bytes(int64_t bytes) {
+  SMEZO_REQUIRE(bytes >= 1, "W' block size %lld bytes: must be positive", (long long)bytes);
+  cuda_weight_chunk_slot().store(bytes, std::memory_order_relaxed);
+}
 
 // CudaBackend::linear's one scratch request: [ W' block, `copies` times (W+ | W-) | x in W's 16-bit
-// dtype ]. block_rows: all N rows if they fit kCudaWeightChunkBytes, else the most that fit rounded
+// dtype ]. block_rows: all N rows if they fit cuda_weight_chunk_bytes(), else the most that fit rounded
 // down to a multiple of 8 (a block starts on a noise group), at least 8. Regions 256-byte aligned.
 // The memory estimate uses this same plan, so the two cannot drift apart.
 struct LinearScratch {
@@ -118,7 +149,7 @@ inline int64_t linear_align256(int64_t bytes) { return (bytes + 255) / 256 * 256
 
 // LINEAR_FUSED needs no scratch: it rounds x and forms W' tile by tile in shared memory.
 inline LinearScratch linear_scratch_plan(const LinearCall& c, LinearPath path,
-                                         int64_t chunk_bytes = kCudaWeightChunkBytes) {
+                                         int64_t chunk_bytes = cuda_weight_chunk_bytes()) {
   LinearScratch s;
   if (path == LINEAR_FUSED) return s;
   const int64_t sz = dtype_size(c.storage);

@@ -3,6 +3,8 @@
 //   --kernel linear (bench/linear_bench.h): validates each path (W' and fused; single probes and the
 //     pair; gaussian and rademacher z), times it (events, warm-up, L2 flushed, median), prints the
 //     fused/W' crossover table last; exit 1 on a failed validation; CUDA build and GPU only.
+//   --kernel excess (bench/excess_bench.h): the step's excess over two forwards, by part: the perturb
+//     pass beside a copy of equal bytes, one layer's W' blocks in four orders, bytes per second.
 //   --shape NAME (bench/model_bench.h): JSON lines on stdout, any backend.
 #include <cerrno>
 #include <cstdint>
@@ -16,10 +18,12 @@
 #include "bench/model_bench.h"
 #include "cli/commands.h"
 #include "common/check.h"
+#include "cuda/cuda_plan.h"  // the W' block size (host code)
 #include "run/summary.h"
 #include "train/spsa.h"
 
 #ifdef SMEZO_WITH_CUDA
+#include "bench/excess_bench.h"
 #include "bench/linear_bench.h"
 #endif
 
@@ -75,8 +79,18 @@ struct BenchState {
   std::string linear_path = "auto";
   int64_t batch = 16;
   bool profile = false;
-  CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr;
+  bool profile_rep = false;
+  std::string phases = "forward,mezo-step,smezo-step", weight_block_mib;
+  // --kernel excess
+  std::string weights_of = "llama-7b", noises = "gaussian,rademacher", parts = "perturb,layer", sm_reserve = "16,32";
+  int64_t flat_elements = int64_t(1) << 29, flush_mib = 256;
+  bool dram_range = false;
+  CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr, *ms_opt = nullptr;
 };
+
+std::vector<int64_t> block_sizes(const std::string& text) {
+  return text.empty() ? std::vector<int64_t>() : parse_list(text, "weight-block-mib");
+}
 
 int run_shape_bench(const BenchState& s) {
   ModelBenchOptions o;
@@ -89,11 +103,42 @@ int run_shape_bench(const BenchState& s) {
   o.probes = s.probes;
   o.noise = noise_parse(s.noise);
   o.profile = s.profile;
+  o.profile_rep = s.profile_rep;
+  o.phases = split_commas(s.phases);
+  o.weight_block_mib = block_sizes(s.weight_block_mib);
   o.json_path = s.json;
   if (s.reps_opt->count()) o.reps = static_cast<int>(s.reps);
   if (s.warmup_opt->count()) o.warmup = static_cast<int>(s.warmup);
   return run_model_bench(o);
 }
+
+#ifdef SMEZO_WITH_CUDA
+// --kernel excess, once per --weight-block-mib (the layer's W' blocks follow the process's knob).
+int run_excess(const BenchState& s, const std::vector<int64_t>& ms) {
+  ExcessBenchOptions opt;
+  opt.shape = s.weights_of;
+  opt.dtype = s.dtype == "f16" ? DTYPE_F16 : DTYPE_BF16;
+  if (s.ms_opt->count()) opt.ms = ms;
+  opt.noises.clear();
+  for (const std::string& name : split_commas(s.noises)) opt.noises.push_back(noise_parse(name));
+  opt.parts = split_commas(s.parts);
+  opt.sm_reserve.clear();
+  for (const std::string& r : split_commas(s.sm_reserve)) opt.sm_reserve.push_back(static_cast<int>(parse_positive(r, "sm-reserve")));
+  opt.flat_elements = s.flat_elements;
+  opt.flush_bytes = s.flush_mib << 20;
+  opt.dram_range = s.dram_range;
+  if (s.reps_opt->count()) opt.reps = static_cast<int>(s.reps);
+  if (s.warmup_opt->count()) opt.warmup = static_cast<int>(s.warmup);
+  opt.json_path = s.json;
+  const std::vector<int64_t> blocks = block_sizes(s.weight_block_mib);
+  SMEZO_REQUIRE(blocks.size() <= 1, "bench --kernel excess: one --weight-block-mib (a list is --shape's sweep)");
+  if (!blocks.empty()) {  // this process's W' block size (it ends with the command)
+    SMEZO_REQUIRE(blocks[0] <= 1024, "bench: --weight-block-mib %lld (1 to 1024 MiB)", (long long)blocks[0]);
+    set_cuda_weight_chunk_bytes(blocks[0] << 20);
+  }
+  return run_excess_bench(opt);
+}
+#endif
 
 int run_bench(const BenchState& s) {
   SMEZO_REQUIRE(s.kernel.empty() != s.shape.empty(), "bench: name either --kernel (a GPU kernel) or --shape "
@@ -106,6 +151,7 @@ int run_bench(const BenchState& s) {
       s.shapes.empty() ? std::vector<std::pair<int64_t, int64_t>>() : parse_shapes(s.shapes);
   const std::vector<int64_t> ms = parse_list(s.ms, "m");
 #ifdef SMEZO_WITH_CUDA
+  if (s.kernel == "excess") return run_excess(s, ms);
   LinearBenchOptions opt;
   opt.dtype = s.dtype == "f16" ? DTYPE_F16 : DTYPE_BF16;
   if (!shapes.empty()) {
@@ -135,7 +181,7 @@ Command register_bench(CLI::App& smezo) {
                                               "model (--shape)");
   CLI::Option* kernel = cmd->add_option("--kernel", s->kernel, "the kernel to benchmark (needs a CUDA build and a "
                                                                 "GPU); --kernel or --shape is required")
-                            ->check(one_of({"linear"}));
+                            ->check(one_of({"linear", "excess"}));
   CLI::Option* shape = cmd->add_option("--shape", s->shape, "a random-weight model built in memory: forward, MeZO "
                                                             "and S-MeZO step times as JSON lines")
                            ->check(one_of(model_bench_shape_names()))
@@ -163,11 +209,38 @@ Command register_bench(CLI::App& smezo) {
   cmd->add_option("--shapes", s->shapes, "weight shapes, out x in features, comma-separated: 11008x4096,4096x4096")
       ->type_name("NxK,...")
       ->default_str("LLaMA-7B's");
-  cmd->add_option("--m", s->ms, "--kernel: rows (tokens) per probe, comma-separated (a pair's call has twice as many)")
-      ->type_name("M,...");
+  s->ms_opt = cmd->add_option("--m", s->ms, "--kernel: rows (tokens) per probe, comma-separated (a pair's call has "
+                                            "twice as many)")
+                  ->type_name("M,...")
+                  ->default_str("linear: 16,64,256,1024,4096; excess: 1024,4096");
+  cmd->add_option("--phases", s->phases, "--shape: the phases to run, comma-separated")->type_name("PHASE,...");
+  cmd->add_flag("--profile-rep", s->profile_rep, "--shape, cuda: the last timed rep of each phase inside "
+                                                 "cudaProfilerStart/Stop (ncu --profile-from-start off; nsys "
+                                                 "--capture-range=cudaProfilerApi)");
+  cmd->add_option("--weight-block-mib", s->weight_block_mib, "cuda: the W' row block's size in MiB; --shape: the "
+                                                             "steps once per size, comma-separated; --kernel excess: "
+                                                             "one size")
+      ->type_name("MIB,...")
+      ->default_str("SMEZO_CUDA_WEIGHT_BLOCK_MIB, else 64");
+  cmd->add_option("--weights-of", s->weights_of, "--kernel excess: the model shape whose linear weights are timed")
+      ->check(one_of(model_bench_shape_names()));
+  cmd->add_option("--noises", s->noises, "--kernel excess: the kinds of z, comma-separated")->type_name("KIND,...");
+  cmd->add_option("--parts", s->parts, "--kernel excess: perturb (the W' pass beside a copy), layer (one layer's "
+                                       "blocks: serial, two streams, SM target, the product)")
+      ->type_name("PART,...");
+  cmd->add_option("--sm-reserve", s->sm_reserve, "--kernel excess: SMs the GEMM leaves to the perturb "
+                                                 "(cublasSetSmCountTarget), comma-separated")
+      ->type_name("N,...");
+  cmd->add_option("--flat-elements", s->flat_elements, "--kernel excess: the flat perturb tensor's elements at most")
+      ->check(integer_at_least(8));
+  cmd->add_option("--flush-mib", s->flush_mib, "--kernel excess: the buffer written before each timed rep to flush the "
+                                               "L2 (MiB; more than the GPU's L2)")
+      ->check(integer_in(1, 4096));
+  cmd->add_flag("--dram-range", s->dram_range, "--kernel excess: one serial layer pass per M and one copy inside "
+                                               "cudaProfilerStart/Stop (ncu --replay-mode app-range)");
   s->reps_opt = cmd->add_option("--reps", s->reps, "timed repetitions (the median is reported)")
                     ->check(integer_in(1, 100000))
-                    ->default_str("20; --shape: 5");
+                    ->default_str("20; --shape: 5; --kernel excess: 10");
   s->warmup_opt = cmd->add_option("--warmup", s->warmup, "untimed runs first")
                       ->check(integer_in(0, 100000))
                       ->default_str("3; --shape: 1");

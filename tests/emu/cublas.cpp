@@ -31,6 +31,7 @@ struct cublasContext {
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   void* workspace = nullptr;  // a user workspace (cublasSetWorkspace), or none: cuBLAS's own
   size_t workspace_bytes = 0;
+  int sm_count_target = 0;
 };
 
 namespace {
@@ -315,6 +316,20 @@ cublasStatus_t cublasGetVersion(cublasHandle_t handle, int* version) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (version == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *version = 130000;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int sm_count_target) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (sm_count_target < 0)
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, format("cublasSetSmCountTarget: %d SMs (needs >= 0)", sm_count_target));
+  handle->sm_count_target = sm_count_target;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGetSmCountTarget(cublasHandle_t handle, int* sm_count_target) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (sm_count_target == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *sm_count_target = handle->sm_count_target;
   return CUBLAS_STATUS_SUCCESS;
 }
 

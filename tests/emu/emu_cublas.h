@@ -52,6 +52,10 @@ cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode);
 cublasStatus_t cublasGetVersion(cublasHandle_t handle, int* version);
+// How many SMs the handle's kernels should aim at (0: all); kept, checked, and otherwise without
+// effect here (no SMs to leave free).
+cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int smCountTarget);
+cublasStatus_t cublasGetSmCountTarget(cublasHandle_t handle, int* smCountTarget);
 const char* cublasGetStatusName(cublasStatus_t status);
 const char* cublasGetStatusString(cublasStatus_t status);
 

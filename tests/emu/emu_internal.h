@@ -27,6 +27,8 @@ bool stream_valid(cudaStream_t s);
 // True when [p, p + bytes) lies inside one live device allocation.
 bool device_range_ok(const void* p, size_t bytes);
 bool event_valid(cudaEvent_t e);
+// A kernel launch ran (counted inside a cudaProfilerStart/Stop region).
+void note_launch();
 // The device's fixed properties.
 const cudaDeviceProp& device_properties();
 

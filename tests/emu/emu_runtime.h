@@ -73,6 +73,10 @@ cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type);
 cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodeParams* params);
 cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                              const cudaKernelNodeParams* params);
+// cuda_profiler_api.h: the region a profiler attached with "profile from start off" measures. No
+// profiler here: recorded (emu::profiler_record) so tests can see what a region would hold.
+cudaError_t cudaProfilerStart();
+cudaError_t cudaProfilerStop();
 
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
@@ -98,4 +102,13 @@ void clear_fault();
 // initial one). Returns false for an unknown name.
 bool set_schedule(const char* spec);
 const char* schedule_name();
+// What cudaProfilerStart/Stop bracketed since the last reset: complete regions, the kernel launches
+// inside them, and stops without a start (real CUDA ignores those; a bench that makes one is wrong).
+struct ProfilerRecord {
+  int regions = 0;
+  long long launches_inside = 0;
+  int unmatched_stops = 0;
+};
+ProfilerRecord profiler_record();
+void reset_profiler_record();
 }  // namespace emu

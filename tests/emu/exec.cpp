@@ -580,6 +580,7 @@ void execute_kernel(const KernelLaunch& k) {
     return;
   }
   check_guards(k.name);
+  note_launch();
 }
 
 }  // namespace emu

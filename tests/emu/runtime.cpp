@@ -54,6 +54,8 @@ struct State {
   std::map<const void*, int> smem_optin;
   cudaError_t sticky = cudaSuccess;
   std::string diagnostic;
+  bool profiling = false;  // inside cudaProfilerStart .. cudaProfilerStop
+  emu::ProfilerRecord profiler;
 };
 State& st() {
   static State* s = new State;  // never destroyed: late cudaFree calls from static destructors
@@ -225,6 +227,22 @@ cudaError_t record_error(cudaError_t code, const std::string& msg) {
 }
 
 cudaError_t sticky_error() { return st().sticky; }
+
+void note_launch() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  if (st().profiling) st().profiler.launches_inside++;
+}
+
+ProfilerRecord profiler_record() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().profiler;
+}
+
+void reset_profiler_record() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().profiler = ProfilerRecord{};
+  st().profiling = false;
+}
 
 void clear_fault() {
   st().sticky = cudaSuccess;
@@ -625,6 +643,21 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   }
   if (start->ms < 0 || end->ms < 0) return emu::ret(cudaErrorInvalidResourceHandle);
   *ms = static_cast<float>(end->ms - start->ms);
+  return emu::ret(cudaSuccess);
+}
+
+// ---- the profiler's region (cuda_profiler_api.h)
+
+cudaError_t cudaProfilerStart() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().profiling = true;
+  return emu::ret(cudaSuccess);
+}
+cudaError_t cudaProfilerStop() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  if (st().profiling) st().profiler.regions++;
+  else st().profiler.unmatched_stops++;
+  st().profiling = false;
   return emu::ret(cudaSuccess);
 }
 

@@ -610,7 +610,7 @@ def report_files(state, with_seed_logs, trim=False):
     trees' runs (summaries, metrics, seed logs, eval results), never checkpoints or model files.
     trim: a run's own plot.svg is left out and its metrics.jsonl keeps only the dev evaluations
     (what the tables and a fresh machine's restore read)."""
-    keep = (".md", ".svg", ".json", ".jsonl", ".txt", ".log")
+    keep = (".md", ".svg", ".json", ".jsonl", ".txt", ".log", ".csv")  # .csv: the profilers' exports
     for top in ("logs", "work") + RUN_TREES:
         for d, dirs, files in os.walk(os.path.join(state, top)):
             dirs[:] = [x for x in dirs if x not in ("checkpoint", "checkpoint.old", "checkpoint.tmp")]

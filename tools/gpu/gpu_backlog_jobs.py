@@ -407,6 +407,27 @@ def linear_crossover_cmd(ctx, jid):
         q(os.path.join(out, "crossover.txt")))
 
 
+def excess_cmd(ctx):
+    """tools/gpu/step_excess.py into the job's work folder; --tiny in a dry run."""
+    return "python3 tools/gpu/step_excess.py --out %s --smezo %s%s" % (
+        q(ctx.work("4.excess")), q(ctx.smezo), " --tiny" if ctx.dry else "")
+
+
+def post_excess(ctx, job, rc, log):
+    """Done when every part ran and the table has the step's measured row; the whole table is the
+    job's figures (backlog.md carries it back), any unclassified kernel or FAIL named first."""
+    path = os.path.join(ctx.work(job.id), "excess.md")
+    rows = open(path).read().strip().splitlines() if os.path.exists(path) else []
+    parts = lines_matching(log, r"^\[step_excess\]", 8)
+    alarms = [r for r in rows if "unclassified kernel" in r or "FAIL" in r or r.startswith("- part ")]
+    ok = rc == 0 and any(r.startswith("| step (measured) |") for r in rows)
+    how = next((r[len("- kernel breakdown: "):].split(";")[0] for r in rows if r.startswith("- kernel breakdown: ")), "")
+    head = "%s: %d table rows; breakdown by %s; %s" % (
+        "table written" if rows else "no excess.md", sum(r.startswith("| ") for r in rows), how[:70] or "nothing",
+        "; ".join(alarms[:3]) or "every part done, no unclassified kernel")
+    return ("done" if ok else "failed"), [head] + parts + rows + ([] if rows else tail(log, 8))
+
+
 def bigmem_cmd(ctx, jid, shape):
     env = "OUT=%s SMEZO=%s CLEAN=1 DEVICE=%s " % (q(ctx.work(jid)), q(ctx.smezo), ctx.dev)
     return env + "bash tools/gpu/bigmem_check.sh %s" % ("tiny" if ctx.dry else shape)
@@ -600,6 +621,11 @@ def listed_jobs():
             "45 (shape, rows) cases x 2 noises x 10 reps + warm-up (estimate)",
             lambda c: linear_crossover_cmd(c, "4.linear-crossover"),
             post_file("crossover.txt", r"crossover: fused / W'"), tools=("cuda",), exclusive=True),
+        Job("4.excess", "the call that explains the S-MeZO step's excess (issue 41; tools/gpu/step_excess.py): "
+            "kernel classes of a step and a forward (llama-7b, smollm2-135m; T = 64, 256), the step at W' blocks of "
+            "8-64 MiB, perturb beside a copy, one layer on two streams, DRAM bytes, fused / W' at M = 1,024 and 4,096",
+            300, "two 7B loads (~10 s each) + 8 profiled processes + the kernel benches, ~4 min (estimate)",
+            excess_cmd, post_excess, tools=("cuda",), exclusive=True),
         Job("5.bigmem-7b", "bigmem 7b: host RSS, start-up, device memory of a 7B run from a file", 150,
             "random 7B written by torch (13.5 GB), 60 steps, BF16 checkpoint (estimate)",
             lambda c: bigmem_cmd(c, "5.bigmem-7b", "7b"), post_bigmem, tools=("torch",), exclusive=True,
@@ -637,7 +663,8 @@ ITEM_TITLES = {
     1: "the whole test suite on CUDA with sanitizers, the HF oracle, determinism",
     2: "SmolLM2 on CUDA: greedy text and accuracies equal to the CPU table",
     3: "the lease-sized paper grid (zo_grid.py smollm2-lease), SST-2",
-    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer; the fused linear's crossover table",
+    4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer; the fused linear's crossover table; the call "
+       "that explains the step's excess (issue 41)",
     5: "bigmem 7b and the llama-30b bench",
     6: "the MPI GPU check",
     7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and README's demo",
@@ -669,6 +696,10 @@ SHOWS = {
               "memory; dev-accuracy SVG",
     "4.step-bench": "S-MeZO step <= 2.2x our forward; >= 20x the peer's S-MeZO step on smollm2-135m, >= 5x on "
                     "llama-7b (>= 12x at T = 64); our forward <= the peer's",
+    "4.excess": "excess.md: per (shape, T) the step's and the forward's kernel classes adding up to their measured "
+                "times (no unclassified kernel), the step at W' blocks of 8-64 MiB, perturb / copy per noise kind, one "
+                "layer serial / two streams / SM target / product, DRAM bytes against the model (or why not), fused / "
+                "W' pair at llama-7b's shapes (the fused kernel is deleted if it loses at every one)",
     "5.bigmem-7b": "peak host RSS <= 2 GB; start-up <= 15 s (file cached); device <= weights + 1 GB; BF16 checkpoint",
     "5.bench-30b": "device <= weights + 1 GB; the S-MeZO step beside the peer's recorded 3.0 s (T = 256)",
     "6.mpi": "data parallel and a 2-stage pipeline: the 2-rank seed log replays on one process bit for bit",

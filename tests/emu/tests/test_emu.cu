@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cublas_v2.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <curand_philox4x32_x.h>
 #include <mma.h>
@@ -317,6 +318,65 @@ TEST(EmuSelfTest, CopiesOutsideAnAllocationAreRefused) {
   EXPECT_EQ(cudaMemset(d.p + 1, 0, 16 * sizeof(float)), cudaErrorInvalidValue);
   EXPECT_EQ(cudaFree(h.data()), cudaErrorInvalidValue);
   cudaGetLastError();
+}
+
+// A wait on a destroyed event or a dead stream is refused (the two-stream probe of bench/excess_bench.cu
+// orders its streams with these); the correct twin passes.
+TEST(EmuSelfTest, StreamWaitEventChecksItsHandles) {
+  cudaStream_t s = nullptr;
+  cudaEvent_t e = nullptr, gone = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&gone), cudaSuccess);
+  ASSERT_EQ(cudaEventDestroy(gone), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamWaitEvent(nullptr, e, 0), cudaSuccess) << "correct twin";
+  EXPECT_EQ(cudaStreamWaitEvent(s, gone, 0), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaStreamWaitEvent(s, e, 7), cudaErrorInvalidValue);
+  cudaStreamDestroy(s);
+  EXPECT_EQ(cudaStreamWaitEvent(s, e, 0), cudaErrorInvalidResourceHandle);
+  cudaEventDestroy(e);
+  cudaGetLastError();
+}
+
+// cublasSetSmCountTarget keeps what it is given and refuses a negative count.
+TEST(EmuSelfTest, CublasSmCountTargetIsKeptAndChecked) {
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  int got = -1;
+  ASSERT_EQ(cublasGetSmCountTarget(h, &got), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(got, 0);
+  EXPECT_EQ(cublasSetSmCountTarget(h, 116), CUBLAS_STATUS_SUCCESS) << "correct twin";
+  ASSERT_EQ(cublasGetSmCountTarget(h, &got), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(got, 116);
+  EXPECT_EQ(cublasSetSmCountTarget(h, -1), CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_NE(std::string(emu::last_diagnostic()).find("cublasSetSmCountTarget: -1 SMs"), std::string::npos)
+      << emu::last_diagnostic();
+  ASSERT_EQ(cublasGetSmCountTarget(h, &got), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(got, 116) << "a refused value leaves the last one";
+  cublasDestroy(h);
+}
+
+__global__ void one_kernel(int* p) { *p = 1; }
+
+// cudaProfilerStart/Stop regions are recorded with the launches inside them; a stop without a start
+// (which a real profiler ignores) is counted apart, so a test can tell a bench that brackets wrongly.
+TEST(EmuSelfTest, ProfilerRegionsCountTheirLaunches) {
+  Dev<int> d(1);
+  emu::reset_profiler_record();
+  one_kernel<<<1, 1>>>(d.p);  // outside any region
+  ASSERT_EQ(cudaProfilerStart(), cudaSuccess);
+  one_kernel<<<1, 1>>>(d.p);
+  one_kernel<<<1, 1>>>(d.p);
+  ASSERT_EQ(cudaProfilerStop(), cudaSuccess);
+  ASSERT_EQ(cudaProfilerStop(), cudaSuccess);  // the planted mistake
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const emu::ProfilerRecord r = emu::profiler_record();
+  EXPECT_EQ(r.regions, 1);
+  EXPECT_EQ(r.launches_inside, 2);
+  EXPECT_EQ(r.unmatched_stops, 1);
+  emu::reset_profiler_record();
+  EXPECT_EQ(emu::profiler_record().regions, 0);
 }
 
 TEST(EmuSelfTest, FreshDeviceMemoryIsNaN) {
