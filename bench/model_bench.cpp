@@ -190,6 +190,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
       j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
+      j["fold_update"] = o.fold_update;
       j["reps"] = o.reps;
       j["ms"] = median(ms);
       j["ms_min"] = *std::min_element(ms.begin(), ms.end());
@@ -232,6 +233,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       so.total_steps = 1 << 30;
       so.noise = o.noise;
       SpsaOptimizer opt(model, so);  // S-MeZO thresholds: exact selection, not timed
+      opt.set_fold_update(o.fold_update);  // each step folds the previous one's update, as train does
       const std::string phase = std::string(method_name(method)) + "-step";
       for (const std::string& mode : modes) {
         int64_t step = 1;
@@ -246,6 +248,7 @@ int run_model_bench(const ModelBenchOptions& o) {
             return losses;
           });
         });
+        opt.flush_updates();  // untimed: the next optimiser's thresholds read W
         report(phase.c_str(), mode.c_str(), ms);
         if (timed)
           timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T), sum_ms, o.reps);

@@ -42,6 +42,7 @@ struct ModelBenchOptions {
   int warmup = 1;
   std::string probes = "pair";             // "pair", "separate" or "both" (steps timed each way)
   NoiseKind noise = NOISE_GAUSSIAN;
+  bool fold_update = true;                 // --fold-update: the steps fold the linear weights' updates
   bool profile = false;
   uint64_t seed = 1234;
   std::string json_path;                   // also write the JSON lines here; "" = stdout only
