@@ -15,8 +15,10 @@
 // 4.0 TB/s where the passes are bound by memory (the cheap +-1 noise); with gaussian z each pass is
 // bound by its noise (~40 instructions per weight and generation, ~8.5 ms per generation at perfect
 // issue on an H200), so update 8.5 + W' 9.9 (its bytes) = 18.4 ms becomes max(17, 13.2) = 17 ms:
-// 1.4 ms. Plus one update launch less per linear weight. 66-84 registers (W' kernels: 40-48): 3
-// blocks of 256 threads per SM, enough for a kernel that is bound by its arithmetic.
+// 1.4 ms. Plus one update launch less per linear weight. Launch-bounded to 64 registers (the W'
+// kernels take 40-48): 4 blocks of 256 per SM, 16 B of W in flight per thread, 16 KB per SM, where
+// 4.0 TB/s over 132 SMs at ~1 us latency wants ~30 KB: a memory-bound fold may fall short of the
+// bandwidth the model assumes (the GPU call's --fold-update on/off A/B measures it).
 // Memory: scratch holds one row block of W' (<= kCudaWeightChunkBytes, W+ and W- together) plus x in
 // 16 bits, in ONE scratch() call (a second could move the first region), as linear_scratch_plan (and
 // the memory estimate) count. cuBLAS keeps its default workspace; the handle is bound to our stream.
@@ -74,6 +76,7 @@ __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int6
 
 // A weight's held updates for the fold, by value (kernel parameters).
 constexpr int kFoldMaxUpdates = 8;
+constexpr int kBlock = 256;  // threads per block of every kernel here
 struct FoldArgs {
   UpdateTensor tensor;
   int count = 0;  // 0: nothing held
@@ -83,8 +86,10 @@ struct FoldArgs {
 // The fold: group g of the block of W at w gets the held updates in order (update_kernel's bits; stored
 // back when one changes it), then plus (and minus, unless null) as perturb_weight(_pair)_kernel forms
 // them from the stored result. W is read once. group_base: the block's first group in the tensor.
+// At most 64 registers (4 blocks per SM, no spills; unbounded it took 66-84 and 3 blocks): more
+// loads in flight for the bytes it moves.
 template <typename T>
-__global__ void fold_perturb_kernel(T* w, T* plus, T* minus, int64_t n, int64_t group_base, FoldArgs f,
+__global__ void __launch_bounds__(kBlock, 4) fold_perturb_kernel(T* w, T* plus, T* minus, int64_t n, int64_t group_base, FoldArgs f,
                                     ProbeArgs p) {
   SMEZO_GRID_STRIDE(g, ceil_div(n, 8)) {
     T s[8];
@@ -125,8 +130,6 @@ __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64
 }
 
 // --- launchers
-
-constexpr int kBlock = 256;
 
 // W' of elements [first, first + n) of the tensor at W (first a multiple of 8) into plus[0, n), and minus[0, n)
 // for a pair (p: the + half's probe); with held updates (f.count > 0) the fold, which updates W there too.

@@ -67,12 +67,13 @@ std::vector<UpdateArgs> step_updates(int q, uint64_t seed) {
 // Then a second pass (the - probe alone) on both. Weights and outputs must agree bit for bit.
 // Returns the backend that folded, for its counts.
 std::unique_ptr<Backend> expect_fold_equals_plain(const std::string& device, DType dt, bool rounding,
-                                                  const FoldCase& c, uint32_t seed) {
+                                                  const FoldCase& c, uint32_t seed,
+                                                  const std::string& linear_path = "auto") {
   const std::string what = device + " " + dtype_name(dt) + (rounding ? "+sr" : "") + " mask " +
                            std::to_string(c.mask) + " noise " + std::to_string(c.noise) +
                            (c.pair ? " pair" : " single") + " q " + std::to_string(c.q) + " " +
                            std::to_string(c.N) + "x" + std::to_string(c.K) + " " + smezo_test::seed_note();
-  std::unique_ptr<Backend> fold = make_backend(device), plain = make_backend(device);
+  std::unique_ptr<Backend> fold = make_backend(device, linear_path), plain = make_backend(device, linear_path);
   ParamInfo info = linear_weight_info(7);
   info.mask = c.mask;
   info.threshold = 0.45f;
@@ -332,6 +333,14 @@ TEST(FoldUpdate, CudaLinearAppliesHeldUpdatesOnceInItsWPrimePass) {
           EXPECT_EQ(held.folded, 1);
           EXPECT_EQ(held.settled, 0);
         }
+      }
+      // --linear-path fused does not fold: the held update is applied by update() before it
+      for (const FoldCase& c : {FoldCase{MASK_MAGNITUDE, NOISE_GAUSSIAN, true, 3, 4, 40, 32},
+                                FoldCase{MASK_DENSE, NOISE_RADEMACHER, false, 1, 3, 24, 16}}) {
+        const std::unique_ptr<Backend> be = expect_fold_equals_plain("cuda", dt, rounding, c, seed++, "fused");
+        const PendingUpdates& held = static_cast<CudaBackend&>(*be).held_updates();
+        EXPECT_EQ(held.folded, 0);
+        EXPECT_EQ(held.settled, 1);
       }
     }
   }
