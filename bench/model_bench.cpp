@@ -220,6 +220,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
       if (o.device == "cuda") j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
       if (o.profile_rep) j["profiled_rep"] = o.warmup + o.reps;  // the rep inside the profiler's region
+      j["fold_update"] = o.fold_update;
       j["reps"] = o.reps;
       j["ms"] = median(ms);
       j["ms_min"] = *std::min_element(ms.begin(), ms.end());
@@ -269,6 +270,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       so.total_steps = 1 << 30;
       so.noise = o.noise;
       SpsaOptimizer opt(model, so);  // S-MeZO thresholds: exact selection, not timed
+      opt.set_fold_update(o.fold_update);  // each step folds the previous one's update, as train does
       for (int64_t block_mib : blocks) {
         if (block_mib > 0) set_cuda_weight_chunk_bytes(block_mib << 20);
         for (const std::string& mode : modes) {
@@ -284,6 +286,7 @@ int run_model_bench(const ModelBenchOptions& o) {
               return losses;
             });
           });
+          opt.flush_updates();  // untimed: the next optimiser's thresholds read W
           report(phase.c_str(), mode.c_str(), ms);
           if (timed)
             timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T), sum_ms, o.reps);

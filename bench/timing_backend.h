@@ -128,6 +128,9 @@ class TimingBackend : public Backend {
   void update(Param& p, float coef, float decay, uint64_t seed) override {
     timed("update " + kind_of(p.info), [&] { inner_.update(p, coef, decay, seed); });
   }
+  // the fold: held by the inner backend, whose linear applies them (in the linear's time)
+  void defer_updates(Param& p, const std::vector<UpdateArgs>& updates) override { inner_.defer_updates(p, updates); }
+  void flush_updates() override { timed("update flush", [&] { inner_.flush_updates(); }); }
   float abs_quantile(const Param& p, double q) override {
     float h = 0;
     timed("abs_quantile", [&] { h = inner_.abs_quantile(p, q); });

@@ -1,6 +1,7 @@
 // The CUDA backend's memory and plumbing: construction (stream, cuBLAS handle), tensor allocation,
-// upload/download with fp32 <-> fp16/bf16 conversion on the host, the per-slot device copies of small
-// host arrays, and the grow-on-demand scratch buffer.
+// upload/download with fp32 <-> fp16/bf16 conversion on the host (never of a weight whose folded
+// update is held: pending_updates.h), the per-slot device copies of small host arrays, and the
+// grow-on-demand scratch buffer.
 #include "cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -105,6 +106,7 @@ Tensor CudaBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
 }
 
 void CudaBackend::upload(const Tensor& dst, const float* src) {
+  held_.require_none(dst, "upload");
   const int64_t n = dst.numel();
   if (n == 0) return;
   if (dst.dtype == DTYPE_F32) {
@@ -125,6 +127,7 @@ void CudaBackend::upload(const Tensor& dst, const float* src) {
 }
 
 void CudaBackend::download(const Tensor& src, float* dst) {
+  held_.require_none(src, "download");
   const int64_t n = src.numel();
   if (n == 0) return;
   if (src.dtype == DTYPE_F32) {

@@ -52,6 +52,11 @@ class CudaBackend : public Backend {
 
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
+  // The fold (pending_updates.h): linear.cu's W' kernel applies a held update to a row block of W,
+  // writes it back, and forms the block's W' from it in the same pass.
+  void defer_updates(Param& p, const std::vector<UpdateArgs>& updates) override { held_.hold(*this, p, updates); }
+  void flush_updates() override { held_.flush(*this); }
+  const PendingUpdates& held_updates() const { return held_; }
 
   // --linear-path (cuda_plan.h)
   void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
@@ -78,6 +83,7 @@ class CudaBackend : public Backend {
   void* scratch_ = nullptr;
   size_t scratch_cap_ = 0;
   LinearPathMode linear_mode_ = LINEAR_MODE_AUTO;
+  PendingUpdates held_;  // the linear weights' updates held for the fold
 };
 
 }  // namespace smezo

@@ -5,6 +5,20 @@
 // rounded to W's dtype (cublasGemmEx wants A, B alike); cublasGemmEx (a pair: batch-2 strided), fp32
 // with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
 // LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here. Tests: tests/test_backend_ops.cu.
+// The fold (src/backend/pending_updates.h): a weight's held updates (at most kFoldMaxUpdates) are
+// applied by fold_perturb_kernel, block by block, in the pass that forms W': it reads W, applies them
+// with update_group8 (update_kernel's bits), writes W back, and forms W' from the stored result. Any
+// other read (gemm, fused, more updates) applies them with update() first. Model (predicted, not
+// measured), bf16, per weight: the separate update reads and writes W (4 B) besides the W' pair
+// pass's 6 B (read W, write W+ and W-); the fold moves 8 B: one read of W less, the same two noise
+// generations (z_t, z_t+1). At llama-7b's 6.6e9 linear weights: 13.2 GB less per step, 3.3 ms at
+// 4.0 TB/s where the passes are bound by memory (the cheap +-1 noise); with gaussian z each pass is
+// bound by its noise (~40 instructions per weight and generation, ~8.5 ms per generation at perfect
+// issue on an H200), so update 8.5 + W' 9.9 (its bytes) = 18.4 ms becomes max(17, 13.2) = 17 ms:
+// 1.4 ms. Plus one update launch less per linear weight. Launch-bounded to 64 registers (the W'
+// kernels take 40-48): 4 blocks of 256 per SM, 16 B of W in flight per thread, 16 KB per SM, where
+// 4.0 TB/s over 132 SMs at ~1 us latency wants ~30 KB: a memory-bound fold may fall short of the
+// bandwidth the model assumes (the GPU call's --fold-update on/off A/B measures it).
 // Memory: scratch holds one row block of W' (<= kCudaWeightChunkBytes, W+ and W- together) plus x in
 // 16 bits, in ONE scratch() call (a second could move the first region), as linear_scratch_plan (and
 // the memory estimate) count. cuBLAS keeps its default workspace; the handle is bound to our stream.
@@ -22,6 +36,7 @@
 #include "cuda_plan.h"
 #include "device_utils.cuh"
 #include "fused_linear.h"
+#include "update_rule.cuh"
 
 namespace smezo {
 
@@ -59,6 +74,39 @@ __global__ void perturb_weight_pair_kernel(T* plus, T* minus, const T* src, int6
   }
 }
 
+// A weight's held updates for the fold, by value (kernel parameters).
+constexpr int kFoldMaxUpdates = 8;
+constexpr int kBlock = 256;  // threads per block of every kernel here
+struct FoldArgs {
+  UpdateTensor tensor;
+  int count = 0;  // 0: nothing held
+  UpdateRule rules[kFoldMaxUpdates];
+};
+
+// The fold: group g of the block of W at w gets the held updates in order (update_kernel's bits; stored
+// back when one changes it), then plus (and minus, unless null) as perturb_weight(_pair)_kernel forms
+// them from the stored result. W is read once. group_base: the block's first group in the tensor.
+// At most 64 registers (4 blocks per SM, no spills; unbounded it took 66-84 and 3 blocks): more
+// loads in flight for the bytes it moves.
+template <typename T>
+__global__ void __launch_bounds__(kBlock, 4) fold_perturb_kernel(T* w, T* plus, T* minus, int64_t n, int64_t group_base, FoldArgs f,
+                                    ProbeArgs p) {
+  SMEZO_GRID_STRIDE(g, ceil_div(n, 8)) {
+    T s[8];
+    float v[8], wp[8], wm[8];
+    load8_stored(w, 8 * g, n, s, v);  // entries >= n read as 0 and are never stored
+    bool changed = false;
+    for (int k = 0; k < f.count; ++k) changed = update_group8(f.tensor, f.rules[k], group_base + g, s, v) || changed;
+    if (changed) store8_stored(w, 8 * g, n, s);
+    perturb_group8(p, group_base + g, v, wp, wm);  // wm always: a pointer chosen at run time would put it on the stack
+    store4(plus, 8 * g, n, wp);
+    store4(plus, 8 * g + 4, n, wp + 4);
+    if (minus == nullptr) continue;
+    store4(minus, 8 * g, n, wm);
+    store4(minus, 8 * g + 4, n, wm + 4);
+  }
+}
+
 // dst[i] = round_T(src[i]), i in [0, n): x in the GEMM's input type.
 template <typename T>
 __global__ void convert_input_kernel(T* dst, const float* src, int64_t n) {
@@ -83,29 +131,33 @@ __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64
 
 // --- launchers
 
-constexpr int kBlock = 256;
-
-// Elements [first, first + n) of the tensor at src (first a multiple of 8) into dst[0, n).
-void perturb_weight(DType dtype, void* dst, const void* src, int64_t first, int64_t n,
-                    const ProbeArgs& p, cudaStream_t stream) {
+// W' of elements [first, first + n) of the tensor at W (first a multiple of 8) into plus[0, n), and minus[0, n)
+// for a pair (p: the + half's probe); with held updates (f.count > 0) the fold, which updates W there too.
+void form_wprime_block(DType dtype, void* plus, void* minus, void* W, int64_t first, int64_t n, const ProbeArgs& p,
+                       const FoldArgs& f, cudaStream_t stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    perturb_weight_kernel<T><<<grid_blocks(ceil_div(n, 8), kBlock), kBlock, 0, stream>>>(
-        static_cast<T*>(dst), static_cast<const T*>(src) + first, n, first / 8, p);
+    const unsigned grid = grid_blocks(ceil_div(n, 8), kBlock);
+    T* const w = static_cast<T*>(W) + first;
+    if (f.count > 0)
+      fold_perturb_kernel<T><<<grid, kBlock, 0, stream>>>(w, static_cast<T*>(plus), static_cast<T*>(minus), n,
+                                                          first / 8, f, p);
+    else if (minus != nullptr)
+      perturb_weight_pair_kernel<T><<<grid, kBlock, 0, stream>>>(static_cast<T*>(plus), static_cast<T*>(minus), w,
+                                                                 n, first / 8, p);
+    else
+      perturb_weight_kernel<T><<<grid, kBlock, 0, stream>>>(static_cast<T*>(plus), w, n, first / 8, p);
     CUDA_CHECK_LAUNCH();
   });
 }
 
-// The same for a pair, into plus[0, n) and minus[0, n).
-void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t first,
-                         int64_t n, const ProbeArgs& p, cudaStream_t stream) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    perturb_weight_pair_kernel<T><<<grid_blocks(ceil_div(n, 8), kBlock), kBlock, 0, stream>>>(
-        static_cast<T*>(plus), static_cast<T*>(minus), static_cast<const T*>(src) + first, n,
-        first / 8, p);
-    CUDA_CHECK_LAUNCH();
-  });
+// The held updates of `held` (at most kFoldMaxUpdates) as the fold kernel takes them; count 0 when none.
+FoldArgs fold_args(const PendingUpdates::Entry& held) {
+  FoldArgs f;
+  if (held.param == nullptr) return f;
+  f.tensor = update_tensor(*held.param);
+  for (const UpdateArgs& u : held.updates) f.rules[f.count++] = UpdateRule{u.coef, u.decay, u.seed};
+  return f;
 }
 
 template <typename T>
@@ -150,19 +202,9 @@ FusedLinearParams fused_params(const Tensor& out, const Tensor& in, const Param&
   return fp;
 }
 
-cudaDataType cuda_data_type(DType dtype) {
-  switch (dtype) {
-    case DTYPE_F32: return CUDA_R_32F;
-    case DTYPE_F16: return CUDA_R_16F;
-    case DTYPE_BF16: return CUDA_R_16BF;
-  }
-  return CUDA_R_32F;
-}
-
-}  // namespace
-
-void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weight,
-                         const Param* bias, const Probe& probe) {
+// CudaBackend::linear's operands checked (one line each, naming the weight).
+void check_linear_args(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+                       const Probe& probe) {
   const Tensor& W = weight.w;
   const char* name = weight.info.name.c_str();
   const int64_t M = in.rows, K = in.cols, N = W.rows;
@@ -186,6 +228,49 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   SMEZO_REQUIRE(K > 0, "linear %s: zero input features", name);
   SMEZO_REQUIRE(!probe.pair || M % 2 == 0, "linear %s: a probe pair needs an even number of rows (%lld)",
                 name, (long long)M);
+}
+
+// What linear_path_choose and linear_scratch_plan need to know of a call.
+LinearCall linear_call(const Tensor& in, const Param& weight, const Probe& probe, LinearPathMode mode) {
+  LinearCall call;
+  call.rows_per_probe = probe.pair ? in.rows / 2 : in.rows;
+  call.n = weight.w.rows;
+  call.k = in.cols;
+  call.perturbed = probe.scale != 0.0f && weight.info.trainable;
+  call.pair = probe.pair;
+  call.storage = weight.w.dtype;
+  call.mode = mode;
+  return call;
+}
+
+// out(M, N) += b', each half of a pair under its own probe.
+void add_bias(const Tensor& out, const Param& bias, const Probe& probe, cudaStream_t stream) {
+  const int halves = probe.pair ? 2 : 1;
+  const int64_t Mh = out.rows / halves, N = out.cols;
+  for (int h = 0; h < halves; h++) {
+    const Probe p = probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe;
+    const bool perturb_b = p.scale != 0.0f && bias.info.trainable;
+    bias_epilogue(bias.w.dtype, out.f32() + h * Mh * N, bias.w.data, Mh, N, perturb_b, probe_args(bias, p), stream);
+  }
+}
+
+cudaDataType cuda_data_type(DType dtype) {
+  switch (dtype) {
+    case DTYPE_F32: return CUDA_R_32F;
+    case DTYPE_F16: return CUDA_R_16F;
+    case DTYPE_BF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+}  // namespace
+
+void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weight,
+                         const Param* bias, const Probe& probe) {
+  check_linear_args(out, in, weight, bias, probe);
+  const Tensor& W = weight.w;
+  const int64_t M = in.rows, K = in.cols, N = W.rows;
+  if (M == 0 || N == 0) return;
 
   // The GEMM must run on our stream; rebind (which resets a user workspace) only if unbound.
   cudaStream_t handle_stream = nullptr;
@@ -193,88 +278,67 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
 
   const DType wt = W.dtype;
-  LinearCall call;
-  call.rows_per_probe = probe.pair ? M / 2 : M;
-  call.n = N;
-  call.k = K;
-  call.perturbed = probe.scale != 0.0f && weight.info.trainable;
-  call.pair = probe.pair;
-  call.storage = wt;
-  call.mode = linear_mode_;
+  const LinearCall call = linear_call(in, weight, probe, linear_mode_);
   const LinearPath path = linear_path_choose(call);
-  const bool perturb_w = path != LINEAR_GEMM;
-  const bool pair_w = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
+  const bool wprime = path == LINEAR_MATERIALISE || path == LINEAR_MATERIALISE_PAIR;
+  // the fold: the W' pass below applies W's held updates; any other path has update() apply them now
+  const FoldArgs fold = fold_args(held_.take_for_linear(*this, W, wprime ? kFoldMaxUpdates : 0));
 
   // One scratch request: [W' block (W+ | W-) | x in 16 bits] (linear_scratch_plan).
   const LinearScratch plan = linear_scratch_plan(call, path);
-  const int64_t block_rows = plan.block_rows;
-  const size_t w_copies = static_cast<size_t>(plan.copies);
   const size_t w_bytes = static_cast<size_t>(plan.w_bytes);
   char* scratch_base =
       plan.total() > 0 ? static_cast<char*>(scratch(static_cast<size_t>(plan.total()))) : nullptr;
 
   const void* x_gemm = in.data;
   if (wt != DTYPE_F32 && path != LINEAR_FUSED) {  // fused rounds x tile by tile itself
-    void* x_scratch = scratch_base + w_copies * w_bytes;
+    void* x_scratch = scratch_base + static_cast<size_t>(plan.copies) * w_bytes;
     convert_input(wt, x_scratch, in.f32(), M * K, stream_);
     x_gemm = x_scratch;
   }
 
   // To column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N, ld K), xᵀ (K x M,
   // ld K), outᵀ (N x M, ld N): out = x·Wᵀ is outᵀ = op_T(W) · xᵀ, m = N, n = M, k = K, no copy.
+  // Weight rows [n0, n0 + rows) give out's columns from out + n0, same ldc = N. A pair (batches = 2):
+  // batch 0 = W+ times the first row half, batch 1 = W- (w_bytes further) times the second.
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType ab_type = cuda_data_type(wt);
   // fp32: PEDANTIC forbids TF32 whatever the math mode (CPU reference up to summation order).
   const cublasComputeType_t compute =
       wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  // Weight rows [n0, n0 + rows) give out's columns from out + n0, same ldc = N.
-  auto gemm_rows = [&](const void* w_rows, int64_t n0, int64_t rows) {
-    CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
-                              static_cast<int>(M), static_cast<int>(K), &alpha, w_rows, ab_type,
-                              static_cast<int>(K), x_gemm, ab_type, static_cast<int>(K), &beta,
-                              out.f32() + n0, CUDA_R_32F, static_cast<int>(N), compute,
-                              CUBLAS_GEMM_DEFAULT));
-  };
-  // The pair: batch 0 = W+ times the first row half, batch 1 = W- times the second.
-  auto gemm_rows_pair = [&](const void* w_rows, int64_t n0, int64_t rows) {
-    const int64_t Mh = M / 2;
+  auto gemm_rows = [&](const void* w_rows, int64_t n0, int64_t rows, int batches) {
+    if (batches == 1) {
+      CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(M),
+                                static_cast<int>(K), &alpha, w_rows, ab_type, static_cast<int>(K), x_gemm, ab_type,
+                                static_cast<int>(K), &beta, out.f32() + n0, CUDA_R_32F, static_cast<int>(N), compute,
+                                CUBLAS_GEMM_DEFAULT));
+      return;
+    }
+    const int64_t m = M / batches;
     const long long stride_w = static_cast<long long>(w_bytes / dtype_size(wt));
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(Mh),
+        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(m),
         static_cast<int>(K), &alpha, w_rows, ab_type, static_cast<int>(K), stride_w, x_gemm,
-        ab_type, static_cast<int>(K), static_cast<long long>(Mh * K), &beta, out.f32() + n0,
-        CUDA_R_32F, static_cast<int>(N), static_cast<long long>(Mh * N), 2, compute,
+        ab_type, static_cast<int>(K), static_cast<long long>(m * K), &beta, out.f32() + n0,
+        CUDA_R_32F, static_cast<int>(N), static_cast<long long>(m * N), batches, compute,
         CUBLAS_GEMM_DEFAULT));
   };
   if (path == LINEAR_FUSED) {
     launch_fused_linear(fused_params(out, in, weight, probe), stream_);
-  } else if (!perturb_w) {
-    gemm_rows(W.data, 0, N);  // one W for every row (also a pair on an unperturbed weight)
+  } else if (!wprime) {
+    gemm_rows(W.data, 0, N, 1);  // one W for every row (also a pair on an unperturbed weight)
   } else {
-    for (int64_t n0 = 0; n0 < N; n0 += block_rows) {
-      const int64_t rows = std::min(block_rows, N - n0);
-      // stream order makes the next block's perturbation wait for this GEMM's reads
-      if (pair_w) {
-        perturb_weight_pair(wt, scratch_base, scratch_base + w_bytes, W.data, n0 * K, rows * K,
-                            probe_args(weight, half_probe(probe, +1)), stream_);
-        gemm_rows_pair(scratch_base, n0, rows);
-      } else {
-        perturb_weight(wt, scratch_base, W.data, n0 * K, rows * K, probe_args(weight, probe), stream_);
-        gemm_rows(scratch_base, n0, rows);
-      }
+    const bool pair = path == LINEAR_MATERIALISE_PAIR;  // W+ and W- from one noise generation
+    const ProbeArgs p = probe_args(weight, pair ? half_probe(probe, +1) : probe);
+    for (int64_t n0 = 0; n0 < N; n0 += plan.block_rows) {
+      const int64_t rows = std::min(plan.block_rows, N - n0);
+      // stream order makes the next block's W' wait for this GEMM's reads
+      form_wprime_block(wt, scratch_base, pair ? scratch_base + w_bytes : nullptr, W.data, n0 * K, rows * K, p,
+                        fold, stream_);
+      gemm_rows(scratch_base, n0, rows, pair ? 2 : 1);
     }
   }
-
-  if (bias) {
-    const int halves = probe.pair ? 2 : 1;
-    const int64_t Mh = M / halves;
-    for (int h = 0; h < halves; h++) {
-      const Probe p = probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe;
-      const bool perturb_b = p.scale != 0.0f && bias->info.trainable;
-      bias_epilogue(bias->w.dtype, out.f32() + h * Mh * N, bias->w.data, Mh, N, perturb_b,
-                    probe_args(*bias, p), stream_);
-    }
-  }
+  if (bias) add_bias(out, *bias, probe, stream_);
 }
 
 }  // namespace smezo

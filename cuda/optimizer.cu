@@ -1,6 +1,7 @@
 // CUDA optimiser ops (reference: src/cpu/optimizer.cpp): the SPSA update and the exact |W| quantile
 // that fixes the S-MeZO threshold.
-//   update_kernel          one thread per group of 8 elements; mask from the CURRENT w; the CPU's
+//   update_kernel          one thread per group of 8 elements: update_group8 (cuda/update_rule.cuh,
+//                          shared with the fold in cuda/linear.cu); mask from the CURRENT w; the CPU's
 //                          element rule with explicit FMAs, stored rounded to nearest even (or
 //                          stochastically to bf16): bit-exact with the CPU update and rounding.
 //                          Groups with no kept entry skip noise and store.
@@ -16,63 +17,25 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_utils.cuh"
+#include "cuda/update_rule.cuh"
 
 namespace smezo {
 
 namespace {  // internal linkage: kernel names cannot clash across files
-
-struct UpdateParams {
-  void* w = nullptr;   // (numel) storage dtype, updated in place
-  int64_t n = 0;
-  float coef = 0.0f;   // lr * g
-  float decay = 0.0f;  // lr * weight_decay, or 0
-  uint64_t seed = 0;   // step seed of z
-  NoiseKind noise = NOISE_GAUSSIAN;  // the run's z (ParamInfo::noise)
-  MaskArgs mask;
-  bool stochastic_rounding = false;  // bf16 only: round kept entries stochastically
-};
 
 constexpr int kBins = 256;
 constexpr uint32_t kNoBin = kBins;  // key of elements outside the current prefix
 
 // --- kernels
 
+// W's groups of 8 through update_group8 (update_rule.cuh), stored only where an entry is kept.
 template <typename T>
-__global__ void update_kernel(UpdateParams p) {
-  T* w = static_cast<T*>(p.w);
-  SMEZO_GRID_STRIDE(g, ceil_div(p.n, 8)) {
-    const int64_t i0 = 8 * g;
+__global__ void update_kernel(T* w, int64_t n, UpdateTensor t, UpdateRule u) {
+  SMEZO_GRID_STRIDE(g, ceil_div(n, 8)) {
+    T s[8];
     float v[8];
-    load4(w, i0, p.n, v);  // entries >= n read as 0 and are never stored
-    load4(w, i0 + 4, p.n, v + 4);
-    bool keep[8];
-    if (!mask_keep8(p.mask, v, g, keep)) continue;  // nothing changes
-    float z[8];
-    noise_z8(p.noise, p.seed, p.mask.tensor_id, g, z);
-#pragma unroll
-    for (int l = 0; l < 8; ++l) {
-      const float w1 = updated_value(v[l], z[l], p.coef, keep[l]);
-      v[l] = keep[l] ? fp_fma(-p.decay, v[l], w1) : w1;
-    }
-    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-      if (p.stochastic_rounding) {  // kept entries only: the others keep their stored bits
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (!(keep[4 * h] || keep[4 * h + 1] || keep[4 * h + 2] || keep[4 * h + 3])) continue;
-          uint32_t r[4];  // the rounding bits of elements i0 + 4h .. i0 + 4h + 3 (one Philox call)
-          noise_rounding_bits4(p.seed, p.mask.tensor_id, 2 * g + h, r);
-#pragma unroll
-          for (int l = 0; l < 4; ++l) {
-            const int64_t i = i0 + 4 * h + l;
-            if (i < p.n && keep[4 * h + l])
-              w[i] = __ushort_as_bfloat16(bf16_round_stochastic(v[4 * h + l], r[l]));
-          }
-        }
-        continue;
-      }
-    }
-    store4(w, i0, p.n, v);
-    store4(w, i0 + 4, p.n, v + 4);
+    load8_stored(w, 8 * g, n, s, v);  // entries >= n read as 0 and are never stored
+    if (update_group8(t, u, g, s, v)) store8_stored(w, 8 * g, n, s);
   }
 }
 
@@ -125,25 +88,16 @@ int sm_count() {
 }  // namespace
 
 void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
+  held_.settle(*this, p.w);  // updates held for the fold go first
   if (!p.info.trainable) return;
   const int64_t n = p.w.numel();
   if (n == 0) return;
-  UpdateParams u;
-  u.w = p.w.data;
-  u.n = n;
-  u.coef = coef;
-  u.decay = decay;
-  u.seed = seed;
-  u.noise = p.info.noise;
-  u.mask = mask_args(p.info);
-  u.stochastic_rounding = p.info.stochastic_rounding && p.w.dtype == DTYPE_BF16;
-  SMEZO_REQUIRE(!(p.info.stochastic_rounding && p.w.dtype == DTYPE_F16),
-                "stochastic rounding is implemented for bf16 storage; %s is stored as F16 "
-                "---> HINT: use --dtype bf16 or drop --stochastic-rounding", p.info.name.c_str());
+  const UpdateTensor t = update_tensor(p);
+  const UpdateRule u{coef, decay, seed};
   const unsigned grid = grid_blocks(ceil_div(n, 8), kUpdateBlock);
   dispatch_dtype(p.w.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    update_kernel<T><<<grid, kUpdateBlock, 0, stream_>>>(u);
+    update_kernel<T><<<grid, kUpdateBlock, 0, stream_>>>(static_cast<T*>(p.w.data), n, t, u);
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -152,6 +106,7 @@ float CudaBackend::abs_quantile(const Param& p, double q) {
   SMEZO_REQUIRE(q >= 0.0 && q <= 1.0, "quantile %g outside [0, 1]", q);
   const int64_t n = p.w.numel();
   SMEZO_REQUIRE(n > 0, "quantile of empty tensor %s", p.info.name.c_str());
+  held_.require_none(p.w, "abs_quantile");
   const int64_t k = static_cast<int64_t>(std::floor(q * static_cast<double>(n - 1)));
   // Bits of |w| (as float) that can be non-zero in this dtype, 8 per pass from the top.
   const int passes = p.w.dtype == DTYPE_F32 ? 4 : p.w.dtype == DTYPE_F16 ? 3 : 2;

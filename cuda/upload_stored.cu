@@ -68,6 +68,7 @@ __global__ void convert_kernel(const Src* src, Dst* dst, int64_t n, int64_t base
 // --- launcher
 
 int64_t CudaBackend::upload_stored(const Tensor& dst, const void* src, DType src_dtype) {
+  held_.require_none(dst, "upload");
   const int64_t n = dst.numel();
   if (n == 0) return -1;
   const int64_t src_size = dtype_size(src_dtype), dst_size = dtype_size(dst.dtype);

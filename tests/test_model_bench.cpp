@@ -188,8 +188,9 @@ class RecordingCpuBackend : public CpuBackend {
 }  // namespace
 
 // TimingBackend forwards upload_stored (a streaming load through --profile reaches the inner
-// backend's converter, not the base class's fp32 host copy) and free_memory_bytes (the memory
-// check before loading sees the inner backend's free memory, not "unknown").
+// backend's converter, not the base class's fp32 host copy), free_memory_bytes (the memory
+// check before loading sees the inner backend's free memory, not "unknown") and the fold's
+// defer_updates and flush_updates (the inner backend's linear applies what it holds).
 TEST(ModelBench, TimingBackendForwardsEveryVirtualWithADefault) {
   RecordingCpuBackend inner;
   TimingBackend timed(inner);
@@ -205,4 +206,11 @@ TEST(ModelBench, TimingBackendForwardsEveryVirtualWithADefault) {
   float back[3] = {0, 0, 0};
   timed.download(t, back);
   EXPECT_EQ(std::memcmp(back, values, sizeof values), 0);
+  // the fold's updates are held by the inner backend (the base class's default would apply them)
+  std::vector<float> w(8, 0.5f);
+  Param p = smezo_test::make_param(timed, 2, 4, DTYPE_F32, w, smezo_test::linear_weight_info(1));
+  timed.defer_updates(p, {UpdateArgs{0.1f, 0.0f, 3}});
+  EXPECT_EQ(inner.held_updates().size(), 1);
+  timed.flush_updates();
+  EXPECT_EQ(inner.held_updates().size(), 0);
 }

@@ -65,6 +65,9 @@ struct TrainOptions {
   int64_t max_tokens = 8192;     // workspace tokens per forward (larger batches are chunked)
   bool fixed_batch = false;      // reuse the first minibatch every step (overfitting checks)
   ProbePasses probe_passes = PROBES_PAIR;
+  // A linear weight's update applied inside the next step's first perturbed pass over it (one pass
+  // over the weights per step); the same bits as off, the separate update pass.
+  bool fold_update = true;
   bool skip_test = false;        // no test-set evaluation at the end
   bool resume = false;
   int64_t progress_every = 0;    // plain progress line interval; 0: about 20 lines per run

@@ -1,4 +1,4 @@
-// The Backend interface's default streaming upload (see backend.h).
+// The Backend interface's defaults: the streaming upload, and the update without the fold (see backend.h).
 #include "backend/backend.h"
 
 #include <vector>
@@ -14,6 +14,10 @@ int64_t Backend::upload_stored(const Tensor& dst, const void* src, DType src_dty
   const int64_t bad = first_non_finite_in(host.data(), dst.numel(), dst.dtype);
   if (bad < 0) upload(dst, host.data());
   return bad;
+}
+
+void Backend::defer_updates(Param& p, const std::vector<UpdateArgs>& updates) {
+  for (const UpdateArgs& u : updates) update(p, u.coef, u.decay, u.seed);
 }
 
 }  // namespace smezo

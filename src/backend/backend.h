@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/pending_updates.h"  // UpdateArgs
 #include "backend/tensor.h"
 #include "smezo/model_config.h"
 
@@ -98,6 +99,14 @@ class Backend {
   // or 0). Per kept entry: w1 = fma(-coef, z, w); w_new = fma(-decay, w, w1) (decay 0: w1 exactly).
   // The mask is computed from W before the update. Untrainable parameters are left alone.
   virtual void update(Param& p, float coef, float decay, uint64_t seed) = 0;
+  // The fold (pending_updates.h): holds p's updates (update_foldable; one step's, in order) until
+  // the first linear() that reads p under a perturbing probe applies them inside its W' pass, bit
+  // for bit update() of each in turn before the read; any other linear() of p applies them with
+  // update() first. Reading a held weight otherwise (download, abs_quantile, upload) throws. This
+  // default, for a backend that does not fold, applies them now.
+  virtual void defer_updates(Param& p, const std::vector<UpdateArgs>& updates);
+  // Applies every held update with update(): before evaluation, generation, a checkpoint, the end.
+  virtual void flush_updates() {}
   // the q-quantile of |W| by exact selection (the k-th smallest, k = floor(q * (n - 1)))
   virtual float abs_quantile(const Param& p, double q) = 0;
 };

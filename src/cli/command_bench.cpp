@@ -77,6 +77,7 @@ struct BenchState {
   // --shape
   std::string shape, device = "cpu", seqs = "64,160,256", probes = "pair", noise = "gaussian";
   std::string linear_path = "auto";
+  bool fold_update = true;
   int64_t batch = 16;
   bool profile = false;
   bool profile_rep = false;
@@ -102,6 +103,7 @@ int run_shape_bench(const BenchState& s) {
   o.seqs = parse_list(s.seqs, "seq");
   o.probes = s.probes;
   o.noise = noise_parse(s.noise);
+  o.fold_update = s.fold_update;
   o.profile = s.profile;
   o.profile_rep = s.profile_rep;
   o.phases = split_commas(s.phases);
@@ -203,6 +205,11 @@ Command register_bench(CLI::App& smezo) {
       "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "
       "refuses fused). --kernel linear times both paths whatever this says");
   cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher"}));
+  cmd->add_option_function<std::string>("--fold-update", [s](const std::string& v) { s->fold_update = v == "on"; },
+                                        "--shape: the steps fold each linear weight's update into the next step's "
+                                        "W' pass (as smezo train does), or update in a pass of their own")
+      ->check(one_of({"on", "off"}))
+      ->default_str("on");
   cmd->add_flag("--profile", s->profile, "--shape: each phase's step split into GEMM, noise, attention and rest, "
                                          "then time per op kind, means of the timed reps (stderr; the split also "
                                          "as \"profile\" in the JSON line)");

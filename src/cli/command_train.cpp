@@ -183,6 +183,13 @@ void add_run_options(CLI::App* cmd, TrainOptions* o) {
                     "many ranks (pipeline parallel); the ranks form ranks/stages data-parallel pipelines");
   add_ranged_option(cmd, "--micro-batches", o->micro_batches, "pipeline micro-batches in flight; each regenerates "
                     "the noise of the weights it passes (0: the stage count on cuda, 1 on cpu)");
+  cmd->add_option_function<std::string>("--fold-update", [o](const std::string& v) { o->fold_update = v == "on"; },
+                                        "on: a linear weight's update is applied inside the next step's first "
+                                        "perturbed pass over it (W read once: updated, written back, W+ and W- "
+                                        "formed), one pass over the weights per step; off: a separate update pass "
+                                        "after each step. The same results bit for bit")
+      ->check(one_of({"on", "off"}))
+      ->default_str("on");
   cmd->add_flag("--resume", o->resume, "continue the run in --out from its seed log");
   cmd->add_flag("--fixed-batch", o->fixed_batch, "reuse the first minibatch every step (overfitting checks)");
   cmd->add_flag("--skip-test", o->skip_test, "no test-set evaluation at the end");

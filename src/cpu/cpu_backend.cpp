@@ -1,4 +1,5 @@
-// The CPU backend's memory: fp32 host blocks owned by the backend, upload and download.
+// The CPU backend's memory: fp32 host blocks owned by the backend, upload and download (never of a
+// weight whose folded update is held: pending_updates.h).
 #include <cstring>
 
 #include "common/check.h"
@@ -27,10 +28,12 @@ Tensor CpuBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
 }
 
 void CpuBackend::upload(const Tensor& dst, const float* src) {
+  held_.require_none(dst, "upload");
   std::memcpy(dst.data, src, static_cast<size_t>(dst.numel()) * 4);
 }
 
 void CpuBackend::download(const Tensor& src, float* dst) {
+  held_.require_none(src, "download");
   std::memcpy(dst, src.data, static_cast<size_t>(src.numel()) * 4);
 }
 

@@ -52,6 +52,10 @@ class CpuBackend : public Backend {
 
   void update(Param& p, float coef, float decay, uint64_t seed) override;
   float abs_quantile(const Param& p, double q) override;
+  // The fold (pending_updates.h): linear.cpp applies a held update row by row as it forms W'.
+  void defer_updates(Param& p, const std::vector<UpdateArgs>& updates) override { held_.hold(*this, p, updates); }
+  void flush_updates() override { held_.flush(*this); }
+  const PendingUpdates& held_updates() const { return held_; }
 
   // --profile: while set, linear adds the wall ms it spends forming perturbed weight rows.
   void set_linear_noise_timer(double* ms) { linear_noise_ms_ = ms; }
@@ -63,6 +67,10 @@ class CpuBackend : public Backend {
   GemmPanel linear_rows_[2];
   std::vector<float> linear_weights_[2];
   double* linear_noise_ms_ = nullptr;
+  PendingUpdates held_;  // the linear weights' updates held for the fold
+  // Rows [g0, g0 + rows) of W' into linear_weights_ (the held updates `fold` applied to them first).
+  void form_weight_rows(const Param& weight, const Probe& probe, int64_t g0, int64_t rows,
+                        const PendingUpdates::Entry& fold);
 };
 
 // Elements [start, start + count) of a parameter under a probe: w + scale * m(w) * z, or w.

@@ -5,10 +5,14 @@
 //   chunk), spread over the threads. Perturbed weights are formed kGroupRows rows at a time (a pair:
 //   W+ and W- from one noise generation). No scheme, or SMEZO_CPU_LINEAR=reference: the reference loops.
 // Bit-identical for any thread count and other rows; the reference differs by summation order only.
+// The fold (pending_updates.h): a perturbed read through the scheme applies W's held updates to each
+// row just before forming it (the update's own range worker, so the bits of update()); any other
+// read applies them to the whole of W first.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <memory>
@@ -17,6 +21,7 @@
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_gemm.h"
+#include "cpu/noise_path.h"
 
 namespace smezo {
 
@@ -90,6 +95,29 @@ void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weig
   }
 }
 
+// Called by every thread of linear's team: the rows are shared out, and the loop ends on a barrier.
+void CpuBackend::form_weight_rows(const Param& weight, const Probe& probe, int64_t g0, int64_t rows,
+                                  const PendingUpdates::Entry& fold) {
+  const int64_t K = weight.w.cols;
+  const NoiseRangeFns* fns = noise_path_fns(noise_path_active());
+  // --profile: thread 0's wall time from here to the loop's closing barrier
+  const bool timing = linear_noise_ms_ && omp_get_thread_num() == 0;
+  const auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  // one noise generation per weight element for both halves of a pair (and one per held update)
+#pragma omp for schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    for (const UpdateArgs& u : fold.updates)  // the fold: W's row updated in place, then read
+      fns->update(weight.info, weight.w.f32(), u.coef, u.decay, u.seed, (g0 + r) * K, K);
+    if (probe.pair)
+      cpu_read_param_pair(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K,
+                          linear_weights_[1].data() + r * K);
+    else
+      cpu_read_param(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
+  }
+  if (timing)
+    *linear_noise_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                         const Probe& probe) {
   check_linear_shapes(out, in, weight);
@@ -102,6 +130,8 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   const int64_t Mh = in.rows / halves;
   auto single = [&](int h) { return probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe; };
   const GemmRowScheme* scheme = K > 0 && !reference_forced() ? scheme_for_weight(N, K) : nullptr;
+  const bool perturbed = probe.scale != 0.0f && weight.info.trainable;
+  const PendingUpdates::Entry fold = held_.take_for_linear(*this, weight.w, perturbed && scheme ? SIZE_MAX : 0);
   if (!scheme) {
     for (int h = 0; h < halves; h++)
       cpu_linear_reference(tensor_rows(out, h * Mh, Mh), tensor_rows(in, h * Mh, Mh), weight, bias, single(h));
@@ -114,7 +144,6 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   }
   // Each half packed on its own: it computes exactly what a single-probe call on it computes.
   for (int h = 0; h < halves; h++) gemm_pack_rows(*scheme, in.f32() + h * Mh * K, Mh, K, &linear_rows_[h]);
-  const bool perturbed = probe.scale != 0.0f && weight.info.trainable;
   const int64_t group_rows = perturbed ? kGroupRows : N;
   for (int h = 0; perturbed && h < halves; h++)
     linear_weights_[h].resize(static_cast<size_t>(std::min(group_rows, N) * K));
@@ -131,20 +160,7 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
       const int64_t rows = std::min(group_rows, N - g0);
       const float* w[2] = {weight.w.f32() + g0 * K, weight.w.f32() + g0 * K};
       if (perturbed) {
-        // --profile: thread 0's wall time from here to the loop's closing barrier
-        const bool timing = linear_noise_ms_ && omp_get_thread_num() == 0;
-        const auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-        // one noise generation per weight element for both halves of a pair
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-          if (probe.pair)
-            cpu_read_param_pair(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K,
-                                linear_weights_[1].data() + r * K);
-          else
-            cpu_read_param(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
-        }
-        if (timing)
-          *linear_noise_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        form_weight_rows(weight, probe, g0, rows, fold);
         w[0] = linear_weights_[0].data();
         w[1] = linear_weights_[1].data();
       }

@@ -64,6 +64,7 @@ void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64
 }
 
 void CpuBackend::update(Param& p, float coef, float decay, uint64_t seed) {
+  held_.settle(*this, p.w);  // updates held for the fold go first
   if (!p.info.trainable) return;
   float* w = p.w.f32();
   const NoiseRangeFns* fns = noise_path_fns(noise_path_active());
@@ -76,6 +77,7 @@ float CpuBackend::abs_quantile(const Param& p, double q) {
   SMEZO_REQUIRE(q >= 0.0 && q <= 1.0, "quantile %g outside [0, 1]", q);
   const int64_t n = p.w.numel();
   SMEZO_REQUIRE(n > 0, "quantile of empty tensor %s", p.info.name.c_str());
+  held_.require_none(p.w, "abs_quantile");
   std::vector<float> a(p.w.f32(), p.w.f32() + n);
   for (float& x : a) x = std::fabs(x);
   const int64_t k = static_cast<int64_t>(std::floor(q * static_cast<double>(n - 1)));

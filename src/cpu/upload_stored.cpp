@@ -9,6 +9,7 @@ namespace smezo {
 
 int64_t CpuBackend::upload_stored(const Tensor& dst, const void* src, DType src_dtype) {
   SMEZO_REQUIRE(dst.dtype == DTYPE_F32, "the CPU backend stores fp32 only");
+  held_.require_none(dst, "upload");
   return convert_to_f32_checked(src, src_dtype, dst.numel(), dst.f32());
 }
 

@@ -211,7 +211,7 @@ void SpsaOptimizer::finish_step(SpsaStep* r) {
     r->probes.push_back(SeedProbe{probe_seed(step, i), g});
   }
   r->g = r->probes[0].g;
-  apply_update(r->probes, r->lr);
+  update_weights(r->probes, r->lr, fold_);
 }
 
 void SpsaOptimizer::finish_fzoo_step(SpsaStep* r) {
@@ -239,19 +239,28 @@ void SpsaOptimizer::finish_fzoo_step(SpsaStep* r) {
   r->loss_plus = r->losses[1];
   r->loss_minus = l0;
   r->g = r->probes[0].g;
-  apply_update(r->probes, r->lr);
+  update_weights(r->probes, r->lr, fold_);
 }
 
 void SpsaOptimizer::apply_update(uint64_t seed, float g, float lr) { apply_update({SeedProbe{seed, g}}, lr); }
 
-void SpsaOptimizer::apply_update(const std::vector<SeedProbe>& probes, float lr) {
+void SpsaOptimizer::apply_update(const std::vector<SeedProbe>& probes, float lr) { update_weights(probes, lr, false); }
+
+void SpsaOptimizer::update_weights(const std::vector<SeedProbe>& probes, float lr, bool fold) {
   // q = 1: coef = lr·g / 1 = lr·g, the one-probe update bit for bit
   const float q = static_cast<float>(probes.size());
   const float decay = lr * opts_.weight_decay;
+  Backend& backend = model_.backend();
+  std::vector<UpdateArgs> updates(probes.size());
   for (Param* p : model_.params()) {
     const bool decayed = !is_norm(p->info) && !is_bias(p->info);
     for (size_t i = 0; i < probes.size(); i++)
-      model_.backend().update(*p, lr * probes[i].g / q, decayed && i == 0 ? decay : 0.0f, probes[i].seed);
+      updates[i] = UpdateArgs{lr * probes[i].g / q, decayed && i == 0 ? decay : 0.0f, probes[i].seed};
+    if (fold && update_foldable(p->info)) {
+      backend.defer_updates(*p, updates);  // applied by the next step's first W' pass of p
+      continue;
+    }
+    for (const UpdateArgs& u : updates) backend.update(*p, u.coef, u.decay, u.seed);
   }
 }
 

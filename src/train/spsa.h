@@ -9,6 +9,9 @@
 // The update applies the single-probe op once per probe, in order (weight decay with the first):
 // bit-identical across run, resume and replay on every backend. Probe i's mask is read from the
 // weights after probes 0..i-1 (S-MeZO: an entry crossing h mid-step may leave the next mask).
+// The fold (set_fold_update; backend/pending_updates.h): step() hands the linear weights' updates to
+// the backend, which applies them, the same ops in the same order, inside the next step's first W'
+// pass; the caller flushes (flush_updates) before any other read of the weights.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +79,13 @@ class SpsaOptimizer {
   // A logged step's update, after checking it has this run's probe count and probe seeds.
   void apply_record(const SeedRecord& r, const std::string& seed_log_path);
 
+  // On: step() holds the linear weights' updates in the backend for the fold (off unless set; `smezo
+  // train --fold-update`). apply_update and apply_record always apply at once.
+  void set_fold_update(bool on) { fold_ = on; }
+  bool fold_update() const { return fold_; }
+  // Applies every held update: before evaluation, generation, a checkpoint, the run's end.
+  void flush_updates() { model_.backend().flush_updates(); }
+
   // Run identity for the seed-log header: method, hyperparameters, noise kind and spec, thresholds.
   nlohmann::json describe() const;
   // Throws unless a seed-log header describes this optimiser on this base model (thresholds bit for bit).
@@ -89,10 +99,13 @@ class SpsaOptimizer {
  private:
   void finish_step(SpsaStep* r);  // g from the losses (checked finite), then the update
   void finish_fzoo_step(SpsaStep* r);
+  // apply_update's, the linear weights' held for the fold when `fold`
+  void update_weights(const std::vector<SeedProbe>& probes, float lr, bool fold);
 
   Model& model_;
   SpsaOptions opts_;
   int64_t tuned_count_ = 0;
+  bool fold_ = false;
 };
 
 // The options a describe() object records (the inverse of describe(), for replay).

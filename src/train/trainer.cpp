@@ -380,6 +380,7 @@ void TrainRun::load() {
   if (o_.tune == TUNE_PREFIX) model().add_prefix(PrefixOptions{o_.prefix_tokens}, o_.spsa.seed);  // the same
   t_phase = SteadyClock::now();
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
+  optimizer_->set_fold_update(o_.fold_update);  // flushed before every read of W outside a step's passes
   startup_["thresholds"] = seconds_since(t_phase);
   header_ = run_header(o_, *optimizer_, model());
   header_["data_fingerprint"] = task_examples_fingerprint(splits_);  // the examples, wherever they came from
@@ -537,6 +538,7 @@ void TrainRun::train_steps() {
     if (recorder_) record_stop(e, step - 1);
     throw;
   }
+  optimizer_->flush_updates();  // the run's end: the last step's update
   if (recorder_) recorder_->end_steps();
   result_.steps_done = o_.steps;
   train_wall_ = seconds_since(t_loop);
@@ -623,6 +625,7 @@ void TrainRun::record_stop(const Error& e, int64_t steps_done) {
 }
 
 double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& set) {
+  optimizer_->flush_updates();  // the fold: evaluation reads W unperturbed
   if (splits_.generation) return evaluate_dev_generation(step, set).f1;
   const double acc = topo_.accuracy(model(), set, o_.batch);
   if (recorder_) recorder_->dev({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}}, step, acc);
@@ -662,6 +665,7 @@ void TrainRun::evaluate_generation_at_end() {
 }
 
 void TrainRun::evaluate_at_end() {
+  optimizer_->flush_updates();  // nothing is held after train_steps: this read too is flushed
   const bool test = tests();
   const auto t_phase = SteadyClock::now();
   if ((evaluates() || test) && recorder_)
@@ -684,6 +688,7 @@ void TrainRun::evaluate_at_end() {
 
 // A failed checkpoint is a warning: the seed log holds the run, and smezo replay rebuilds it.
 std::string TrainRun::save_checkpoint(int64_t step) {
+  optimizer_->flush_updates();  // every rank that saves: a held update would make download throw
   nlohmann::json settings = run_settings_;
   settings["step"] = step;
   const std::string dir = o_.out_dir + "/checkpoint";
@@ -754,6 +759,7 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
   summary["method"] = method_name(o_.spsa.method);
   summary["noise"] = noise_name(optimizer_->options().noise);  // the kind the run used (never "auto")
   summary["probes"] = enum_name(probe_passes_names(), o_.probe_passes);
+  summary["fold_update"] = o_.fold_update;  // --fold-update: the same bits either way, not the same time
   summary["linear_path"] = o_.linear_path;  // --linear-path: the GPU linear's rounding differs by path
   summary["pipeline_stages"] = o_.pipeline_stages;  // 1: every rank holds the whole model
   summary["micro_batches"] = topo_.pipelined() ? nlohmann::json(topo_.micro_batches()) : nlohmann::json(nullptr);
