@@ -71,7 +71,7 @@ TEST(ModelSize, CountsEqualTheExpectedTensors) {
   for (const ModelConfig& c : {tiny_llama_config(), tiny_opt_config()}) {
     ModelSize s;
     ASSERT_TRUE(model_size_of(c, &s));
-    EXPECT_EQ(s.parameters, sum_expected(c)) << architecture_name(c.arch);
+    EXPECT_EQ(s.parameters, sum_expected(c)) << c.family;
     ModelConfig three = c;  // c has 2 layers
     three.n_layers = 3;
     ModelSize s3;

@@ -119,8 +119,8 @@ TEST(ProbePair, ForwardHalvesEqualSingleProbes) {
     m.forward(b, Probe{}, &plain);
     const size_t half = plus.size();
     ASSERT_EQ(both.size(), 2 * half);
-    EXPECT_TRUE(same_bits(std::vector<float>(both.begin(), both.begin() + half), plus)) << c.arch;
-    EXPECT_TRUE(same_bits(std::vector<float>(both.begin() + half, both.end()), minus)) << c.arch;
+    EXPECT_TRUE(same_bits(std::vector<float>(both.begin(), both.begin() + half), plus)) << c.family;
+    EXPECT_TRUE(same_bits(std::vector<float>(both.begin() + half, both.end()), minus)) << c.family;
     EXPECT_FALSE(same_bits(plus, plain));
     EXPECT_FALSE(same_bits(plus, minus));
   }

@@ -15,6 +15,7 @@
 #include "model/model_check.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
+#include "model/rope_freq.h"
 
 namespace smezo {
 
@@ -56,6 +57,7 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
                 stage_.count, (long long)stage_.first_layer, (long long)stage_.end_layer, (long long)c.n_layers);
   ModelSize size;
   model_size_of(c, &size);
+  if (c.position == POSITION_ROPE) rope_inv_freq_ = rope_inverse_frequencies(c);
   try {
     load(source, storage);
     const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
@@ -217,6 +219,14 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     });
   };
 
+  auto head_norm = [&](const Tensor& t, int64_t heads, const Param& gain) {
+    const Tensor view{t.data, t.dtype, t.rows * heads, c.head_dim};
+    per_half(probe, view.rows, [&](int64_t r0, int64_t n, const Probe& p) {
+      const Tensor half = tensor_rows(view, r0, n);
+      backend_.norm(half, half, gain, nullptr, NORM_RMS, c.norm_eps, p);
+    });
+  };
+
   for (int64_t l = stage_.first_layer; l < stage_.end_layer; l++) {
     LayerParams& L = weights_.layers[l];
     // a layer's linear, plus its LoRA adapter's scaled B (A x) under --tune lora
@@ -229,9 +239,13 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     linear(q, xn, L.wq, bias(L.bq), ROLE_ATTN_Q);
     linear(k, xn, L.wk, bias(L.bk), ROLE_ATTN_K);
     linear(v, xn, L.wv, bias(L.bv), ROLE_ATTN_V);
-    if (c.arch != ARCH_OPT) {
-      backend_.rope(q, positions, c.n_heads, c.head_dim, c.rope_theta, c.rope_style);
-      backend_.rope(k, positions, c.n_kv_heads, c.head_dim, c.rope_theta, c.rope_style);
+    if (c.qk_norm) {  // per head: q as (M * n_heads, head_dim), k as (M * n_kv_heads, head_dim)
+      head_norm(q, c.n_heads, L.q_norm);
+      head_norm(k, c.n_kv_heads, L.k_norm);
+    }
+    if (c.position == POSITION_ROPE) {
+      backend_.rope(q, positions, c.n_heads, rope_inv_freq_, c.rope_style);
+      backend_.rope(k, positions, c.n_kv_heads, rope_inv_freq_, c.rope_style);
     }
     AttentionParams ap{att, q, k, v, seqs, c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window};
     if (cached) {  // a prefix: the first P rows of each slot, written by forward_cached

@@ -54,7 +54,7 @@ struct CheckpointPlan {
 CheckpointPlan plan_checkpoint(const CheckpointSource& source, const std::string& dtype) {
   CheckpointPlan plan;
   plan.config = source.config;
-  plan.permute_qk = plan.config.arch != ARCH_OPT && plan.config.rope_style == ROPE_INTERLEAVED;
+  plan.permute_qk = rope_rows_interleaved(plan.config);
   plan.config.rope_style = ROPE_ROTATE_HALF;
   plan.dtype = parse_checkpoint_dtype(dtype, source.storage);
   std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
