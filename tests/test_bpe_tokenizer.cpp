@@ -327,7 +327,8 @@ TEST(BpeTokenizerJson, UnsupportedOrBrokenFilesAreNamed) {
                 j["pre_tokenizer"]["pretokenizers"].push_back({{"type", "Digits"}, {"individual_digits", true}});
               }),
               HasSubstr("comes after ByteLevel"));
-  EXPECT_THAT(error_with([](json& j) { j["normalizer"] = {{"type", "NFC"}}; }), HasSubstr("normalizer"));
+  EXPECT_THAT(error_with([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }),
+              HasSubstr("normalizer {\"type\":\"NFKC\"} is not supported (only null, or {\"type\": \"NFC\"}"));
   EXPECT_THAT(error_with([](json& j) { j["decoder"] = nullptr; }), HasSubstr("decoder null is not supported"));
   EXPECT_THAT(error_with([](json& j) { j["model"]["merges"][0] = json::array({"zz", "q"}); }),
               HasSubstr("merge 0 (\"zz\" \"q\") names a token that is not in the vocabulary"));
