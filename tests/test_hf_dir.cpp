@@ -360,6 +360,42 @@ TEST(HfDir, ConfigRoundTripOpt) {
   expect_round_trip(c, "hf_rt_opt2");
 }
 
+// The newer families' config.json as transformers 5 writes it (tests/fixtures/families): read, and
+// written back to the same config.
+TEST(HfDir, ParsesAndRoundTripsQwen2Qwen3AndLlama3Configs) {
+  const std::string dir = "tests/fixtures/families/";
+  ModelConfig q2 = smezo::parse_hf_config(dir + "qwen2_gqa/config.json");
+  EXPECT_EQ(q2.family, "qwen2");
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FALSE(q2.o_bias || q2.mlp_bias || q2.qk_norm || q2.tied_lm_head);
+  EXPECT_EQ(q2.rope_theta, 500.0f);
+  EXPECT_EQ(q2.n_kv_heads, 2);
+  ModelConfig q3 = smezo::parse_hf_config(dir + "qwen3_tied/config.json");
+  EXPECT_EQ(q3.family, "qwen3");
+  EXPECT_TRUE(q3.qk_norm && q3.tied_lm_head);
+  EXPECT_FALSE(q3.qkv_bias || q3.o_bias);
+  EXPECT_EQ(q3.head_dim, 8);  // its own field: hidden 16 / 2 heads would be 8 too, qwen3_gqa's 16 / 4 = 4
+  EXPECT_EQ(smezo::parse_hf_config(dir + "qwen3_gqa/config.json").head_dim, 8);
+  ModelConfig l3 = smezo::parse_hf_config(dir + "llama3_gqa/config.json");
+  EXPECT_EQ(l3.family, "llama");
+  EXPECT_EQ(l3.rope_scaling.kind, smezo::ROPE_SCALING_LLAMA3);
+  EXPECT_EQ(l3.rope_scaling.factor, 8.0f);
+  EXPECT_EQ(l3.rope_scaling.low_freq_factor, 1.0f);
+  EXPECT_EQ(l3.rope_scaling.high_freq_factor, 4.0f);
+  EXPECT_EQ(l3.rope_scaling.original_max_positions, 64);
+  EXPECT_EQ(l3.rope_theta, 100.0f);
+  for (const ModelConfig& c : {q2, q3, l3}) expect_round_trip(c, "hf_rt_" + c.family);
+
+  std::string path;  // what Qwen's config can say that smezo does not run is named
+  json j = json::parse(smezo_test::read_file(dir + "qwen2_gqa/config.json"));
+  j["use_sliding_window"] = true;
+  EXPECT_THAT(config_error(j, "hf_qwen2_window", &path), HasSubstr("field 'use_sliding_window' is true; smezo runs "
+                                                                   "this family with the sliding window off"));
+  j["use_sliding_window"] = false;
+  j["layer_types"] = {"full_attention", "sliding_attention"};
+  EXPECT_THAT(config_error(j, "hf_qwen2_layers", &path), HasSubstr("(model_type qwen2)"));
+}
+
 TEST(HfDir, ConfigWriterRejectsWhatConfigJsonCannotSay) {
   ModelConfig c = parse_json(tiny_llama_json(), "hf_w_src");
   c.rope_style = smezo::ROPE_INTERLEAVED;
@@ -367,6 +403,10 @@ TEST(HfDir, ConfigWriterRejectsWhatConfigJsonCannotSay) {
   ModelConfig o = parse_json(tiny_opt_json(), "hf_w_opt_src");
   o.norm_eps = 1e-6f;
   EXPECT_THAT(error_of([&] { smezo::hf_config_json(o); }), HasSubstr("norm_eps"));
+  ModelConfig g = parse_json(tiny_llama_json(), "hf_w_gguf_src");  // a Llama 3 GGUF's per-pair divisors
+  g.rope_scaling.freq_divisors = {1, 1, 2, 8, 8, 8, 8, 8};
+  EXPECT_THAT(error_of([&] { smezo::hf_config_json(g); }), HasSubstr("cannot write a llama config.json: RoPE "
+                                                                     "frequency divisors from a GGUF rope_freqs"));
 }
 
 // --- loading a model directory

@@ -47,6 +47,7 @@ const FamilyDescriptor* family_by_gguf_architecture(const std::string& arch) {
   return nullptr;
 }
 
+std::string supported_families() { return join_names(&FamilyDescriptor::name); }
 std::string supported_hf_model_types() { return join_names(&FamilyDescriptor::hf_model_type); }
 std::string supported_gguf_architectures() { return join_names(&FamilyDescriptor::gguf_architecture); }
 

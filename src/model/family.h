@@ -73,6 +73,7 @@ const FamilyDescriptor* family_by_hf_model_type(const std::string& model_type);
 const FamilyDescriptor* family_by_gguf_architecture(const std::string& arch);
 // "llama, mistral, opt, qwen2, qwen3", or the GGUF architectures ("llama, qwen2, qwen3").
 std::string supported_hf_model_types();
+std::string supported_families();  // the descriptors' names
 std::string supported_gguf_architectures();
 
 // The shape `s` means under config c.

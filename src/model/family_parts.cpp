@@ -91,8 +91,6 @@ std::string HfConfigReader::get_string(const char* field, const std::string& fal
 }
 
 int32_t HfConfigReader::get_token(const char* field, int32_t fallback, int64_t vocab_size) const {
-  auto it = j.find(field);
-  if (it != j.end() && it->is_null()) return -1;  // transformers' None: the model has no such token
   const json* v = value(field);
   if (!v) return fallback;
   std::vector<const json*> ids;

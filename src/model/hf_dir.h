@@ -11,7 +11,7 @@
 // heads), head_dim (default hidden_size / heads; Qwen3 128), rms_norm_eps (1e-6), rope_theta
 // (10000; or rope_parameters.rope_theta as transformers 5 writes it), rope_scaling / rope_parameters
 // (null, rope_type "default" or "llama3" with its four parameters), tie_word_embeddings (false),
-// bos_token_id (1), eos_token_id (2; a list uses its first entry; null: none); hidden_act "silu".
+// bos_token_id (1), eos_token_id (2; a list uses its first entry); hidden_act "silu".
 // llama: attention_bias (q, k, v, o) and mlp_bias; mistral: sliding_window (null -> 0, absent ->
 // 4096); qwen2: q/k/v biases, use_sliding_window false; qwen3: q/k norms, attention_bias. opt: see
 // family_opt.cpp.

@@ -219,14 +219,6 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     });
   };
 
-  auto head_norm = [&](const Tensor& t, int64_t heads, const Param& gain) {
-    const Tensor view{t.data, t.dtype, t.rows * heads, c.head_dim};
-    per_half(probe, view.rows, [&](int64_t r0, int64_t n, const Probe& p) {
-      const Tensor half = tensor_rows(view, r0, n);
-      backend_.norm(half, half, gain, nullptr, NORM_RMS, c.norm_eps, p);
-    });
-  };
-
   for (int64_t l = stage_.first_layer; l < stage_.end_layer; l++) {
     LayerParams& L = weights_.layers[l];
     // a layer's linear, plus its LoRA adapter's scaled B (A x) under --tune lora
@@ -239,14 +231,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     linear(q, xn, L.wq, bias(L.bq), ROLE_ATTN_Q);
     linear(k, xn, L.wk, bias(L.bk), ROLE_ATTN_K);
     linear(v, xn, L.wv, bias(L.bv), ROLE_ATTN_V);
-    if (c.qk_norm) {  // per head: q as (M * n_heads, head_dim), k as (M * n_kv_heads, head_dim)
-      head_norm(q, c.n_heads, L.q_norm);
-      head_norm(k, c.n_kv_heads, L.k_norm);
-    }
-    if (c.position == POSITION_ROPE) {
-      backend_.rope(q, positions, c.n_heads, rope_inv_freq_, c.rope_style);
-      backend_.rope(k, positions, c.n_kv_heads, rope_inv_freq_, c.rope_style);
-    }
+    position_qk(L, q, k, positions, probe);
     AttentionParams ap{att, q, k, v, seqs, c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window};
     if (cached) {  // a prefix: the first P rows of each slot, written by forward_cached
       for (const AttentionSeq& s : seqs) {
@@ -274,6 +259,27 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     }
     linear(xn, h_up, L.w_down, bias(L.b_down), ROLE_MLP_DOWN);
     backend_.add(x, xn);
+  }
+}
+
+void Model::position_qk(const LayerParams& L, const Tensor& q, const Tensor& k, const std::vector<int32_t>& positions,
+                        const Probe& probe) {
+  const ModelConfig& c = config_;
+  // q/k norms: RMSNorm per head, q as (M * n_heads, head_dim) and k as (M * n_kv_heads, head_dim)
+  auto head_norm = [&](const Tensor& t, int64_t heads, const Param& gain) {
+    const Tensor view{t.data, t.dtype, t.rows * heads, c.head_dim};
+    per_half(probe, view.rows, [&](int64_t r0, int64_t n, const Probe& p) {
+      const Tensor half = tensor_rows(view, r0, n);
+      backend_.norm(half, half, gain, nullptr, NORM_RMS, c.norm_eps, p);
+    });
+  };
+  if (c.qk_norm) {
+    head_norm(q, c.n_heads, L.q_norm);
+    head_norm(k, c.n_kv_heads, L.k_norm);
+  }
+  if (c.position == POSITION_ROPE) {
+    backend_.rope(q, positions, c.n_heads, rope_inv_freq_, c.rope_style);
+    backend_.rope(k, positions, c.n_kv_heads, rope_inv_freq_, c.rope_style);
   }
 }
 

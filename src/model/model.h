@@ -134,6 +134,9 @@ class Model {
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
+  // A layer's q (M, n_heads*head_dim) and k (M, n_kv_heads*head_dim) in place: q/k norms, then RoPE.
+  void position_qk(const LayerParams& L, const Tensor& q, const Tensor& k, const std::vector<int32_t>& positions,
+                   const Probe& probe);
   void embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
              const float* hidden_in, const Tensor& x);
   // This stage's layers into ws_.x (hidden_in null: embed the tokens); cached: key/values in the cache.

@@ -59,10 +59,10 @@ HF_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 TRAIN = ("train --task sst2 --batch 2 --max-len 40 --eval-every 0 --dev-examples 8 --skip-test "
          "--progress-every 1000 --steps 6 --eps 1e-2 --device cpu").split()
 PREFIX_TOKENS = 3
-# (No runs of spaces: transformers' LlamaTokenizer keeps them, where this sentencepiece model's
-# normalizer, and so smezo, folds them into one.)
+# Runs of spaces and leading/trailing ones too: this sentencepiece model's normalizer folds them, and
+# the tokenizer.json smezo convert writes beside tokenizer.model carries that rule to transformers.
 TEXTS = ["Once upon a time, there was a little girl named Lily.", "The cat sat on the mat. It was happy!",
-         "Tom said: \"Let's go!\" 42 times.\nThen he ran."]
+         "Tom said: \"Let's go!\" 42 times.\nThen he ran.", "  Two  spaces,   three   and a tail  "]
 PEFT_VERSION_KEYS = {"peft_version", "base_model_name_or_path"}  # differ by design
 
 
@@ -143,9 +143,10 @@ def check_tokenizer(args, checks, base_hf):
                f"{type(tok).__name__}: the same ids for {same}/{len(TEXTS)} texts")
 
 
-def train_adapter(args, base, tune, out):
-    extra = (["--tune", "lora", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", LORA_TARGETS, "--lr", "5e-3"]
-             if tune == "lora" else ["--tune", "prefix", "--prefix-tokens", str(PREFIX_TOKENS), "--lr", "5e-2"])
+def train_adapter(args, base, tune, out, lr=None):
+    extra = (["--tune", "lora", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", LORA_TARGETS, "--lr",
+              lr or "5e-3"]
+             if tune == "lora" else ["--tune", "prefix", "--prefix-tokens", str(PREFIX_TOKENS), "--lr", lr or "5e-2"])
     smezo(args, *TRAIN, "--model", base, *extra, "--out", out)
     return os.path.join(out, "checkpoint")
 
@@ -235,7 +236,11 @@ def qwen2_base(args):
                                    use_sliding_window=False)
     torch.manual_seed(SEED)
     model = transformers.Qwen2ForCausalLM(cfg).eval()
-    randomize(model, torch.Generator().manual_seed(SEED + 1), 0.1)  # biases and norms too, not PEFT's zeros
+    gen = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():  # as hf_oracle.py: gains U(0.5, 1.5), biases and matrices N(0, 0.1^2) (not flat logits)
+        for name, p in model.named_parameters():
+            p.copy_(0.5 + torch.rand(p.shape, generator=gen) if p.ndim == 1 and not name.endswith(".bias")
+                    else torch.randn(p.shape, generator=gen) * 0.1)
     model.save_pretrained(d)
     shutil.copy(os.path.join(args.assets, "tokenizers", "tinystories-512.model"), os.path.join(d, "tokenizer.model"))
     return d
@@ -246,7 +251,9 @@ def check_qwen2(args, checks, tokens):
     base = qwen2_base(args)
     base_logits = peft_logits(load_base(base, args.torch_device), tokens, args.torch_device)
     for tune in ("lora", "prefix"):
-        adapter = train_adapter(args, base, tune, os.path.join(args.workdir, f"qwen2_ours_{tune}"))
+        # a larger lr than stories260K's: six steps must move this untrained model's logits measurably
+        adapter = train_adapter(args, base, tune, os.path.join(args.workdir, f"qwen2_ours_{tune}"),
+                                lr="5e-2" if tune == "lora" else "2e-1")
         model, how = load_ours_in_peft(adapter, base, args.torch_device)
         ours = smezo_logits(args, None, adapter, tokens, adapter + ".logits.safetensors")
         compare(checks, f"qwen2: smezo {tune} -> PEFT", ours, peft_logits(model, tokens, args.torch_device),
