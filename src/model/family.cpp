@@ -28,9 +28,14 @@ std::string join_names(const char* FamilyDescriptor::*field) {
 
 }  // namespace
 
-const FamilyDescriptor& family_of(const ModelConfig& c) {
+const FamilyDescriptor* family_named(const std::string& name) {
   for (const FamilyDescriptor* f : model_families())
-    if (c.family == f->name) return *f;
+    if (name == f->name) return f;
+  return nullptr;
+}
+
+const FamilyDescriptor& family_of(const ModelConfig& c) {
+  if (const FamilyDescriptor* f = family_named(c.family)) return *f;
   throw_error("model family '%s' is unknown; smezo runs %s", printable(c.family).c_str(),
               join_names(&FamilyDescriptor::name).c_str());
 }

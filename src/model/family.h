@@ -69,6 +69,7 @@ struct FamilyDescriptor {
 const std::vector<const FamilyDescriptor*>& model_families();
 // c.family's descriptor; throws naming the family when there is none.
 const FamilyDescriptor& family_of(const ModelConfig& c);
+const FamilyDescriptor* family_named(const std::string& name);  // nullptr: none
 const FamilyDescriptor* family_by_hf_model_type(const std::string& model_type);
 const FamilyDescriptor* family_by_gguf_architecture(const std::string& arch);
 // "llama, mistral, opt, qwen2, qwen3", or the GGUF architectures ("llama, qwen2, qwen3").

@@ -93,10 +93,8 @@ void check_model_config(const ModelConfig& c, const std::string& source) {
   SMEZO_REQUIRE(c.n_heads % c.n_kv_heads == 0, "model %s: config n_heads %lld is not a "
                 "multiple of n_kv_heads %lld", src, static_cast<long long>(c.n_heads),
                 static_cast<long long>(c.n_kv_heads));
-  bool known = false;
-  for (const FamilyDescriptor* f : model_families()) known = known || c.family == f->name;
-  SMEZO_REQUIRE(known, "model %s: model family '%s' is unknown; smezo runs %s", src, printable(c.family).c_str(),
-                supported_families().c_str());
+  SMEZO_REQUIRE(family_named(c.family), "model %s: model family '%s' is unknown; smezo runs %s", src,
+                printable(c.family).c_str(), supported_families().c_str());
   const FamilyDescriptor& family = family_of(c);
   if (family.check != nullptr) family.check(c, source);
   if (c.position == POSITION_ROPE) {
