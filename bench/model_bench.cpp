@@ -51,7 +51,7 @@ struct PhaseRange {
 ModelConfig llama_like(int64_t dim, int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads,
                        int64_t vocab, int64_t max_seq) {
   ModelConfig c;
-  c.arch = ARCH_LLAMA;
+  c.family = "llama";
   c.dim = dim;
   c.hidden_dim = hidden;
   c.n_layers = layers;
@@ -140,16 +140,17 @@ ModelConfig model_bench_shape(const std::string& name) {
   if (name == "llama-30b") return llama_like(6656, 17920, 60, 52, 52, 32000, 2048);
   if (name == "mistral-7b") {
     ModelConfig c = llama_like(4096, 14336, 32, 32, 8, 32000, 4096);
-    c.arch = ARCH_MISTRAL;
+    c.family = "mistral";
     c.sliding_window = 4096;
     return c;
   }
   if (name == "opt-13b") {
     ModelConfig c = llama_like(5120, 20480, 40, 40, 40, 50272, 2048);
-    c.arch = ARCH_OPT;
+    c.family = "opt";
+    c.position = POSITION_LEARNED;
     c.norm_kind = NORM_LAYER;
     c.mlp_kind = MLP_RELU;
-    c.linear_bias = true;
+    c.qkv_bias = c.o_bias = c.mlp_bias = true;
     c.tied_lm_head = true;
     c.learned_pos_offset = 2;
     return c;

@@ -21,6 +21,7 @@
 #include "bench/op_cases.h"
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
+#include "model/rope_freq.h"
 #include "train/spsa.h"
 
 namespace smezo {
@@ -173,12 +174,20 @@ OpCase make_rope_case(const RopeCase& c, RopeStyle style, const OpSeeds& s) {
   auto pos = std::make_shared<const std::vector<int32_t>>(random_indices<int32_t>(c.M, s.u32(1), 0, c.max_pos));
   OpCase oc;
   oc.op = "rope";
-  oc.name = format_string("M %lld heads %lld head_dim %lld theta %g max_pos %d %s", (long long)c.M,
-                          (long long)c.n_heads, (long long)c.head_dim, c.theta, c.max_pos,
-                          style == ROPE_ROTATE_HALF ? "half" : "interleaved");
-  oc.setup = [c, style, cols, x, pos](OpTensors& t) {
+  oc.name = format_string("M %lld heads %lld head_dim %lld theta %g%s max_pos %d %s", (long long)c.M,
+                          (long long)c.n_heads, (long long)c.head_dim, c.theta, c.llama3 ? " llama3" : "",
+                          c.max_pos, style == ROPE_ROTATE_HALF ? "half" : "interleaved");
+  ModelConfig config;
+  config.head_dim = c.head_dim;
+  config.rope_theta = c.theta;
+  if (c.llama3) {
+    config.rope_scaling.kind = ROPE_SCALING_LLAMA3;
+    config.rope_scaling.factor = 8.0f;
+  }
+  auto inv_freq = std::make_shared<const std::vector<float>>(rope_inverse_frequencies(config));
+  oc.setup = [c, style, cols, x, pos, inv_freq](OpTensors& t) {
     const Tensor v = t.inout(c.M, cols, DTYPE_F32, *x);
-    return void_call([&be = t.be, v, c, style, pos] { be.rope(v, *pos, c.n_heads, c.head_dim, c.theta, style); });
+    return void_call([&be = t.be, v, c, style, pos, inv_freq] { be.rope(v, *pos, c.n_heads, *inv_freq, style); });
   };
   oc.bound = bound_of(rope_bounds(c, style, *x, *pos));
   return oc;

@@ -87,16 +87,19 @@ inline std::vector<NormCase> norm_cases() {
 OpCase make_norm_case(const NormCase& c, const OpSeeds& s);
 
 // Backend::rope: M rows of n_heads x head_dim at positions in [0, max_pos], each case in both
-// styles (rotate-half, interleaved).
+// styles (rotate-half, interleaved); the inverse frequencies from rope_inverse_frequencies (theta,
+// and with llama3 Llama 3.1's scaling: factor 8, low 1, high 4, original 8192 positions).
 struct RopeCase {
   int64_t M, n_heads, head_dim;
   float theta;
   int32_t max_pos;
+  bool llama3 = false;
 };
 inline std::vector<RopeCase> rope_cases() {
   return {
       {1, 1, 2, 10000.0f, 0},     {7, 4, 8, 10000.0f, 50},        {5, 3, 6, 10000.0f, 9},
       {33, 6, 64, 10000.0f, 500}, {16, 32, 128, 500000.0f, 4000}, {20, 8, 128, 1e6f, 30000},
+      {9, 4, 64, 500000.0f, 20000, true}, {3, 2, 128, 500000.0f, 100000, true},
   };
 }
 constexpr RopeStyle kRopeStyles[] = {ROPE_ROTATE_HALF, ROPE_INTERLEAVED};

@@ -106,9 +106,9 @@ class TimingBackend : public Backend {
       ms_[key + " noise"] += noise;
     }
   }
-  void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads, int64_t head_dim, float theta,
+  void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads, const std::vector<float>& inv_freq,
             RopeStyle style) override {
-    timed("rope", [&] { inner_.rope(x, positions, n_heads, head_dim, theta, style); });
+    timed("rope", [&] { inner_.rope(x, positions, n_heads, inv_freq, style); });
   }
   void attention(const AttentionParams& p) override { timed("attention", [&] { inner_.attention(p); }); }
   void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) override {

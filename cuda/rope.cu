@@ -1,7 +1,7 @@
 // Rotary position embedding on the GPU: CudaBackend::rope, rotate-half and interleaved pairs, fp32 in
-// place, one thread per (row, head, pair). The frequencies come from the host with the CPU's
-// expression, so pos*freq is bit-identical; sincosf is the precise one (<= 2 ulp), and the rotation
-// uses unfused products as the CPU does.
+// place, one thread per (row, head, pair). The per-pair inverse frequencies are the model's table
+// (model/rope_freq.h), the CPU's too, so pos*freq is bit-identical; sincosf is the precise one
+// (<= 2 ulp), and the rotation uses unfused products as the CPU does.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -54,23 +54,19 @@ __global__ void rope_kernel(RopeParams p) {
 // --- launcher
 
 void CudaBackend::rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
-                       int64_t head_dim, float theta, RopeStyle style) {
+                       const std::vector<float>& inv_freq, RopeStyle style) {
   require_f32(x, "rope", "x");
-  SMEZO_REQUIRE(head_dim > 0 && head_dim % 2 == 0 && x.cols == n_heads * head_dim,
+  const int64_t half = static_cast<int64_t>(inv_freq.size()), head_dim = 2 * half;
+  SMEZO_REQUIRE(half > 0 && x.cols == n_heads * head_dim,
                 "rope: bad shape (x has %lld columns, %lld heads of %lld)", (long long)x.cols,
                 (long long)n_heads, (long long)head_dim);
   SMEZO_REQUIRE(static_cast<int64_t>(positions.size()) >= x.rows, "rope: %zu positions for %lld rows",
                 positions.size(), (long long)x.rows);
-  const int64_t half = head_dim / 2;
   if (x.rows == 0 || n_heads == 0) return;
-  // One transfer: positions (rows int32) then the frequencies (half floats), as in the CPU.
+  // One transfer: positions (rows int32) then the frequencies (half floats).
   std::vector<int32_t> host(static_cast<size_t>(x.rows + half));
   std::memcpy(host.data(), positions.data(), static_cast<size_t>(x.rows) * sizeof(int32_t));
-  for (int64_t j = 0; j < half; ++j) {
-    const float freq =
-        1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
-    std::memcpy(&host[static_cast<size_t>(x.rows + j)], &freq, sizeof freq);
-  }
+  std::memcpy(&host[static_cast<size_t>(x.rows)], inv_freq.data(), static_cast<size_t>(half) * sizeof(float));
   const int32_t* dev = static_cast<const int32_t*>(
       device_copy(SLOT_POSITIONS, host.data(), host.size() * sizeof(int32_t)));
   RopeParams p;

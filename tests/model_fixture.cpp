@@ -16,7 +16,7 @@ namespace smezo_test {
 
 smezo::ModelConfig tiny_llama_config() {
   smezo::ModelConfig c;
-  c.arch = smezo::ARCH_LLAMA;
+  c.family = "llama";
   c.dim = 32;
   c.hidden_dim = 48;
   c.n_layers = 2;
@@ -31,7 +31,8 @@ smezo::ModelConfig tiny_llama_config() {
 
 smezo::ModelConfig tiny_opt_config() {
   smezo::ModelConfig c;
-  c.arch = smezo::ARCH_OPT;
+  c.family = "opt";
+  c.position = smezo::POSITION_LEARNED;
   c.dim = 16;
   c.hidden_dim = 24;
   c.n_layers = 2;
@@ -42,7 +43,7 @@ smezo::ModelConfig tiny_opt_config() {
   c.max_seq_len = 20;
   c.norm_kind = smezo::NORM_LAYER;
   c.mlp_kind = smezo::MLP_RELU;
-  c.linear_bias = true;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
   c.tied_lm_head = false;
   c.learned_pos_offset = 2;
   return c;

@@ -114,10 +114,10 @@ TEST(BpeGguf, MetadataErrorsAreOneLineNamingTheKey) {
               HasSubstr("tiny.gguf: no tokenizer.ggml.pre"));
   EXPECT_THAT(error_of([&] {
                 load_bpe_tokenizer_gguf(write_tiny_gguf(
-                    dir, [](smezo_test::GgufBuilder& b) { b.add_string("tokenizer.ggml.pre", "qwen2"); }, false));
+                    dir, [](smezo_test::GgufBuilder& b) { b.add_string("tokenizer.ggml.pre", "falcon"); }, false));
               }),
-              HasSubstr("tiny.gguf: tokenizer.ggml.pre \"qwen2\" is not a supported pre-tokeniser (supported: "
-                        "gpt-2, smollm)"));
+              HasSubstr("tiny.gguf: tokenizer.ggml.pre \"falcon\" is not a supported pre-tokeniser (supported: "
+                        "gpt-2, smollm, llama-bpe, qwen2)"));
   EXPECT_THAT(error_of([&] { load_bpe_tokenizer_gguf(write_tiny_gguf(dir, {}, true, "llama")); }),
               HasSubstr("tokenizer.ggml.model is \"llama\", not \"gpt2\""));
   EXPECT_THAT(error_of([&] {

@@ -128,7 +128,7 @@ void expect_cache_equals_recompute(const ModelConfig& c, Adapter adapter, const 
 
 ModelConfig mistral_window_config() {
   ModelConfig c = smezo_test::tiny_llama_config();
-  c.arch = ARCH_MISTRAL;
+  c.family = "mistral";
   c.sliding_window = 4;  // shorter than the sequences: the cached spans must apply it too
   return c;
 }

@@ -248,7 +248,7 @@ TEST(GgufLlama, RefusesMetadataThatDisagrees) {
   EXPECT_THAT(error_with({"llama.rope.dimension_count"}, [](GgufBuilder& b) { b.add_u32("llama.rope.dimension_count", 4); }),
               HasSubstr("llama.rope.dimension_count = 4 but the head size is 8"));
   EXPECT_THAT(error_with({}, [](GgufBuilder& b) { b.add_string("llama.rope.scaling.type", "linear"); }),
-              HasSubstr("llama.rope.scaling.type = 'linear': RoPE scaling is not supported"));
+              HasSubstr("llama.rope.scaling.type = 'linear': RoPE scaling of this type is not supported"));
   EXPECT_THAT(error_with({}, [](GgufBuilder& b) { b.add_u32("llama.expert_count", 8); }),
               HasSubstr("mixture-of-experts"));
   EXPECT_THAT(error_with({"tokenizer.ggml.eos_token_id"}, [](GgufBuilder& b) { b.add_u32("tokenizer.ggml.eos_token_id", 40); }),
@@ -283,11 +283,14 @@ TEST(GgufLlama, RefusesTensorsThatDisagree) {
   EXPECT_THAT(error_with({"blk.0.ffn_norm.weight"}, f32("blk.0.ffn_norm.weight", {32, 1})),
               HasSubstr("tensor 'blk.0.ffn_norm.weight' has dims [32, 1], but the metadata (llama.embedding_length) says [32]"));
   EXPECT_THAT(error_with({}, f32("blk.2.attn_q.weight", {32, 32})),
-              HasSubstr("tensor 'blk.2.attn_q.weight' has no place in a LLaMA model with 2 layers"));
+              HasSubstr("tensor 'blk.2.attn_q.weight' has no place in a llama model with 2 layers"));
+  EXPECT_THAT(error_with({}, f32("blk.1.attn_q.bias", {32})),
+              HasSubstr("tensor 'blk.1.attn_q.bias' has no place"));  // layer 0 has none: no q/k/v biases
   EXPECT_THAT(error_with({}, f32("blk.0.attn_q.bias", {32})),
-              HasSubstr("tensor 'blk.0.attn_q.bias' has no place"));
+              HasSubstr("q/k biases or q/k norms with interleaved RoPE rows"));
   EXPECT_THAT(error_with({}, f32("blk.01.attn_q.weight", {32, 32})), HasSubstr("tensor 'blk.01.attn_q.weight' has no place"));
-  EXPECT_THAT(error_with({}, f32("rope_freqs.weight", {4})), HasSubstr("'rope_freqs.weight' (RoPE frequency scaling) is not supported"));
+  EXPECT_THAT(error_with({}, f32("rope_freqs.weight", {3})),
+              HasSubstr("tensor 'rope_freqs.weight' must be F32 of 4 values (one per RoPE pair), it is F32 of dims [3]"));
 }
 
 TEST(GgufLlama, InfoAndLogitsFromTheCli) {

@@ -124,7 +124,7 @@ TEST(GgufSmolLM2, ConfigComesFromTheMetadata) {
   SKIP_WITHOUT_SMOLLM2(path);
   smezo::WeightSource src = smezo::load_weights(path);
   const smezo::ModelConfig& c = src.config;
-  EXPECT_EQ(c.arch, smezo::ARCH_LLAMA);
+  EXPECT_EQ(c.family, "llama");
   EXPECT_EQ(c.dim, 576);
   EXPECT_EQ(c.hidden_dim, 1536);
   EXPECT_EQ(c.n_layers, 30);

@@ -81,7 +81,8 @@ std::string config_error(const json& j, const std::string& tag, std::string* pat
 }
 
 void expect_config_eq(const ModelConfig& a, const ModelConfig& b) {
-  EXPECT_EQ(a.arch, b.arch);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.position, b.position);
   EXPECT_EQ(a.dim, b.dim);
   EXPECT_EQ(a.hidden_dim, b.hidden_dim);
   EXPECT_EQ(a.n_layers, b.n_layers);
@@ -96,7 +97,15 @@ void expect_config_eq(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.norm_kind, b.norm_kind);
   EXPECT_EQ(a.mlp_kind, b.mlp_kind);
   EXPECT_EQ(a.tied_lm_head, b.tied_lm_head);
-  EXPECT_EQ(a.linear_bias, b.linear_bias);
+  EXPECT_EQ(a.qkv_bias, b.qkv_bias);
+  EXPECT_EQ(a.o_bias, b.o_bias);
+  EXPECT_EQ(a.mlp_bias, b.mlp_bias);
+  EXPECT_EQ(a.qk_norm, b.qk_norm);
+  EXPECT_EQ(a.rope_scaling.kind, b.rope_scaling.kind);
+  EXPECT_EQ(a.rope_scaling.factor, b.rope_scaling.factor);
+  EXPECT_EQ(a.rope_scaling.low_freq_factor, b.rope_scaling.low_freq_factor);
+  EXPECT_EQ(a.rope_scaling.high_freq_factor, b.rope_scaling.high_freq_factor);
+  EXPECT_EQ(a.rope_scaling.original_max_positions, b.rope_scaling.original_max_positions);
   EXPECT_EQ(a.sliding_window, b.sliding_window);
   EXPECT_EQ(a.learned_pos_offset, b.learned_pos_offset);
   EXPECT_EQ(a.bos_token, b.bos_token);
@@ -125,7 +134,7 @@ struct TinyWeights {
 
 TEST(HfDir, ParsesLlamaConfig) {
   ModelConfig c = parse_json(tiny_llama_json(), "hf_llama");
-  EXPECT_EQ(c.arch, smezo::ARCH_LLAMA);
+  EXPECT_EQ(c.family, "llama");
   EXPECT_EQ(c.dim, 64);
   EXPECT_EQ(c.hidden_dim, 172);
   EXPECT_EQ(c.n_layers, 2);
@@ -140,7 +149,7 @@ TEST(HfDir, ParsesLlamaConfig) {
   EXPECT_EQ(c.norm_kind, smezo::NORM_RMS);
   EXPECT_EQ(c.mlp_kind, smezo::MLP_SWIGLU);
   EXPECT_FALSE(c.tied_lm_head);
-  EXPECT_FALSE(c.linear_bias);
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias || c.qk_norm);
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_EQ(c.learned_pos_offset, 0);
   EXPECT_EQ(c.bos_token, 1);
@@ -160,7 +169,8 @@ TEST(HfDir, LlamaDefaultsAndOptionalFields) {
   EXPECT_EQ(c.head_dim, 32);
   EXPECT_EQ(c.rope_theta, 10000.0f);
   EXPECT_FALSE(c.tied_lm_head);
-  EXPECT_TRUE(c.linear_bias);
+  EXPECT_TRUE(c.qkv_bias && c.o_bias);
+  EXPECT_FALSE(c.mlp_bias);  // mlp_bias is its own field
   EXPECT_EQ(c.eos_token, 301);
 
   j["head_dim"] = nullptr;  // null means absent
@@ -175,10 +185,14 @@ TEST(HfDir, ReadsRopeThetaFromRopeParameters) {
   EXPECT_EQ(parse_json(j, "hf_ropeparams").rope_theta, 250000.0f);
 
   std::string path;
-  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0}, {"factor", 8.0}};
-  std::string msg = config_error(j, "hf_ropeparams_llama3", &path);
+  j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 250000.0}, {"factor", 8.0}};
+  std::string msg = config_error(j, "hf_ropeparams_yarn", &path);
   EXPECT_THAT(msg, HasSubstr(path));
-  EXPECT_THAT(msg, HasSubstr("rope_parameters"));
+  EXPECT_THAT(msg, HasSubstr("field 'rope_parameters'"));
+  EXPECT_THAT(msg, HasSubstr("rope_type \"default\" and \"llama3\" (model_type llama)"));
+  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0}, {"factor", 8.0}};
+  EXPECT_THAT(config_error(j, "hf_ropeparams_llama3", &path),
+              HasSubstr("field 'rope_parameters.low_freq_factor' is missing (rope_type llama3 needs it)"));
 
   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
   j["rope_theta"] = 10000.0;
@@ -191,16 +205,17 @@ TEST(HfDir, ParsesMistralSlidingWindow) {
   j["model_type"] = "mistral";
   j["sliding_window"] = 32;
   ModelConfig c = parse_json(j, "hf_mistral");
-  EXPECT_EQ(c.arch, smezo::ARCH_MISTRAL);
+  EXPECT_EQ(c.family, "mistral");
   EXPECT_EQ(c.sliding_window, 32);
-  EXPECT_FALSE(c.linear_bias);
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias);
   j["sliding_window"] = nullptr;
   EXPECT_EQ(parse_json(j, "hf_mistral_null").sliding_window, 0);
 }
 
 TEST(HfDir, ParsesOptConfig) {
   ModelConfig c = parse_json(tiny_opt_json(), "hf_opt");
-  EXPECT_EQ(c.arch, smezo::ARCH_OPT);
+  EXPECT_EQ(c.family, "opt");
+  EXPECT_EQ(c.position, smezo::POSITION_LEARNED);
   EXPECT_EQ(c.dim, 64);
   EXPECT_EQ(c.hidden_dim, 256);
   EXPECT_EQ(c.n_heads, 4);
@@ -210,7 +225,7 @@ TEST(HfDir, ParsesOptConfig) {
   EXPECT_EQ(c.max_seq_len, 128);
   EXPECT_EQ(c.norm_kind, smezo::NORM_LAYER);
   EXPECT_EQ(c.mlp_kind, smezo::MLP_RELU);
-  EXPECT_TRUE(c.linear_bias);
+  EXPECT_TRUE(c.qkv_bias && c.o_bias && c.mlp_bias);
   EXPECT_TRUE(c.tied_lm_head);
   EXPECT_EQ(c.learned_pos_offset, 2);
   EXPECT_EQ(c.norm_eps, 1e-5f);
@@ -240,9 +255,9 @@ TEST(HfDir, RejectsUnknownModelType) {
   j["model_type"] = "gpt2";
   std::string msg = config_error(j, "hf_gpt2", &path);
   EXPECT_THAT(msg, HasSubstr(path));
-  EXPECT_THAT(msg, HasSubstr("model_type"));
-  EXPECT_THAT(msg, HasSubstr("gpt2"));
-  EXPECT_THAT(msg, HasSubstr("llama, mistral and opt"));
+  EXPECT_THAT(msg, HasSubstr("model_type gpt2 is not supported; supported: llama, mistral, opt, qwen2, qwen3"));
+  j["model_type"] = "qwen2_moe";  // a family smezo does not run: named, with the list
+  EXPECT_THAT(config_error(j, "hf_qwen2moe", &path), HasSubstr("model_type qwen2_moe is not supported; supported: "));
 }
 
 TEST(HfDir, RejectsMissingOrMistypedField) {
@@ -312,7 +327,7 @@ TEST(HfDir, MissingAndMalformedConfigFile) {
 TEST(HfDir, ConfigRoundTripLlama) {
   ModelConfig c = parse_json(tiny_llama_json(), "hf_rt_llama_src");
   expect_round_trip(c, "hf_rt_llama");
-  c.linear_bias = true;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
   c.tied_lm_head = true;
   c.head_dim = 24;
   c.norm_eps = 1e-6f;
@@ -321,7 +336,7 @@ TEST(HfDir, ConfigRoundTripLlama) {
 
 TEST(HfDir, ConfigRoundTripMistral) {
   ModelConfig c;
-  c.arch = smezo::ARCH_MISTRAL;
+  c.family = "mistral";
   c.dim = 128;
   c.hidden_dim = 344;
   c.n_layers = 3;
@@ -345,6 +360,42 @@ TEST(HfDir, ConfigRoundTripOpt) {
   expect_round_trip(c, "hf_rt_opt2");
 }
 
+// The newer families' config.json as transformers 5 writes it (tests/fixtures/families): read, and
+// written back to the same config.
+TEST(HfDir, ParsesAndRoundTripsQwen2Qwen3AndLlama3Configs) {
+  const std::string dir = "tests/fixtures/families/";
+  ModelConfig q2 = smezo::parse_hf_config(dir + "qwen2_gqa/config.json");
+  EXPECT_EQ(q2.family, "qwen2");
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FALSE(q2.o_bias || q2.mlp_bias || q2.qk_norm || q2.tied_lm_head);
+  EXPECT_EQ(q2.rope_theta, 500.0f);
+  EXPECT_EQ(q2.n_kv_heads, 2);
+  ModelConfig q3 = smezo::parse_hf_config(dir + "qwen3_tied/config.json");
+  EXPECT_EQ(q3.family, "qwen3");
+  EXPECT_TRUE(q3.qk_norm && q3.tied_lm_head);
+  EXPECT_FALSE(q3.qkv_bias || q3.o_bias);
+  EXPECT_EQ(q3.head_dim, 8);  // its own field: hidden 16 / 2 heads would be 8 too, qwen3_gqa's 16 / 4 = 4
+  EXPECT_EQ(smezo::parse_hf_config(dir + "qwen3_gqa/config.json").head_dim, 8);
+  ModelConfig l3 = smezo::parse_hf_config(dir + "llama3_gqa/config.json");
+  EXPECT_EQ(l3.family, "llama");
+  EXPECT_EQ(l3.rope_scaling.kind, smezo::ROPE_SCALING_LLAMA3);
+  EXPECT_EQ(l3.rope_scaling.factor, 8.0f);
+  EXPECT_EQ(l3.rope_scaling.low_freq_factor, 1.0f);
+  EXPECT_EQ(l3.rope_scaling.high_freq_factor, 4.0f);
+  EXPECT_EQ(l3.rope_scaling.original_max_positions, 64);
+  EXPECT_EQ(l3.rope_theta, 100.0f);
+  for (const ModelConfig& c : {q2, q3, l3}) expect_round_trip(c, "hf_rt_" + c.family);
+
+  std::string path;  // what Qwen's config can say that smezo does not run is named
+  json j = json::parse(smezo_test::read_file(dir + "qwen2_gqa/config.json"));
+  j["use_sliding_window"] = true;
+  EXPECT_THAT(config_error(j, "hf_qwen2_window", &path), HasSubstr("field 'use_sliding_window' is true; smezo runs "
+                                                                   "this family with the sliding window off"));
+  j["use_sliding_window"] = false;
+  j["layer_types"] = {"full_attention", "sliding_attention"};
+  EXPECT_THAT(config_error(j, "hf_qwen2_layers", &path), HasSubstr("(model_type qwen2)"));
+}
+
 TEST(HfDir, ConfigWriterRejectsWhatConfigJsonCannotSay) {
   ModelConfig c = parse_json(tiny_llama_json(), "hf_w_src");
   c.rope_style = smezo::ROPE_INTERLEAVED;
@@ -352,6 +403,10 @@ TEST(HfDir, ConfigWriterRejectsWhatConfigJsonCannotSay) {
   ModelConfig o = parse_json(tiny_opt_json(), "hf_w_opt_src");
   o.norm_eps = 1e-6f;
   EXPECT_THAT(error_of([&] { smezo::hf_config_json(o); }), HasSubstr("norm_eps"));
+  ModelConfig g = parse_json(tiny_llama_json(), "hf_w_gguf_src");  // a Llama 3 GGUF's per-pair divisors
+  g.rope_scaling.freq_divisors = {1, 1, 2, 8, 8, 8, 8, 8};
+  EXPECT_THAT(error_of([&] { smezo::hf_config_json(g); }), HasSubstr("cannot write a llama config.json: RoPE "
+                                                                     "frequency divisors from a GGUF rope_freqs"));
 }
 
 // --- loading a model directory
@@ -366,7 +421,7 @@ TEST(HfDir, LoadsSingleFileDirectory) {
                            {{"format", "pt"}});
   smezo::WeightSource ws = smezo::load_hf_dir(dir);
   EXPECT_EQ(ws.path, dir);
-  EXPECT_EQ(ws.config.arch, smezo::ARCH_LLAMA);
+  EXPECT_EQ(ws.config.family, "llama");
   ASSERT_EQ(ws.tensors.size(), 2u);
   EXPECT_FALSE(ws.keep_alive.empty());
   const smezo::HostTensorView* a = ws.find("model.a");
@@ -399,7 +454,7 @@ TEST(HfDir, LoadsTwoShards) {
   smezo_test::write_file(dir + "/model.safetensors.index.json", index.dump(2));
 
   smezo::WeightSource ws = smezo::load_hf_dir(dir);
-  EXPECT_EQ(ws.config.arch, smezo::ARCH_OPT);
+  EXPECT_EQ(ws.config.family, "opt");
   ASSERT_EQ(ws.tensors.size(), 3u);
   EXPECT_EQ(ws.keep_alive.size(), 2u);
   EXPECT_EQ(ws.find("model.b")->file, dir + "/model-00002-of-00002.safetensors");
@@ -618,7 +673,7 @@ TEST(HfDir, ConfigJsonIsParsedStrictly) {
   EXPECT_THAT(msg, HasSubstr("not valid JSON"));
   EXPECT_THAT(msg, testing::Not(HasSubstr("\x1b")));
   path = write_config(dir, "{\"model_type\": \"ll\\u001b[2Jama\"}");
-  EXPECT_THAT(error_of([&] { smezo::parse_hf_config(path); }), HasSubstr("\"ll\\x1b[2Jama\""));
+  EXPECT_THAT(error_of([&] { smezo::parse_hf_config(path); }), HasSubstr("model_type ll\\x1b[2Jama is not supported"));
 }
 
 // --- sharded index: every tensor in exactly the shard the index names

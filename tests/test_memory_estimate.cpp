@@ -24,7 +24,7 @@ namespace {
 
 ModelConfig llama7b_config() {
   ModelConfig c;
-  c.arch = ARCH_LLAMA;
+  c.family = "llama";
   c.dim = 4096;
   c.hidden_dim = 11008;
   c.n_layers = 32;
@@ -153,7 +153,7 @@ TEST(MemoryEstimate, CountsLoraAndPrefixAsTheCpuBackendAllocates) {
       prefixed.add_prefix(PrefixOptions{4}, 1);
       const MemoryEstimate ep = estimate_model_memory(pc, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, prefix);
       EXPECT_EQ(ep.weights + ep.activations + ep.adapters, b.bytes_allocated())
-          << "prefix, " << architecture_name(pc.arch) << ", " << ws.tokens << " tokens";
+          << "prefix, " << pc.family << ", " << ws.tokens << " tokens";
     }
   }
 }

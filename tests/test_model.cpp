@@ -109,7 +109,7 @@ TEST(Model, GqaEqualsRepeatedKvHeads) {
 // with a short window the last position's logits change.
 TEST(Model, SlidingWindow) {
   ModelConfig c = tiny_llama_config();
-  c.arch = ARCH_MISTRAL;
+  c.family = "mistral";
   std::vector<int32_t> toks = {1, 12, 13, 14, 15, 16, 17, 18, 19, 20};
   CpuBackend be1, be2, be3;
   Model full(random_weight_source(c, 5), be1, DTYPE_F32, 64, 64);
@@ -277,7 +277,7 @@ TEST(Model, ParameterRolesFollowTheArchitectureMap) {
     return {"?", bias};
   };
   ModelConfig llama = tiny_llama_config();
-  llama.linear_bias = true;
+  llama.qkv_bias = llama.o_bias = llama.mlp_bias = true;
   llama.tied_lm_head = false;
   for (const ModelConfig& c : {llama, smezo_test::tiny_opt_config()}) {
     CpuBackend be;
@@ -292,13 +292,13 @@ TEST(Model, ParameterRolesFollowTheArchitectureMap) {
       count[role + std::string(bias ? " bias" : "")]++;
     }
     const int layers = static_cast<int>(c.n_layers);
-    EXPECT_EQ(count["embedding"], 1) << c.arch;
-    EXPECT_EQ(count["head"], 1) << c.arch;
-    EXPECT_EQ(count["q"], layers) << c.arch;
-    EXPECT_EQ(count["down bias"], layers) << c.arch;
-    EXPECT_EQ(count["norm"], 2 * layers + 1) << c.arch;
-    EXPECT_EQ(count["position-embedding"], c.arch == ARCH_OPT ? 1 : 0) << c.arch;
-    EXPECT_EQ(count["gate"], c.arch == ARCH_OPT ? 0 : layers) << c.arch;
-    EXPECT_EQ(count["norm bias"], c.arch == ARCH_OPT ? 2 * layers + 1 : 0) << c.arch;
+    EXPECT_EQ(count["embedding"], 1) << c.family;
+    EXPECT_EQ(count["head"], 1) << c.family;
+    EXPECT_EQ(count["q"], layers) << c.family;
+    EXPECT_EQ(count["down bias"], layers) << c.family;
+    EXPECT_EQ(count["norm"], 2 * layers + 1) << c.family;
+    EXPECT_EQ(count["position-embedding"], c.family == "opt" ? 1 : 0) << c.family;
+    EXPECT_EQ(count["gate"], c.family == "opt" ? 0 : layers) << c.family;
+    EXPECT_EQ(count["norm bias"], c.family == "opt" ? 2 * layers + 1 : 0) << c.family;
   }
 }

@@ -160,7 +160,7 @@ TEST(ModelBench, ShapesAreKnownAndChecked) {
   }
   EXPECT_EQ(model_bench_shape("llama-7b").hidden_dim, 11008);
   EXPECT_EQ(model_bench_shape("mistral-7b").n_kv_heads, 8);
-  EXPECT_EQ(model_bench_shape("opt-13b").arch, ARCH_OPT);
+  EXPECT_EQ(model_bench_shape("opt-13b").family, "opt");
   EXPECT_EQ(model_bench_shape("smollm2-135m").vocab_size, 49152);
   EXPECT_THAT(smezo_test::error_of([] { model_bench_shape("gpt-5"); }), HasSubstr("unknown model shape 'gpt-5'"));
   std::string out;

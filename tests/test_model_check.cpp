@@ -71,7 +71,7 @@ TEST(ModelSize, CountsEqualTheExpectedTensors) {
   for (const ModelConfig& c : {tiny_llama_config(), tiny_opt_config()}) {
     ModelSize s;
     ASSERT_TRUE(model_size_of(c, &s));
-    EXPECT_EQ(s.parameters, sum_expected(c)) << architecture_name(c.arch);
+    EXPECT_EQ(s.parameters, sum_expected(c)) << c.family;
     ModelConfig three = c;  // c has 2 layers
     three.n_layers = 3;
     ModelSize s3;
@@ -166,6 +166,14 @@ TEST(ModelCheck, ConfigFieldsOutOfRangeAreNamed) {
       {"bos token 40 is outside the vocabulary (0..39", [](ModelConfig& c) { c.bos_token = 40; }},
       {"eos token -2", [](ModelConfig& c) { c.eos_token = -2; }},
       {"sliding_window -5", [](ModelConfig& c) { c.sliding_window = -5; }},
+      {"model family 'gemma3' is unknown; smezo runs llama, mistral, opt, qwen2, qwen3",
+       [](ModelConfig& c) { c.family = "gemma3"; }},
+      {"llama3 RoPE scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor",
+       [](ModelConfig& c) { c.rope_scaling.kind = ROPE_SCALING_LLAMA3; c.rope_scaling.high_freq_factor = 0.5f; }},
+      {"3 RoPE frequency divisors for head_dim 8", [](ModelConfig& c) { c.rope_scaling.freq_divisors = {1, 2, 4}; }},
+      {"a RoPE frequency divisor is 0", [](ModelConfig& c) { c.rope_scaling.freq_divisors = {1, 2, 0, 4}; }},
+      {"q/k biases or q/k norms with interleaved RoPE rows",
+       [](ModelConfig& c) { c.rope_style = ROPE_INTERLEAVED; c.qk_norm = true; }},
   };
   for (const Case& k : cases) {
     ModelConfig c = tiny_llama_config();

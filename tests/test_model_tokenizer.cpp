@@ -189,11 +189,16 @@ TEST(Convert, Stories260KToHfDirKeepsLogits) {
   const std::string dir = smezo_test::make_temp_dir("convert_stories") + "/hf";
   std::string out;
   ASSERT_EQ(run_command(kSmezo + " convert --dtype f32 --out " + dir, &out), 0) << out;
-  EXPECT_THAT(out, testing::HasSubstr("tokenizer.model"));
-  // what transformers' AutoTokenizer reads beside tokenizer.model (LlamaTokenizer; the ids it then
-  // gives are smezo's: tools/oracles/peft_oracle.py)
+  EXPECT_THAT(out, testing::HasSubstr("tokenizer.model, tokenizer_config.json, tokenizer.json"));
+  // what transformers' AutoTokenizer reads: tokenizer.json whole (PreTrainedTokenizerFast), whose normalizer
+  // carries sentencepiece's remove_extra_whitespaces (the ids it then gives are smezo's, runs of spaces too:
+  // tools/oracles/peft_oracle.py), its BPE merges transformers' own extraction of tokenizer.model (165)
+  const nlohmann::json tj = smezo_test::read_json(dir + "/tokenizer.json");
+  EXPECT_EQ(tj["normalizer"]["normalizers"][1]["pattern"]["Regex"], " {2,}");
+  EXPECT_EQ(tj["model"]["merges"].size(), 165u);
+  EXPECT_EQ(tj["model"]["vocab"].size(), 512u);
   EXPECT_EQ(smezo_test::read_json(dir + "/tokenizer_config.json"),
-            nlohmann::json({{"tokenizer_class", "LlamaTokenizer"}, {"bos_token", "<s>"}, {"eos_token", "</s>"},
+            nlohmann::json({{"tokenizer_class", "PreTrainedTokenizerFast"}, {"bos_token", "<s>"}, {"eos_token", "</s>"},
                             {"unk_token", "<unk>"}, {"pad_token", nullptr}, {"add_bos_token", true},
                             {"add_eos_token", false}, {"clean_up_tokenization_spaces", false}, {"legacy", true},
                             {"model_max_length", 512}}));

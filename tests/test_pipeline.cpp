@@ -116,7 +116,7 @@ TEST(PipelineStage, ChainedStagesEqualTheWholeForward) {
           }
         }
         EXPECT_TRUE(same_bits(hidden, expected))
-            << "arch " << c.arch << " tied " << c.tied_lm_head << " stages " << k << " pair " << probe.pair;
+            << "family " << c.family << " tied " << c.tied_lm_head << " stages " << k << " pair " << probe.pair;
         // every tensor on exactly one stage, a tied embedding on the first and the last
         const int64_t tied_extra = c.tied_lm_head ? c.vocab_size * c.dim : 0;
         EXPECT_EQ(held, whole.parameter_count() + tied_extra);

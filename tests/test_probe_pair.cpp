@@ -98,10 +98,16 @@ TEST(ProbePair, ReadParamPairEqualsTwoReads) {
 
 // Model::forward under a pair: logits of the + rows equal forward under +scale, the - rows
 // forward under -scale (embeddings, norms and LayerNorm biases, learned positions, linears
-// with biases, all perturbed densely: nothing here is frozen).
+// with biases, Qwen3's q/k norms over the per-head view, all perturbed densely: nothing here is frozen).
 TEST(ProbePair, ForwardHalvesEqualSingleProbes) {
   ModelConfig llama = smezo_test::tiny_llama_config();
-  for (const ModelConfig& c : {llama, tiny_opt_config()}) {
+  ModelConfig qwen = llama;  // q/k/v biases, q/k norms, Llama 3 scaling: every newer feature at once
+  qwen.family = "qwen3";
+  qwen.qk_norm = qwen.qkv_bias = qwen.o_bias = true;
+  qwen.rope_scaling.kind = ROPE_SCALING_LLAMA3;
+  qwen.rope_scaling.factor = 4.0f;
+  qwen.rope_scaling.original_max_positions = 16;
+  for (const ModelConfig& c : {llama, tiny_opt_config(), qwen}) {
     CpuBackend be;
     Model m(smezo_test::random_weight_source(c, 23), be, DTYPE_F32, 64, 32);
     for (Param* p : m.params()) p->info.noise = NOISE_GAUSSIAN;
@@ -119,8 +125,8 @@ TEST(ProbePair, ForwardHalvesEqualSingleProbes) {
     m.forward(b, Probe{}, &plain);
     const size_t half = plus.size();
     ASSERT_EQ(both.size(), 2 * half);
-    EXPECT_TRUE(same_bits(std::vector<float>(both.begin(), both.begin() + half), plus)) << c.arch;
-    EXPECT_TRUE(same_bits(std::vector<float>(both.begin() + half, both.end()), minus)) << c.arch;
+    EXPECT_TRUE(same_bits(std::vector<float>(both.begin(), both.begin() + half), plus)) << c.family;
+    EXPECT_TRUE(same_bits(std::vector<float>(both.begin() + half, both.end()), minus)) << c.family;
     EXPECT_FALSE(same_bits(plus, plain));
     EXPECT_FALSE(same_bits(plus, minus));
   }

@@ -40,7 +40,7 @@ int64_t proc_status_bytes(const char* field) {
 // A LLaMA config of about `layers` x 3.4 M + 8.4 M parameters (dim 512, hidden 1536).
 ModelConfig mid_llama_config(int64_t layers) {
   ModelConfig c;
-  c.arch = ARCH_LLAMA;
+  c.family = "llama";
   c.dim = 512;
   c.hidden_dim = 1536;
   c.n_layers = layers;

@@ -78,9 +78,10 @@ class Backend {
   // each half equals the single-probe call bit for bit on the CPU, on CUDA within GEMM tolerance.
   virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                       const Probe& probe) = 0;
-  // rotary embedding in place on x(M, n_heads*head_dim)
+  // rotary embedding in place on x(M, n_heads*head_dim), head_dim = 2 * inv_freq.size(): pair j of
+  // row m turns by positions[m] * inv_freq[j] (model/rope_freq.h makes the table)
   virtual void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
-                    int64_t head_dim, float theta, RopeStyle style) = 0;
+                    const std::vector<float>& inv_freq, RopeStyle style) = 0;
   virtual void attention(const AttentionParams& p) = 0;
   // out = silu(gate) * up, all (M, H)
   virtual void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) = 0;

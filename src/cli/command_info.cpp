@@ -31,16 +31,21 @@ int run_info(const InfoState& s) {
   WeightSource src = load_weights(path);
   const ModelConfig& c = src.config;
   std::printf("model        %s\n", path.c_str());
-  std::printf("architecture %s\n", architecture_name(c.arch));
+  std::printf("architecture %s\n", c.family.c_str());
   std::printf("dim %lld, hidden %lld, layers %lld, heads %lld, kv heads %lld, head_dim %lld\n",
               (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers, (long long)c.n_heads,
               (long long)c.n_kv_heads, (long long)c.head_dim);
   std::printf("vocab %lld, max positions %lld, norm %s eps %g, rope %s theta %g, lm head %s",
               (long long)c.vocab_size, (long long)c.max_seq_len,
               c.norm_kind == NORM_RMS ? "rms" : "layer", c.norm_eps,
-              c.arch == ARCH_OPT ? "none" : (c.rope_style == ROPE_INTERLEAVED ? "interleaved" : "rotate-half"),
+              c.position == POSITION_LEARNED ? "none" : (c.rope_style == ROPE_INTERLEAVED ? "interleaved" : "rotate-half"),
               c.rope_theta, c.tied_lm_head ? "tied" : "separate");
   if (c.sliding_window) std::printf(", sliding window %lld", (long long)c.sliding_window);
+  if (c.rope_scaling.kind == ROPE_SCALING_LLAMA3 || !c.rope_scaling.freq_divisors.empty())
+    std::printf(", rope scaling %s", c.rope_scaling.freq_divisors.empty() ? "llama3" : "per-pair divisors (GGUF)");
+  if (c.qkv_bias || c.o_bias || c.mlp_bias)
+    std::printf(", biases%s%s%s", c.qkv_bias ? " qkv" : "", c.o_bias ? " o" : "", c.mlp_bias ? " mlp" : "");
+  if (c.qk_norm) std::printf(", q/k norm");
   std::printf("\n\n%-56s %-6s %s\n", "tensor", "dtype", "shape");
   int64_t total = 0;
   std::map<std::string, int64_t> per_dtype;

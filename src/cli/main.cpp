@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
   smezo::cpu_threads_apply_defaults(argv);
   // Past ulimit -f SIGXFSZ would kill us silently; ignored, the write fails with EFBIG and is reported.
   std::signal(SIGXFSZ, SIG_IGN);
-  CLI::App app("smezo: fine-tune LLaMA, Mistral and OPT models with zeroth-order optimisation "
-               "(MeZO, Sparse-MeZO, R-MeZO), forward passes only.",
+  CLI::App app("smezo: fine-tune Llama (1-3.x), Mistral, Qwen2/Qwen2.5, Qwen3 and OPT models with zeroth-order "
+               "optimisation (MeZO, Sparse-MeZO, R-MeZO), forward passes only.",
                "smezo");
   app.formatter(smezo::make_help_formatter());
   app.set_version_flag("--version", smezo::version_text(), "print the version and git commit, then exit");

@@ -41,7 +41,7 @@ class CpuBackend : public Backend {
   void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
               const Probe& probe) override;
   void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
-            int64_t head_dim, float theta, RopeStyle style) override;
+            const std::vector<float>& inv_freq, RopeStyle style) override;
   void attention(const AttentionParams& p) override;
   void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) override;
   void relu(const Tensor& x) override;

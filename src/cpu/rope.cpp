@@ -1,4 +1,5 @@
-// CPU reference: RoPE, rotate-half or interleaved pairs, in place; cos/sin once per row, rows over threads.
+// CPU reference: RoPE, rotate-half or interleaved pairs, in place, at the model's per-pair inverse
+// frequencies (model/rope_freq.h); cos/sin once per row, rows over threads.
 #include <cmath>
 #include <vector>
 
@@ -8,12 +9,12 @@
 namespace smezo {
 
 void CpuBackend::rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
-                      int64_t head_dim, float theta, RopeStyle style) {
-  SMEZO_REQUIRE(x.cols == n_heads * head_dim && head_dim % 2 == 0, "rope: bad shape");
-  const int64_t half = head_dim / 2;
-  std::vector<float> freq(half);
-  for (int64_t j = 0; j < half; j++)
-    freq[j] = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(head_dim));
+                      const std::vector<float>& freq, RopeStyle style) {
+  const int64_t half = static_cast<int64_t>(freq.size()), head_dim = 2 * half;
+  SMEZO_REQUIRE(half > 0 && x.cols == n_heads * head_dim, "rope: bad shape (x has %lld columns, %lld heads of %lld)",
+                (long long)x.cols, (long long)n_heads, (long long)head_dim);
+  SMEZO_REQUIRE(static_cast<int64_t>(positions.size()) >= x.rows, "rope: %zu positions for %lld rows",
+                positions.size(), (long long)x.rows);
 #pragma omp parallel if (cpu_parallel_worth(x.rows * (half * 60 + n_heads * head_dim * 2)))
   {
     std::vector<float> cos_t(half), sin_t(half);  // this row's rotation, shared by its heads

@@ -4,20 +4,17 @@
 //   <dir>/model.safetensors.index.json     {"weight_map": {"<tensor name>": "<shard file>"}}
 //   <dir>/<shard file> ...                 plain file names in <dir>; a shard's tensors and the
 //                                          index's entries for it must match exactly
-// config.json subset (model_type selects the architecture):
-//   llama, mistral: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-//     vocab_size, max_position_embeddings (required); num_key_value_heads (default heads),
-//     head_dim (default hidden_size / heads), rms_norm_eps (1e-6), rope_theta (10000; or
-//     rope_parameters.rope_theta as transformers 5 writes it), tie_word_embeddings (false),
-//     bos_token_id (1), eos_token_id (2; a list uses its first entry); hidden_act must be
-//     "silu", rope_scaling / rope_parameters must be null or of rope_type "default".
-//     llama: attention_bias (false) sets linear_bias; mlp_bias, if present, must match it.
-//     mistral: sliding_window (null -> 0, absent -> 4096 as in transformers); no biases.
-//   opt: hidden_size, ffn_dim, num_hidden_layers, num_attention_heads, vocab_size,
-//     max_position_embeddings (required); tie_word_embeddings (true), bos_token_id (2), eos_token_id
-//     (2); word_embed_proj_dim must equal hidden_size, do_layer_norm_before, enable_bias and
-//     layer_norm_elementwise_affine must be true, activation_function "relu". Layer norm eps 1e-5,
-//     learned positions offset by 2, biases, tied head.
+// config.json: model_type selects the family (model/family.h: llama, mistral, opt, qwen2, qwen3;
+// another one is refused, naming the supported); its descriptor file reads the rest. The LLaMA-shaped
+// families (model/family_parts.h): hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, vocab_size, max_position_embeddings (required); num_key_value_heads (default
+// heads), head_dim (default hidden_size / heads; Qwen3 128), rms_norm_eps (1e-6), rope_theta
+// (10000; or rope_parameters.rope_theta as transformers 5 writes it), rope_scaling / rope_parameters
+// (null, rope_type "default" or "llama3" with its four parameters), tie_word_embeddings (false),
+// bos_token_id (1), eos_token_id (2; a list uses its first entry); hidden_act "silu".
+// llama: attention_bias (q, k, v, o) and mlp_bias; mistral: sliding_window (null -> 0, absent ->
+// 4096); qwen2: q/k/v biases, use_sliding_window false; qwen3: q/k norms, attention_bias. opt: see
+// family_opt.cpp.
 // Checks (errors name the file and field): strict JSON (no key twice); sizes within model_size.h's
 // bounds and consistent; rms_norm_eps in (0, 1], rope_theta > 0, both finite floats; token ids in the
 // vocabulary; null is an error except for num_key_value_heads, head_dim, sliding_window, rope_scaling

@@ -43,7 +43,7 @@ ModelConfig read_llama2c_header(const MappedFile& file, const std::string& path)
                   field_names[i], h[i], static_cast<long long>(limits[i]));
   }
   ModelConfig c;
-  c.arch = ARCH_LLAMA;
+  c.family = "llama";
   c.dim = h[0];
   c.hidden_dim = h[1];
   c.n_layers = h[2];

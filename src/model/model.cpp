@@ -15,6 +15,7 @@
 #include "model/model_check.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
+#include "model/rope_freq.h"
 
 namespace smezo {
 
@@ -56,6 +57,7 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
                 stage_.count, (long long)stage_.first_layer, (long long)stage_.end_layer, (long long)c.n_layers);
   ModelSize size;
   model_size_of(c, &size);
+  if (c.position == POSITION_ROPE) rope_inv_freq_ = rope_inverse_frequencies(c);
   try {
     load(source, storage);
     const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
@@ -229,10 +231,7 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     linear(q, xn, L.wq, bias(L.bq), ROLE_ATTN_Q);
     linear(k, xn, L.wk, bias(L.bk), ROLE_ATTN_K);
     linear(v, xn, L.wv, bias(L.bv), ROLE_ATTN_V);
-    if (c.arch != ARCH_OPT) {
-      backend_.rope(q, positions, c.n_heads, c.head_dim, c.rope_theta, c.rope_style);
-      backend_.rope(k, positions, c.n_kv_heads, c.head_dim, c.rope_theta, c.rope_style);
-    }
+    position_qk(L, q, k, positions, probe);
     AttentionParams ap{att, q, k, v, seqs, c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window};
     if (cached) {  // a prefix: the first P rows of each slot, written by forward_cached
       for (const AttentionSeq& s : seqs) {
@@ -260,6 +259,27 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     }
     linear(xn, h_up, L.w_down, bias(L.b_down), ROLE_MLP_DOWN);
     backend_.add(x, xn);
+  }
+}
+
+void Model::position_qk(const LayerParams& L, const Tensor& q, const Tensor& k, const std::vector<int32_t>& positions,
+                        const Probe& probe) {
+  const ModelConfig& c = config_;
+  // q/k norms: RMSNorm per head, q as (M * n_heads, head_dim) and k as (M * n_kv_heads, head_dim)
+  auto head_norm = [&](const Tensor& t, int64_t heads, const Param& gain) {
+    const Tensor view{t.data, t.dtype, t.rows * heads, c.head_dim};
+    per_half(probe, view.rows, [&](int64_t r0, int64_t n, const Probe& p) {
+      const Tensor half = tensor_rows(view, r0, n);
+      backend_.norm(half, half, gain, nullptr, NORM_RMS, c.norm_eps, p);
+    });
+  };
+  if (c.qk_norm) {
+    head_norm(q, c.n_heads, L.q_norm);
+    head_norm(k, c.n_kv_heads, L.k_norm);
+  }
+  if (c.position == POSITION_ROPE) {
+    backend_.rope(q, positions, c.n_heads, rope_inv_freq_, c.rope_style);
+    backend_.rope(k, positions, c.n_kv_heads, rope_inv_freq_, c.rope_style);
   }
 }
 

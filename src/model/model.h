@@ -21,14 +21,16 @@ struct LayerParams {
   Param wk;              // (n_kv_heads*head_dim, dim)
   Param wv;              // (n_kv_heads*head_dim, dim)
   Param wo;              // (dim, n_heads*head_dim)
-  Param bq, bk, bv, bo;  // (1, out_features), linear_bias only
+  Param bq, bk, bv;      // (1, out_features), qkv_bias only
+  Param bo;              // (1, dim), o_bias only
+  Param q_norm, k_norm;  // (1, head_dim), qk_norm only: per-head RMSNorm gains
   Param ffn_norm;        // (1, dim)
   Param ffn_norm_bias;   // (1, dim), LayerNorm only
   Param w_gate;          // (hidden, dim), SwiGLU only
   Param w_up;            // (hidden, dim): SwiGLU up_proj, or OPT fc1
   Param w_down;          // (dim, hidden): SwiGLU down_proj, or OPT fc2
-  Param b_gate, b_up;    // (1, hidden), linear_bias only
-  Param b_down;          // (1, dim), linear_bias only
+  Param b_gate, b_up;    // (1, hidden), mlp_bias only
+  Param b_down;          // (1, dim), mlp_bias only
 };
 
 struct ModelParams {
@@ -132,6 +134,9 @@ class Model {
   // out += scale · B (A in) for layer l's adapter of `role`, when it has one.
   void add_lora_delta(int64_t l, ParamRole role, const Tensor& out, const Tensor& in, const Probe& probe);
   void load(const WeightSource& source, DType storage);
+  // A layer's q (M, n_heads*head_dim) and k (M, n_kv_heads*head_dim) in place: q/k norms, then RoPE.
+  void position_qk(const LayerParams& L, const Tensor& q, const Tensor& k, const std::vector<int32_t>& positions,
+                   const Probe& probe);
   void embed(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const Probe& probe,
              const float* hidden_in, const Tensor& x);
   // This stage's layers into ws_.x (hidden_in null: embed the tokens); cached: key/values in the cache.
@@ -165,9 +170,10 @@ class Model {
   std::vector<Tensor> cache_k_, cache_v_;
   int64_t cache_slots_ = 0;
   int64_t cache_stride_ = 0;  // rows per slot: P + max_len
+  std::vector<float> rope_inv_freq_;  // (head_dim/2) RoPE's per-pair inverse frequencies (rope_freq.h)
 };
 
-// Hugging Face names and shapes that the architecture expects, in canonical order.
+// Hugging Face names and shapes that the family's tensor table lists for the config, in canonical order.
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "common/check.h"
+#include "model/family.h"
 #include "model/model.h"
+#include "model/model_params.h"
 #include "model/model_size.h"
 
 namespace smezo {
@@ -50,6 +52,28 @@ int64_t layer_index_of(const std::string& name) {
   return -1;
 }
 
+// Llama 3 factors positive and ordered; GGUF divisors one per pair, positive and finite.
+void check_rope_scaling(const ModelConfig& c, const std::string& source) {
+  const RopeScaling& s = c.rope_scaling;
+  const char* src = source.c_str();
+  if (!s.freq_divisors.empty()) {
+    SMEZO_REQUIRE(static_cast<int64_t>(s.freq_divisors.size()) == c.head_dim / 2, "model %s: %zu RoPE frequency "
+                  "divisors for head_dim %lld (one per pair expected)", src, s.freq_divisors.size(),
+                  static_cast<long long>(c.head_dim));
+    for (float d : s.freq_divisors)
+      SMEZO_REQUIRE(std::isfinite(d) && d > 0.0f, "model %s: a RoPE frequency divisor is %g; each must be a "
+                    "positive finite float", src, static_cast<double>(d));
+  }
+  if (s.kind != ROPE_SCALING_LLAMA3) return;
+  SMEZO_REQUIRE(std::isfinite(s.factor) && s.factor > 0.0f && std::isfinite(s.low_freq_factor) &&
+                    s.low_freq_factor > 0.0f && std::isfinite(s.high_freq_factor) &&
+                    s.high_freq_factor > s.low_freq_factor && s.original_max_positions >= 1,
+                "model %s: llama3 RoPE scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+                "original_max_position_embeddings >= 1 (got %g, %g, %g, %lld)", src, static_cast<double>(s.factor),
+                static_cast<double>(s.low_freq_factor), static_cast<double>(s.high_freq_factor),
+                static_cast<long long>(s.original_max_positions));
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c, const std::string& source) {
@@ -69,21 +93,21 @@ void check_model_config(const ModelConfig& c, const std::string& source) {
   SMEZO_REQUIRE(c.n_heads % c.n_kv_heads == 0, "model %s: config n_heads %lld is not a "
                 "multiple of n_kv_heads %lld", src, static_cast<long long>(c.n_heads),
                 static_cast<long long>(c.n_kv_heads));
-  SMEZO_REQUIRE(c.arch == ARCH_LLAMA || c.arch == ARCH_MISTRAL || c.arch == ARCH_OPT,
-                "model %s: unknown architecture %d", src, static_cast<int>(c.arch));
-  if (c.arch == ARCH_OPT) {
-    SMEZO_REQUIRE(c.n_heads * c.head_dim == c.dim && c.n_kv_heads == c.n_heads,
-                  "model %s: OPT needs n_heads * head_dim == dim and no grouped-query "
-                  "attention (n_heads %lld, head_dim %lld, dim %lld, n_kv_heads %lld)", src,
-                  static_cast<long long>(c.n_heads), static_cast<long long>(c.head_dim),
-                  static_cast<long long>(c.dim), static_cast<long long>(c.n_kv_heads));
-  } else {
+  SMEZO_REQUIRE(family_named(c.family), "model %s: model family '%s' is unknown; smezo runs %s", src,
+                printable(c.family).c_str(), supported_families().c_str());
+  const FamilyDescriptor& family = family_of(c);
+  if (family.check != nullptr) family.check(c, source);
+  if (c.position == POSITION_ROPE) {
     SMEZO_REQUIRE(c.head_dim % 2 == 0, "model %s: config head_dim %lld must be even for RoPE",
                   src, static_cast<long long>(c.head_dim));
     SMEZO_REQUIRE(std::isfinite(c.rope_theta) && c.rope_theta > 0.0f, "model %s: config "
                   "rope_theta %g must be a positive finite float", src,
                   static_cast<double>(c.rope_theta));
+    check_rope_scaling(c, source);
   }
+  // A layout change permutes q/k weight rows only (convert, checkpoints): not their biases or norm gains.
+  SMEZO_REQUIRE(!rope_rows_interleaved(c) || (!c.qkv_bias && !c.qk_norm), "model %s: q/k biases or q/k norms "
+                "with interleaved RoPE rows (a GGUF of general.architecture llama) are not supported", src);
   SMEZO_REQUIRE(std::isfinite(c.norm_eps) && c.norm_eps > 0.0f && c.norm_eps <= 1.0f,
                 "model %s: config norm_eps %g must be a float in (0, 1]", src,
                 static_cast<double>(c.norm_eps));
@@ -115,7 +139,7 @@ void check_weight_source(const WeightSource& source) {
     const HostTensorView* view = source.find(e.name);
     SMEZO_REQUIRE(view, "model %s: no tensor '%s'; the config describes a %s model of %lld "
                   "layers and %s parameters (%s as F32) that needs it", source.path.c_str(),
-                  e.name.c_str(), architecture_name(c.arch), static_cast<long long>(c.n_layers),
+                  e.name.c_str(), c.family.c_str(), static_cast<long long>(c.n_layers),
                   format_count(size.parameters).c_str(),
                   format_bytes(model_weight_bytes(size, DTYPE_F32)).c_str());
     SMEZO_REQUIRE(view->shape == e.shape, "tensor %s in %s has shape %s, the model config says %s",

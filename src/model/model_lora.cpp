@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "model/family.h"
 #include "model/model.h"
 
 namespace smezo {
@@ -32,8 +33,8 @@ std::string peft_name(const std::string& weight_name, const char* part) {
 void Model::add_lora(const LoraOptions& options, uint64_t seed) {
   lora_validate(options);
   SMEZO_REQUIRE(lora_.empty(), "add_lora: the model already has LoRA adapters");
-  SMEZO_REQUIRE(config_.arch != ARCH_OPT, "--tune lora supports LLaMA-family models (llama, mistral), not %s",
-                architecture_name(config_.arch));
+  SMEZO_REQUIRE(family_of(config_).lora, "--tune lora supports the LLaMA-shaped families (q_proj .. down_proj: "
+                "llama, mistral, qwen2, qwen3), not %s", config_.family.c_str());
   SMEZO_REQUIRE(stage_.whole(), "--tune lora runs on a whole model, not on pipeline stage %d of %d", stage_.index,
                 stage_.count);
   for (ParamRole role : options.targets)

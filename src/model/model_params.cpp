@@ -1,101 +1,36 @@
-// Each architecture's canonical parameter list; its order is the noise tensor ids: never reorder it.
+// A family's canonical parameter list (its descriptor's tensor table); its order is the noise tensor ids.
 #include "model/model_params.h"
 
 #include <string>
+
+#include "model/family.h"
 
 namespace smezo {
 
 namespace {
 
-struct Lister {
-  std::vector<ParamSlot>* out;
-  int64_t layer = -1;  // set by the listers as they walk the model
-  // A weight: the projections' and the head's are linear (masked by S-MeZO/R-MeZO).
-  void operator()(const std::string& name, std::vector<int64_t> shape, ParamRole role, Param* p) {
-    const bool is_linear = role >= ROLE_ATTN_Q && role <= ROLE_LM_HEAD;
-    out->push_back(ParamSlot{name, std::move(shape), is_linear, role, false, p, layer});
+// One slot per present entry; layer entries once per layer, named after the table's prefix.
+void add_entries(const std::vector<TensorEntry>& entries, const ModelConfig& c, ModelParams& w,
+                 const std::string& hf_prefix, int64_t layer, std::vector<ParamSlot>* out) {
+  for (const TensorEntry& e : entries) {
+    if (e.present != nullptr && !e.present(c)) continue;
+    Param* p = e.layer != nullptr ? &(w.layers[static_cast<size_t>(layer)].*e.layer) : &(w.*e.global);
+    // The projections' and the head's weights are linear (masked by S-MeZO/R-MeZO).
+    const bool is_linear = !e.is_bias && e.role >= ROLE_ATTN_Q && e.role <= ROLE_LM_HEAD;
+    out->push_back(ParamSlot{hf_prefix + e.hf, tensor_shape(c, e.shape), is_linear, e.role, e.is_bias, p, layer});
   }
-  void bias(const std::string& name, std::vector<int64_t> shape, ParamRole role, Param* p) {
-    out->push_back(ParamSlot{name, std::move(shape), false, role, true, p, layer});
-  }
-};
-
-void list_llama(const ModelConfig& c, ModelParams& w, Lister& add) {
-  const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  add("model.embed_tokens.weight", {c.vocab_size, c.dim}, ROLE_TOKEN_EMBEDDING, &w.tok_embedding);
-  for (int64_t i = 0; i < c.n_layers; i++) {
-    add.layer = i;
-    LayerParams& l = w.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    add(p + "input_layernorm.weight", {c.dim}, ROLE_NORM, &l.attn_norm);
-    add(p + "self_attn.q_proj.weight", {q_dim, c.dim}, ROLE_ATTN_Q, &l.wq);
-    add(p + "self_attn.k_proj.weight", {kv_dim, c.dim}, ROLE_ATTN_K, &l.wk);
-    add(p + "self_attn.v_proj.weight", {kv_dim, c.dim}, ROLE_ATTN_V, &l.wv);
-    add(p + "self_attn.o_proj.weight", {c.dim, q_dim}, ROLE_ATTN_O, &l.wo);
-    if (c.linear_bias) {
-      add.bias(p + "self_attn.q_proj.bias", {q_dim}, ROLE_ATTN_Q, &l.bq);
-      add.bias(p + "self_attn.k_proj.bias", {kv_dim}, ROLE_ATTN_K, &l.bk);
-      add.bias(p + "self_attn.v_proj.bias", {kv_dim}, ROLE_ATTN_V, &l.bv);
-      add.bias(p + "self_attn.o_proj.bias", {c.dim}, ROLE_ATTN_O, &l.bo);
-    }
-    add(p + "post_attention_layernorm.weight", {c.dim}, ROLE_NORM, &l.ffn_norm);
-    add(p + "mlp.gate_proj.weight", {c.hidden_dim, c.dim}, ROLE_MLP_GATE, &l.w_gate);
-    add(p + "mlp.up_proj.weight", {c.hidden_dim, c.dim}, ROLE_MLP_UP, &l.w_up);
-    add(p + "mlp.down_proj.weight", {c.dim, c.hidden_dim}, ROLE_MLP_DOWN, &l.w_down);
-    if (c.linear_bias) {  // Hugging Face LLaMA's mlp_bias (same flag as attention_bias here)
-      add.bias(p + "mlp.gate_proj.bias", {c.hidden_dim}, ROLE_MLP_GATE, &l.b_gate);
-      add.bias(p + "mlp.up_proj.bias", {c.hidden_dim}, ROLE_MLP_UP, &l.b_up);
-      add.bias(p + "mlp.down_proj.bias", {c.dim}, ROLE_MLP_DOWN, &l.b_down);
-    }
-  }
-  add.layer = c.n_layers;
-  add("model.norm.weight", {c.dim}, ROLE_NORM, &w.final_norm);
-  if (!c.tied_lm_head) add("lm_head.weight", {c.vocab_size, c.dim}, ROLE_LM_HEAD, &w.lm_head);
-}
-
-void list_opt(const ModelConfig& c, ModelParams& w, Lister& add) {
-  const std::string d = "model.decoder.";
-  add(d + "embed_tokens.weight", {c.vocab_size, c.dim}, ROLE_TOKEN_EMBEDDING, &w.tok_embedding);
-  add(d + "embed_positions.weight", {c.max_seq_len + c.learned_pos_offset, c.dim}, ROLE_POSITION_EMBEDDING,
-      &w.pos_embedding);
-  for (int64_t i = 0; i < c.n_layers; i++) {
-    add.layer = i;
-    LayerParams& l = w.layers[i];
-    const std::string p = d + "layers." + std::to_string(i) + ".";
-    add(p + "self_attn_layer_norm.weight", {c.dim}, ROLE_NORM, &l.attn_norm);
-    add.bias(p + "self_attn_layer_norm.bias", {c.dim}, ROLE_NORM, &l.attn_norm_bias);
-    add(p + "self_attn.q_proj.weight", {c.dim, c.dim}, ROLE_ATTN_Q, &l.wq);
-    add.bias(p + "self_attn.q_proj.bias", {c.dim}, ROLE_ATTN_Q, &l.bq);
-    add(p + "self_attn.k_proj.weight", {c.dim, c.dim}, ROLE_ATTN_K, &l.wk);
-    add.bias(p + "self_attn.k_proj.bias", {c.dim}, ROLE_ATTN_K, &l.bk);
-    add(p + "self_attn.v_proj.weight", {c.dim, c.dim}, ROLE_ATTN_V, &l.wv);
-    add.bias(p + "self_attn.v_proj.bias", {c.dim}, ROLE_ATTN_V, &l.bv);
-    add(p + "self_attn.out_proj.weight", {c.dim, c.dim}, ROLE_ATTN_O, &l.wo);
-    add.bias(p + "self_attn.out_proj.bias", {c.dim}, ROLE_ATTN_O, &l.bo);
-    add(p + "final_layer_norm.weight", {c.dim}, ROLE_NORM, &l.ffn_norm);
-    add.bias(p + "final_layer_norm.bias", {c.dim}, ROLE_NORM, &l.ffn_norm_bias);
-    add(p + "fc1.weight", {c.hidden_dim, c.dim}, ROLE_MLP_UP, &l.w_up);
-    add.bias(p + "fc1.bias", {c.hidden_dim}, ROLE_MLP_UP, &l.b_up);
-    add(p + "fc2.weight", {c.dim, c.hidden_dim}, ROLE_MLP_DOWN, &l.w_down);
-    add.bias(p + "fc2.bias", {c.dim}, ROLE_MLP_DOWN, &l.b_down);
-  }
-  add.layer = c.n_layers;
-  add(d + "final_layer_norm.weight", {c.dim}, ROLE_NORM, &w.final_norm);
-  add.bias(d + "final_layer_norm.bias", {c.dim}, ROLE_NORM, &w.final_norm_bias);
-  if (!c.tied_lm_head) add("lm_head.weight", {c.vocab_size, c.dim}, ROLE_LM_HEAD, &w.lm_head);
 }
 
 }  // namespace
 
 std::vector<ParamSlot> list_param_slots(const ModelConfig& config, ModelParams& weights) {
+  const TensorTable& table = *family_of(config).tensors;
   std::vector<ParamSlot> slots;
-  Lister add{&slots};
   weights.layers.resize(config.n_layers);
-  if (config.arch == ARCH_OPT) {
-    list_opt(config, weights, add);
-  } else {
-    list_llama(config, weights, add);
-  }
+  add_entries(table.before, config, weights, "", -1, &slots);
+  for (int64_t i = 0; i < config.n_layers; i++)
+    add_entries(table.layer, config, weights, table.hf_layer_prefix + std::to_string(i) + ".", i, &slots);
+  add_entries(table.after, config, weights, "", config.n_layers, &slots);
   return slots;
 }
 
@@ -137,15 +72,6 @@ void rotate_half_rows_to_interleaved(const float* in, int64_t rows, int64_t cols
         out[(h * head_dim + 2 * i) * cols + k] = in[(h * head_dim + i) * cols + k];
         out[(h * head_dim + 2 * i + 1) * cols + k] = in[(h * head_dim + i + head_dim / 2) * cols + k];
       }
-}
-
-const char* architecture_name(Architecture arch) {
-  switch (arch) {
-    case ARCH_LLAMA: return "llama";
-    case ARCH_MISTRAL: return "mistral";
-    case ARCH_OPT: return "opt";
-  }
-  return "?";
 }
 
 }  // namespace smezo

@@ -24,6 +24,10 @@ bool stage_holds(const ModelStage& stage, const ModelConfig& config, const Param
 // The stage that writes the slot out: the first for a tied embedding, else its only holder.
 bool stage_owns(const ModelStage& stage, const ParamSlot& slot);
 
+// The model's q/k rows are interleaved (GGUF, llama2.c): a Hugging Face checkpoint permutes them.
+inline bool rope_rows_interleaved(const ModelConfig& c) {
+  return c.position == POSITION_ROPE && c.rope_style == ROPE_INTERLEAVED;
+}
 // The tensors whose rows a change of RoPE layout permutes: the q and k projection weights.
 inline bool rope_permutes_rows(ParamRole role, bool is_bias) {
   return !is_bias && (role == ROLE_ATTN_Q || role == ROLE_ATTN_K);

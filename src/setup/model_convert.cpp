@@ -36,7 +36,7 @@ ConvertResult convert_to_hf_dir(const ConvertOptions& o) {
   r.tokenizer_path = tok.path;
 
   ModelConfig config = source.config;
-  const bool permute = config.arch != ARCH_OPT && config.rope_style == ROPE_INTERLEAVED;
+  const bool permute = rope_rows_interleaved(config);
   config.rope_style = ROPE_ROTATE_HALF;
   const bool bf16 = o.dtype == "bf16";
 

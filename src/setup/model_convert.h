@@ -1,10 +1,15 @@
 // smezo convert: any model smezo reads (GGUF, llama2.c .bin, a Hugging Face directory) written as a
 // Hugging Face model directory that transformers loads:
-//   config.json         hf_config_json (model/hf_dir.h), torch_dtype = the written dtype;
+//   config.json         hf_config_json (model/hf_dir.h: the family's descriptor writes it), torch_dtype =
+//                       the written dtype;
 //   model.safetensors   every tensor under its HF name, in bf16 (round to nearest even) or f32;
 //                       block-quantised GGUF tensors dequantised first. Q and K rows of
 //                       interleaved-RoPE sources (GGUF, llama2.c) put in HF's rotate-half order;
-//   tokenizer files     if the source has a tokenizer (save_tokenizer_files).
+//   tokenizer files     if the source has a tokenizer (save_tokenizer_files: a GGUF's chat template
+//                       kept in tokenizer_config.json; a sentencepiece model's whitespace rule in a
+//                       tokenizer.json, so that transformers tokenizes as smezo does).
+// smezo convert --adapter DIR (src/cli/command_convert.cpp) converts an adapter's base so and names it in
+// the adapter's base_model_name_or_path, for PEFT offline (docs/adapters.md).
 // Tensors are decoded one at a time; the output's own bytes are held until written.
 #pragma once
 

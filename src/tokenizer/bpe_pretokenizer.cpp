@@ -12,11 +12,18 @@ const char* const kBpeGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const char* const kBpeDigitPattern = R"(\p{N})";
 
+const char* const kBpeLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kBpeQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 std::vector<std::string> bpe_pre_patterns_for_gguf(const std::string& pre, const std::string& where) {
   if (pre == "gpt-2") return {kBpeGpt2Pattern};
   if (pre == "smollm") return {kBpeDigitPattern, kBpeGpt2Pattern};
-  throw_error("%s: tokenizer.ggml.pre \"%s\" is not a supported pre-tokeniser (supported: gpt-2, smollm)",
-              where.c_str(), pre.c_str());
+  if (pre == "llama-bpe") return {kBpeLlama3Pattern};  // Llama 3.x
+  if (pre == "qwen2") return {kBpeQwen2Pattern};       // Qwen2, Qwen2.5, Qwen3
+  throw_error("%s: tokenizer.ggml.pre \"%s\" is not a supported pre-tokeniser (supported: gpt-2, smollm, llama-bpe, "
+              "qwen2)", where.c_str(), pre.c_str());
 }
 
 std::string bpe_rewrite_whitespace_classes(const std::string& pattern) {

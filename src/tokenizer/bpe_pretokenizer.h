@@ -6,6 +6,9 @@
 //   GPT-2 / OPT ("gpt-2"):  ByteLevel's regex  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
 //                           ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   SmolLM2 ("smollm"):     \p{N} (every digit alone), then the GPT-2 regex on each piece.
+//   Llama 3 ("llama-bpe"):  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+//                           ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+   (its tokenizer.json's Split)
+//   Qwen2/2.5/3 ("qwen2"):  the same with \p{N} (one digit) for \p{N}{1,3}
 // \s / \S are rewritten to \p{White_Space} / \P{White_Space}, as HF's Oniguruma has them: PCRE2's \s
 // also matches U+180E. Invalid UTF-8 is safe (PCRE2_MATCH_INVALID_UTF: matches nothing, stays in a gap).
 #pragma once
@@ -21,6 +24,9 @@ namespace smezo {
 extern const char* const kBpeGpt2Pattern;
 // One Unicode number character (HF's Digits(individual_digits=true)).
 extern const char* const kBpeDigitPattern;
+// Llama 3's and Qwen2's regexes (llama.cpp's "llama-bpe" and "qwen2").
+extern const char* const kBpeLlama3Pattern;
+extern const char* const kBpeQwen2Pattern;
 
 // The stages of a tokenizer.ggml.pre name; an unknown one throws, naming where and the known.
 std::vector<std::string> bpe_pre_patterns_for_gguf(const std::string& pre, const std::string& where);

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/file_util.h"
 #include "tokenizer/bpe_bytes.h"
+#include "tokenizer/bpe_nfc.h"
 
 namespace smezo {
 
@@ -90,7 +91,7 @@ std::vector<int32_t> BpeTokenizer::encode(const std::string& raw_text, bool add_
     SMEZO_REQUIRE(vocab_.bos_id >= 0, "%s: the tokenizer has no BOS token to prepend", vocab_.source.c_str());
     out.push_back(vocab_.bos_id);
   }
-  const std::string text = utf8_sanitize(raw_text);
+  const std::string text = vocab_.nfc ? nfc_normalize(utf8_sanitize(raw_text)) : utf8_sanitize(raw_text);
   out.reserve(out.size() + text.size() / 3);
   size_t plain_start = 0;
   if (has_added_) {

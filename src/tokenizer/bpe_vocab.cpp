@@ -284,8 +284,10 @@ void read_tokenizer_json(const json& root, const std::string& path, BpeVocab* v)
     }
   }
 
-  SMEZO_REQUIRE(!root.contains("normalizer") || root["normalizer"].is_null(), "%s: normalizer %s is not "
-                "supported (only null)", path.c_str(), root["normalizer"].dump().c_str());
+  const json normalizer = root.value("normalizer", json());
+  v->nfc = normalizer.is_object() && normalizer.size() == 1 && normalizer.value("type", std::string()) == "NFC";
+  SMEZO_REQUIRE(normalizer.is_null() || v->nfc, "%s: normalizer %s is not supported (only null, or {\"type\": "
+                "\"NFC\"} as Qwen's)", path.c_str(), normalizer.dump().c_str());
   bool byte_level = false;
   SMEZO_REQUIRE(root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null(), "%s: no pre_tokenizer; smezo "
                 "reads byte-level BPE (GPT-2 style) tokenizers only", path.c_str());

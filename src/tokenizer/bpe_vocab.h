@@ -47,6 +47,7 @@ struct BpeVocab {
   int32_t missing_byte_id = -1;
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: the model has none
   bool add_bos = false;              // whether the model's own tokenizer prepends BOS
+  bool nfc = false;                  // tokenizer.json normalizer {"type": "NFC"} (Qwen): text NFC'd first (bpe_nfc.h)
 };
 
 // Throws smezo::Error naming vocab.source unless: tokens non-empty, one type per token, "Ġ" is a

@@ -21,6 +21,7 @@
 #include "model/model_params.h"
 #include "model/model_size.h"
 #include "run/summary.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace smezo {
@@ -54,7 +55,7 @@ struct CheckpointPlan {
 CheckpointPlan plan_checkpoint(const CheckpointSource& source, const std::string& dtype) {
   CheckpointPlan plan;
   plan.config = source.config;
-  plan.permute_qk = plan.config.arch != ARCH_OPT && plan.config.rope_style == ROPE_INTERLEAVED;
+  plan.permute_qk = rope_rows_interleaved(plan.config);
   plan.config.rope_style = ROPE_ROTATE_HALF;
   plan.dtype = parse_checkpoint_dtype(dtype, source.storage);
   std::map<std::string, std::vector<int64_t>> shapes;  // Hugging Face shapes (1-D for vectors)
@@ -77,9 +78,14 @@ int64_t tokenizer_files_bytes(const std::string& tokenizer_path, int64_t model_m
   if (tokenizer_path.empty()) return 0;
   if (ends_with(tokenizer_path, ".gguf")) return int64_t(64) << 20;
   if (ends_with(tokenizer_path, ".json")) return file_bytes(tokenizer_path);
-  if (!std::filesystem::is_directory(tokenizer_path))
+  if (!std::filesystem::is_directory(tokenizer_path)) {
+    const SentencepieceModelInfo info = read_sentencepiece_model_info(tokenizer_path);
+    const std::string bos = sentencepiece_special_pieces(tokenizer_path).bos;
     return file_bytes(tokenizer_path) +
-           static_cast<int64_t>(sentencepiece_tokenizer_config_json(tokenizer_path, model_max_length).size());
+           static_cast<int64_t>(sentencepiece_tokenizer_config_json(tokenizer_path, model_max_length).size()) +
+           (sentencepiece_needs_tokenizer_json(info) ? static_cast<int64_t>(sentencepiece_tokenizer_json(info, bos).size())
+                                                     : 0);
+  }
   int64_t n = 0;
   for (const std::string& name : tokenizer_file_names()) n += file_bytes(tokenizer_path + "/" + name);
   return n;

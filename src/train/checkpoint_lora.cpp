@@ -25,7 +25,7 @@ const std::string kPeftPrefix = "base_model.model.";
 // B's rows of q/k follow the model's RoPE layout; Hugging Face files hold rotate-half rows.
 bool permutes_b(const Model& model, ParamRole role) {
   const ModelConfig& c = model.config();
-  return c.arch != ARCH_OPT && c.rope_style == ROPE_INTERLEAVED && rope_permutes_rows(role, false);
+  return rope_rows_interleaved(c) && rope_permutes_rows(role, false);
 }
 
 ParamRole role_of_module(const std::string& module) {

@@ -19,7 +19,7 @@ namespace {
 // Keys of models with interleaved RoPE are permuted per head; files hold rotate-half order.
 bool permutes_keys(const Model& model) {
   const ModelConfig& c = model.config();
-  return c.arch != ARCH_OPT && c.rope_style == ROPE_INTERLEAVED;
+  return rope_rows_interleaved(c);
 }
 
 // The fields of checkpoint_prefix.h's adapter_config.json (no peft_version: smezo is no PEFT version).

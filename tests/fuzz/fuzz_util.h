@@ -149,7 +149,7 @@ class HostBackend : public smezo::Backend {
             smezo::NormKind, float, const smezo::Probe&) override { no_op(); }
   void linear(const smezo::Tensor&, const smezo::Tensor&, const smezo::Param&,
               const smezo::Param*, const smezo::Probe&) override { no_op(); }
-  void rope(const smezo::Tensor&, const std::vector<int32_t>&, int64_t, int64_t, float,
+  void rope(const smezo::Tensor&, const std::vector<int32_t>&, int64_t, const std::vector<float>&,
             smezo::RopeStyle) override { no_op(); }
   void attention(const smezo::AttentionParams&) override { no_op(); }
   void swiglu(const smezo::Tensor&, const smezo::Tensor&, const smezo::Tensor&) override { no_op(); }

@@ -16,6 +16,14 @@ and never need Python.
                                           tokenizer_config.json (OPT's form; add_bos_token)
             and tests/fixtures/bpe/tiny_ids.jsonl: the ids HF gives for the edge cases below
             (for tiny_gpt2_files: transformers' AutoTokenizer on that folder).
+  families  Two more vocabularies in the newer families' tokenizer.json form, trained the same way
+            on the edge cases alone (no build needed): tiny_llama3 (Llama 3.x: Split(its regex,
+            Isolated) + ByteLevel(use_regex false), post_processor Sequence[ByteLevel,
+            TemplateProcessing <|begin_of_text|> $A], ignore_merges) and tiny_qwen2 (Qwen2/2.5/3:
+            normalizer NFC, Split(Qwen's regex) + ByteLevel(use_regex false), no BOS), and
+            tests/fixtures/bpe/families_ids.jsonl: HF's ids of the edge cases, and 300 random
+            texts of combining marks, Hangul and composition exceptions with Python's NFC of each
+            and tiny_qwen2's ids (vocab "nfc": smezo's NFC, tokenizer/bpe_nfc.h).
   smollm2   Builds HF's tokenizer from the SmolLM2 GGUF (AutoTokenizer gguf_file=) and writes
             tests/fixtures/bpe/smollm2_ids.jsonl: ids of the edge cases and of task prompts
             rendered by smezo's own templates (build/render_prompts).
@@ -186,6 +194,76 @@ def tiny_gpt2_files(spec):
     return lines
 
 
+# --- the newer families' tokenizer.json forms
+
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def nfc_cases():
+    """Texts whose NFC is not themselves, mostly: random mixes of letters, combining marks (in and out
+    of canonical order), Hangul jamo and syllables, singletons and composition exclusions."""
+    import random
+    rng = random.Random(7)
+    pool = [chr(c) for c in list(range(0x41, 0x5b)) + list(range(0xc0, 0x100)) + list(range(0x300, 0x370)) +
+            [0x1100, 0x1101, 0x1161, 0x1162, 0x11a8, 0x11a9, 0xac00, 0xac01, 0x212b, 0x2126, 0x0b47, 0x0b3e,
+             0x0b57, 0x0f73, 0x0f71, 0x0f72, 0x1e0a, 0x0323, 0x0307, 0x05b4, 0x05bc, 0x0958, 0x093c, 0x0915,
+             0x3099, 0x304b, 0x309a, 0xfb2c, 0x1d15e, 0x1d165, 0x0344, 0x0340, 0x2adc, 0xf900, 0x2f800, 0x20]]
+    return ["".join(rng.choice(pool) for _ in range(rng.randint(1, 10))) for _ in range(300)]
+
+
+def cmd_families(args):
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    corpus = [t for t, _ in edge_cases() if t]
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>", "<|im_end|>", "<|endoftext|>"]
+
+    def train(regex, nfc, ignore_merges):
+        tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+        if nfc:
+            tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tok.train_from_iterator(corpus, trainer)
+        return tok
+
+    llama3 = train(LLAMA3_REGEX, False, True)
+    llama3.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A",
+                                      special_tokens=[("<|begin_of_text|>", llama3.token_to_id("<|begin_of_text|>"))])])
+    qwen2 = train(QWEN2_REGEX, True, False)
+    qwen2.post_processor = processors.ByteLevel(trim_offsets=False)
+    lines = []
+    for name, tok in (("tiny_llama3", llama3), ("tiny_qwen2", qwen2)):
+        folder = os.path.join(FIXTURES, name)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "tokenizer.json")
+        tok.save(path, pretty=False)
+        config = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"} if name == "tiny_llama3" else \
+                 {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
+        with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+            json.dump(config, f, indent=1)
+        print(f"wrote {path}: {tok.get_vocab_size()} tokens")
+        ref = Tokenizer.from_file(path)
+        for case in edge_cases():
+            text = text_of(case)
+            enc = ref.encode(text, add_special_tokens=False)
+            lines.append(fixture_line(case, enc.ids, ref.decode(enc.ids, skip_special_tokens=True), {"vocab": name}))
+        print(f"{name}: encode('Hi') with special tokens = {ref.encode('Hi', add_special_tokens=True).ids}")
+    import unicodedata
+    for text in nfc_cases():
+        enc = qwen2.encode(text, add_special_tokens=False)
+        lines.append({"vocab": "nfc", "text": text, "nfc": unicodedata.normalize("NFC", text),
+                      "qwen2_ids": enc.ids})
+    write_jsonl(os.path.join(FIXTURES, "families_ids.jsonl"), lines)
+
+
 # --- SmolLM2 from its GGUF
 
 def smollm2_reference(gguf):
@@ -250,6 +328,7 @@ def main():
                         help="smezo's prompt renderer (make builds it in the build folder)")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("tiny")
+    sub.add_parser("families")
     s = sub.add_parser("smollm2")
     s.add_argument("--gguf", default=os.environ.get("SMEZO_SMOLLM2",
                                                     os.path.join(ROOT, "weights", "SmolLM2-135M-Instruct.Q4_1.gguf")))
@@ -260,7 +339,7 @@ def main():
                    "reads another one from $SMEZO_BPE_SMOLLM2_FIXTURE")
     s.add_argument("--save-tokenizer-json", help="also save the reference as a tokenizer.json here")
     args = parser.parse_args()
-    {"tiny": cmd_tiny, "smollm2": cmd_smollm2}[args.cmd](args)
+    {"tiny": cmd_tiny, "families": cmd_families, "smollm2": cmd_smollm2}[args.cmd](args)
 
 
 if __name__ == "__main__":

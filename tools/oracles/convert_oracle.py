@@ -8,7 +8,8 @@ Loads the directory with AutoModelForCausalLM / AutoTokenizer (offline, fp32, ea
 GGUF the same way (gguf_file=...), then compares on a few prompts: the token ids of both
 tokenizers (and of the two smezo fixtures' texts, tests/fixtures/bpe/smollm2_ids.jsonl), and
 the logits (max abs difference; fp32 rule 1e-4 * (1 + max|ref|) for an f32 conversion; for
-bf16 it reports the difference and the argmax agreement). Exits 1 on a mismatch.
+bf16 it reports the difference and the argmax agreement), and apply_chat_template of the folder
+against the GGUF's (the tokenizer.chat_template convert keeps). Exits 1 on a mismatch.
 """
 
 import argparse
@@ -64,6 +65,17 @@ def main():
             ok &= good
             print(f"{p!r:60.60} tokens {ids.shape[1]:3d}  max|diff| {err:.2e} (fp32 tolerance {tol:.2e})  "
                   f"argmax {agree}/{ids.shape[1]}  {'PASS' if good else 'FAIL'}")
+    # The GGUF's tokenizer.chat_template rides along (tokenizer_config.json): apply_chat_template works and
+    # renders what transformers' own GGUF load renders.
+    chat = [{"role": "user", "content": "Hi there"}]
+    try:
+        mine = tok_h.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        theirs = tok_g.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        good, note = mine == theirs, f"renders {mine!r}" + ("" if mine == theirs else f", the GGUF load {theirs!r}")
+    except Exception as e:  # noqa: BLE001 (a missing template is the finding)
+        good, note = False, f"{type(e).__name__}: {str(e)[:200]}"
+    ok &= good
+    print(f"chat template: {note}  {'PASS' if good else 'FAIL'}")
     print("ALL PASS" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -11,6 +11,15 @@ What it does
                     learned positions (offset 2), biases, ReLU
      hidden 64, 2-3 layers, vocab 300, intermediate 160, rope_theta 5000 (not the default,
      so the config's rope_parameters are really read).
+     The newer families, tiny (hidden 16, vocab 64) so that their fixtures can be committed:
+       qwen2_gqa    Qwen2ForCausalLM, q/k/v biases, 4 heads / 2 kv heads, untied        (fp32)
+       qwen2_tied   Qwen2ForCausalLM, 4 heads / 1 kv head, tie_word_embeddings=True     (bf16)
+       qwen3_gqa    Qwen3ForCausalLM, q/k norms, head_dim 8 != hidden / heads, untied  (fp32)
+       qwen3_tied   Qwen3ForCausalLM, 2 heads / 1 kv head of 8, tied                    (bf16)
+       llama3_gqa   LlamaForCausalLM with rope_scaling llama3 (factor 8, low 1, high 4,
+                    original 64, theta 100: one pair kept, two blended, one divided), untied (fp32)
+       llama3_tied  the same, tied                                                      (bf16)
+     Each of these is also written as a GGUF by the `gguf` package (below).
   2. Saves each with save_pretrained(dir, safe_serialization=True) in fp32, fp16 and bf16
      (config dtype set accordingly).
   3. Reference: loads the saved checkpoint back with attn_implementation="eager" in float32
@@ -51,6 +60,18 @@ Tolerance policy
   the reference's top-1 logit beats the logit of our pick by more than 2 * tolerance (near
   ties may flip legitimately).
 
+Fixtures (CI has no torch: the C++ suite compares against these, tests/test_family_oracle.cpp)
+  --write-fixtures DIR writes, per new-family case, DIR/<case>/: config.json and
+  model.safetensors as save_pretrained wrote them (in the case's dtype), logits.safetensors
+  (transformers' fp32 logits of the tokens, the reference above), oracle.json (tokens, dtype,
+  tolerance rule, versions) and model.gguf: the same weights written with the `gguf` package's
+  GGUFWriter, tensor names from its TensorNameMap (llama.cpp's convert_hf_to_gguf layout: llama
+  q/k rows permuted to the interleaved order, Llama 3's rope_freqs tensor of per-pair divisors,
+  1-D tensors in F32, matrices in the checkpoint's dtype). Where transformers can read that GGUF
+  back (its gguf loader), its logits are compared to the reference as a check of the layout.
+  --check-fixtures DIR rebuilds the cases and demands the committed logits within T32.
+  Regenerate with: python3 tools/oracles/hf_oracle.py --write-fixtures tests/fixtures/families
+
 Usage (from the repo root)
   python3 tools/oracles/hf_oracle.py                      # CPU backend, work files in build/oracle
   python3 tools/oracles/hf_oracle.py --device cuda --smezo build/smezo --workdir $OUT/oracle
@@ -59,6 +80,7 @@ Needs python3 with torch, transformers (4.4x or 5.x), safetensors, numpy; no net
 """
 
 import argparse
+import importlib.metadata
 import copy
 import os
 import subprocess
@@ -84,8 +106,9 @@ GOLDEN_STEPS = 200
 @dataclass
 class Case:
     name: str
-    arch: str    # llama | mistral | opt
+    arch: str    # llama | mistral | opt | qwen2 | qwen3
     config: dict = field(default_factory=dict)
+    fixture_dtype: str = ""  # a committed fixture (tests/fixtures/families) in this dtype
 
 
 SMALL_LLAMA = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=3, vocab_size=300,
@@ -111,6 +134,30 @@ CASES = [
                             eos_token_id=2)),
 ]
 
+# The newer families, tiny enough to commit (--write-fixtures): a few tens of KB each.
+TINY = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, vocab_size=64,
+            max_position_embeddings=128, rms_norm_eps=1e-5, hidden_act="silu", bos_token_id=1,
+            eos_token_id=2)
+LLAMA3_SCALING = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                      original_max_position_embeddings=64)
+CASES += [
+    Case("qwen2_gqa", "qwen2", dict(TINY, num_attention_heads=4, num_key_value_heads=2, rope_theta=500.0,
+                                    tie_word_embeddings=False, use_sliding_window=False), "fp32"),
+    Case("qwen2_tied", "qwen2", dict(TINY, num_attention_heads=4, num_key_value_heads=1, rope_theta=300.0,
+                                     tie_word_embeddings=True, use_sliding_window=False), "bf16"),
+    Case("qwen3_gqa", "qwen3", dict(TINY, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                                    rope_theta=500.0, tie_word_embeddings=False), "fp32"),
+    Case("qwen3_tied", "qwen3", dict(TINY, num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                     rope_theta=300.0, tie_word_embeddings=True), "bf16"),
+    Case("llama3_gqa", "llama", dict(TINY, num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                     rope_theta=100.0, rope_scaling=LLAMA3_SCALING,
+                                     tie_word_embeddings=False), "fp32"),
+    Case("llama3_tied", "llama", dict(TINY, num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                      rope_theta=100.0, rope_scaling=LLAMA3_SCALING,
+                                      tie_word_embeddings=True), "bf16"),
+]
+FIXTURE_SEQ_LEN = 16
+
 
 # --- building and saving models
 
@@ -119,6 +166,8 @@ def build_model(case):
         "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
         "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
         "opt": (transformers.OPTConfig, transformers.OPTForCausalLM),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+        "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
     }[case.arch]
     config = cfg_cls(**case.config)
     config._attn_implementation = "eager"
@@ -188,6 +237,97 @@ def window_guard(model_dir, tokens, ref, device):
     return float(np.abs(hf_forward(m.to(device).eval(), tokens, device) - ref).max())
 
 
+# --- GGUF of the same weights, written by the gguf package as llama.cpp's converter lays it out
+
+GGUF_ARCH = {"llama": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}
+
+
+def llama_permute(w, n_head):
+    """convert_hf_to_gguf's LlamaModel.permute: rotate-half rows -> interleaved, per head."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def llama3_rope_factors(cfg):
+    """convert_hf_to_gguf's rope_freqs for rope_type llama3: per pair, the divisor of its frequency."""
+    import math
+    rs = cfg.rope_parameters if getattr(cfg, "rope_parameters", None) else cfg.rope_scaling
+    base, dim = rs.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)), cfg.head_dim
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    out = []
+    for f in freqs.tolist():
+        wavelen = 2 * math.pi / f
+        if wavelen < old / hi:
+            out.append(1.0)
+        elif wavelen > old / lo:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def write_gguf(case, model_dir, path):
+    """The checkpoint in model_dir as a GGUF: metadata keys and tensor names from the gguf package."""
+    import gguf
+    cfg = transformers.AutoConfig.from_pretrained(model_dir)
+    arch = getattr(gguf.MODEL_ARCH, GGUF_ARCH[case.arch])
+    from safetensors import safe_open
+    with safe_open(os.path.join(model_dir, "model.safetensors"), framework="pt") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    w.add_rope_freq_base(float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))))
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if case.arch == "llama":
+        w.add_vocab_size(cfg.vocab_size)
+        w.add_rope_dimension_count(head_dim)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(cfg.vocab_size)])
+    w.add_bos_token_id(cfg.bos_token_id)
+    w.add_eos_token_id(cfg.eos_token_id)
+    names = gguf.get_tensor_name_map(arch, cfg.num_hidden_layers)
+    if case.arch == "llama" and (rope.get("rope_type") == "llama3"):
+        w.add_tensor(gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight", llama3_rope_factors(cfg))
+    for name, t in tensors.items():
+        gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        if gname is None:
+            raise RuntimeError(f"{case.name}: the gguf package has no name for {name}")
+        if case.arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            heads = cfg.num_attention_heads if "q_proj" in name else cfg.num_key_value_heads
+            t = torch.from_numpy(llama_permute(t.float().numpy(), heads)).to(t.dtype)
+        if t.ndim == 1 or t.dtype == torch.float32:  # llama.cpp keeps vectors (norms, biases) in F32
+            w.add_tensor(gname, t.float().numpy())
+        else:  # bf16 matrices stay bf16, raw
+            w.add_tensor(gname, t.view(torch.int16).numpy().view(np.uint16),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return "gguf " + importlib.metadata.version("gguf")
+
+
+def hf_gguf_logits(model_dir, gguf_name, tokens):
+    """transformers' own reading of our GGUF (its gguf loader), or None where it cannot."""
+    try:
+        m = transformers.AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=gguf_name,
+                                                              dtype=torch.float32)
+    except Exception as e:  # an architecture transformers' GGUF loader lacks
+        return None, f"transformers cannot read it ({type(e).__name__}: {str(e)[:80]})"
+    return hf_forward(m.eval(), tokens, "cpu"), ""
+
+
 # --- running smezo
 
 def run_cmd(cmd, env=None):
@@ -227,6 +367,96 @@ def argmax_check(ours, ref, tol):
     rows = np.arange(len(ref))
     gap = ref[rows, a_ref] - ref[rows, a_ours]  # how much better the reference's pick is
     return int((a_ours == a_ref).sum()), int(((a_ours != a_ref) & (gap > 2 * tol)).sum())
+
+
+# --- committed fixtures of the newer families (tests/fixtures/families)
+
+def case_tokens(case, n):
+    gen = np.random.default_rng([SEED, CASES.index(case)])  # same tokens for any --cases
+    return [int(t) for t in gen.integers(3, case.config["vocab_size"], size=n)]
+
+
+def unscaled_logits(case, model_dir, tokens):
+    """transformers' logits with llama3's scaling removed: the case must move them, and
+    transformers' GGUF loader (which drops the rope_freqs tensor) gives these."""
+    if "rope_scaling" not in case.config:
+        return None
+    plain = {k: v for k, v in case.config.items() if k != "rope_scaling"}
+    m = load_model(model_dir, torch.float32, "cpu")
+    cfg = type(m.config)(**plain)
+    cfg._attn_implementation = "eager"
+    other = type(m)(cfg).eval()
+    other.load_state_dict(m.state_dict())
+    return hf_forward(other, tokens, "cpu")
+
+
+def write_fixture(case, out_dir):
+    """DIR/<case>/: the checkpoint, its GGUF, transformers' logits and oracle.json. A result row."""
+    import json
+    from safetensors.numpy import save_file
+    d = os.path.join(out_dir, case.name)
+    os.makedirs(d, exist_ok=True)
+    save_model(build_model(case), d, DTYPES[case.fixture_dtype])
+    for extra in ("generation_config.json",):
+        if os.path.exists(os.path.join(d, extra)):
+            os.remove(os.path.join(d, extra))
+    tokens = case_tokens(case, FIXTURE_SEQ_LEN)
+    ref = hf_forward(load_model(d, torch.float32, "cpu"), tokens, "cpu")
+    t32 = FP32_REL_TOL * (1.0 + float(np.abs(ref).max()))
+    notes = []
+    unscaled = unscaled_logits(case, d, tokens)
+    if unscaled is not None:
+        moved = compare(unscaled, ref)["max_abs"]
+        notes.append(f"llama3 scaling off moves logits by {moved:.2f}")
+        if moved <= 100 * t32:
+            return (case.name, case.fixture_dtype, float("nan"), float("nan"), t32, "-", False,
+                    "the scaling does not matter here: the case is blind")
+    save_file({"logits": ref.astype(np.float32)}, os.path.join(d, "logits.safetensors"))
+    gguf_by = write_gguf(case, d, os.path.join(d, "model.gguf"))
+    back, why = hf_gguf_logits(d, "model.gguf", tokens)
+    err = float("nan")
+    if back is not None:
+        err = compare(back, ref if unscaled is None else unscaled)["max_abs"]
+        notes.append(f"transformers reads the GGUF back within {err:.1e}" +
+                     ("" if unscaled is None else " of the unscaled logits (its loader drops rope_freqs)"))
+    else:
+        notes.append(why)
+    meta = dict(case=case.name, family=case.arch, dtype=case.fixture_dtype, tokens=tokens,
+                tolerance="max abs err <= 1e-4 * (1 + max|ref|), argmax equal where decisive",
+                transformers=transformers.__version__, torch=torch.__version__, gguf_writer=gguf_by,
+                notes=notes)
+    with open(os.path.join(d, "oracle.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    ok = back is None or err <= t32
+    return (case.name, case.fixture_dtype, err, float("nan"), t32, "-", ok, "; ".join(notes))
+
+
+def check_fixture(case, fixture_dir, args):
+    """Rebuilds the case and compares with the committed logits; runs smezo on the fixture's files."""
+    import json
+    d = os.path.join(fixture_dir, case.name)
+    with open(os.path.join(d, "oracle.json")) as f:
+        meta = json.load(f)
+    want = load_file(os.path.join(d, "logits.safetensors"))["logits"].astype(np.float64)
+    tmp = os.path.join(args.workdir, "fixture_" + case.name)
+    save_model(build_model(case), tmp, DTYPES[case.fixture_dtype])
+    ref = hf_forward(load_model(tmp, torch.float32, "cpu"), meta["tokens"], "cpu")
+    t32 = FP32_REL_TOL * (1.0 + float(np.abs(ref).max()))
+    rows = [(case.name + " (rebuilt)", case.fixture_dtype, compare(ref, want)["max_abs"], float("nan"), t32,
+             "-", compare(ref, want)["max_abs"] <= t32, "transformers today vs the committed logits")]
+    for target in (d, os.path.join(d, "model.gguf")):
+        ours, problem = smezo_logits(args, target, meta["tokens"], os.path.join(args.workdir, case.name + ".l.safetensors"),
+                                     "fp32")
+        label = case.name + (" (gguf)" if target.endswith(".gguf") else " (hf)")
+        if problem:
+            rows.append((label, case.fixture_dtype, float("nan"), float("nan"), t32, "-", False, problem))
+            continue
+        c = compare(ours, want)
+        agree, decisive = argmax_check(ours, want, t32)
+        rows.append((label, case.fixture_dtype, c["max_abs"], c["max_rel"], t32, f"{agree}/{len(want)}",
+                     c["max_abs"] <= t32 and decisive == 0, "smezo on the committed fixture"))
+    return rows
 
 
 # --- the golden generation check
@@ -271,6 +501,8 @@ def main():
     ap.add_argument("--low-precision", default="auto", choices=["auto", "upcast", "native"],
                     help="fp16/bf16 tolerance rule (see the docstring); auto: upcast on cpu")
     ap.add_argument("--no-golden", action="store_true", help="skip the stories260K golden text")
+    ap.add_argument("--write-fixtures", metavar="DIR", help="write the new families' fixtures into DIR")
+    ap.add_argument("--check-fixtures", metavar="DIR", help="rebuild and compare the fixtures in DIR")
     args = ap.parse_args()
 
     if args.torch_device is None:
@@ -282,7 +514,7 @@ def main():
     hf_logging.disable_progress_bar()
     torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 reference must be real fp32
     torch.backends.cudnn.allow_tf32 = False
-    if not os.access(args.smezo, os.X_OK):
+    if not args.write_fixtures and not os.access(args.smezo, os.X_OK):
         print(f"error: {args.smezo} is not an executable; build it first (make -j)", file=sys.stderr)
         return 2
     by_name = {c.name: c for c in CASES}
@@ -300,6 +532,13 @@ def main():
           f"fp16/bf16 rule: {lp_mode}")
 
     rows = []  # (case, dtype, max_abs, max_rel, tol, argmax, ok, note)
+    if args.write_fixtures or args.check_fixtures:
+        for case in (c for c in cases if c.fixture_dtype):
+            if args.write_fixtures:
+                rows.append(write_fixture(case, args.write_fixtures))
+            else:
+                rows += check_fixture(case, args.check_fixtures, args)
+        cases, args.no_golden = [], True
     for case in cases:
         vocab = case.config["vocab_size"]
         tok_gen = np.random.default_rng([SEED, CASES.index(case)])  # same tokens for any --cases

@@ -16,6 +16,11 @@ What it does (stories260K: 8 heads, 4 key/value heads, so a GQA model; no downlo
      PEFT's logits.
   4. smezo's PREFIX_TUNING adapter_config.json holds the fields PEFT writes for the same model,
      with PEFT's values (peft_version and base_model_name_or_path aside).
+  5. The offline base: an adapter trained on the .bin records base_model_name_or_path null;
+     `smezo convert --adapter ADAPTER --out BASE` writes its base and names it there, and
+     AutoPeftModelForCausalLM.from_pretrained(ADAPTER) then loads both with HF_HUB_OFFLINE=1.
+  6. One more family, Qwen2 (q/k/v biases, GQA, tied head): a tiny random Qwen2ForCausalLM with
+     stories260K's vocabulary and tokenizer.model; steps 2 and 3 (LoRA and prefix, both ways) on it.
   Each adapter must move the logits by more than 100 x the tolerance (so a comparison that
   ignored the adapter would fail). Prints one PASS/FAIL line per check and exits 1 if any
   failed (2 on a setup error).
@@ -54,10 +59,10 @@ HF_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 TRAIN = ("train --task sst2 --batch 2 --max-len 40 --eval-every 0 --dev-examples 8 --skip-test "
          "--progress-every 1000 --steps 6 --eps 1e-2 --device cpu").split()
 PREFIX_TOKENS = 3
-# (No runs of spaces: transformers' LlamaTokenizer keeps them, where this sentencepiece model's
-# normalizer, and so smezo, folds them into one.)
+# Runs of spaces and leading/trailing ones too: this sentencepiece model's normalizer folds them, and
+# the tokenizer.json smezo convert writes beside tokenizer.model carries that rule to transformers.
 TEXTS = ["Once upon a time, there was a little girl named Lily.", "The cat sat on the mat. It was happy!",
-         "Tom said: \"Let's go!\" 42 times.\nThen he ran."]
+         "Tom said: \"Let's go!\" 42 times.\nThen he ran.", "  Two  spaces,   three   and a tail  "]
 PEFT_VERSION_KEYS = {"peft_version", "base_model_name_or_path"}  # differ by design
 
 
@@ -138,9 +143,10 @@ def check_tokenizer(args, checks, base_hf):
                f"{type(tok).__name__}: the same ids for {same}/{len(TEXTS)} texts")
 
 
-def train_adapter(args, base, tune, out):
-    extra = (["--tune", "lora", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", LORA_TARGETS, "--lr", "5e-3"]
-             if tune == "lora" else ["--tune", "prefix", "--prefix-tokens", str(PREFIX_TOKENS), "--lr", "5e-2"])
+def train_adapter(args, base, tune, out, lr=None):
+    extra = (["--tune", "lora", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", LORA_TARGETS, "--lr",
+              lr or "5e-3"]
+             if tune == "lora" else ["--tune", "prefix", "--prefix-tokens", str(PREFIX_TOKENS), "--lr", lr or "5e-2"])
     smezo(args, *TRAIN, "--model", base, *extra, "--out", out)
     return os.path.join(out, "checkpoint")
 
@@ -169,11 +175,11 @@ def check_ours_in_peft(args, checks, base_hf, base_bin, tokens, base_logits):
 def randomize(model, gen, std):
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.requires_grad:  # the adapter's values; the base is frozen
+            if p.requires_grad:  # the adapter's values (a PEFT model's base is frozen)
                 p.copy_(torch.randn(p.shape, generator=gen) * std)
 
 
-def peft_adapter(args, base_hf, tune):
+def peft_adapter(args, base_hf, tune, prefix=""):
     base = load_base(base_hf, "cpu")
     base.name_or_path = base_hf  # what PEFT records as base_model_name_or_path
     if tune == "lora":
@@ -183,7 +189,7 @@ def peft_adapter(args, base_hf, tune):
         config = peft.PrefixTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=PREFIX_TOKENS)
     model = peft.get_peft_model(base, config)
     randomize(model, torch.Generator().manual_seed(SEED), 0.1 if tune == "lora" else 0.5)
-    out = os.path.join(args.workdir, f"peft_{tune}")
+    out = os.path.join(args.workdir, f"{prefix}peft_{tune}")
     model.save_pretrained(out)
     return model.to(args.torch_device).eval(), out
 
@@ -199,6 +205,63 @@ def check_peft_in_ours(args, checks, base_hf, base_bin, tokens, base_logits):
             compare(checks, f"PEFT {tune} -> smezo ({kind})", smezo_logits(args, base, adapter, tokens, out), ref,
                     base_logits)
     return configs
+
+
+def check_offline_base(args, checks, tokens):
+    """Step 5: an adapter of the .bin gets a base PEFT loads offline from one smezo command."""
+    adapter = os.path.join(args.workdir, "ours_lora_bin", "checkpoint")
+    base = os.path.join(args.workdir, "ours_lora_bin_base")
+    if os.path.isdir(base):
+        import shutil
+        shutil.rmtree(base)
+    smezo(args, "convert", "--adapter", adapter, "--dtype", "f32", "--out", base)
+    named = json.load(open(os.path.join(adapter, "adapter_config.json")))["base_model_name_or_path"]
+    model, how = load_ours_in_peft(adapter, None, args.torch_device)
+    ref = peft_logits(model, tokens, args.torch_device)
+    ours = smezo_logits(args, None, adapter, tokens, adapter + ".offline.logits.safetensors")
+    base_logits = peft_logits(load_base(base, args.torch_device), tokens, args.torch_device)
+    compare(checks, "offline base: convert --adapter", ours, ref, base_logits)
+    print(f"      base_model_name_or_path {named}; loaded by {how}", flush=True)
+
+
+def qwen2_base(args):
+    """A tiny random Qwen2 (GQA 4/2, q/k/v biases, tied) with stories260K's vocabulary and tokenizer."""
+    import shutil
+    d = os.path.join(args.workdir, "qwen2-hf")
+    if os.path.isdir(d):
+        return d
+    cfg = transformers.Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, vocab_size=512, max_position_embeddings=256,
+                                   rope_theta=5000.0, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
+                                   use_sliding_window=False)
+    torch.manual_seed(SEED)
+    model = transformers.Qwen2ForCausalLM(cfg).eval()
+    gen = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():  # as hf_oracle.py: gains U(0.5, 1.5), biases and matrices N(0, 0.1^2) (not flat logits)
+        for name, p in model.named_parameters():
+            p.copy_(0.5 + torch.rand(p.shape, generator=gen) if p.ndim == 1 and not name.endswith(".bias")
+                    else torch.randn(p.shape, generator=gen) * 0.1)
+    model.save_pretrained(d)
+    shutil.copy(os.path.join(args.assets, "tokenizers", "tinystories-512.model"), os.path.join(d, "tokenizer.model"))
+    return d
+
+
+def check_qwen2(args, checks, tokens):
+    """Step 6: LoRA and prefix adapters on a Qwen2 base, smezo -> PEFT and PEFT -> smezo."""
+    base = qwen2_base(args)
+    base_logits = peft_logits(load_base(base, args.torch_device), tokens, args.torch_device)
+    for tune in ("lora", "prefix"):
+        # a larger lr than stories260K's: six steps must move this untrained model's logits measurably
+        adapter = train_adapter(args, base, tune, os.path.join(args.workdir, f"qwen2_ours_{tune}"),
+                                lr="5e-2" if tune == "lora" else "2e-1")
+        model, how = load_ours_in_peft(adapter, base, args.torch_device)
+        ours = smezo_logits(args, None, adapter, tokens, adapter + ".logits.safetensors")
+        compare(checks, f"qwen2: smezo {tune} -> PEFT", ours, peft_logits(model, tokens, args.torch_device),
+                base_logits)
+        model, adapter = peft_adapter(args, base, tune, prefix="qwen2_")
+        out = os.path.join(args.workdir, f"qwen2_peft_{tune}.logits.safetensors")
+        compare(checks, f"qwen2: PEFT {tune} -> smezo", smezo_logits(args, None, adapter, tokens, out),
+                peft_logits(model, tokens, args.torch_device), base_logits)
 
 
 def check_prefix_config(args, checks, peft_prefix_config):
@@ -245,6 +308,8 @@ def main():
     check_ours_in_peft(args, checks, base_hf, base_bin, tokens, base_logits)
     configs = check_peft_in_ours(args, checks, base_hf, base_bin, tokens, base_logits)
     check_prefix_config(args, checks, configs["prefix"])
+    check_offline_base(args, checks, tokens)
+    check_qwen2(args, checks, tokens)
     failed = sum(1 for _, ok, _ in checks.rows if not ok)
     print(f"\n{len(checks.rows) - failed}/{len(checks.rows)} passed")
     return 1 if failed else 0
