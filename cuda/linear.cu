@@ -4,7 +4,8 @@
 // (rounded once from the fp32 w'; a pair: W+ and W- from one noise_z8 per group); fp16/bf16 x is
 // rounded to W's dtype (cublasGemmEx wants A, B alike); cublasGemmEx (a pair: batch-2 strided), fp32
 // with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
-// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here. Tests: tests/test_backend_ops.cu.
+// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here; the sign noise kind's W' to
+// cuda/sign_noise.cu (128 signs per Philox call). Tests: tests/test_backend_ops.cu.
 // Memory: scratch holds one row block of W' (<= kCudaWeightChunkBytes, W+ and W- together) plus x in
 // 16 bits, in ONE scratch() call (a second could move the first region), as linear_scratch_plan (and
 // the memory estimate) count. cuBLAS keeps its default workspace; the handle is bound to our stream.
@@ -22,6 +23,7 @@
 #include "cuda_plan.h"
 #include "device_utils.cuh"
 #include "fused_linear.h"
+#include "sign_noise.h"
 
 namespace smezo {
 
@@ -88,6 +90,7 @@ constexpr int kBlock = 256;
 // Elements [first, first + n) of the tensor at src (first a multiple of 8) into dst[0, n).
 void perturb_weight(DType dtype, void* dst, const void* src, int64_t first, int64_t n,
                     const ProbeArgs& p, cudaStream_t stream) {
+  if (p.noise == NOISE_SIGN) return launch_sign_perturb(dtype, dst, nullptr, src, first, n, p, stream);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     perturb_weight_kernel<T><<<grid_blocks(ceil_div(n, 8), kBlock), kBlock, 0, stream>>>(
@@ -99,6 +102,7 @@ void perturb_weight(DType dtype, void* dst, const void* src, int64_t first, int6
 // The same for a pair, into plus[0, n) and minus[0, n).
 void perturb_weight_pair(DType dtype, void* plus, void* minus, const void* src, int64_t first,
                          int64_t n, const ProbeArgs& p, cudaStream_t stream) {
+  if (p.noise == NOISE_SIGN) return launch_sign_perturb(dtype, plus, minus, src, first, n, p, stream);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     perturb_weight_pair_kernel<T><<<grid_blocks(ceil_div(n, 8), kBlock), kBlock, 0, stream>>>(

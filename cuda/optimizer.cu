@@ -16,6 +16,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_utils.cuh"
+#include "cuda/sign_noise.h"
 
 namespace smezo {
 
@@ -140,6 +141,8 @@ void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   SMEZO_REQUIRE(!(p.info.stochastic_rounding && p.w.dtype == DTYPE_F16),
                 "stochastic rounding is implemented for bf16 storage; %s is stored as F16 "
                 "---> HINT: use --dtype bf16 or drop --stochastic-rounding", p.info.name.c_str());
+  if (u.noise == NOISE_SIGN && !u.stochastic_rounding)  // 128 signs per Philox call (sign_noise.h)
+    return launch_sign_update(p.w.dtype, p.w.data, n, coef, decay, seed, u.mask, stream_);
   const unsigned grid = grid_blocks(ceil_div(n, 8), kUpdateBlock);
   dispatch_dtype(p.w.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -156,7 +156,7 @@ Command register_bench(CLI::App& smezo) {
       "--shape: how a perturbed linear runs on the GPU (wprime: W' to scratch + cuBLAS; fused: "
       "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "
       "refuses fused). --kernel linear times both paths whatever this says");
-  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher"}));
+  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher", "sign"}));
   cmd->add_flag("--profile", s->profile, "--shape: each phase's step split into GEMM, noise, attention and rest, "
                                          "then time per op kind, means of the timed reps (stderr; the split also "
                                          "as \"profile\" in the JSON line)");
