@@ -54,7 +54,8 @@ struct Kind {
 #ifdef NOISE_BENCH_KINDS
 const Kind kKinds[] = {{"gaussian", NOISE_GAUSSIAN},
                        {"gaussian-v1", NOISE_GAUSSIAN_V1},
-                       {"rademacher", NOISE_RADEMACHER}};
+                       {"rademacher", NOISE_RADEMACHER},
+                       {"sign", NOISE_SIGN}};  // spec v3 (against spec-v2 headers, drop this row)
 #else
 const Kind kKinds[] = {{"gaussian (spec v1)", 0}};
 #endif

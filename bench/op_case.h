@@ -95,8 +95,8 @@ void for_each_op_case(OpList list, uint32_t base_seed, const std::function<void(
 // ---- for the case makers (bench/op_case_*.cpp)
 
 // Every noise kind of the spec; cases cycle through them (noise_of_case(case index)).
-constexpr NoiseKind kNoiseKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
-inline NoiseKind noise_of_case(uint64_t index) { return kNoiseKinds[index % 3]; }
+constexpr NoiseKind kNoiseKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN};
+inline NoiseKind noise_of_case(uint64_t index) { return kNoiseKinds[index % 4]; }
 constexpr DType kAllDtypes[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
 const char* mask_name(MaskKind m);
 // ParamInfo for a mask kind: MAGNITUDE keeps |w| <= median |w|, RANDOM keeps 30 %.

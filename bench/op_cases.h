@@ -152,7 +152,7 @@ struct LinearCase {
 };
 inline std::vector<LinearCase> linear_cases() {
   constexpr DType dts[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
-  constexpr NoiseKind noises[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+  constexpr NoiseKind noises[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN};
   std::vector<LinearCase> out;
   uint64_t i = 0;
   const int64_t exact[][3] = {{1, 1, 1}, {1, 7, 5}, {7, 13, 17}, {64, 96, 128}, {33, 255, 513}, {130, 64, 1000}};
@@ -175,7 +175,7 @@ inline std::vector<LinearCase> linear_cases() {
     for (DType dt : dts)
       for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM})
         for (float scale : {1e-3f, -1e-3f, 0.0f, 0.25f}) {
-          out.push_back({s[0], s[1], s[2], dt, i % 2 == 0, scale, mask, true, LINEAR_PERTURBED, noises[i % 3], i});
+          out.push_back({s[0], s[1], s[2], dt, i % 2 == 0, scale, mask, true, LINEAR_PERTURBED, noises[i % 4], i});
           i++;
         }
   // a training-sized tile count (many CTAs, the vectorised perturb path), bf16 as on the GPU

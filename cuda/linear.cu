@@ -4,7 +4,8 @@
 // (rounded once from the fp32 w'; a pair: W+ and W- from one noise_z8 per group); fp16/bf16 x is
 // rounded to W's dtype (cublasGemmEx wants A, B alike); cublasGemmEx (a pair: batch-2 strided), fp32
 // with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
-// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here. Tests: tests/test_backend_ops.cu.
+// LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here; the sign noise kind's W' to
+// cuda/sign_noise.cu (128 signs per Philox call) unless the fold is due. Tests: tests/test_backend_ops.cu.
 // The fold (src/backend/pending_updates.h): a weight's held updates (at most kFoldMaxUpdates) are
 // applied by fold_perturb_kernel, block by block, in the pass that forms W': it reads W, applies them
 // with update_group8 (update_kernel's bits), writes W back, and forms W' from the stored result. Any
@@ -37,6 +38,7 @@
 #include "device_utils.cuh"
 #include "fused_linear.h"
 #include "update_rule.cuh"
+#include "sign_noise.h"
 
 namespace smezo {
 
@@ -135,6 +137,8 @@ __global__ void bias_epilogue_kernel(float* out, const T* bias, int64_t M, int64
 // for a pair (p: the + half's probe); with held updates (f.count > 0) the fold, which updates W there too.
 void form_wprime_block(DType dtype, void* plus, void* minus, void* W, int64_t first, int64_t n, const ProbeArgs& p,
                        const FoldArgs& f, cudaStream_t stream) {
+  if (f.count == 0 && p.noise == NOISE_SIGN)  // 128 signs per Philox call (sign_noise.h)
+    return launch_sign_perturb(dtype, plus, minus, W, first, n, p, stream);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const unsigned grid = grid_blocks(ceil_div(n, 8), kBlock);

@@ -40,7 +40,7 @@ constexpr int kNoiseBlock = 256;
 void launch_noise_fill(float* out, int64_t n, NoiseKind kind, uint64_t seed, uint32_t tensor_id,
                        cudaStream_t cu_stream) {
   SMEZO_REQUIRE(n >= 0, "launch_noise_fill: negative element count %lld", (long long)n);
-  SMEZO_REQUIRE(kind == NOISE_GAUSSIAN || kind == NOISE_GAUSSIAN_V1 || kind == NOISE_RADEMACHER,
+  SMEZO_REQUIRE(kind == NOISE_GAUSSIAN || kind == NOISE_GAUSSIAN_V1 || kind == NOISE_RADEMACHER || kind == NOISE_SIGN,
                 "launch_noise_fill: noise kind %d is not a generator", static_cast<int>(kind));
   if (n == 0) return;
   noise_fill_kernel<<<grid_blocks(ceil_div(n, 8), kNoiseBlock), kNoiseBlock, 0, cu_stream>>>(

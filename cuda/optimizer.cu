@@ -18,6 +18,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device_utils.cuh"
 #include "cuda/update_rule.cuh"
+#include "cuda/sign_noise.h"
 
 namespace smezo {
 
@@ -94,6 +95,8 @@ void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   if (n == 0) return;
   const UpdateTensor t = update_tensor(p);
   const UpdateRule u{coef, decay, seed};
+  if (t.noise == NOISE_SIGN && !t.stochastic_rounding)  // 128 signs per Philox call (sign_noise.h)
+    return launch_sign_update(p.w.dtype, p.w.data, n, coef, decay, seed, t.mask, stream_);
   const unsigned grid = grid_blocks(ceil_div(n, 8), kUpdateBlock);
   dispatch_dtype(p.w.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -339,6 +339,10 @@ TEST_F(BackendOps, LinearProbePair) {
   // from the tensor's own indices. Production block size (no test knob): 16.8 M weights each.
   check_linear_pair(cpu_, *gpu_, {2, 4101, 4096, DTYPE_BF16, MASK_MAGNITUDE, true, NOISE_GAUSSIAN}, ci++);
   check_linear_pair(cpu_, *gpu_, {3, 4101, 4096, DTYPE_F32, MASK_RANDOM, true, NOISE_RADEMACHER}, ci++);
+  // The sign kind's W' kernel (cuda/sign_noise.cu) on a block that starts inside a Philox call: f32
+  // rows of 4100 take pair blocks of 2040 rows, so the second block starts at element 8,364,000, which
+  // is 96 elements into a call of 128.
+  check_linear_pair(cpu_, *gpu_, {2, 2045, 4100, DTYPE_F32, MASK_MAGNITUDE, true, NOISE_SIGN}, ci++);
 }
 
 // A pair call against two single-probe calls (+ half, - half) on the CUDA backend. The CPU
@@ -355,6 +359,7 @@ TEST_F(BackendOps, LinearProbePairMatchesSeparateProbes) {
       {13, 129, 257, DTYPE_BF16, MASK_MAGNITUDE, true, NOISE_GAUSSIAN},
       {128, 1024, 512, DTYPE_F16, MASK_RANDOM, true, NOISE_RADEMACHER},
       {5, 1000, 288, DTYPE_F32, MASK_DENSE, true, NOISE_GAUSSIAN_V1},
+      {33, 1000, 288, DTYPE_BF16, MASK_RANDOM, true, NOISE_SIGN},
       {64, 576, 1536, DTYPE_BF16, MASK_DENSE, true, NOISE_GAUSSIAN},  // SmolLM2's down_proj
       // the pair takes 2 blocks of 4096 rows, a single probe all 4101 rows in one
       {2, 4101, 4096, DTYPE_BF16, MASK_MAGNITUDE, true, NOISE_GAUSSIAN},

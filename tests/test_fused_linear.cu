@@ -3,15 +3,15 @@
 // manner of tests/test_backend_ops.cu: fresh random inputs (never zeros) from SMEZO_TEST_SEED,
 // outputs poisoned with NaN and guarded by a row above and below, the input and the stored
 // weights checked unwritten. Cases: probe pairs and single probes (+ and -), bf16 / f16 / f32,
-// gaussian, gaussian-v1 and rademacher z, S-MeZO's magnitude mask, MeZO (dense) and R-MeZO's
+// gaussian, gaussian-v1, rademacher and sign z, S-MeZO's magnitude mask, MeZO (dense) and R-MeZO's
 // random mask, a bias (OPT), shapes that are not multiples of the tiles (37 x 70 x 200, K = 203
 // where noise groups of 8 straddle weight rows and K chunks) and larger ones (several row
 // chunks and column blocks).
 //
 // Tolerances (|fused - ref| <= bound, element by element; NaN never passes):
 //   small-integer cases        EXACT, against the CPU and the W' path: integer x and W, the
-//   (rademacher, scale 1)      rademacher z is ±1, so every w' = w ± 1 is an integer, every
-//                              product and partial sum an integer below 2^24, and any order of
+//   (rademacher or sign,       z is ±1, so every w' = w ± 1 is an integer, every
+//   scale 1)                   product and partial sum an integer below 2^24, and any order of
 //                              summation gives the same bits. A wrong noise index, sign, mask
 //                              or row/probe mapping changes a value by at least 1.
 //   random cases               kTolGemm = 1e-5 x (Σ_k |x_k·w'_k| + |b'|), test_backend_ops'
@@ -66,7 +66,7 @@ struct FusedCase {
   bool pair;
   float scale;      // the probe's scale (a pair: its + half's); negative: the - probe alone
   bool bias;
-  bool small_int;   // integer x and W, rademacher z, |scale| = 1: results exact
+  bool small_int;   // integer x and W, rademacher or sign z, |scale| = 1: results exact
 };
 
 std::string describe(const FusedCase& c) {
@@ -104,6 +104,9 @@ std::vector<FusedCase> fused_cases() {
     out.push_back({70, 45, 203, dt, MASK_DENSE, NOISE_RADEMACHER, false, -1.0f, false, true});
   }
   out.push_back({129, 100, 77, DTYPE_BF16, MASK_RANDOM, NOISE_RADEMACHER, true, 1.0f, false, true});
+  // the sign kind (spec v3): W' through noise_z8, as perturb_weight_pair keys it; K = 203 straddles calls
+  out.push_back({33, 70, 203, DTYPE_BF16, MASK_MAGNITUDE, NOISE_SIGN, true, 2e-2f, true, false});
+  out.push_back({37, 45, 203, DTYPE_F32, MASK_DENSE, NOISE_SIGN, false, -1.0f, false, true});
   return out;
 }
 

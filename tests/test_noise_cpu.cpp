@@ -18,7 +18,7 @@ using smezo_test::make_param;
 
 namespace {
 
-const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN};
 const MaskKind kMasks[] = {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM};
 
 // Restores the OpenMP thread count on scope exit.

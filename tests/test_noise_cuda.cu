@@ -2,19 +2,23 @@
 // src/common/noise_spec.h: raw Philox words, z of every noise kind (launch_noise_fill and the
 // dispatch noise_z8 / noise_z in a kernel, at small and huge indices), every radius and angle
 // of the spec-v2 gaussian, cuRAND's own curand_Philox4x32_10, masks and element rules
-// evaluated in a kernel. Every GPU test skips with "no CUDA device: skipped" where no GPU is
+// evaluated in a kernel, and the sign kind's kernels (cuda/sign_noise.cu) on ranges that start
+// and end anywhere. Every GPU test skips with "no CUDA device: skipped" where no GPU is
 // present. The CudaCheck tests (error macros) run everywhere.
 #include <gtest/gtest.h>
 
 #include <curand_philox4x32_x.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../cuda/cuda_check.h"
 #include "../cuda/noise.h"
+#include "../cuda/sign_noise.h"
+#include "common/half.h"
 #include "common/check.h"
 #include "common/noise_spec.h"
 #include "test_util.h"
@@ -46,7 +50,7 @@ std::vector<T> to_host(const T* dev, size_t n) {
 }
 
 const uint64_t kSeeds[] = {0ull, 1ull, 0x0123456789abcdefull, 0xffffffffffffffffull};
-const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN};
 
 // cuRAND's device Philox on the same counter/key: the convention check.
 __global__ void curand_philox_kernel(uint32_t* out, int64_t n_groups, uint64_t seed,
@@ -245,6 +249,7 @@ TEST(NoiseCuda, MasksAndElementRulesBitExact) {
       {NOISE_GAUSSIAN_V1, MASK_MAGNITUDE, 0.02f, 0.0f, -1e-3f, -1.5e-6f, 43, 0, 2},
       {NOISE_RADEMACHER, MASK_RANDOM, 0.0f, 0.3f, 1e-3f, 4e-7f, 44, 0x77, 3},
       {NOISE_GAUSSIAN, MASK_RANDOM, 0.0f, 0.3f, -1e-3f, 4e-7f, 45, 0x78, 4},
+      {NOISE_SIGN, MASK_MAGNITUDE, 0.02f, 0.0f, 1e-3f, -2e-6f, 46, 0, 5},
   };
   for (const RuleCase& c : cases) {
     rules_kernel<<<(n + 255) / 256, 256>>>(dw.ptr, n, c, keep.ptr, pert.ptr, upd.ptr, rad.ptr,
@@ -261,6 +266,102 @@ TEST(NoiseCuda, MasksAndElementRulesBitExact) {
       ASSERT_EQ(fp_bits(u[i]), fp_bits(updated_value(w[i], z, c.coef, hk))) << i;
       ASSERT_EQ(fp_bits(r[i]), fp_bits(noise_z(NOISE_RADEMACHER, c.seed, c.tensor_id, i))) << i;
       ASSERT_EQ(fp_bits(f[i]), fp_bits(noise_uniform01(c.seed, c.tensor_id, i, NOISE_STREAM_ROUNDING)));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the sign kind's kernels
+
+namespace {
+
+// v in dtype dt as raw bytes (f16/bf16 rounded to nearest even), and back.
+std::vector<uint8_t> to_raw(DType dt, const std::vector<float>& v) {
+  std::vector<uint8_t> raw(v.size() * dtype_size(dt));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DTYPE_F32) {
+      std::memcpy(&raw[4 * i], &v[i], 4);
+      continue;
+    }
+    const uint16_t h = dt == DTYPE_BF16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
+    std::memcpy(&raw[2 * i], &h, 2);
+  }
+  return raw;
+}
+
+float raw_at(DType dt, const std::vector<uint8_t>& raw, size_t i) {
+  if (dt == DTYPE_F32) {
+    float f;
+    std::memcpy(&f, &raw[4 * i], 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, &raw[2 * i], 2);
+  return dt == DTYPE_BF16 ? bf16_to_float(h) : f16_to_float(h);
+}
+
+float rounded_to(DType dt, float v) { return raw_at(dt, to_raw(dt, {v}), 0); }
+
+}  // namespace
+
+// launch_sign_perturb (single and pair) and launch_sign_update on a tensor of several warp tiles
+// (4096 elements each), ranges starting on and off a call (128) and a tile, ending mid-group, and
+// shorter than a group; every storage dtype and mask kind. Each output element is the spec's rule
+// with noise_z(NOISE_SIGN), rounded once to the dtype; outputs are poisoned (0xff bytes, NaN in every
+// dtype) with a guard after the range that must stay poisoned.
+TEST(NoiseCuda, SignKernelsBitExactOnAnyRange) {
+  SKIP_WITHOUT_GPU();
+  const int64_t total = 3 * 4096 + 1000 + 5;
+  const int64_t ranges[][2] = {{0, total}, {0, 5}, {8, 3}, {136, 2 * 4096 + 13}, {4096 - 8, 24},
+                               {total - 5 - 8 * 50, 8 * 50 + 5}, {1024, 4096}};
+  const uint64_t seed = 0x5eed5eed12345ull;
+  for (DType dt : {DTYPE_F32, DTYPE_F16, DTYPE_BF16}) {
+    std::vector<float> w = smezo_test::random_floats(total, 21, -1.0f, 1.0f);
+    for (float& x : w) x = rounded_to(dt, x);
+    const std::vector<uint8_t> raw = to_raw(dt, w);
+    const size_t es = dtype_size(dt), guard = 16;
+    DeviceBuffer<uint8_t> src(raw.size()), plus(raw.size() + guard * es), minus(raw.size() + guard * es);
+    CUDA_CHECK(cudaMemcpy(src.ptr, raw.data(), raw.size(), cudaMemcpyHostToDevice));
+    for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM}) {
+      ProbeArgs p;
+      p.scale = 0.125f;  // large: a wrong sign shows in every dtype
+      p.seed = seed;
+      p.noise = NOISE_SIGN;
+      p.mask = MaskArgs{mask, 0.4f, 0.3f, 0x77, 9};
+      auto want = [&](int64_t i, float scale) {
+        const bool keep = mask_keep(mask, w[i], 0.4f, 0.3f, 0x77, 9, i);
+        return rounded_to(dt, perturbed_value(w[i], noise_z(NOISE_SIGN, seed, 9, i), scale, keep));
+      };
+      for (const auto& r : ranges) {
+        SCOPED_TRACE(testing::Message() << dtype_name(dt) << " mask " << mask << " range " << r[0] << "+" << r[1]);
+        for (bool pair : {true, false}) {
+          CUDA_CHECK(cudaMemset(plus.ptr, 0xff, raw.size() + guard * es));
+          CUDA_CHECK(cudaMemset(minus.ptr, 0xff, raw.size() + guard * es));
+          launch_sign_perturb(dt, plus.ptr, pair ? minus.ptr : nullptr, src.ptr, r[0], r[1], p, 0);
+          CUDA_CHECK(cudaDeviceSynchronize());
+          const std::vector<uint8_t> hp = to_host(plus.ptr, raw.size() + guard * es);
+          const std::vector<uint8_t> hm = to_host(minus.ptr, raw.size() + guard * es);
+          for (int64_t k = 0; k < r[1]; ++k) {
+            ASSERT_EQ(fp_bits(raw_at(dt, hp, k)), fp_bits(want(r[0] + k, p.scale))) << "+ element " << r[0] + k;
+            if (pair) {
+              ASSERT_EQ(fp_bits(raw_at(dt, hm, k)), fp_bits(want(r[0] + k, -p.scale))) << "- element " << r[0] + k;
+            }
+          }
+          for (size_t b = r[1] * es; b < r[1] * es + guard * es; ++b) ASSERT_EQ(hp[b], 0xffu) << "written past the end";
+          if (!pair) {
+            ASSERT_EQ(hm[0], 0xffu) << "a single probe wrote W-";
+          }
+        }
+      }
+      const float coef = 3e-3f, decay = 0.25f;  // the update: every element of the tensor, in place
+      CUDA_CHECK(cudaMemcpy(plus.ptr, raw.data(), raw.size(), cudaMemcpyHostToDevice));
+      launch_sign_update(dt, plus.ptr, total, coef, decay, seed, p.mask, 0);
+      const std::vector<uint8_t> hu = to_host(plus.ptr, raw.size());
+      for (int64_t i = 0; i < total; ++i) {
+        const bool keep = mask_keep(mask, w[i], 0.4f, 0.3f, 0x77, 9, i);
+        const float w1 = updated_value(w[i], noise_z(NOISE_SIGN, seed, 9, i), coef, keep);
+        ASSERT_EQ(fp_bits(raw_at(dt, hu, i)), fp_bits(rounded_to(dt, keep ? fp_fma(-decay, w[i], w1) : w1)))
+            << dtype_name(dt) << " mask " << mask << " update of element " << i;
+      }
     }
   }
 }

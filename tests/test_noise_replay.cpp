@@ -157,9 +157,9 @@ TEST(NoiseReplay, OldRunResumesWithItsOwnNoise) {
 }
 
 // New runs through the public API: the header names the kind and the spec version, and replay
-// rebuilds the checkpoint with that kind (rademacher and the default gaussian).
+// rebuilds the checkpoint with that kind (rademacher, sign and the default gaussian).
 TEST(NoiseReplay, NewRunsRecordTheirNoiseAndReplayWithIt) {
-  for (NoiseKind kind : {NOISE_RADEMACHER, NOISE_AUTO}) {
+  for (NoiseKind kind : {NOISE_RADEMACHER, NOISE_SIGN, NOISE_AUTO}) {
     const std::string dir = make_temp_dir("noise_new");
     TrainOptions o = fixture_run(dir + "/run");
     o.steps = 3;
@@ -169,8 +169,9 @@ TEST(NoiseReplay, NewRunsRecordTheirNoiseAndReplayWithIt) {
     o.spsa.noise = kind;
     train(o);
     const SeedLog log = seed_log_read(o.out_dir + "/seed_log.txt");
-    EXPECT_EQ(log.header["spsa"]["noise"], kind == NOISE_RADEMACHER ? "rademacher" : "gaussian");
-    EXPECT_EQ(log.header["spsa"]["noise_spec"], NOISE_SPEC_VERSION);
+    const NoiseKind used = kind == NOISE_AUTO ? NOISE_GAUSSIAN : kind;
+    EXPECT_EQ(log.header["spsa"]["noise"], noise_name(used));
+    EXPECT_EQ(log.header["spsa"]["noise_spec"], noise_spec_version_of(used));
     const std::string trained = checkpoint_digest(o.out_dir + "/checkpoint", dir);
     EXPECT_EQ(replay_digest(o.out_dir + "/seed_log.txt", dir), trained);
     EXPECT_NE(replay_digest(o.out_dir + "/seed_log.txt", dir, NOISE_GAUSSIAN_V1), trained);
@@ -209,20 +210,24 @@ TEST(NoiseReplay, UnknownNoiseOrNewerSpecIsRefused) {
   }
 }
 
-// The command line: `smezo train --noise rademacher` records the kind (seed log and
-// summary.json), `smezo replay` rebuilds its checkpoint bit for bit, and a killed run resumed
-// WITHOUT --noise continues with rademacher and ends bit for bit where the uninterrupted run
-// did; --resume naming another noise is refused.
-TEST(NoiseReplay, CliRademacherTrainsResumesAndReplaysBitForBit) {
-  const std::string dir = make_temp_dir("noise_cli_rademacher");
+// The command line: `smezo train --noise KIND` records the kind and the spec version that added it
+// (seed log and summary.json), `smezo replay` rebuilds its checkpoint bit for bit, and a killed run
+// resumed WITHOUT --noise continues with KIND and ends bit for bit where the uninterrupted run did;
+// --resume naming another noise is refused.
+namespace {
+
+void expect_cli_trains_resumes_and_replays(const std::string& kind, int spec_version) {
+  const std::string dir = make_temp_dir("noise_cli_" + kind);
   const std::string common = smezo_test::smezo_binary() + " train --task sst2 --method smezo --sparsity 0.5 "
                              "--steps 6 --batch 2 --max-len 40 --train-examples 16 --dev-examples 0 --skip-test "
                              "--lr 2e-3 --flush-every 1 --progress-every 1000";
   std::string out;
-  ASSERT_EQ(run_command(common + " --noise rademacher --out " + dir + "/full", &out), 0) << out;
-  EXPECT_EQ(seed_log_read(dir + "/full/seed_log.txt").header["spsa"]["noise"], "rademacher");
+  ASSERT_EQ(run_command(common + " --noise " + kind + " --out " + dir + "/full", &out), 0) << out;
+  const nlohmann::json header = seed_log_read(dir + "/full/seed_log.txt").header;
+  EXPECT_EQ(header["spsa"]["noise"], kind);
+  EXPECT_EQ(header["spsa"]["noise_spec"], spec_version);
   const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/full/summary.json"));
-  EXPECT_EQ(summary["noise"], "rademacher");
+  EXPECT_EQ(summary["noise"], kind);
   const std::string trained = checkpoint_digest(dir + "/full/checkpoint", dir);
   ASSERT_EQ(run_command(smezo_test::smezo_binary() + " replay " + default_model_path() + " " + dir +
                             "/full/seed_log.txt --out " + dir + "/replayed", &out), 0) << out;
@@ -234,7 +239,17 @@ TEST(NoiseReplay, CliRademacherTrainsResumesAndReplaysBitForBit) {
   ASSERT_EQ(run_command("mkdir -p " + dir + "/killed", nullptr), 0);
   write_file(dir + "/killed/seed_log.txt", truncated_log(dir + "/full/seed_log.txt", 3));
   EXPECT_NE(run_command(common + " --resume --noise gaussian --out " + dir + "/killed", &out), 0);
-  EXPECT_THAT(out, testing::HasSubstr("the run used noise rademacher, this command asks for gaussian"));
+  EXPECT_THAT(out, testing::HasSubstr("the run used noise " + kind + ", this command asks for gaussian"));
   ASSERT_EQ(run_command(common + " --resume --out " + dir + "/killed", &out), 0) << out;
   EXPECT_EQ(checkpoint_digest(dir + "/killed/checkpoint", dir), trained);
 }
+
+}  // namespace
+
+TEST(NoiseReplay, CliRademacherTrainsResumesAndReplaysBitForBit) {
+  expect_cli_trains_resumes_and_replays("rademacher", 2);
+}
+
+// The sign kind (spec v3): its log records noise_spec 3, which a spec-v2 smezo refuses
+// (spsa_logged_noise's rule, tests/test_spsa.cpp), and this one replays and resumes.
+TEST(NoiseReplay, CliSignTrainsResumesAndReplaysBitForBit) { expect_cli_trains_resumes_and_replays("sign", 3); }

@@ -3,11 +3,12 @@
 // which instruction set is missing):
 //   - the range workers (read, read pair, update) for every noise kind and mask kind, four
 //     (seed, tensor id) pairs, ranges with unaligned starts and tails (counts not multiples of
-//     8, 16 or a step of 128, 0 to 611), ranges whose Philox group crosses 2^32 and 2^37; random non-zero
+//     8, 16 or a step of 128, 0 to 611), ranges whose Philox group crosses 2^32 and 2^37 (sign's
+//     call of 128 crosses 2^32); random non-zero
 //     weights with the magnitude threshold, its negative and a subnormal among them; outputs
 //     poisoned with a NaN, guards before and after them, elements outside an update's range;
 //   - the transform alone on Philox words covering every radius and every angle the spec can
-//     make (gaussian, rademacher: every 16-bit half in both places; gaussian-v1: every 24-bit
+//     make (gaussian, rademacher, sign: every 16-bit half in both places; gaussian-v1: every 24-bit
 //     uniform of the radius and of the angle), so the tails of the distribution are included;
 //   - the CPU backend on the path (noise_path_set) for 1, 2 and 3 OpenMP threads;
 //   - SMEZO_NOISE_PATH: checked when the CPU backend is made (the CLI with each value).
@@ -29,7 +30,7 @@ using namespace smezo;
 
 namespace {
 
-const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER};
+const NoiseKind kKinds[] = {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN};
 const MaskKind kMasks[] = {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM};
 const uint32_t kPoison = 0x7fc0dead;  // a quiet NaN no path writes
 
@@ -126,9 +127,9 @@ void check_ranges(NoisePath path) {
   const int64_t starts[] = {0, 1, 3, 7, 8, 9, 13, 16, 24, 31, 33};
   const int64_t counts[] = {0, 1, 2, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65, 100, 127, 128, 129, 257, 389, 611};
   // Elements from 0, and just below where the counter's word 0 carries into word 1: groups of 4
-  // (gaussian-v1, mask) 2^32, groups of 8 2^32, and groups of 8 2^37.
+  // (gaussian-v1, mask) 2^32, groups of 8 2^32, groups of 8 2^37, and sign's calls of 128 2^32.
   const int64_t firsts[] = {0, (int64_t(1) << 34) - 8 * 20, (int64_t(1) << 35) - 8 * 20 - 8,
-                            (int64_t(1) << 40) - 8 * 7};
+                            (int64_t(1) << 40) - 8 * 7, (int64_t(1) << 39) - 8 * 45};
   const std::vector<float> w = test_weights(650, 41);  // starts + counts fit
   const float scale = -1.5e-3f, coef = 2.5e-3f, decay = 1e-4f;
   for (const Key& key : keys) {
@@ -154,17 +155,18 @@ void check_ranges(NoisePath path) {
 void check_words(NoisePath path, NoiseKind kind, const std::vector<uint32_t>& words) {
   const NoiseRangeFns& fns = *noise_path_fns(path);
   const int64_t n_calls = static_cast<int64_t>(words.size() / 4);
-  const int per_call = kind == NOISE_GAUSSIAN_V1 ? 4 : 8;
+  const int per_call = kind == NOISE_GAUSSIAN_V1 ? 4 : kind == NOISE_SIGN ? 128 : 8;
   std::vector<float> z = poisoned(n_calls * per_call + 1);
   fns.z_of_words(kind, words.data(), n_calls, z.data());
   for (int64_t k = 0; k < n_calls; ++k) {
     const uint32_t* x = &words[4 * k];
-    float want[8];
+    float want[128];
+    for (int g = 0; g < 16 && kind == NOISE_SIGN; ++g) noise_sign8_of_words(x, g, want + 8 * g);
     if (kind == NOISE_GAUSSIAN_V1) {
       noise_box_muller(x[0], x[1], &want[0], &want[1]);
       noise_box_muller(x[2], x[3], &want[2], &want[3]);
     }
-    for (int l = 0; l < 4 && kind != NOISE_GAUSSIAN_V1; ++l) {
+    for (int l = 0; l < 4 && kind != NOISE_GAUSSIAN_V1 && kind != NOISE_SIGN; ++l) {
       if (kind == NOISE_RADEMACHER) {
         want[2 * l] = rademacher_from_half(x[l], 0);
         want[2 * l + 1] = rademacher_from_half(x[l], 1);
@@ -189,7 +191,7 @@ void check_every_radius_and_angle(NoisePath path) {
     words.push_back((i << 16) | p);
     words.push_back((p << 16) | i);
   }
-  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_RADEMACHER}) check_words(path, kind, words);
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_RADEMACHER, NOISE_SIGN}) check_words(path, kind, words);
   // gaussian-v1: every 24-bit uniform of the radius (xa >> 8) and of the angle (xb >> 8), in
   // chunks of 2^16 Box-Muller pairs (2 per call).
   for (uint32_t chunk = 0; chunk < 256; ++chunk) {

@@ -187,7 +187,7 @@ TEST(NoiseDispatch, ElementLayoutOfEveryKind) {
     ASSERT_EQ(rad, ((i % 2 ? w << 16 : w) & 0x80000000u) ? -1.0f : 1.0f) << i;
     ASSERT_EQ(fp_bits(noise_z(NOISE_GAUSSIAN_V1, seed, 9, i)),
               fp_bits(noise_normal(seed, 9, i, NOISE_STREAM_GAUSS))) << i;
-    for (NoiseKind kind : {NOISE_GAUSSIAN_V1, NOISE_GAUSSIAN, NOISE_RADEMACHER}) {
+    for (NoiseKind kind : {NOISE_GAUSSIAN_V1, NOISE_GAUSSIAN, NOISE_RADEMACHER, NOISE_SIGN}) {
       float z8[8];
       noise_z8(kind, seed, 9, i / 8, z8);
       ASSERT_EQ(fp_bits(z8[i % 8]), fp_bits(noise_z(kind, seed, 9, i))) << "kind " << kind << " index " << i;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <iterator>  // std::size
 #include <string>
 
 #include "bench/op_bench.h"
@@ -26,7 +27,7 @@ int64_t expected_lines() {
   return static_cast<int64_t>(embedding_cases().size() + position_embedding_cases().size() + norm_cases().size() +
                               2 * rope_cases().size() + 2 * swiglu_cases().size() + 2 * relu_add_cases().size() +
                               gather_rows_cases().size() + copy_rows_cases().size() + linear_cases().size() +
-                              9 * update_cases().size() + 3 * abs_quantile_cases().size() +
+                              3 * std::size(kNoiseKinds) * update_cases().size() + 3 * abs_quantile_cases().size() +
                               attention_cases().size());
 }
 

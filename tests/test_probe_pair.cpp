@@ -42,7 +42,7 @@ TEST(ProbePair, LinearHalvesEqualSingleProbes) {
   int checked = 0;
   for (Shape s : {Shape{7, 200, 96}, Shape{150, 800, 64}, Shape{3, 5, 1}}) {
     for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM}) {
-      for (NoiseKind noise : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+      for (NoiseKind noise : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN}) {
         for (bool trainable : {true, false}) {
           const uint32_t seed = static_cast<uint32_t>(100 + checked);
           std::vector<float> wd = random_floats(s.N * s.K, seed), bd = random_floats(s.N, seed + 1);
@@ -78,7 +78,7 @@ TEST(ProbePair, LinearHalvesEqualSingleProbes) {
       }
     }
   }
-  EXPECT_EQ(checked, 54);
+  EXPECT_EQ(checked, 72);  // 3 shapes x 3 masks x 4 noise kinds x trainable or not
 }
 
 TEST(ProbePair, ReadParamPairEqualsTwoReads) {

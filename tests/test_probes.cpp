@@ -323,6 +323,8 @@ TEST(Probes, BadOptionsAreOneLineErrors) {
   o.sparsity = 0;
   o.noise = NOISE_GAUSSIAN;
   EXPECT_THAT(error_of(o), HasSubstr("fzoo's probes are Rademacher"));
+  o.noise = NOISE_SIGN;  // ±1 as well, 128 per Philox call
+  EXPECT_EQ(error_of(o), "no error");
   o.noise = NOISE_AUTO;
   o.weight_decay = 0.1f;
   EXPECT_THAT(error_of(o), HasSubstr("--weight-decay 0.1 is not defined for it"));

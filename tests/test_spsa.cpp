@@ -270,7 +270,7 @@ TEST(Spsa, GradientOverflowStopsWithoutTouchingWeights) {
 // w1 = fma(-coef, z, w), w_new = fma(-decay, w, w1); norms are never decayed. z is the run's
 // noise kind (noise_z of src/common/noise_spec.h), for every kind.
 TEST(Spsa, WeightDecayFollowsTheUpdateRule) {
-  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN}) {
     CpuBackend be;
     Model m(smezo_test::random_weight_source(micro_config(), 12), be, DTYPE_F32, 8, 8);
     SpsaOptions o;
@@ -298,10 +298,10 @@ TEST(Spsa, WeightDecayFollowsTheUpdateRule) {
   }
 }
 
-// Every kind trains: the quadratic falls with rademacher and both gaussians (SPSA needs only
+// Every kind trains: the quadratic falls with both ±1 kinds and both gaussians (SPSA needs only
 // zero-mean, unit-variance, independent directions).
 TEST(Spsa, QuadraticConvergesForEveryNoiseKind) {
-  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN}) {
     CpuBackend be;
     Model m(smezo_test::random_weight_source(micro_config(), 13), be, DTYPE_F32, 8, 8);
     Quadratic f{m, {}};
@@ -322,9 +322,9 @@ TEST(Spsa, QuadraticConvergesForEveryNoiseKind) {
   }
 }
 
-// The run header records the noise kind and the spec version; headers are read back with the
-// same kind, old headers (no noise field) mean gaussian-v1, and unknown kinds or newer spec
-// versions are refused with a message naming the source.
+// The run header records the noise kind and the spec version that added it (what an older smezo
+// needs); headers are read back with the same kind, old headers (no noise field) mean gaussian-v1,
+// and unknown kinds, newer spec versions or a kind its version lacks are refused, naming the source.
 TEST(Spsa, NoiseKindInTheRunHeader) {
   CpuBackend be;
   Model m(smezo_test::random_weight_source(micro_config(), 14), be, DTYPE_F32, 8, 8);
@@ -334,13 +334,14 @@ TEST(Spsa, NoiseKindInTheRunHeader) {
   for (const Param* p : m.params()) EXPECT_EQ(p->info.noise, NOISE_GAUSSIAN);
   nlohmann::json h = opt.describe();
   EXPECT_EQ(h["noise"], "gaussian");
-  EXPECT_EQ(h["noise_spec"], NOISE_SPEC_VERSION);
+  EXPECT_EQ(h["noise_spec"], 2);  // gaussian's, not the newest (3): a spec-v2 smezo replays it
   EXPECT_EQ(spsa_options_from_json(h, "log").noise, NOISE_GAUSSIAN);
   EXPECT_NO_THROW(opt.check_matches(h, "log"));
-  for (NoiseKind kind : {NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+  for (NoiseKind kind : {NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN}) {
     SpsaOptions k = o;
     k.noise = kind;
     SpsaOptimizer other(m, k);
+    EXPECT_EQ(other.describe()["noise_spec"], noise_spec_version_of(kind));
     EXPECT_EQ(spsa_options_from_json(other.describe(), "log").noise, kind);
     EXPECT_THAT([&] { opt.check_matches(other.describe(), "run/seed_log.txt"); },
                 testing::ThrowsMessage<Error>(testing::HasSubstr(
@@ -366,6 +367,12 @@ TEST(Spsa, NoiseKindInTheRunHeader) {
   bad = h;
   bad["noise_spec"] = 1;  // gaussian did not exist in spec 1
   EXPECT_THAT(refused(bad), testing::HasSubstr("does not exist in noise spec version 1"));
+  bad["noise"] = "sign";  // nor sign in spec 2
+  bad["noise_spec"] = 2;
+  EXPECT_THAT(refused(bad), testing::HasSubstr("noise 'sign' does not exist in noise spec version 2 (it was "
+                                               "added in version 3)"));
+  bad["noise_spec"] = 3;
+  EXPECT_EQ(spsa_logged_noise(bad, "log"), NOISE_SIGN);
   bad = h;
   bad.erase("noise_spec");
   EXPECT_THAT(refused(bad), testing::HasSubstr("names its noise incompletely"));
@@ -375,11 +382,11 @@ TEST(Spsa, NoiseKindInTheRunHeader) {
 }
 
 TEST(Spsa, NoiseNamesParseBack) {
-  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_AUTO})
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN, NOISE_AUTO})
     EXPECT_EQ(noise_parse(noise_name(kind)), kind);
   EXPECT_THAT([] { noise_parse("uniform"); },
               testing::ThrowsMessage<Error>(testing::HasSubstr(
-                  "unknown noise 'uniform' (choose gaussian, gaussian-v1 or rademacher)")));
+                  "unknown noise 'uniform' (choose gaussian, gaussian-v1, rademacher or sign)")));
   SpsaOptions o;
   o.noise = static_cast<NoiseKind>(7);
   EXPECT_THAT([&] { spsa_validate(o); }, testing::ThrowsMessage<Error>(testing::HasSubstr("unknown noise kind 7")));

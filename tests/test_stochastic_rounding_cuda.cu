@@ -20,7 +20,7 @@ TEST(StochasticRoundingCuda, Bf16UpdateMatchesHostBitForBit) {
   const int64_t rows = 37, cols = 53;  // odd: groups of 4 and of 8 straddle rows
   std::vector<float> w = smezo_test::random_floats(rows * cols, 11, -0.5f, 0.5f);
   for (float& x : w) x = bf16_to_float(float_to_bf16(x));  // exactly representable start
-  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER}) {
+  for (NoiseKind kind : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN}) {
     for (MaskKind mask : {MASK_MAGNITUDE, MASK_RANDOM}) {
       SCOPED_TRACE(testing::Message() << "noise kind " << kind << " mask " << mask);
       ParamInfo info = smezo_test::linear_weight_info(5);

@@ -216,7 +216,7 @@ TEST(Train, PublicApiRunsATinyJob) {
     EXPECT_EQ(s[key].get<double>(), acc) << key;
   }
   EXPECT_EQ(seed_log_read(o.out_dir + "/seed_log.txt").records.size(), 3u);
-  EXPECT_EQ(s["linear_path"], "auto");  // --linear-path's default, recorded
+  EXPECT_EQ(s["linear_path"], "cpu");  // the path the run took, not --linear-path's "auto" (run_path.h)
 }
 
 // The public API's linear_path reaches the backend: the CPU refuses fused (it has one path)

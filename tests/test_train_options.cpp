@@ -59,7 +59,7 @@ TEST(TrainOptions, ResolveDefaultsAreTheCommandLines) {
 TEST(TrainOptions, EveryNameParsesToItsValueAndBack) {
   EXPECT_EQ(method_parse("s-mezo"), METHOD_SMEZO);  // a spelling that parses but is not offered
   EXPECT_EQ(enum_choices(method_names()), (std::vector<std::string>{"mezo", "smezo", "rmezo", "fzoo"}));
-  EXPECT_EQ(enum_choices(noise_names()), (std::vector<std::string>{"gaussian", "gaussian-v1", "rademacher"}));
+  EXPECT_EQ(enum_choices(noise_names()), (std::vector<std::string>{"gaussian", "gaussian-v1", "rademacher", "sign"}));
   for (const auto& n : tune_names()) EXPECT_EQ(enum_find(tune_names(), n.name), n.value);
   for (const auto& n : objective_names()) EXPECT_EQ(enum_parse(objective_names(), n.name, "objective"), n.value);
   EXPECT_THAT(error_of([] { method_parse("adam"); }), HasSubstr("unknown method 'adam' (choose mezo, smezo, rmezo or "

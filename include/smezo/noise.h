@@ -9,6 +9,7 @@ enum NoiseKind : int {
   NOISE_GAUSSIAN = 1,     // the default of new runs: 8 normals per Philox call (spec v2)
   NOISE_RADEMACHER = 2,   // z = ±1 (spec v2)
   NOISE_AUTO = 3,         // options only (new run: GAUSSIAN; resume: the seed log's), never a kernel's
+  NOISE_SIGN = 4,         // z = ±1, 128 per Philox call, applied as a sign flip (spec v3)
 };
 
 }  // namespace smezo

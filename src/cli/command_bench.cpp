@@ -204,7 +204,7 @@ Command register_bench(CLI::App& smezo) {
       "--shape: how a perturbed linear runs on the GPU (wprime: W' to scratch + cuBLAS; fused: "
       "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "
       "refuses fused). --kernel linear times both paths whatever this says");
-  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher"}));
+  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher", "sign"}));
   cmd->add_option_function<std::string>("--fold-update", [s](const std::string& v) { s->fold_update = v == "on"; },
                                         "--shape: the steps fold each linear weight's update into the next step's "
                                         "W' pass (as smezo train does), or update in a pass of their own")

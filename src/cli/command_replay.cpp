@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/check.h"
 #include "run/seed_log.h"
+#include "setup/run_path.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
@@ -74,6 +75,8 @@ int run_replay(const ReplayState& s) {
     save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),
               s.out.c_str(), log.partial_tail ? " (a partial last line was ignored)" : "");
+  std::printf("the run's forward passes took: %s (a replay runs the updates only, on any path)\n",
+              run_path_describe(log.header).c_str());
   if (lora) {  // an adapter folder holds no tokenizer
     std::printf("%s is a LoRA adapter (PEFT layout): smezo merge --model %s --adapter %s --out DIR makes a full "
                 "model of it\n", s.out.c_str(), s.base.c_str(), s.out.c_str());

@@ -140,7 +140,8 @@ void add_method_options(CLI::App* cmd, TrainOptions* o) {
       ->default_str("2e-6; mezo, fzoo: 1e-6");
   add_ranged_option(cmd, "--eps", o->spsa.eps, "perturbation scale");
   add_enum_option(cmd, "--noise", &o->spsa.noise, noise_names(), "the direction z: Gaussian (8 normals per Philox "
-                  "call), gaussian-v1 (the generator of runs logged before noise spec 2) or rademacher (±1)")
+                  "call), gaussian-v1 (the generator of runs logged before noise spec 2), rademacher (±1, 8 per "
+                  "call) or sign (±1, 128 per call, applied as a sign flip: the cheapest)")
       ->default_str("gaussian; --resume: the run's own");
   add_enum_option(cmd, "--probes", &o->probe_passes, probe_passes_names(), "pair: both probes of a step in one "
                   "forward pass, side by side; separate: two passes (slower; the same results bit for bit on cpu, "

@@ -18,6 +18,7 @@
 //    Element i (int64, >= 0) reads:
 //      z, kind gaussian-v1:           group i / 4, word i % 4          (4 elements per call)
 //      z, kinds gaussian, rademacher: group i / 8, word (i % 8) / 2, half i % 2 (8 per call)
+//      z, kind sign:                  group i / 128, word (i % 128) / 32, bit i % 32 (128 per call)
 //      R-MeZO mask, rounding bits:    group i / 4, word i % 4          (all versions)
 // 3. Uniforms from a 32-bit word x (both exact in float):
 //      open uniform  u  = ((x >> 8) | 1) * 2^-24  in [2^-24, 1 - 2^-24]   (gaussian-v1)
@@ -50,7 +51,8 @@
 // 7. Element rules (one rounding each): perturbed w' = keep ? fma(scale, z, w) : w with
 //    scale = float(sigma * eps); update w_new = keep ? fma(-coef, z, w) : w with
 //    coef = float(lr * g) computed once by the caller.
-// 8. Dispatch: every reader of z calls noise_z8 (8 elements) or noise_z (one). A run uses one kind
+// 8. Dispatch: every reader of z calls noise_z8 (8 elements) or noise_z (one), or for sign the
+//    call's words through noise_sign_byte (CPU ranges, the GPU's W' and update). A run uses one kind
 //    (smezo/noise.h) for every tensor, probe and update, passed in ParamInfo::noise (set by
 //    SpsaOptimizer) or, on the GPU, ProbeArgs::noise and the update's params.
 // 9. gaussian (spec v2): one Philox call gives 8 normals; each 32-bit word x is one Box-Muller pair
@@ -80,6 +82,15 @@
 //    word (i%8)/2 for even i, bit 15 for odd i), else +1; same key, counter and stream as the
 //    Gaussian kinds, as an ALTERNATIVE to them, not another draw.
 // 11. Stochastic rounding to bf16 (an option of the update): bf16_round_stochastic below.
+// 12. sign (spec v3): z = -1 if bit i % 32 (0 = least significant) of word (i % 128) / 32 of call
+//    group i / 128 is set, else +1; same key, counter and stream as the other kinds (an ALTERNATIVE
+//    to them). So the 8 elements of the group of eight g = i / 8 read bits 8(g % 4) .. 8(g % 4) + 7
+//    of word (g % 16) / 4 of call g / 16 (noise_sign_byte): a reader of a range computes one call
+//    per 128 elements. Why a new kind: rademacher (v2) uses 8 of a call's 128 bits, so Philox
+//    costs it ~12 integer operations per element; here < 1. The distribution is rademacher's.
+//    Applied as a sign flip: with z = ±1 the product scale*z is exact, so the element rules' one fma
+//    rounding is an add's: fma(a, z, w) = fp_add(w, a with its sign flipped where z = -1) bit for
+//    bit (add_sign_flipped; tests/test_noise_sign.cpp). The GPU's sign kernels add; the CPU fmas.
 // Host (g++) and device (nvcc) compile the same code: no <string>, no exceptions here.
 #pragma once
 
@@ -113,9 +124,15 @@ enum NoiseStream {
   NOISE_STREAM_ROUNDING = 2,    // stochastic rounding bits of the update
 };
 
-// Recorded by seed logs; a log naming a newer one is refused. 1: gaussian-v1 only (logs without a
-// version). 2: adds gaussian and rademacher; masks, rounding, gaussian-v1 unchanged.
-constexpr int NOISE_SPEC_VERSION = 2;
+// The newest version; a seed log records the version that defines its kind (noise_spec_version_of),
+// and one naming a newer version than this is refused. 1: gaussian-v1 only (logs without a version).
+// 2: adds gaussian and rademacher. 3: adds sign. Masks, rounding and every older kind unchanged.
+constexpr int NOISE_SPEC_VERSION = 3;
+
+// The spec version that added `kind` (what a run of it records: older smezo replay what they know).
+constexpr int noise_spec_version_of(NoiseKind kind) {
+  return kind == NOISE_GAUSSIAN_V1 ? 1 : kind == NOISE_SIGN ? 3 : 2;
+}
 
 constexpr uint32_t PHILOX_M0 = 0xD2511F53u;
 constexpr uint32_t PHILOX_M1 = 0xCD9E8D57u;
@@ -419,6 +436,29 @@ SMEZO_HD void noise_rademacher8(uint64_t seed, uint32_t tensor_id, int64_t group
   for (int j = 0; j < 8; ++j) out[j] = rademacher_from_half(x[j >> 1], j & 1);
 }
 
+// ---- sign (spec v3, see 12.)
+
+// The 8 sign bits (bit l: element 8*group8 + l) of group8 among the words x of its call group8 / 16.
+SMEZO_HD uint32_t noise_sign_byte(const uint32_t x[4], int64_t group8) {
+  const int word = static_cast<int>((group8 >> 2) & 3);
+  const uint32_t xw = word == 0 ? x[0] : word == 1 ? x[1] : word == 2 ? x[2] : x[3];
+  return (xw >> (8 * (group8 & 3))) & 0xffu;
+}
+
+// ±1.0f: -1 when `bit` (0 or 1) is 1.
+SMEZO_HD float sign_from_bit(uint32_t bit) { return fp_from_bits(0x3f800000u | (bit << 31)); }
+
+// z of elements 8*group8 .. 8*group8+7 from the words x of their call (group8 / 16).
+SMEZO_HD void noise_sign8_of_words(const uint32_t x[4], int64_t group8, float z[8]) {
+  const uint32_t byte = noise_sign_byte(x, group8);
+  for (int l = 0; l < 8; ++l) z[l] = sign_from_bit((byte >> l) & 1u);
+}
+
+// fp_fma(a, sign_from_bit(bit), w), computed as the add it equals (see 12.).
+SMEZO_HD float add_sign_flipped(float w, float a, uint32_t bit) {
+  return fp_add(w, fp_from_bits(fp_bits(a) ^ (bit << 31)));
+}
+
 // ---- the dispatch (see 8.): every reader of z calls these two
 
 // z of elements 8*group8 .. 8*group8+7 of the parameter `tensor_id` in step `seed`.
@@ -432,6 +472,12 @@ SMEZO_HD void noise_z8(NoiseKind kind, uint64_t seed, uint32_t tensor_id, int64_
     case NOISE_RADEMACHER:
       noise_rademacher8(seed, tensor_id, group8, z);
       return;
+    case NOISE_SIGN: {
+      uint32_t x[4];
+      noise_philox4(seed, tensor_id, group8 >> 4, NOISE_STREAM_GAUSS, x);
+      noise_sign8_of_words(x, group8, z);
+      return;
+    }
     default:  // NOISE_GAUSSIAN (NOISE_AUTO is resolved to a kind before any parameter sees it)
       noise_gaussian8(seed, tensor_id, group8, z);
       return;
@@ -442,6 +488,10 @@ SMEZO_HD void noise_z8(NoiseKind kind, uint64_t seed, uint32_t tensor_id, int64_
 SMEZO_HD float noise_z(NoiseKind kind, uint64_t seed, uint32_t tensor_id, int64_t index) {
   if (kind == NOISE_GAUSSIAN_V1) return noise_normal(seed, tensor_id, index, NOISE_STREAM_GAUSS);
   uint32_t x[4];
+  if (kind == NOISE_SIGN) {
+    noise_philox4(seed, tensor_id, index >> 7, NOISE_STREAM_GAUSS, x);
+    return sign_from_bit((noise_sign_byte(x, index >> 3) >> (index & 7)) & 1u);
+  }
   noise_philox4(seed, tensor_id, index >> 3, NOISE_STREAM_GAUSS, x);
   const int word = static_cast<int>((index >> 1) & 3), half = static_cast<int>(index & 1);
   const uint32_t xw = word == 0 ? x[0] : word == 1 ? x[1] : word == 2 ? x[2] : x[3];

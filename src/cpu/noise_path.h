@@ -28,7 +28,8 @@ struct NoiseRangeFns {
                     int64_t count, float* out_plus, float* out_minus);
   void (*update)(const ParamInfo& info, float* w, float coef, float decay, uint64_t seed, int64_t start,
                  int64_t count);
-  // For tests: z of n_calls (a multiple of 8) Philox outputs words[4k..4k+3], as noise_z8 makes them.
+  // For tests: z of n_calls (a multiple of 8) Philox outputs words[4k..4k+3], as noise_z8 makes them
+  // (4 elements per call for gaussian-v1, 8 for gaussian and rademacher, 128 for sign).
   void (*z_of_words)(NoiseKind kind, const uint32_t* words, int64_t n_calls, float* z);
 };
 

@@ -33,6 +33,8 @@ template <int N>
 NOISE_SIMD_INLINE I i_srl(I a) { return _mm256_srli_epi32(a, N); }
 template <int N>
 NOISE_SIMD_INLINE I i_sll(I a) { return _mm256_slli_epi32(a, N); }
+NOISE_SIMD_INLINE I i_sllv(I a, I count) { return _mm256_sllv_epi32(a, count); }  // per lane
+NOISE_SIMD_INLINE I i_lane_index() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
 NOISE_SIMD_INLINE M i_gt(I a, I b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }  // signed
 NOISE_SIMD_INLINE I i_select(M m, I a, I b) {
   return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(b), _mm256_castsi256_ps(a), m));

@@ -37,6 +37,8 @@ template <int N>
 NOISE_SIMD_INLINE I i_srl(I a) { return _mm512_srli_epi32(a, N); }
 template <int N>
 NOISE_SIMD_INLINE I i_sll(I a) { return _mm512_slli_epi32(a, N); }
+NOISE_SIMD_INLINE I i_sllv(I a, I count) { return _mm512_sllv_epi32(a, count); }  // per lane
+NOISE_SIMD_INLINE I i_lane_index() { return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
 NOISE_SIMD_INLINE M i_gt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }  // signed
 NOISE_SIMD_INLINE I i_select(M m, I a, I b) { return _mm512_mask_blend_epi32(m, b, a); }
 

@@ -16,10 +16,24 @@ namespace smezo {
 
 namespace {
 
+// The Philox words of the sign kind's last call (12.): a range's 16 groups of 8 per call share them.
+struct SignWords {
+  int64_t call = -1;
+  uint32_t x[4] = {};
+};
+
 // z and keep flags of group8's 8 elements; w8: their values in the caller's range (0 elsewhere).
 inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, const float w8[8],
-                        float z[8], bool keep[8]) {
-  noise_z8(info.noise, seed, info.tensor_id, group8, z);
+                        float z[8], bool keep[8], SignWords* sign) {
+  if (info.noise == NOISE_SIGN) {
+    if (sign->call != group8 >> 4) {
+      sign->call = group8 >> 4;
+      noise_philox4(seed, info.tensor_id, sign->call, NOISE_STREAM_GAUSS, sign->x);
+    }
+    noise_sign8_of_words(sign->x, group8, z);
+  } else {
+    noise_z8(info.noise, seed, info.tensor_id, group8, z);
+  }
   mask_keep_group4(info.mask, w8, info.threshold, info.keep_prob, info.mask_seed, info.tensor_id,
                    2 * group8, keep);
   mask_keep_group4(info.mask, w8 + 4, info.threshold, info.keep_prob, info.mask_seed,
@@ -30,11 +44,12 @@ inline void group_noise(const ParamInfo& info, uint64_t seed, int64_t group8, co
 template <typename Fn>
 inline void for_each_noise_group(const ParamInfo& info, const float* w, uint64_t seed, int64_t start,
                                  int64_t count, Fn fn) {
+  SignWords sign;
   auto group = [&](int64_t g, auto lo, auto hi) {
     float v[8], z[8];
     bool keep[8];
     for (int j = 0; j < 8; ++j) v[j] = (j >= lo && j < hi) ? w[8 * g + j] : 0.0f;
-    group_noise(info, seed, g, v, z, keep);
+    group_noise(info, seed, g, v, z, keep, &sign);
     fn(g, lo, hi, v, z, keep);
   };
   const int64_t end = start + count;
@@ -85,6 +100,10 @@ void update_range(const ParamInfo& info, float* w, float coef, float decay, uint
 void z_of_words(NoiseKind kind, const uint32_t* words, int64_t n_calls, float* z) {
   for (int64_t k = 0; k < n_calls; ++k) {
     const uint32_t* x = words + 4 * k;
+    if (kind == NOISE_SIGN) {
+      for (int g = 0; g < 16; ++g) noise_sign8_of_words(x, g, z + 128 * k + 8 * g);
+      continue;
+    }
     if (kind == NOISE_GAUSSIAN_V1) {
       noise_box_muller(x[0], x[1], &z[4 * k], &z[4 * k + 1]);
       noise_box_muller(x[2], x[3], &z[4 * k + 2], &z[4 * k + 3]);

@@ -2,25 +2,29 @@
 // operations: included INSIDE the namespace of noise_range_avx2.cpp and noise_range_avx512.cpp, after
 // their F (kLanes floats), I (kLanes uint32), M (lane mask), kChains, i_/f_ operations, Philox round
 // on kLanes/4 calls per register (lanes 4j..4j+3: call j's words 0..3), shuffles pairs_to_elements,
-// split_words, pairs_to_calls, and NOISE_SIMD_INLINE / NOISE_SIMD_TARGET. No header includes here.
+// split_words, pairs_to_calls, i_sllv (per-lane shift), i_lane_index, and NOISE_SIMD_INLINE /
+// NOISE_SIMD_TARGET. No header includes here.
 // Every line is the spec's (noise_spec.h, sections named below), the same operations in the same
 // order per lane (exact integer ops, correctly rounded float ops, int->float below 2^24), so each
 // lane has the scalar bits (tests/test_noise_simd.cpp).
 // A step makes kStep = 2 * kLanes * kChains elements from kChains registers of Philox calls (twice
-// as many for gaussian-v1 and the R-MeZO mask: one call per 4 elements). The chains' rounds are
-// interleaved, since one chain alone waits on its multiplications. Steps start at a multiple of 8;
-// a step the range covers partly runs on a copy of its elements.
+// as many for gaussian-v1 and the R-MeZO mask: one call per 4 elements; sign: kStep / 128 scalar calls).
+// The chains' rounds are interleaved, since one chain alone waits on its multiplications. Steps start at
+// a multiple of 8 (sign: of 128, a call's elements); a step the range covers partly runs on a copy.
 
 enum NoiseOp { NOISE_OP_READ, NOISE_OP_PAIR, NOISE_OP_UPDATE };
 
 constexpr int kCalls = kLanes / 4;              // Philox calls per register
 constexpr int kVecs = 2 * kChains;              // registers of elements per step
 constexpr int kStep = kVecs * kLanes;           // elements per step: kChains * kCalls groups of 8
+static_assert(kStep % 128 == 0 && 32 % kLanes == 0, "a step holds whole sign calls, a register one word's bits");
 
 // One range's constants.
 struct Ctx {
   NoiseKind noise;
   MaskKind mask;
+  uint64_t seed;       // the step seed (sign: its scalar Philox calls)
+  uint32_t tensor_id;
   I key_z[10];     // round keys of the step seed (z)
   I key_m[10];     // ... and of the mask seed (MASK_RANDOM)
   I counter_z;     // counters of calls 0..kCalls-1 of (tensor_id, NOISE_STREAM_GAUSS)
@@ -53,6 +57,8 @@ NOISE_SIMD_INLINE void philox_calls(I counter_base, const I key[10], int64_t fir
 NOISE_SIMD_INLINE void ctx_init(const ParamInfo& info, uint64_t seed, float a, float b, Ctx* c) {
   c->noise = info.noise;
   c->mask = info.mask;
+  c->seed = seed;
+  c->tensor_id = info.tensor_id;
   philox_keys(seed, c->key_z);
   philox_keys(info.mask_seed, c->key_m);
   c->counter_z = philox_counter_base(info.tensor_id, NOISE_STREAM_GAUSS);
@@ -112,6 +118,16 @@ NOISE_SIMD_INLINE void rademacher_pair(I x, F* n_a, F* n_b) {
   const I one = i_set1(0x3f800000u), sign = i_set1(0x80000000u);
   *n_a = f_from_bits(i_or(one, i_and(x, sign)));
   *n_b = f_from_bits(i_or(one, i_and(i_sll<16>(x), sign)));
+}
+
+// ---- sign (see 12.)
+
+// z of elements e0 .. e0 + kLanes - 1 of the call whose words are x (e0 a multiple of kLanes): lane l
+// is ±1 by bit (e0 + l) % 32 of word e0 / 32, moved to the sign bit.
+NOISE_SIMD_INLINE F sign_z(const uint32_t x[4], int e0) {
+  const I shift = i_sub(i_set1(static_cast<uint32_t>(31 - (e0 & 31))), i_lane_index());
+  const I bits = i_sllv(i_set1(x[e0 >> 5]), shift);
+  return f_from_bits(i_or(i_set1(0x3f800000u), i_and(bits, i_set1(0x80000000u))));
 }
 
 // ---- gaussian-v1 (see 3., 4., 5.)
@@ -206,14 +222,26 @@ template <int kOp>
 NOISE_SIMD_INLINE void step_apply(const Ctx& c, int64_t g0, const float* src, float* d0, float* d1) {
   M random_keep[kVecs];
   if (c.mask == MASK_RANDOM) step_random_keep(c, g0, random_keep);
-  const bool v1 = c.noise == NOISE_GAUSSIAN_V1;
+  const bool v1 = c.noise == NOISE_GAUSSIAN_V1, sign = c.noise == NOISE_SIGN;
   I x[kVecs];
-  if (v1) philox_calls<kVecs>(c.counter_z, c.key_z, 2 * g0, x);  // 4 elements per call
-  else philox_calls<kChains>(c.counter_z, c.key_z, g0, x);       // 8 elements per call
+  uint32_t sx[kStep / 128][4];  // sign: the step's calls (g0 is a multiple of 16)
+  if (sign) {
+    for (int k = 0; k < kStep / 128; ++k)
+      noise_philox4(c.seed, c.tensor_id, (g0 >> 4) + k, NOISE_STREAM_GAUSS, sx[k]);
+  } else if (v1) {
+    philox_calls<kVecs>(c.counter_z, c.key_z, 2 * g0, x);  // 4 elements per call
+  } else {
+    philox_calls<kChains>(c.counter_z, c.key_z, g0, x);  // 8 elements per call
+  }
   for (int j = 0; j < kChains; ++j) {
     F z[2];
-    if (v1) z_of_groups4_v1(x[2 * j], x[2 * j + 1], z);
-    else z_of_groups8(c.noise, x[j], z);
+    if (sign) {
+      for (int h = 0; h < 2; ++h) z[h] = sign_z(sx[(2 * j + h) * kLanes / 128], (2 * j + h) * kLanes % 128);
+    } else if (v1) {
+      z_of_groups4_v1(x[2 * j], x[2 * j + 1], z);
+    } else {
+      z_of_groups8(c.noise, x[j], z);
+    }
     for (int h = 0; h < 2; ++h) {
       const int v = 2 * j + h;
       const F w = f_load(src + v * kLanes);
@@ -236,7 +264,7 @@ template <int kOp>
 NOISE_SIMD_INLINE void range_run(const Ctx& c, const float* w, int64_t start, int64_t count, float* out0,
                                  float* out1) {
   const int64_t end = start + count;
-  for (int64_t e0 = start & ~int64_t(7); e0 < end; e0 += kStep) {
+  for (int64_t e0 = start & ~int64_t(c.noise == NOISE_SIGN ? 127 : 7); e0 < end; e0 += kStep) {
     if (e0 >= start && e0 + kStep <= end) {
       step_apply<kOp>(c, e0 >> 3, w + e0, out0 + (e0 - start),
                       kOp == NOISE_OP_PAIR ? out1 + (e0 - start) : nullptr);
@@ -279,6 +307,11 @@ NOISE_SIMD_TARGET void update_range(const ParamInfo& info, float* w, float coef,
 }
 
 NOISE_SIMD_TARGET void z_of_words(NoiseKind kind, const uint32_t* words, int64_t n_calls, float* z) {
+  if (kind == NOISE_SIGN) {
+    for (int64_t k = 0; k < n_calls; ++k)
+      for (int e0 = 0; e0 < 128; e0 += kLanes) f_store(z + 128 * k + e0, sign_z(words + 4 * k, e0));
+    return;
+  }
   const int64_t per_call = kind == NOISE_GAUSSIAN_V1 ? 4 : 8;
   for (int64_t k = 0; k + 2 * kCalls <= n_calls; k += 2 * kCalls) {  // 2 * kCalls divides 8
     const I xa = i_load(words + 4 * k), xb = i_load(words + 4 * (k + kCalls));

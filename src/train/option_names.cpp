@@ -18,7 +18,8 @@ const EnumNames<LrSchedule>& lr_schedule_names() {
 
 const EnumNames<NoiseKind>& noise_names() {
   static const EnumNames<NoiseKind> names = {{NOISE_GAUSSIAN, "gaussian"}, {NOISE_GAUSSIAN_V1, "gaussian-v1"},
-                                             {NOISE_RADEMACHER, "rademacher"}, {NOISE_AUTO, "auto", false}};
+                                             {NOISE_RADEMACHER, "rademacher"}, {NOISE_SIGN, "sign"},
+                                             {NOISE_AUTO, "auto", false}};
   return names;
 }
 

@@ -10,7 +10,7 @@ namespace smezo {
 
 const EnumNames<Method>& method_names();          // mezo, smezo, rmezo, fzoo (and the spellings s-mezo, r-mezo ...)
 const EnumNames<LrSchedule>& lr_schedule_names();  // constant, linear
-const EnumNames<NoiseKind>& noise_names();        // gaussian, gaussian-v1, rademacher (and "auto" of the options)
+const EnumNames<NoiseKind>& noise_names();        // gaussian, gaussian-v1, rademacher, sign (and "auto" of the options)
 const EnumNames<Objective>& objective_names();    // loss, accuracy, f1
 const EnumNames<Tune>& tune_names();              // full, lora, prefix
 const EnumNames<ProbePasses>& probe_passes_names();  // pair, separate

@@ -45,9 +45,10 @@ NoiseKind spsa_logged_noise(const nlohmann::json& j, const std::string& source) 
                 "%s: the run used noise '%s', which this smezo does not know (it knows %s) ---> HINT: replay "
                 "or resume it with the smezo release that wrote it", source.c_str(), printable(name).c_str(),
                 enum_choice_list(enum_choices(noise_names())).c_str());
-  SMEZO_REQUIRE(kind == NOISE_GAUSSIAN_V1 || version >= 2,
-                "%s: noise '%s' does not exist in noise spec version %lld (it was added in version 2): "
-                "the run header is inconsistent", source.c_str(), name.c_str(), (long long)version);
+  SMEZO_REQUIRE(version >= noise_spec_version_of(kind),
+                "%s: noise '%s' does not exist in noise spec version %lld (it was added in version %d): "
+                "the run header is inconsistent", source.c_str(), name.c_str(), (long long)version,
+                noise_spec_version_of(kind));
   return kind;
 }
 
@@ -67,8 +68,9 @@ void spsa_validate(const SpsaOptions& options) {
                 *o.sparsity);
   SMEZO_REQUIRE(o.weight_decay == 0.0f, "fzoo scales its step by the spread of the losses; --weight-decay %g is "
                 "not defined for it here", o.weight_decay);
-  SMEZO_REQUIRE(o.noise == NOISE_RADEMACHER || o.noise == NOISE_AUTO,
-                "fzoo's probes are Rademacher (±1): --noise %s does not apply to it", noise_name(o.noise));
+  SMEZO_REQUIRE(o.noise == NOISE_RADEMACHER || o.noise == NOISE_SIGN || o.noise == NOISE_AUTO,
+                "fzoo's probes are Rademacher (±1: --noise rademacher or sign): --noise %s does not apply to it",
+                noise_name(o.noise));
 }
 
 SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
@@ -290,7 +292,7 @@ nlohmann::json SpsaOptimizer::describe() const {
                  {"biases", opts_.freeze_biases}};
   j["stochastic_rounding"] = opts_.stochastic_rounding;
   j["noise"] = noise_name(opts_.noise);
-  j["noise_spec"] = NOISE_SPEC_VERSION;
+  j["noise_spec"] = noise_spec_version_of(opts_.noise);  // the version an older smezo needs to replay it
   if (opts_.probes != 1) j["probes"] = opts_.probes;  // absent: one
   nlohmann::json thresholds = nlohmann::json::object();
   for (Param* p : model_.params())

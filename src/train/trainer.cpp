@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "setup/model_setup.h"
+#include "setup/run_path.h"
 #include "common/assets.h"
 #include "common/check.h"
 #include "common/file_util.h"
@@ -105,6 +106,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
   if (model.has_prefix()) h["tune"] = prefix_describe(model.prefix_options());
+  h.update(run_path_record(model.backend().name(), o.linear_path));  // the paths round differently
   return h;
 }
 
@@ -119,6 +121,7 @@ bool logged_as_asked(const nlohmann::json& logged, const nlohmann::json& mine, c
 void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const nlohmann::json& asked,
                          const SpsaOptimizer& opt, const std::string& path) {
   std::vector<std::string> diffs = opt.differences(logged.value("spsa", nlohmann::json::object()), path);
+  for (const std::string& d : run_path_differences(logged, mine)) diffs.push_back(d);  // none unrecorded
   for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir", "batch", "max_len",
                           "fixed_batch", "storage_dtype", "device"}) {
     if (logged_as_asked(logged, mine, asked, key)) continue;
@@ -429,6 +432,9 @@ bool TrainRun::start() {
   const auto t_phase = SteadyClock::now();
   const SeedLog log = seed_log_read(seed_log_path_);
   check_resume_header(log.header, header_, asked_rows_, *optimizer_, seed_log_path_);
+  if (root_ && !run_path_recorded(log.header))
+    std::fprintf(stderr, "resume: %s records no path (written before smezo recorded it): assuming this "
+                 "invocation's, %s\n", seed_log_path_.c_str(), run_path_describe(header_).c_str());
   const int64_t last = log.records.empty() ? 0 : log.records.back().step;
   // every rank sees the same summary: rank 0 has written nothing since the agreement above
   const nlohmann::json done = last == o_.steps ? completed_summary(o_.out_dir, o_.steps) : nlohmann::json(nullptr);
@@ -760,7 +766,8 @@ nlohmann::json TrainRun::completed_summary_json(int64_t parameters, int64_t tune
   summary["noise"] = noise_name(optimizer_->options().noise);  // the kind the run used (never "auto")
   summary["probes"] = enum_name(probe_passes_names(), o_.probe_passes);
   summary["fold_update"] = o_.fold_update;  // --fold-update: the same bits either way, not the same time
-  summary["linear_path"] = o_.linear_path;  // --linear-path: the GPU linear's rounding differs by path
+  for (const char* key : {"linear_path", "weight_block_bytes", "graphs"})  // resolved (run_path.h)
+    summary[key] = header_[key];
   summary["pipeline_stages"] = o_.pipeline_stages;  // 1: every rank holds the whole model
   summary["micro_batches"] = topo_.pipelined() ? nlohmann::json(topo_.micro_batches()) : nlohmann::json(nullptr);
   summary["model"] = o_.model_path;

@@ -41,11 +41,12 @@ import excess_table  # noqa: E402
 import kernel_classes  # noqa: E402
 
 REAL = {"shapes": ["llama-7b", "smollm2-135m"], "seqs": [64, 256], "batch": 16, "reps": 5, "warmup": 1,
-        "blocks": [64, 8, 16, 32], "excess": ["--reps", "10", "--warmup", "3"], "fused_of": "llama-7b",
+        "blocks": [64, 8, 16, 32], "fused_of": "llama-7b",
+        "excess": ["--reps", "10", "--warmup", "3", "--noises", "gaussian,rademacher,sign"],
         "fused": ["--shapes", "4096x4096,11008x4096,4096x11008,32000x4096", "--reps", "5", "--warmup", "2"],
         "dram_of": "llama-7b", "flat": []}
 TINY = {"shapes": ["tiny"], "seqs": [8, 16], "batch": 2, "reps": 1, "warmup": 1, "blocks": [64, 1],
-        "excess": ["--reps", "1", "--warmup", "0"], "fused_of": "tiny",
+        "excess": ["--reps", "1", "--warmup", "0", "--noises", "gaussian,rademacher,sign"], "fused_of": "tiny",
         "fused": ["--shapes", "64x64,96x64", "--reps", "1", "--warmup", "0"], "dram_of": "tiny",
         "flat": ["--flat-elements", "65536", "--flush-mib", "1"]}
 NCU_BASE = ["--clock-control", "none", "--cache-control", "none", "--csv", "--print-units", "base"]
