@@ -119,7 +119,7 @@ const std::vector<FoldCase>& fold_cases(int64_t Mh, int64_t N, int64_t K) {
   static std::vector<FoldCase> cases;
   cases.clear();
   for (MaskKind mask : {MASK_DENSE, MASK_MAGNITUDE, MASK_RANDOM})
-    for (NoiseKind noise : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER})
+    for (NoiseKind noise : {NOISE_GAUSSIAN, NOISE_GAUSSIAN_V1, NOISE_RADEMACHER, NOISE_SIGN})
       for (bool pair : {true, false})
         for (int q : {1, 3}) cases.push_back(FoldCase{mask, noise, pair, q, Mh, N, K});
   return cases;
