@@ -9,7 +9,7 @@
 
 #include "common/check.h"
 #include "common/file_util.h"
-#include "common/mapped_file.h"
+#include "common/input_file.h"
 #include "tokenizer/bpe_bytes.h"
 #include "tokenizer/bpe_pretokenizer.h"
 
@@ -53,13 +53,20 @@ namespace {
 
 using json = nlohmann::json;
 
+// n = the largest id + 1 of `listed` tokens: bounded before n entries are allocated (ids have no holes).
+void require_vocab_size(int64_t n, int64_t listed, const std::string& path) {
+  SMEZO_REQUIRE(n > 0, "%s: the vocabulary is empty (no token is listed) ---> HINT: is it the tokenizer you meant?",
+                path.c_str());
+  SMEZO_REQUIRE(n <= listed && n < (int64_t{1} << 31), "%s: token ids run to %lld, but %lld tokens are listed (ids "
+                "must run 0..N-1 without holes)", path.c_str(), (long long)n - 1, (long long)listed);
+}
+
 json read_json_object(const std::string& path) {
-  std::shared_ptr<MappedFile> file = MappedFile::open(path);
-  SMEZO_REQUIRE(file->size() > 0, "%s is empty", path.c_str());
-  const char* begin = reinterpret_cast<const char*>(file->data());
+  const std::string text = input_read(path, "tokenizer", kInputTextMaxBytes);
+  SMEZO_REQUIRE(!text.empty(), "%s is empty", path.c_str());
   json j;
   try {
-    j = json::parse(begin, begin + file->size());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw_error("%s is not valid JSON (%s)", path.c_str(), e.what());
   }
@@ -226,7 +233,7 @@ void read_json_tokens(const json& root, const json& model, const std::string& pa
   int64_t n = 0;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
   for (const json& a : added) n = std::max<int64_t>(n, a.at("id").get<int64_t>() + 1);
-  SMEZO_REQUIRE(n > 0 && n < (int64_t{1} << 31), "%s: token ids up to %lld", path.c_str(), (long long)n - 1);
+  require_vocab_size(n, static_cast<int64_t>(vocab.size() + added.size()), path);
   v->tokens.assign(n, std::string());
   v->types.assign(n, 0);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
@@ -348,7 +355,7 @@ BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir_in) {
   int64_t n = 0;
   try {
     for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
-    SMEZO_REQUIRE(n > 0 && n < (int64_t{1} << 31), "%s: token ids up to %lld", vocab_path.c_str(), (long long)n - 1);
+    require_vocab_size(n, static_cast<int64_t>(vocab.size()), vocab_path);
     v.tokens.assign(n, std::string());
     v.types.assign(n, 0);
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
@@ -365,8 +372,7 @@ BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir_in) {
     SMEZO_REQUIRE(v.types[id] != 0, "%s: no token has id %lld (ids must run 0..%lld without holes)",
                   vocab_path.c_str(), (long long)id, (long long)n - 1);
 
-  std::shared_ptr<MappedFile> file = MappedFile::open(merges_path);
-  const std::string text(reinterpret_cast<const char*>(file->data()), static_cast<size_t>(file->size()));
+  const std::string text = input_read(merges_path, "tokenizer", kInputTextMaxBytes);
   size_t line_no = 0;
   for (size_t pos = 0; pos < text.size();) {
     size_t end = text.find('\n', pos);
