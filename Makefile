@@ -98,8 +98,10 @@ endif
 # and reports on stderr only (its call that sets the path binds to libasan's copy), where a CLI
 # run's report is swallowed by the test that captures its output; linked statically it writes
 # its log file, and ASan still leaves its SUMMARY line in its own (make san-test counts both).
+# -g1: line tables, all a sanitizer's stack trace needs (file:line), and a quarter less compile time
+# than -g (src/train/trainer.cpp 20.8 s against 28.0 s).
 ifeq ($(SAN),1)
-CXXFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CXXFLAGS += -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=address,undefined -static-libubsan
 endif
 
@@ -279,7 +281,7 @@ FUZZ_SECONDS    ?= 300
 FUZZ_CI_SECONDS ?= 40
 FUZZ_TARGETS    := safetensors config hf_dir llama2c gguf task_data task_files adapter_folder tokenizer \
                    tokenizer_json seed_log
-FUZZ_CXXFLAGS   := -std=c++17 -O1 -g -Wall -Wextra -fsanitize=address,undefined \
+FUZZ_CXXFLAGS   := -std=c++17 -O1 -gline-tables-only -Wall -Wextra -fsanitize=address,undefined \
                    -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -I. -Iinclude -Isrc
 FUZZ_LDLIBS     := -lsentencepiece -lpcre2-8 -lpthread
 ifneq ($(DEPS),)

@@ -25,11 +25,13 @@ Param param_of(Backend& be, int64_t rows, int64_t cols, const char* name) {
 
 TEST(BackendErrorSites, CpuPreconditions) {
   auto be = make_backend("cpu");
-  EXPECT_THAT(error_of([&] { be->alloc(2, 2, DTYPE_BF16); }), HasSubstr("the CPU backend stores fp32 only (asked for BF16)"));
+  EXPECT_THAT(error_of([&] { be->alloc(2, 2, DTYPE_BF16); }),
+              HasSubstr("the CPU backend stores fp32 only (asked for BF16)"));
   EXPECT_THAT(error_of([&] { be->alloc(-1, 2, DTYPE_F32); }), HasSubstr("bad tensor shape [-1, 2]"));
   const Tensor a = be->alloc(2, 3, DTYPE_F32), b = be->alloc(3, 2, DTYPE_F32), row = be->alloc(1, 3, DTYPE_F32);
   EXPECT_THAT(error_of([&] { be->add(a, row); }), HasSubstr("add: shape mismatch"));
-  EXPECT_THAT(error_of([&] { be->add_scaled(a, row, 2.0f); }), HasSubstr("add_scaled: shape mismatch ([2, 3] += [1, 3])"));
+  EXPECT_THAT(error_of([&] { be->add_scaled(a, row, 2.0f); }),
+              HasSubstr("add_scaled: shape mismatch ([2, 3] += [1, 3])"));
   EXPECT_THAT(error_of([&] { be->gather_rows(row, b, {0}); }), HasSubstr("gather_rows: shape mismatch"));
   EXPECT_THAT(error_of([&] { be->gather_rows(row, a, {5}); }), HasSubstr("gather_rows: row 5 out of range"));
   EXPECT_THAT(error_of([&] { be->copy_rows(a, 2, row); }), HasSubstr("copy_rows: out of range"));

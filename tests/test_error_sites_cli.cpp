@@ -70,10 +70,12 @@ TEST(CliErrorSites, OptionCombinations) {
       {"eval --task-spec " + dir + "/s.json --split test --dev-file " + dir + "/d.jsonl",
        "eval: --task-spec with --split test needs --test-file FILE (the records to score)"},
       {"eval --mode icl --shots 0 --test-examples 2", "--shots 0: icl needs k > 0 demonstrations, zero-shot none"},
-      {"eval --mode icl --shots 9 --train-examples 4 --test-examples 2", "--shots 9: the training split has 4 examples"},
+      {"eval --mode icl --shots 9 --train-examples 4 --test-examples 2",
+       "--shots 9: the training split has 4 examples"},
       {"eval --split dev --dev-examples 0", "the dev split of sst2 is empty (--dev-examples 0?)"},
       {"info x.bin --model y.bin", "info: give the model once, as MODEL or --model"},
-      {"logits --tokens 1,x --out " + dir + "/l.safetensors", "--tokens: 'x' is not a token id (an integer in [0, 2^31))"},
+      {"logits --tokens 1,x --out " + dir + "/l.safetensors",
+       "--tokens: 'x' is not a token id (an integer in [0, 2^31))"},
       {"train --check-data --task sst2", "train: --check-data checks --task-spec and its data files"},
       {"train --export-data " + dir + "/e --task-spec " + dir + "/s.json --train-file " + dir + "/d.jsonl",
        "train: --export-data writes a built-in --task"},
@@ -123,13 +125,15 @@ TEST(CliErrorSites, ReplayOfAnEditedLog) {
 }
 
 TEST(CliErrorSites, DeviceDtypeAndOptionChecks) {
-  EXPECT_THAT(error_of([] { smezo::storage_dtype("cpu", "f64"); }), HasSubstr("unknown --dtype 'f64' (choose f32, f16 or bf16)"));
+  EXPECT_THAT(error_of([] { smezo::storage_dtype("cpu", "f64"); }),
+              HasSubstr("unknown --dtype 'f64' (choose f32, f16 or bf16)"));
   EXPECT_THAT(error_of([] { smezo::storage_dtype("cpu", "bf16"); }),
               HasSubstr("the CPU backend stores f32 only ---> HINT: leave --dtype out, or use --device cuda"));
   EXPECT_THAT(error_of([] { smezo::open_model_on(smezo::ModelOpenOptions{}, nullptr); }),
               HasSubstr("open_model_on: no backend given"));
   EXPECT_THAT(error_of([] { smezo::make_backend("tpu"); }), HasSubstr("unknown --device 'tpu' (choose cpu or cuda)"));
-  EXPECT_THAT(error_of([] { smezo::train_option_range("--colour"); }), HasSubstr("train_option_range: no rule for --colour"));
+  EXPECT_THAT(error_of([] { smezo::train_option_range("--colour"); }),
+              HasSubstr("train_option_range: no rule for --colour"));
   smezo::ConvertOptions c;
   c.dtype = "f16";
   EXPECT_THAT(error_of([&] { smezo::convert_to_hf_dir(c); }), HasSubstr("--dtype f16: convert writes bf16 or f32"));

@@ -81,7 +81,8 @@ TEST(FileErrorSites, TaskSpecRecords) {
     const DataFile file = data_file_read(dir + "/r.jsonl", {});
     return error_of([&] { task_spec_example(spec, file, file.rows.at(0)); });
   };
-  const std::string by_field = R"({"name": "f", "prompt": "{t}", "candidates": {"field": "o"}, "label": {"field": "l"}})";
+  const std::string by_field =
+      R"({"name": "f", "prompt": "{t}", "candidates": {"field": "o"}, "label": {"field": "l"}})";
   EXPECT_THAT(example_error(by_field, R"({"t": "x", "o": "just one", "l": 0})"),
               HasSubstr("r.jsonl:1: field \"o\" should be a non-empty list of strings, got \"just one\""));
   EXPECT_THAT(example_error(by_field, R"({"t": "x", "o": ["only"], "l": 0})"),
@@ -222,11 +223,13 @@ TEST(FileErrorSites, LoraAdapterFolders) {
   LoraAdapter a_only = good;
   a_only.tensors.pop_back();
   EXPECT_THAT(error_of([&] { merge_lora_adapter(model, a_only); }),
-              HasSubstr("the adapter has base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight but no lora_B"));
+              HasSubstr("the adapter has base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight "
+                        "but no lora_B"));
   LoraAdapter wide = good;
   for (LoraAdapterTensor& t : wide.tensors) t.name.replace(t.name.find("layers.0"), 8, "layers.9");
   EXPECT_THAT(error_of([&] { merge_lora_adapter(model, wide); }),
-              HasSubstr("the adapter adapts model.layers.9.self_attn.q_proj.weight, which the base model does not have"));
+              HasSubstr("the adapter adapts model.layers.9.self_attn.q_proj.weight, which the base model does "
+                        "not have"));
   LoraAdapter narrow = good;
   narrow.tensors[0].cols = 16;
   EXPECT_THAT(error_of([&] { merge_lora_adapter(model, narrow); }),
@@ -252,13 +255,16 @@ TEST(FileErrorSites, PrefixAdapterFoldersAndAdapterFolders) {
     write_safetensors(dir + "/adapter_model.safetensors", entries, {{"format", "pt"}});
     return error_of([&] { read_prefix_adapter(dir); });
   };
-  EXPECT_THAT(prefix_error([](json& j) { j.erase("token_dim"); }), HasSubstr("adapter_config.json: field token_dim is missing"));
-  EXPECT_THAT(prefix_error([](json& j) { j.erase("peft_type"); }), HasSubstr("adapter_config.json: field peft_type is missing"));
+  EXPECT_THAT(prefix_error([](json& j) { j.erase("token_dim"); }),
+              HasSubstr("adapter_config.json: field token_dim is missing"));
+  EXPECT_THAT(prefix_error([](json& j) { j.erase("peft_type"); }),
+              HasSubstr("adapter_config.json: field peft_type is missing"));
   EXPECT_THAT(prefix_error([](json& j) { j["peft_type"] = "LORA"; }),
               HasSubstr("peft_type \"LORA\": this reader takes PREFIX_TUNING adapters"));
   EXPECT_THAT(prefix_error([](json& j) { j["num_transformer_submodules"] = 2; }),
               HasSubstr("num_transformer_submodules 2: decoder-only models have 1"));
-  EXPECT_THAT(prefix_error([](json&) {}, {3, 64}, 2), HasSubstr("2 tensors; a prefix adapter holds prompt_embeddings alone"));
+  EXPECT_THAT(prefix_error([](json&) {}, {3, 64}, 2),
+              HasSubstr("2 tensors; a prefix adapter holds prompt_embeddings alone"));
   EXPECT_THAT(prefix_error([](json&) {}, {3, 60}),
               HasSubstr("prompt_embeddings has shape [3,60], but adapter_config.json says [3, 64]"));
   EXPECT_THAT(prefix_error([](json&) {}, {3, 60}), HasSubstr("(num_virtual_tokens, num_layers x 2 x token_dim)"));
@@ -269,7 +275,8 @@ TEST(FileErrorSites, PrefixAdapterFoldersAndAdapterFolders) {
   EXPECT_THAT(error_of([&] { read_adapter_folder(dir); }),
               HasSubstr("in it, so it is not a PEFT adapter folder ---> HINT: a full model"));
   write_file(dir + "/adapter_config.json", "{\"r\": 2}");
-  EXPECT_THAT(error_of([&] { read_adapter_folder(dir); }), HasSubstr("adapter_config.json: field peft_type is missing"));
+  EXPECT_THAT(error_of([&] { read_adapter_folder(dir); }),
+              HasSubstr("adapter_config.json: field peft_type is missing"));
   write_file(dir + "/adapter_config.json", "[2]");
   EXPECT_THAT(error_of([&] { read_adapter_config(dir); }), HasSubstr("adapter_config.json must hold a JSON object"));
   // a prefix applied to a model of other dimensions; a second adapter on one model
@@ -292,5 +299,6 @@ TEST(FileErrorSites, PrefixAdapterFoldersAndAdapterFolders) {
               HasSubstr("--adapter " + dir + ": the model already has adapters"));
   // a run settings file that is JSON but no object
   write_file(dir + "/smezo_run.json", "[1]");
-  EXPECT_THAT(error_of([&] { checkpoint_read_run_settings(dir); }), HasSubstr("smezo_run.json must hold a JSON object"));
+  EXPECT_THAT(error_of([&] { checkpoint_read_run_settings(dir); }),
+              HasSubstr("smezo_run.json must hold a JSON object"));
 }

@@ -45,7 +45,8 @@ TEST(TrainErrorSites, EncodingExamples) {
   ex.contexts = {"Once upon a time", "Once upon a time"};
   ex.options = {" there", " here"};
   ex.gold = 0;
-  EXPECT_THAT(error_of([&] { encode_example(*tok, ex, 1); }), HasSubstr("is too small (need BOS and one option token)"));
+  EXPECT_THAT(error_of([&] { encode_example(*tok, ex, 1); }),
+              HasSubstr("is too small (need BOS and one option token)"));
   TaskExample uneven = ex;
   uneven.options.pop_back();
   EXPECT_THAT(error_of([&] { encode_example(*tok, uneven, 32); }),
@@ -56,7 +57,8 @@ TEST(TrainErrorSites, EncodingExamples) {
   while (huge.options[0].size() < (1 << 20)) huge.options[0] += " once upon a time";
   EXPECT_THAT(error_of([&] { encode_example(*tok, huge, 32); }),
               HasSubstr("tokens long and does not fit in max_len 32 ---> HINT: raise --max-len, or shorten it"));
-  EXPECT_THAT(error_of([] { task_spec_builtin(static_cast<TaskId>(99)); }), HasSubstr("unknown task id 99"));
+  EXPECT_THAT(error_of([] { task_spec_builtin(static_cast<TaskId>(7)); }),
+              HasSubstr("unknown task id 7"));  // 7: in the enum's range
 }
 
 TEST(TrainErrorSites, ObjectivesMetricsAndGeneration) {
@@ -117,7 +119,8 @@ TEST(TrainErrorSites, RunRecordsAndTopology) {
   write_file(dir + "/file", "x");
   EXPECT_THAT(error_of([&] { run_dir_kind(dir + "/file", nullptr); }), HasSubstr("is a file, not a run folder"));
   nlohmann::json not_object = nlohmann::json::array();
-  EXPECT_THAT(error_of([&] { summary_add_standard_fields(&not_object); }), HasSubstr("run summary must be a JSON object"));
+  EXPECT_THAT(error_of([&] { summary_add_standard_fields(&not_object); }),
+              HasSubstr("run summary must be a JSON object"));
   double lo = 0, hi = 0;
   EXPECT_THAT(error_of([&] { svg_nice_ticks(0.0, std::nan(""), 5, false, &lo, &hi); }),
               HasSubstr("svg_nice_ticks: non-finite range"));

@@ -47,6 +47,7 @@ const std::string kStories = smezo::default_model_path();
 const std::string kTrainNoLen = " train --task sst2 --method mezo --steps 2 --batch 2 --lr 2e-3 --eval-every 0"
                                 " --dev-examples 4 --test-examples 4 --progress-every 1000";
 const std::string kTrain = kTrainNoLen + " --max-len 40";
+const char* const kSpec = R"({"name": "s", "prompt": "{t}", "candidates": [" a", " b"], "label": {"field": "l"}})";
 
 struct SmezoRun {
   int rc;
@@ -187,15 +188,16 @@ TEST(HostileInputs, B_EvalOfACheckpointScoresTheRunsRowsFromAnyFolder) {
       "label": {"field": "label"}})";
   auto rows = [](int n) {
     std::string t;
-    for (int i = 0; i < n; i++) t += "{\"text\": \"row " + std::to_string(i) + "\", \"label\": " + std::to_string(i % 2) + "}\n";
+    for (int i = 0; i < n; i++)
+      t += "{\"text\": \"row " + std::to_string(i) + "\", \"label\": " + std::to_string(i % 2) + "}\n";
     return t;
   };
   for (const std::string& d : {here, there}) write_file(d + "/spec.json", spec);
   write_file(here + "/train.jsonl", rows(6));
   write_file(here + "/dev.jsonl", rows(3));
   write_file(there + "/dev.jsonl", rows(7));  // the decoy: same name, other rows
-  SmezoRun r = run_smezo("train --task-spec spec.json --train-file train.jsonl --dev-file dev.jsonl --steps 1 --batch 2 "
-                "--max-len 32 --eval-every 0 --out run", here);
+  SmezoRun r = run_smezo("train --task-spec spec.json --train-file train.jsonl --dev-file dev.jsonl --steps 1 "
+                         "--batch 2 --max-len 32 --eval-every 0 --out run", here);
   ASSERT_EQ(r.rc, 0) << r.out;
   const nlohmann::json settings = read_json(here + "/run/checkpoint/smezo_run.json");
   EXPECT_EQ(settings["dev_file"], here + "/dev.jsonl");
@@ -303,7 +305,7 @@ TEST(HostileInputs, E_SizesAreBoundedBeforeTheyAreUsed) {
   write_file(dir + "/g.jsonl", "{\"q\": \"x\", \"a\": \"y\"}\n");
   r = run_smezo("train --check-data --task-spec " + dir + "/gen.json --train-file " + dir + "/g.jsonl");
   expect_problem(r, "\"max_new_tokens\" 1000000000000 is more than any model's context", out);
-  write_file(dir + "/spec.json", R"({"name": "s", "prompt": "{t}", "candidates": [" a", " b"], "label": {"field": "l"}})");
+  write_file(dir + "/spec.json", kSpec);
   write_file(dir + "/nul.jsonl", "");
   ASSERT_EQ(::truncate((dir + "/nul.jsonl").c_str(), int64_t{20} << 30), 0);
   r = run_smezo("train --check-data --task-spec " + dir + "/spec.json --train-file " + dir + "/nul.jsonl");
@@ -312,7 +314,8 @@ TEST(HostileInputs, E_SizesAreBoundedBeforeTheyAreUsed) {
   std::string words;
   while (words.size() < (10 << 20)) words += " once upon a time";
   write_file(dir + "/long.jsonl", "{\"t\": \"x\", \"l\": 0, \"o\": \"" + words + "\"}\n");
-  write_file(dir + "/opt.json", R"({"name": "o", "prompt": "{t}", "candidates": [" {o}", " b"], "label": {"field": "l"}})");
+  write_file(dir + "/opt.json",
+             R"({"name": "o", "prompt": "{t}", "candidates": [" {o}", " b"], "label": {"field": "l"}})");
   r = run_smezo("train --check-data --task-spec " + dir + "/opt.json --train-file " + dir + "/long.jsonl");
   expect_problem(r, "long.jsonl:1: candidate 0 (template \" {o}\") \"  once upon a time", out);
   EXPECT_THAT(r.out, testing::ContainsRegex("is at least [0-9]+ tokens long and does not fit in --max-len 256 with BOS "
@@ -387,7 +390,7 @@ TEST(HostileInputs, G_MessagesNameWhatTheUserGave) {
   r = run_smezo("tokenize --tokenizer " + dir + "/tokenizer.json hi");
   expect_refused(r, dir + "/tokenizer.json: the vocabulary is empty (no token is listed)", out);
   // a JSON label -0 is the index 0
-  write_file(dir + "/spec.json", R"({"name": "s", "prompt": "{t}", "candidates": [" a", " b"], "label": {"field": "l"}})");
+  write_file(dir + "/spec.json", kSpec);
   write_file(dir + "/train.jsonl", "{\"t\": \"x\", \"l\": -0}\n{\"t\": \"y\", \"l\": 1}\n");
   r = run_smezo("train --check-data --task-spec " + dir + "/spec.json --train-file " + dir + "/train.jsonl");
   EXPECT_EQ(r.rc, 0) << r.out;

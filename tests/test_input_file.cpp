@@ -66,7 +66,8 @@ TEST(InputFile, RefusesWhatIsNotARegularFileAtOnce) {
     EXPECT_THAT(msg, HasSubstr("whole: give a regular file (a pipe's or device's output: write it to a file first)"));
     EXPECT_TRUE(smezo_test::is_one_line(msg));
     // the mapped readers (models, tokenizers) refuse them the same way
-    EXPECT_THAT(error_of([&] { smezo::MappedFile::open(path, "GGUF file"); }), HasSubstr("GGUF file " + path + " is a"));
+    EXPECT_THAT(error_of([&] { smezo::MappedFile::open(path, "GGUF file"); }),
+                HasSubstr("GGUF file " + path + " is a"));
   }
   const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
   ASSERT_GE(s, 0);
