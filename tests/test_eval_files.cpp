@@ -101,15 +101,17 @@ void expect_checkpoint_eval_equals_run(const std::string& dir, const std::string
   ASSERT_TRUE(s["final_dev_em"].is_number() && s["final_dev_f1"].is_number()) << s.dump();
   ASSERT_EQ(run_command(kSmezo + " eval" + device + " --model " + dir + "/run/checkpoint --batch 4 --out " + dir +
                         "/eval.json --examples-out " + dir + "/ex.jsonl", &out), 0) << out;
+  // the run recorded its files as absolute paths (eval from any folder scores its rows)
+  const std::string abs_spec = std::filesystem::absolute(spec).string(), abs_dev = std::filesystem::absolute(dev).string();
   EXPECT_THAT(out, HasSubstr("eval: using the run's settings from " + dir + "/run/checkpoint/smezo_run.json: "
-                             "--task-spec " + spec + " --dev-file " + dev + " --max-len 48"));
+                             "--task-spec " + abs_spec + " --dev-file " + abs_dev + " --max-len 48"));
   EXPECT_THAT(out, HasSubstr("gen dev (10 examples, zero-shot): EM "));
   const json e = read_json(dir + "/eval.json");
   EXPECT_DOUBLE_EQ(e["em"].get<double>(), s["final_dev_em"].get<double>());
   EXPECT_DOUBLE_EQ(e["f1"].get<double>(), s["final_dev_f1"].get<double>());
   EXPECT_TRUE(e["accuracy"].is_null());
-  EXPECT_EQ(e["task_spec"], spec);
-  EXPECT_EQ(e["data_file"], dev);
+  EXPECT_EQ(e["task_spec"], abs_spec);
+  EXPECT_EQ(e["data_file"], abs_dev);
   // the comparison can fail: the numbers are neither 0 nor 1
   for (const char* key : {"em", "f1"}) {
     EXPECT_GT(e[key].get<double>(), 0.0) << key;
@@ -254,7 +256,7 @@ TEST_F(EvalFiles, MissingRunSpecNamesTheOption) {
   EXPECT_THAT(out, HasSubstr("s test (2 examples, zero-shot): accuracy "));
   std::filesystem::remove(spec);
   EXPECT_EQ(run_command(kSmezo + " eval --model " + dir_ + "/run/checkpoint", &out), 1) << out;
-  EXPECT_THAT(out, HasSubstr("eval: the run's --task-spec " + spec));
+  EXPECT_THAT(out, HasSubstr("eval: the run's --task-spec " + std::filesystem::absolute(spec).string()));
   EXPECT_THAT(out, HasSubstr("give --task-spec FILE"));
   EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
   // --task on the same checkpoint evaluates the built-in task instead

@@ -228,7 +228,7 @@ TEST(Lora, OptionsAreChecked) {
   EXPECT_THAT(smezo_test::error_of([] { lora_targets_parse("q,q"); }), testing::HasSubstr("names 'q' twice"));
   EXPECT_EQ(lora_targets_name(lora_targets_parse("down,q,up")), "q,up,down");
   EXPECT_THAT(smezo_test::error_of([] { lora_validate(LoraOptions{0, 16.0f, {ROLE_ATTN_Q}}); }),
-              testing::HasSubstr("--lora-r 0"));
+              testing::HasSubstr("--lora-r must be an integer in [1, 4096], got 0"));
   ModelConfig c = smezo_test::tiny_opt_config();
   WeightSource src = smezo_test::random_weight_source(c, 1);
   auto be = make_backend("cpu");

@@ -311,12 +311,12 @@ TEST(Probes, BadOptionsAreOneLineErrors) {
   };
   SpsaOptions o;
   o.probes = 0;
-  EXPECT_THAT(error_of(o), HasSubstr("--probes-per-step must be an integer >= 1, got 0"));
+  EXPECT_THAT(error_of(o), HasSubstr("--probes-per-step must be an integer in [1, 1024], got 0"));
   o = SpsaOptions();
   o.method = METHOD_FZOO;
   o.sparsity = 0;
   o.probes = 1;
-  EXPECT_THAT(error_of(o), HasSubstr("it needs --probes-per-step 2 or more (got 1"));
+  EXPECT_THAT(error_of(o), HasSubstr("--probes-per-step 1: fzoo divides its step by the spread of its probe losses, so it needs 2 or more"));
   o.probes = 4;
   o.sparsity = 0.5;
   EXPECT_THAT(error_of(o), HasSubstr("fzoo tunes every entry"));
@@ -327,7 +327,7 @@ TEST(Probes, BadOptionsAreOneLineErrors) {
   EXPECT_EQ(error_of(o), "no error");
   o.noise = NOISE_AUTO;
   o.weight_decay = 0.1f;
-  EXPECT_THAT(error_of(o), HasSubstr("--weight-decay 0.1 is not defined for it"));
+  EXPECT_THAT(error_of(o), HasSubstr("--weight-decay 0.1: fzoo scales its step by the spread of the losses; weight decay is not defined"));
   EXPECT_EQ(method_parse("fzoo"), METHOD_FZOO);
   EXPECT_STREQ(method_name(METHOD_FZOO), "fzoo");
   // the command line: each a one-line error, nothing trained
@@ -338,7 +338,7 @@ TEST(Probes, BadOptionsAreOneLineErrors) {
   EXPECT_NE(run_command(kSmezo + kRun + " --steps 2 --probes-per-step 0 --out " + dir + "/b", &out), 0);
   EXPECT_THAT(out, HasSubstr("--probes-per-step"));
   EXPECT_NE(run_command(kSmezo + kRun + " --steps 2 --method fzoo --out " + dir + "/c", &out), 0);
-  EXPECT_THAT(out, HasSubstr("it needs --probes-per-step 2 or more"));
+  EXPECT_THAT(out, HasSubstr("--probes-per-step 1: fzoo divides its step by the spread of its probe losses"));
   EXPECT_FALSE(path_exists(dir + "/c/seed_log.txt"));
 }
 

@@ -463,7 +463,7 @@ TEST(SeedLog, NonConsecutiveStepsAndBadHeadersAreErrors) {
   write_file(path, "");
   EXPECT_THROW_MSG(smezo::seed_log_read(path), "seed log " + path + " is empty (not written by smezo train?)");
   EXPECT_THROW_MSG(smezo::seed_log_read(dir + "/missing.txt"),
-                   "cannot read seed log " + dir + "/missing.txt: No such file or directory");
+                   "cannot open seed log " + dir + "/missing.txt: No such file or directory");
   // Comments and blank lines are fine.
   write_file(path, "# smezo seed log v1\n# a comment\n# {\"m\":1}\n\n1 1 3f800000 3f800000\n");
   EXPECT_EQ(smezo::seed_log_read(path).records.size(), 1u);

@@ -200,7 +200,7 @@ TEST(Safetensors, FailedWriteIsNamedAndLeavesTheOldFile) {
 TEST(Safetensors, MissingFile) {
   std::string path = smezo_test::make_temp_dir("st_missing") + "/absent.safetensors";
   std::string msg = error_of([&] { SafetensorsFile f(path); });
-  EXPECT_THAT(msg, HasSubstr("cannot open " + path));
+  EXPECT_THAT(msg, HasSubstr("cannot open safetensors file " + path));
   EXPECT_THAT(msg, HasSubstr("No such file"));
 }
 

@@ -199,7 +199,7 @@ TEST(Spsa, BadOptionsAreClearErrors) {
   EXPECT_THAT(msg(o), testing::HasSubstr("--sparsity must be in [0, 1), got -0.1"));
   o = SpsaOptions();
   o.eps = 0.0f;
-  EXPECT_THAT(msg(o), testing::HasSubstr("--eps must be > 0, got 0"));
+  EXPECT_THAT(msg(o), testing::HasSubstr("--eps must be >= 1.17549e-38, got 0"));
   o.eps = -1e-3f;
   EXPECT_THAT(msg(o), testing::HasSubstr("eps"));
   o = SpsaOptions();

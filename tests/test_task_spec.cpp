@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <sstream>
 
@@ -523,7 +524,7 @@ TEST_F(TaskSpecFiles, RunRecordsTheRowsItUsed) {
   EXPECT_EQ(smezo_test::read_json(dir_ + "/run5/checkpoint/smezo_run.json")["n_train"], 5);
   // eval of the checkpoint scores the run's test rows; another test file is not cut to them
   ASSERT_EQ(run_command(smezo_test::smezo_binary() + " eval --model " + dir_ + "/run/checkpoint", &out), 0) << out;
-  EXPECT_THAT(out, HasSubstr("--test-file " + test));
+  EXPECT_THAT(out, HasSubstr("--test-file " + std::filesystem::absolute(test).string()));  // recorded absolute
   EXPECT_THAT(out, HasSubstr("--test-examples 3"));
   EXPECT_THAT(out, HasSubstr("s test (3 examples, zero-shot)"));
   ASSERT_EQ(run_command(smezo_test::smezo_binary() + " eval --model " + dir_ + "/run/checkpoint --task-spec " + spec +

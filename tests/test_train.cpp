@@ -163,9 +163,9 @@ TEST(Train, BadInputIsAOneLineError) {
       {"--task sst2 --method adam", "--method: 'adam' is not one of mezo, smezo, rmezo"},
       {"--task sst2 --sparsity 1", "--sparsity: must be in [0, 1), got 1"},
       {"--task sst2 --sparsity -0.5", "--sparsity: must be in [0, 1), got -0.5"},
-      {"--task sst2 --eps 0", "--eps: must be > 0, got 0"},
-      {"--task sst2 --eps -1", "--eps: must be > 0, got -1"},
-      {"--task sst2 --method mezo --sparsity 0.5", "mezo tunes every entry: --sparsity 0.5 applies to smezo"},
+      {"--task sst2 --eps 0", "--eps: must be >= 1.17549e-38, got 0"},
+      {"--task sst2 --eps -1", "--eps: must be >= 1.17549e-38, got -1"},
+      {"--task sst2 --method mezo --sparsity 0.5", "--sparsity 0.5: mezo tunes every entry (a sparsity applies to smezo"},
       {"--task sst2 --data " + dir + "/data", "SST-2/train.tsv:3: "},
   };
   for (const Case& c : cases) {

@@ -53,6 +53,17 @@ void check_task_options(const EvalState& s) {
                 "eval: --train-file, --dev-file and --test-file go with --task-spec, not --task");
 }
 
+// A file or folder the run recorded: an absolute path (smezo train records them so). A relative one, of
+// an older smezo, would be read against this command's folder, not the run's: it is refused.
+std::string run_recorded_path(const EvalState& s, const nlohmann::json& run, const char* key, const char* option) {
+  const std::string path = run[key].get<std::string>();
+  SMEZO_REQUIRE(path.empty() || path[0] == '/', "eval: the run's %s %s (%s/%s) is a relative path, and the folder it "
+                "was relative to is not recorded (an older smezo wrote it): it would name other files here ---> HINT: "
+                "give %s with the file's path", option, printable(path).c_str(), s.settings_dir.c_str(),
+                kRunSettingsFile, option);
+  return path;
+}
+
 // A run of own data: its spec and files (as the run was given them), unless a task is named.
 std::string take_run_task_files(EvalState& s, const nlohmann::json& run) {
   if (s.task_opt->count() || !s.task_spec.empty() || !run.contains("task_spec") || !run["task_spec"].is_string() ||
@@ -61,7 +72,7 @@ std::string take_run_task_files(EvalState& s, const nlohmann::json& run) {
   std::string taken;
   auto take = [&](std::string* field, const char* key, const char* option) {
     if (!field->empty() || !run.contains(key) || !run[key].is_string() || run[key].get<std::string>().empty()) return;
-    *field = run[key].get<std::string>();
+    *field = run_recorded_path(s, run, key, option);
     SMEZO_REQUIRE(path_exists(*field), "eval: the run's %s %s (%s/%s) is not there: give %s FILE (with --task-spec "
                   "and --dev-file or --test-file)", option, printable(*field).c_str(), s.settings_dir.c_str(),
                   kRunSettingsFile, option);
@@ -99,14 +110,14 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
   }
   // a run on files records the rows it used of each: they say nothing of another file
   auto runs_file = [&](const std::string& file, const char* key) {
-    return !spec_run || (!file.empty() && run.contains(key) && run[key] == file);
+    return !spec_run || (!file.empty() && run.contains(key) && (run[key] == file || run[key] == absolute_path(file)));
   };
   if (runs_file(s.train_file, "train_file")) take_int(s.n_train_opt, &s.n_train, "n_train");
   if (runs_file(s.dev_file, "dev_file")) take_int(s.n_dev_opt, &s.n_dev, "n_dev");
   if (runs_file(s.test_file, "test_file")) take_int(s.n_test_opt, &s.n_test, "n_test");
   if (!s.data_opt->count() && s.task_spec.empty() && run.contains("data_dir") && run["data_dir"].is_string() &&
       !run["data_dir"].get<std::string>().empty()) {
-    s.data_dir = run["data_dir"].get<std::string>();
+    s.data_dir = run_recorded_path(s, run, "data_dir", "--data");
     taken += " --data " + s.data_dir;
   }
   if (!taken.empty())
@@ -193,15 +204,18 @@ TaskSplits load_eval_splits(EvalState& s) {
 
 // The model, its workspace sized from --batch (and a prefix's P rows), the adapter applied.
 LoadedModel open_eval_model(EvalState& s, const TaskSplits& splits, const AdapterFolder* adapter) {
-  const WorkspaceRows ws = workspace_for_batch(s.batch, s.max_len, 8192);
-  s.model.max_tokens = ws.tokens;
-  s.model.max_logit_rows = ws.logit_rows;
-  // greedy decoding runs over a prompt (< max_len) and the tokens generated (as the trainer sizes it)
-  if (splits.generation) s.model.max_tokens = std::max(s.model.max_tokens, s.max_len + splits.max_new_tokens);
-  if (adapter) {
-    s.model.max_tokens = std::max(s.model.max_tokens, adapter->prefix_tokens());  // add_prefix's runs
-    s.model.adapters = adapter_memory_shape(*adapter);  // counted by the memory check
-  }
+  const int64_t prefix = adapter ? adapter->prefix_tokens() : 0;
+  // --max-len is capped at the model's context before it sizes anything (the trainer's rule)
+  s.model.workspace = [&s, &splits, prefix](const ModelConfig& c) {
+    const int64_t len = std::max<int64_t>(2, std::min(s.max_len, c.max_seq_len - prefix));
+    WorkspaceRows ws = workspace_for_batch(s.batch, len, 8192);
+    // greedy decoding runs over a prompt (< len) and the tokens generated (as the trainer sizes it)
+    if (splits.generation)
+      ws.tokens = std::max(ws.tokens, std::min(len + splits.max_new_tokens, std::max(c.max_seq_len, len)));
+    ws.tokens = std::max(ws.tokens, prefix);  // add_prefix's runs
+    return ws;
+  };
+  if (adapter) s.model.adapters = adapter_memory_shape(*adapter);  // counted by the memory check
   LoadedModel lm = open_model(s.model);
   if (adapter) apply_adapter_folder(*lm.model, *adapter);
   return lm;

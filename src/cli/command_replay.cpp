@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/check.h"
+#include "model/model_fingerprint.h"
 #include "run/seed_log.h"
 #include "setup/run_path.h"
 #include "train/checkpoint.h"
@@ -21,56 +22,96 @@ struct ReplayState {
   std::string base, log_path, out, tokenizer, device, dtype, checkpoint_dtype;
 };
 
-int run_replay(const ReplayState& s) {
-  SeedLog log = seed_log_read(s.log_path);
+// What the run header says of the run, read and checked before the model is opened.
+struct LoggedRun {
+  std::string where;  // "SEEDLOG line N": the header, for messages about its fields
+  std::string dtype, dtype_arg, device, model;  // storage dtype ("F32"), as an option ("f32"), device, model path
+  SpsaOptions opts;
+  bool lora = false, prefix = false;
+  LoraOptions lora_options;
+  PrefixOptions prefix_options;
+};
+
+// A string field of the header, or `fallback` when absent.
+std::string header_string(const SeedLog& log, const std::string& where, const char* key, const char* fallback) {
+  if (!log.header.contains(key)) return fallback;
+  SMEZO_REQUIRE(log.header[key].is_string(), "%s: the run header's %s %s is not a string", where.c_str(), key,
+                printable(log.header[key].dump(), 80).c_str());
+  return log.header[key].get<std::string>();
+}
+
+LoggedRun read_logged_run(const SeedLog& log, const ReplayState& s) {
+  LoggedRun r;
+  r.where = seed_log_header_where(log, s.log_path);
   SMEZO_REQUIRE(log.header.contains("spsa"), "%s: not a smezo training log (no 'spsa' in the header)",
-                s.log_path.c_str());
+                r.where.c_str());
   // Updates round to the storage dtype, so the logged device and dtype are the defaults.
-  const std::string logged_dtype = log.header.value("storage_dtype", std::string("F32"));
-  const std::string logged_dtype_arg = logged_dtype == "BF16" ? "bf16" : logged_dtype == "F16" ? "f16" : "f32";
-  const std::string device = s.device.empty() ? log.header.value("device", std::string("cpu")) : s.device;
-  const std::string dtype = !s.dtype.empty() ? s.dtype : device == "cpu" ? "" : logged_dtype_arg;
-  SpsaOptions opts = spsa_options_from_json(log.header["spsa"], s.log_path);
+  r.dtype = header_string(log, r.where, "storage_dtype", "F32");
+  r.dtype_arg = r.dtype == "BF16" ? "bf16" : r.dtype == "F16" ? "f16" : "f32";
+  r.device = s.device.empty() ? header_string(log, r.where, "device", "cpu") : s.device;
+  r.model = header_string(log, r.where, "model", "");
+  r.opts = spsa_options_from_json(log.header["spsa"], r.where);
+  const nlohmann::json tune = log.header.value("tune", nlohmann::json());  // absent: full
+  const std::optional<Tune> tune_mode =
+      tune.is_object() && tune.value("mode", nlohmann::json()).is_string()
+          ? enum_find(tune_names(), tune["mode"].get<std::string>())
+          : tune.is_null() ? std::optional<Tune>(TUNE_FULL) : std::nullopt;
+  SMEZO_REQUIRE(tune_mode.has_value(), "%s: tune mode %s is not one this build replays (lora, prefix, or none for "
+                "full)", r.where.c_str(), printable(tune.dump(), 80).c_str());
+  r.lora = tune_mode == TUNE_LORA;
+  r.prefix = tune_mode == TUNE_PREFIX;
+  if (r.prefix) r.prefix_options = prefix_options_from_json(tune, r.where);
+  if (r.lora) r.lora_options = lora_options_from_json(tune, r.where);
+  return r;
+}
+
+// The base model in the run's storage dtype, refused unless it is the run's own (its fingerprint).
+LoadedModel open_replay_model(const LoggedRun& run, const SeedLog& log, const ReplayState& s) {
   ModelOpenOptions mo;
   mo.model_path = s.base;
   mo.tokenizer_path = s.tokenizer;
-  mo.device = device;
-  mo.dtype = dtype;
-  const nlohmann::json tune = log.header.value("tune", nlohmann::json());  // absent: full
-  const std::optional<Tune> tune_mode =
-      tune.is_object() ? enum_find(tune_names(), tune.value("mode", std::string())) : TUNE_FULL;
-  SMEZO_REQUIRE(tune_mode.has_value(), "%s: tune mode %s is not one this build replays (lora, prefix, or none for "
-                "full)", s.log_path.c_str(), tune.dump().c_str());
-  const bool lora = tune_mode == TUNE_LORA, prefix = tune_mode == TUNE_PREFIX;
-  const PrefixOptions prefix_options = prefix ? prefix_options_from_json(tune, s.log_path) : PrefixOptions{};
+  mo.device = run.device;
+  mo.dtype = !s.dtype.empty() ? s.dtype : run.device == "cpu" ? "" : run.dtype_arg;
   // the updates need no activations; a prefix is made from the model's activations of P tokens
-  mo.max_tokens = prefix ? prefix_options.tokens : 1;
+  mo.max_tokens = run.prefix ? run.prefix_options.tokens : 1;
   mo.max_logit_rows = 1;
-  mo.adapters.prefix_tokens = prefix ? prefix_options.tokens : 0;
-  if (lora) {
-    const LoraOptions lora_options = lora_options_from_json(tune, s.log_path);
-    mo.adapters.lora_rank = lora_options.rank;
-    mo.adapters.lora_targets = lora_options.targets;
-  }
+  mo.adapters.prefix_tokens = run.prefix ? run.prefix_options.tokens : 0;
+  mo.adapters.lora_rank = run.lora ? run.lora_options.rank : 0;
+  if (run.lora) mo.adapters.lora_targets = run.lora_options.targets;
   mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
   LoadedModel lm = open_model(mo);
   checkpoint_dtype(*lm.model, s.checkpoint_dtype);  // a bad name fails before the updates
   const std::string replay_dtype = dtype_name(lm.model->params().front()->w.dtype);
-  SMEZO_REQUIRE(replay_dtype == logged_dtype,
+  SMEZO_REQUIRE(replay_dtype == run.dtype,
                 "%s: the run stored weights as %s, this replay as %s: the updates would round differently "
-                "---> HINT: replay with %s", s.log_path.c_str(), logged_dtype.c_str(), replay_dtype.c_str(),
-                logged_dtype == "F32" ? "--dtype f32 (or no --dtype) on either device"
-                                      : ("--device cuda --dtype " + logged_dtype_arg).c_str());
+                "---> HINT: replay with %s", s.log_path.c_str(), printable(run.dtype, 40).c_str(), replay_dtype.c_str(),
+                run.dtype == "F32" ? "--dtype f32 (or no --dtype) on either device"
+                                   : ("--device cuda --dtype " + run.dtype_arg).c_str());
+  // MeZO and R-MeZO logs have no thresholds to tell another model by: the header's fingerprint does
+  const std::string other_model = model_fingerprint_difference(
+      log.header.value("model_fingerprint", nlohmann::json()),
+      model_fingerprint(model_fingerprint_parts(*lm.model), lm.model->config()), s.base);
+  SMEZO_REQUIRE(other_model.empty(), "%s: %s ---> HINT: replay onto the model the run started from (the log names "
+                "%s)", s.log_path.c_str(), other_model.c_str(),
+                run.model.empty() ? "none" : printable(run.model, 200).c_str());
+  return lm;
+}
+
+int run_replay(const ReplayState& s) {
+  SeedLog log = seed_log_read(s.log_path);
+  const LoggedRun run = read_logged_run(log, s);
+  LoadedModel lm = open_replay_model(run, log, s);
+  const bool lora = run.lora, prefix = run.prefix;
   // --tune lora/prefix: the run's adapters or prefix, from its seed
-  if (lora) lm.model->add_lora(lora_options_from_json(tune, s.log_path), opts.seed);
-  if (prefix) lm.model->add_prefix(prefix_options, opts.seed);
-  SpsaOptimizer optimizer(*lm.model, opts);
-  optimizer.check_matches(log.header["spsa"], s.log_path);
+  if (lora) lm.model->add_lora(run.lora_options, run.opts.seed);
+  if (prefix) lm.model->add_prefix(run.prefix_options, run.opts.seed);
+  SpsaOptimizer optimizer(*lm.model, run.opts);
+  optimizer.check_matches(log.header["spsa"], run.where);
   for (const SeedRecord& r : log.records) optimizer.apply_record(r, s.log_path);
   if (lora)
-    save_lora_adapter(*lm.model, s.out, log.header.value("model", s.base));
+    save_lora_adapter(*lm.model, s.out, run.model.empty() ? s.base : run.model);
   else if (prefix)
-    save_prefix_adapter(*lm.model, s.out, log.header.value("model", s.base));
+    save_prefix_adapter(*lm.model, s.out, run.model.empty() ? s.base : run.model);
   else
     save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   std::printf("replayed %zu steps of %s onto %s -> %s%s\n", log.records.size(), s.log_path.c_str(), s.base.c_str(),

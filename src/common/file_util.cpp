@@ -3,6 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+
+#include "common/input_file.h"  // input_mode_kind
+
 namespace smezo {
 
 bool path_exists(const std::string& path) {
@@ -22,18 +26,18 @@ bool is_dir(const std::string& path) {
 
 std::string path_kind(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return "";
-  if (S_ISREG(st.st_mode)) return "a regular file";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISFIFO(st.st_mode)) return "a FIFO";
-  if (S_ISCHR(st.st_mode)) return "a character device";
-  if (S_ISBLK(st.st_mode)) return "a block device";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return "neither a file nor a directory";
+  return ::stat(path.c_str(), &st) == 0 ? input_mode_kind(st.st_mode) : "";
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
 }
 
 }  // namespace smezo

@@ -1,4 +1,4 @@
-// MappedFile: open + fstat + mmap(PROT_READ, MAP_PRIVATE); the descriptor closes after mapping.
+// MappedFile: input_open (a regular file, never blocking) + mmap(PROT_READ, MAP_PRIVATE); the descriptor then closes.
 #include "common/mapped_file.h"
 
 #include <fcntl.h>
@@ -11,28 +11,16 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/input_file.h"
 
 namespace smezo {
 
-std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SMEZO_REQUIRE(fd >= 0, "cannot open %s: %s", path.c_str(), std::strerror(errno));
-
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw_error("cannot stat %s: %s", path.c_str(), std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw_error("cannot map %s: not a regular file%s", path.c_str(),
-                S_ISDIR(st.st_mode) ? " (it is a directory)" : "");
-  }
-
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char* what) {
+  int64_t size = 0;
+  const int fd = input_open(path, what, &size);
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
-  file->size_ = static_cast<int64_t>(st.st_size);
+  file->size_ = size;
   if (file->size_ > 0) {
     void* p = mmap(nullptr, static_cast<size_t>(file->size_), PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

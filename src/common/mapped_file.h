@@ -9,8 +9,9 @@ namespace smezo {
 
 class MappedFile {
  public:
-  // Throws smezo::Error naming the path and the OS reason.
-  static std::shared_ptr<MappedFile> open(const std::string& path);
+  // Throws smezo::Error naming the path and the OS reason; refuses all but a regular file (input_open).
+  // what: the file's role in messages ("model", "tokenizer").
+  static std::shared_ptr<MappedFile> open(const std::string& path, const char* what = "file");
 
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;

@@ -25,11 +25,24 @@ std::string ValueRange::describe() const {
   return kind + "in " + (lo_open ? "(" : "[") + text(lo) + ", " + text(hi) + (hi_open ? ")" : "]");
 }
 
-void require_in_range(const char* option, const ValueRange& range, double value) {
+std::string ValueOrigin::name(const std::string& option) const {
+  if (file.empty()) return option;
+  std::string field = option.compare(0, 2, "--") == 0 ? option.substr(2) : option;
+  for (char& c : field) c = c == '-' ? '_' : c;
+  for (const auto& [opt, f] : fields)
+    if (opt == option) field = f;
+  return format_string("%s: field \"%s\"", printable(file, 200).c_str(), field.c_str());
+}
+
+void ValueOrigin::fail(const std::string& option, const std::string& problem) const {
+  throw Error(name(option) + " " + problem, hint);
+}
+
+void require_in_range(const std::string& option, const ValueRange& range, double value, const ValueOrigin& origin) {
   if (range.contains(value)) return;
   const std::string got = range.integer && std::isfinite(value) ? format_string("%.0f", value) : number_text(value);
   const char* article = range.integer ? "an " : std::isfinite(value) ? "" : "a finite number ";
-  throw_error("%s must be %s%s, got %s", option, article, range.describe().c_str(), got.c_str());
+  origin.fail(option, format_string("must be %s%s, got %s", article, range.describe().c_str(), got.c_str()));
 }
 
 }  // namespace smezo

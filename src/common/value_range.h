@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smezo {
@@ -30,12 +31,28 @@ struct OptionRule {
   double (*value)(const Options&);
 };
 
-// Throws "--batch must be an integer >= 1, got 0".
-void require_in_range(const char* option, const ValueRange& range, double value);
+// Where checked values came from, so a message names what the user gave: an option of the command
+// line, or a field of a file (a seed log's run header, an adapter's config). The same checks run
+// on both; only the names differ.
+struct ValueOrigin {
+  std::string file;  // "": the command line
+  std::vector<std::pair<std::string, std::string>> fields = {};  // option -> the file's field, where not
+                                                                  // the option's own name ("--lora-r" -> "r")
+  std::string hint = {};  // what to do about a bad value from the file ("" for none)
+  // "--lora-r" on the command line; "FILE: field \"r\"" from a file.
+  std::string name(const std::string& option) const;
+  // Throws "<name(option)> <problem>", with the hint.
+  [[noreturn]] void fail(const std::string& option, const std::string& problem) const;
+};
+
+// Throws "--batch must be an integer >= 1, got 0" (or the field's name, from origin).
+void require_in_range(const std::string& option, const ValueRange& range, double value,
+                      const ValueOrigin& origin = {});
 
 template <typename Options>
-void check_option_rules(const std::vector<OptionRule<Options>>& rules, const Options& o) {
-  for (const OptionRule<Options>& r : rules) require_in_range(r.option, r.range, r.value(o));
+void check_option_rules(const std::vector<OptionRule<Options>>& rules, const Options& o,
+                        const ValueOrigin& origin = {}) {
+  for (const OptionRule<Options>& r : rules) require_in_range(r.option, r.range, r.value(o), origin);
 }
 
 }  // namespace smezo

@@ -301,7 +301,7 @@ std::vector<int64_t> GgufTensorInfo::row_major_shape() const {
 std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   std::shared_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
-  f->file_ = MappedFile::open(path);
+  f->file_ = MappedFile::open(path, "GGUF file");
   f->parse();
   return f;
 }

@@ -31,6 +31,9 @@ struct HostTensorView {
   int64_t numel() const;
   // All numel() values as fp32 into dst (decode, or a dtype conversion).
   void read_f32(float* dst) const;
+  // read_f32, refusing a NaN or an Inf: "tensor X in FILE holds NaN at index i (row r, column c)". For
+  // values taken as they are (adapters); a model's weights are checked as they reach its storage dtype.
+  void read_f32_finite(float* dst) const;
   // quant_name when quantised, else dtype_name(dtype): what `smezo info` prints.
   const char* storage_name() const;
   // Drops this tensor's mapped pages (MappedFile::release_pages); nothing when unmapped.

@@ -203,7 +203,7 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
 // --- SafetensorsFile
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  mapping_ = MappedFile::open(path);
+  mapping_ = MappedFile::open(path, "safetensors file");
   const char* p = path.c_str();
   const int64_t size = mapping_->size();
   SMEZO_REQUIRE(size >= 8, "safetensors file %s is %lld bytes, shorter than the 8-byte header "

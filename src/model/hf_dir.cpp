@@ -39,7 +39,7 @@ std::string join_path(const std::string& dir, const std::string& name) {
 
 // Parses a whole JSON file strictly (json_read.h); errors name the file.
 json read_json_file(const std::string& path, const char* what) {
-  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  std::shared_ptr<MappedFile> file = MappedFile::open(path, what);
   SMEZO_REQUIRE(file->size() > 0, "%s %s is empty", what, path.c_str());
   const char* begin = reinterpret_cast<const char*>(file->data());
   json j = json_parse_strict(begin, begin + file->size(), std::string(what) + " " + path);

@@ -71,7 +71,7 @@ ModelConfig read_llama2c_header(const MappedFile& file, const std::string& path)
 }  // namespace
 
 WeightSource load_llama2c(const std::string& path) {
-  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  std::shared_ptr<MappedFile> file = MappedFile::open(path, "llama2.c model");
   const char* p = path.c_str();
   WeightSource src;
   src.path = path;

@@ -1,6 +1,7 @@
 // LoRA adapter options, names and initialisation (see lora.h).
 #include "model/lora.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/check.h"
@@ -57,10 +58,23 @@ std::string lora_targets_name(const std::vector<ParamRole>& targets) {
   return out;
 }
 
-void lora_validate(const LoraOptions& o) {
-  SMEZO_REQUIRE(o.rank >= 1, "--lora-r %lld: the adapter rank must be at least 1", (long long)o.rank);
-  SMEZO_REQUIRE(std::isfinite(o.alpha) && o.alpha > 0.0f, "--lora-alpha %g must be a positive number", o.alpha);
-  SMEZO_REQUIRE(!o.targets.empty(), "--lora-targets names no layer");
+void lora_validate(const LoraOptions& o, const ValueOrigin& origin) {
+  require_in_range("--lora-r", ValueRange{true, 1, static_cast<double>(kLoraMaxRank)}, static_cast<double>(o.rank),
+                   origin);
+  require_in_range("--lora-alpha", ValueRange::above(0), o.alpha, origin);
+  if (o.targets.empty()) origin.fail("--lora-targets", "names no layer");
+}
+
+void lora_require_useful_rank(const std::vector<Param*>& params, const LoraOptions& o) {
+  for (const Param* p : params) {
+    const bool target = std::find(o.targets.begin(), o.targets.end(), p->info.role) != o.targets.end();
+    if (!target || !p->info.is_linear || p->info.adapter != ADAPTER_NONE) continue;
+    const int64_t rows = p->w.rows, cols = p->w.cols, most = (rows * cols - 1) / (rows + cols);
+    SMEZO_REQUIRE(o.rank <= most, "--lora-r %lld: the adapter of %s [%lld, %lld] would hold %lld numbers, as many as "
+                  "the weight itself or more ---> HINT: use --lora-r %lld or less (to tune whole weights: --tune full)",
+                  (long long)o.rank, p->info.name.c_str(), (long long)rows, (long long)cols,
+                  (long long)(o.rank * (rows + cols)), (long long)std::max<int64_t>(1, most));
+  }
 }
 
 nlohmann::json lora_describe(const LoraOptions& o) {
@@ -75,7 +89,8 @@ LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& s
     o.rank = j.at("r").get<int64_t>();
     o.alpha = j.at("alpha").get<float>();
     o.targets = lora_targets_parse(j.at("targets").get<std::string>());
-    lora_validate(o);
+    lora_validate(o, ValueOrigin{source, {{"--lora-alpha", "alpha"}, {"--lora-r", "r"}, {"--lora-targets", "targets"}},
+                                 "the run header was edited or damaged"});
     return o;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the LoRA settings are incomplete or malformed: %s", source.c_str(), e.what());

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/tensor.h"
+#include "common/value_range.h"
 
 namespace smezo {
 
@@ -42,8 +43,16 @@ struct LoraLayer {
 // "q,k,v,o,gate,up,down" (any subset and order) -> roles in canonical order; throws naming a bad entry.
 std::vector<ParamRole> lora_targets_parse(const std::string& list);
 std::string lora_targets_name(const std::vector<ParamRole>& targets);  // "q,v"
-// Checks rank >= 1, alpha finite and > 0, at least one target.
-void lora_validate(const LoraOptions& o);
+// The largest rank any model takes (Model::add_lora also refuses an adapter as large as its weight).
+constexpr int64_t kLoraMaxRank = 4096;
+// Checks 1 <= rank <= kLoraMaxRank, alpha finite and > 0, at least one target; messages name the
+// options (--lora-r), or a file's fields when origin names one.
+void lora_validate(const LoraOptions& o, const ValueOrigin& origin = {});
+
+// For training: refuses a rank whose adapter holds as many numbers as the weight it adapts or more
+// (r·(rows + cols) >= rows·cols for a target among params, the model's base tensors), which tunes
+// nothing fewer than --tune full. Applying such an adapter from a file stays allowed.
+void lora_require_useful_rank(const std::vector<Param*>& params, const LoraOptions& o);
 
 // PEFT target_modules name of a role in LLaMA-family models: q_proj, ..., down_proj.
 const char* lora_module_name(ParamRole role);

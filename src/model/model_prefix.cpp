@@ -31,8 +31,7 @@ void Model::add_prefix(const PrefixOptions& options, uint64_t seed) {
   SMEZO_REQUIRE(lora_.empty(), "--tune prefix and LoRA adapters do not go together");
   SMEZO_REQUIRE(stage_.whole(), "--tune prefix runs on a whole model, not on pipeline stage %d of %d", stage_.index,
                 stage_.count);
-  SMEZO_REQUIRE(P < c.max_seq_len, "--prefix-tokens %lld leaves no position for the sequence: the model has %lld",
-                (long long)P, (long long)c.max_seq_len);
+  prefix_require_room(P, c.max_seq_len);
   SMEZO_REQUIRE(P <= max_tokens_, "--prefix-tokens %lld: the model's workspace holds %lld tokens", (long long)P,
                 (long long)max_tokens_);
   // MeZO's init by real activations: the base model's keys/values of P tokens (positions 0..P-1)

@@ -1,13 +1,23 @@
 // Prefix tuning options and initial tokens (see prefix.h).
 #include "model/prefix.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 #include "common/splitmix.h"
 
 namespace smezo {
 
-void prefix_validate(const PrefixOptions& o) {
-  SMEZO_REQUIRE(o.tokens >= 1, "--prefix-tokens %lld: the prefix needs at least one token", (long long)o.tokens);
+void prefix_validate(const PrefixOptions& o, const ValueOrigin& origin) {
+  require_in_range("--prefix-tokens", ValueRange{true, 1, static_cast<double>(kPrefixMaxTokens)},
+                   static_cast<double>(o.tokens), origin);
+}
+
+void prefix_require_room(int64_t P, int64_t max_seq_len) {
+  SMEZO_REQUIRE(P <= max_seq_len - 2, "a prefix of %lld tokens leaves %lld of the model's %lld positions for the "
+                "sequence, which needs 2 at least (BOS and a token) ---> HINT: use fewer prefix tokens "
+                "(--prefix-tokens %lld or fewer)", (long long)P, (long long)std::max<int64_t>(0, max_seq_len - P),
+                (long long)max_seq_len, (long long)std::max<int64_t>(1, max_seq_len - 2));
 }
 
 nlohmann::json prefix_describe(const PrefixOptions& o) {
@@ -23,7 +33,7 @@ PrefixOptions prefix_options_from_json(const nlohmann::json& j, const std::strin
                   j.at("init").get<std::string>().c_str());
     PrefixOptions o;
     o.tokens = j.at("tokens").get<int64_t>();
-    prefix_validate(o);
+    prefix_validate(o, ValueOrigin{source, {{"--prefix-tokens", "tokens"}}, "the run header was edited or damaged"});
     return o;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the prefix settings are incomplete or malformed: %s", source.c_str(), e.what());

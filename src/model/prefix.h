@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/tensor.h"
+#include "common/value_range.h"
 
 namespace smezo {
 
@@ -26,7 +27,12 @@ struct PrefixLayer {
   Param value;  // (P, n_kv_heads*head_dim)
 };
 
-void prefix_validate(const PrefixOptions& o);  // throws unless P >= 1
+// Throws unless 1 <= P <= kPrefixMaxTokens (Model::add_prefix also demands room in the context); messages
+// name --prefix-tokens, or a file's field when origin names one.
+constexpr int64_t kPrefixMaxTokens = 65536;
+void prefix_validate(const PrefixOptions& o, const ValueOrigin& origin = {});
+// Throws unless P prefix tokens leave a model of max_seq_len positions room for a sequence (BOS and a token).
+void prefix_require_room(int64_t tokens, int64_t max_seq_len);
 
 // Run header's "tune" object ({"mode": "prefix", "tokens": 5, ...}) and back (throws naming `source`).
 nlohmann::json prefix_describe(const PrefixOptions& o);

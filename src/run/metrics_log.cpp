@@ -6,22 +6,20 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/check.h"
+#include "common/file_util.h"
+#include "common/input_file.h"
 #include "run/summary.h"
 
 namespace smezo {
 
 namespace {
 
+// The file's bytes; false when there is none (a regular file or nothing: input_read refuses the rest).
 bool read_whole_file(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
+  if (!path_exists(path)) return false;
+  *out = input_read(path, "metrics log", kInputTextMaxBytes);
   return true;
 }
 
@@ -65,9 +63,7 @@ void MetricsLog::close() {
 }
 
 std::vector<nlohmann::json> metrics_log_read(const std::string& path) {
-  std::string text;
-  SMEZO_REQUIRE(read_whole_file(path, &text), "cannot read metrics log %s: %s", path.c_str(),
-                std::strerror(errno));
+  const std::string text = input_read(path, "metrics log", kInputTextMaxBytes);
   std::vector<nlohmann::json> out;
   size_t pos = 0;
   int64_t line_no = 0;

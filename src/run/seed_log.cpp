@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/check.h"
+#include "common/input_file.h"
 #include "run/summary.h"
 
 namespace smezo {
@@ -60,15 +60,6 @@ uint32_t float_bits(float x) {
   uint32_t v;
   std::memcpy(&v, &x, sizeof v);
   return v;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(static_cast<bool>(f), "cannot read seed log %s: %s", path.c_str(),
-                std::strerror(errno));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 bool file_nonempty(const std::string& path) {
@@ -124,8 +115,19 @@ bool seed_log_parse_record(const std::string& line, SeedRecord* out, int version
 
 // --- reader
 
+void seed_record_require_loggable(const SeedRecord& r, const std::string& path) {
+  bool finite_g = std::isfinite(r.g);
+  for (const SeedProbe& p : r.more_probes) finite_g = finite_g && std::isfinite(p.g);
+  SMEZO_REQUIRE(std::isfinite(r.lr) && r.lr >= 0.0f && finite_g,
+                "seed log %s: step %lld logs %s, which no run logs ---> HINT: the seed log was edited or damaged: "
+                "replay or resume from the run's own copy", path.c_str(), static_cast<long long>(r.step),
+                !finite_g ? "a gradient that is not finite"
+                          : format_string("the learning rate %g (not a finite number >= 0)", r.lr).c_str());
+}
+
+
 SeedLog seed_log_read(const std::string& path) {
-  std::string text = read_all(path);
+  std::string text = input_read(path, "seed log", kInputTextMaxBytes);
   SMEZO_REQUIRE(!text.empty(), "seed log %s is empty (not written by smezo train?)",
                 path.c_str());
   SeedLog log;
@@ -162,6 +164,7 @@ SeedLog seed_log_read(const std::string& path) {
                     "seed log %s line %lld: the run header is not a JSON object: '%.80s'",
                     path.c_str(), static_cast<long long>(line_no), line.c_str());
       have_header = true;
+      log.header_line = line_no;
       continue;
     }
     SeedRecord r;
@@ -184,6 +187,10 @@ SeedLog seed_log_read(const std::string& path) {
   }
   SMEZO_REQUIRE(have_header, "seed log %s has no run header line ('# {...}')", path.c_str());
   return log;
+}
+
+std::string seed_log_header_where(const SeedLog& log, const std::string& path) {
+  return format_string("%s line %lld", path.c_str(), static_cast<long long>(log.header_line));
 }
 
 int64_t seed_log_truncate_to(const std::string& path, int64_t step) {

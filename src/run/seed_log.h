@@ -57,6 +57,7 @@ std::vector<SeedProbe> seed_record_probes(const SeedRecord& r);
 struct SeedLog {
   int version = 1;                  // 1 or 2, from the magic line
   nlohmann::json header;            // the run identity object
+  int64_t header_line = 0;          // its 1-based line number
   std::vector<SeedRecord> records;  // consecutive steps
   bool partial_tail = false;        // a final line without '\n' was ignored
   int64_t partial_tail_line = 0;    // its 1-based line number (when partial_tail)
@@ -68,8 +69,14 @@ std::string seed_log_format_record(const SeedRecord& r);
 // One line (no '\n'); false (*out unspecified) unless exactly a record of `version`.
 bool seed_log_parse_record(const std::string& line, SeedRecord* out, int version = 1);
 
-// Reads and validates a whole seed log; throws smezo::Error (see "Reading" above).
+// Reads and validates a whole seed log (a regular file of at most kInputTextMaxBytes); throws smezo::Error
+// (see "Reading" above). Any bit pattern reads back; what a record means is checked where it is applied.
 SeedLog seed_log_read(const std::string& path);
+// Throws unless r is what a run can log: finite gradients and a finite step size >= 0 (a schedule only
+// decays it); replay and resume check each record before applying it.
+void seed_record_require_loggable(const SeedRecord& r, const std::string& path);
+// "PATH line N": where the header is, for the messages about its fields.
+std::string seed_log_header_where(const SeedLog& log, const std::string& path);
 
 // Atomically keeps the header and steps <= `step`; throws if the log ends before; returns records dropped.
 int64_t seed_log_truncate_to(const std::string& path, int64_t step);

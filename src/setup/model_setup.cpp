@@ -187,12 +187,13 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   WorkspaceRows rows;
   rows.tokens = o.max_tokens;
   rows.logit_rows = o.max_logit_rows;
+  if (o.workspace) rows = o.workspace(source.config);
   const ModelStage stage = o.stage_count > 1 ? model_stage(source.config, o.stage_index, o.stage_count) : ModelStage{};
   lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->memory_plan(), stage, o.adapters);
   require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
   lm.open_s = seconds_since(t_open);
   const auto t_load = SteadyClock::now();
-  lm.model = std::make_unique<Model>(source, *lm.backend, storage, o.max_tokens, o.max_logit_rows, stage);
+  lm.model = std::make_unique<Model>(source, *lm.backend, storage, rows.tokens, rows.logit_rows, stage);
   lm.load_s = seconds_since(t_load);
   return lm;
 }

@@ -1,6 +1,7 @@
 // Opening a model: backend, weights and tokenizer, checked to belong together, in the chosen dtype.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,9 @@ struct ModelOpenOptions {
   std::string linear_path = "auto";  // --linear-path: "auto" | "wprime" | "fused" (make_backend)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
+  // Set: the workspace from the model's config, read before anything is allocated, in place of the two
+  // above (a length asked beyond the model's context, such as --max-len, is capped before it sizes buffers).
+  std::function<WorkspaceRows(const ModelConfig&)> workspace;
   int stage_index = 0, stage_count = 1;  // a pipeline stage (model_stage): load only its layers
   TunedAdapters adapters;         // --tune lora/prefix: counted in the memory check, made by the caller
   bool tokenizer_optional = false;  // true: none found is no error (tokenizer null, path ""), e.g. replay

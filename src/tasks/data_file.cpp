@@ -1,14 +1,18 @@
 // Data files (JSON Lines, CSV, TSV) into records; see data_file.h for the formats and errors.
 #include "tasks/data_file.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <unordered_set>
 
 #include "common/check.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "formats/json_read.h"
+#include "run/summary.h"  // run_write_file_atomic
 
 namespace smezo {
 
@@ -63,21 +67,8 @@ std::string data_value_brief(const json& v, DataFormat format) {
 
 // --- reading
 
-static void require_regular_file(const std::string& path, const char* what) {
-  const std::string kind = path_kind(path);  // "": not there, and opening it says so
-  SMEZO_REQUIRE(kind.empty() || kind == "a regular file", "%s %s is %s, not a regular file ---> HINT: smezo reads "
-                "the %s whole, before training: give a regular file (a pipe's or device's output: write it to a "
-                "file first)", what, printable(path).c_str(), kind.c_str(), what);
-}
-
 std::string data_read_file(const std::string& path, const char* what) {
-  require_regular_file(path, what);
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(f.good(), "cannot open %s %s", what, printable(path).c_str());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  SMEZO_REQUIRE(!f.bad(), "cannot read %s %s", what, printable(path).c_str());
-  return ss.str();
+  return input_read(path, what, kInputTextMaxBytes);
 }
 
 namespace {
@@ -214,19 +205,20 @@ std::vector<std::string> table_header(const std::string& path, const std::vector
   require_text(path, 1, lines[0]);
   size_t i = 0;
   std::vector<std::string> header = format == DATA_CSV ? csv_record(path, lines, &i) : tsv_record(lines, &i);
-  std::string names;
-  for (const std::string& h : header) names += (names.empty() ? "\"" : ", \"") + printable(h, 40) + "\"";
+  std::string names;  // for the messages: the first 20
+  for (size_t k = 0; k < header.size() && k < 20; k++)
+    names += (k == 0 ? "\"" : ", \"") + printable(header[k], 40) + "\"";
+  if (header.size() > 20) names += format_string(", ... (%zu in all)", header.size());
   for (const std::string& c : columns) {
-    bool found = false;
-    for (const std::string& h : header) found = found || h == c;
+    const bool found = std::find(header.begin(), header.end(), c) != header.end();
     SMEZO_REQUIRE(found, "%s:1: the header has no column \"%s\" (columns: %s; separated by %s)",
                   printable(path).c_str(), printable(c).c_str(), names.c_str(),
                   format == DATA_CSV ? "commas" : "tabs");
   }
-  for (size_t a = 0; a < header.size(); a++)
-    for (size_t b = a + 1; b < header.size(); b++)
-      SMEZO_REQUIRE(header[a] != header[b], "%s:1: the header names column \"%s\" twice", printable(path).c_str(),
-                    printable(header[a]).c_str());
+  std::unordered_set<std::string> seen;  // linear in the columns: a header of a million is read in a blink
+  for (const std::string& h : header)
+    SMEZO_REQUIRE(seen.insert(h).second, "%s:1: the header names column \"%s\" twice", printable(path).c_str(),
+                  printable(h).c_str());
   return header;
 }
 
@@ -262,7 +254,8 @@ DataFile data_file_read(const std::string& path, const std::vector<std::string>&
   out.path = path;
   Problems sink{problems};
   sink.bad([&] {
-    require_regular_file(path, "data file");  // before the name's ending: say what it is
+    int64_t size = 0;
+    ::close(input_open(path, "data file", &size));  // before the name's ending: say what it is
     out.format = data_format_of(path);
     const std::vector<std::string> lines = split_lines(path, data_read_file(path, "data file"));
     if (out.format == DATA_JSONL) read_jsonl(lines, &out, sink);
@@ -272,16 +265,9 @@ DataFile data_file_read(const std::string& path, const std::vector<std::string>&
 }
 
 void data_file_write_jsonl(const std::string& path, const std::vector<nlohmann::ordered_json>& rows) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SMEZO_REQUIRE(f.good(), "cannot write %s", printable(tmp).c_str());
-    for (const nlohmann::ordered_json& r : rows) f << r.dump(-1, ' ', false) << '\n';
-    f.flush();
-    SMEZO_REQUIRE(f.good(), "cannot write %s (disk full?)", printable(tmp).c_str());
-  }
-  SMEZO_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename %s to %s", printable(tmp).c_str(),
-                printable(path).c_str());
+  std::string text;
+  for (const nlohmann::ordered_json& r : rows) text += r.dump(-1, ' ', false) + '\n';
+  run_write_file_atomic(path, text);  // a failed write leaves no temporary file
 }
 
 }  // namespace smezo

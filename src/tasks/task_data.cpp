@@ -2,12 +2,12 @@
 #include "tasks/task_data.h"
 
 #include <algorithm>
-#include <fstream>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/file_util.h"  // path_exists
 #include "formats/json_read.h"
 #include "tasks/task_spec.h"
 
@@ -71,15 +71,14 @@ struct RowAt {
   int64_t line;  // 1-based
 };
 
-static std::ifstream open_data_file(const std::string& path, TaskId task) {
-  std::ifstream f(path, std::ios::binary);
-  SMEZO_REQUIRE(f.good(),
+// A missing file names the task and the --data folder (what else is wrong data_file_read says).
+static void require_data_file(const std::string& path, TaskId task) {
+  SMEZO_REQUIRE(path_exists(path),
                 "cannot open data file %s of task %s%s ---> HINT: --data DIR names the folder holding "
                 "glue/ and superglue/; the default is the data/ folder of the assets (see "
                 "weights/README.md)",
                 path.c_str(), task_name(task),
                 assets_found() ? "" : ("; " + assets_search_note()).c_str());
-  return f;
 }
 
 static const json& json_field(const json& obj, const char* key, const RowAt& at) {
@@ -121,7 +120,7 @@ static void flatten_multirc_row(const DataRow& row, const RowAt& at, std::vector
 }
 
 DataFile task_read_records(TaskId task, const std::string& path, std::vector<int64_t>* groups) {
-  open_data_file(path, task);  // a missing file names the task and the --data folder
+  require_data_file(path, task);
   const TaskSpec spec = task_spec_builtin(task);
   DataFile file = data_file_read(path, task_spec_fields(spec));
   SMEZO_REQUIRE(task == TASK_SST2 || file.format == DATA_JSONL, "%s: task %s reads JSON Lines", path.c_str(),

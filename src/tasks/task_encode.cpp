@@ -41,6 +41,24 @@ std::string utf8_tail(const std::string& text, size_t bytes) {
   return text.substr(at);
 }
 
+// The first bytes of text, at most `bytes` of them, ending before a UTF-8 character.
+std::string utf8_head(const std::string& text, size_t bytes) {
+  if (text.size() <= bytes) return text;
+  size_t at = bytes;
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xc0) == 0x80) at--;
+  return text.substr(0, at);
+}
+
+// A long option is judged by its head, not tokenized whole (a megabyte takes minutes): the number of
+// tokens its head holds beyond a cut word (kTailMarginTokens), a lower bound of the whole option's,
+// when that is more than `limit`; -1 when the option is short, or its head within the limit.
+int64_t option_tokens_beyond(const Tokenizer& tok, const std::string& option, int64_t limit) {
+  const size_t bytes = kTailMinBytes + static_cast<size_t>(limit + kTailMarginTokens) * kTailBytesPerToken;
+  if (option.size() <= bytes) return -1;
+  const int64_t n = static_cast<int64_t>(tok.encode(utf8_head(option, bytes), false).size()) - kTailMarginTokens;
+  return n > limit ? n : -1;
+}
+
 struct LastTokens {
   std::vector<int32_t> tokens;  // encode(text), or its last `keep` tokens when a tail was tokenized
   int64_t dropped = 0;          // tokens of the tail left out (the whole text has more)
@@ -73,9 +91,13 @@ ContextOption tokenize_context_option(const Tokenizer& tok, const std::string& w
 EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& context, const std::string& option,
                                   int64_t max_len, const std::string& icl_prefix) {
   const std::string prompt = template_lstrip_whitespace(icl_prefix + context);
+  const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
+  const int64_t at_least = option_tokens_beyond(tok, option, max_len);
+  SMEZO_REQUIRE(at_least < 0, "option \"%s\" (%zu bytes) is at least %lld tokens long and does not fit in max_len "
+                "%lld ---> HINT: raise --max-len, or shorten it", printable(option, 60).c_str(), option.size(),
+                static_cast<long long>(at_least), static_cast<long long>(max_len));
   const ContextOption t = tokenize_context_option(tok, context, option);
   const int64_t n_option = t.option_tokens();
-  const int64_t n_bos = tokenizer_wants_bos(tok) ? 1 : 0;
   SMEZO_REQUIRE(n_option + n_bos <= max_len, "option \"%s\" is %lld tokens long and does not fit in max_len "
                 "%lld%s ---> HINT: raise --max-len", printable(option, 60).c_str(), static_cast<long long>(n_option),
                 static_cast<long long>(max_len), n_bos ? " with BOS" : "");
@@ -107,8 +129,11 @@ EncodedCandidate encode_candidate(const Tokenizer& tok, const std::string& conte
 
 }  // namespace
 
-int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option) {
-  return tokenize_context_option(tok, context, option).option_tokens();
+int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option,
+                             int64_t limit, bool* exact) {
+  const int64_t at_least = option_tokens_beyond(tok, option, limit);
+  if (exact) *exact = at_least < 0;
+  return at_least >= 0 ? at_least : tokenize_context_option(tok, context, option).option_tokens();
 }
 
 EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64_t max_len,

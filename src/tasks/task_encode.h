@@ -42,7 +42,10 @@ EncodedExample encode_example(const Tokenizer& tok, const TaskExample& ex, int64
                               const std::string& icl_prefix = "");
 
 // The tokens option adds after context, as encode_example counts them (never cut); throws if none.
-int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option);
+// An option far longer than `limit` tokens is counted from its head alone: then the count, a lower
+// bound above limit, comes with *exact false.
+int64_t encode_option_tokens(const Tokenizer& tok, const std::string& context, const std::string& option,
+                             int64_t limit, bool* exact = nullptr);
 
 // MeZO's demonstrations: each context + gold option stripped, joined by "\n\n", stripped, + "\n\n".
 std::string build_icl_prefix(const std::vector<TaskExample>& demos);

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <tuple>
 
 #include "common/check.h"
+#include "run/summary.h"  // run_write_file_atomic
 #include "tasks/task_encode.h"
 #include "tasks/task_spec.h"
 
@@ -49,17 +49,19 @@ std::string candidate_length_problem(const TaskSpec& spec, const TaskExample& ex
   if (!limit.tokenizer) return "";
   const int64_t n_bos = tokenizer_wants_bos(*limit.tokenizer) ? 1 : 0;
   int64_t n = 0;
+  bool exact = true;
   try {
-    n = encode_option_tokens(*limit.tokenizer, ex.contexts[i], ex.options[i]);
+    n = encode_option_tokens(*limit.tokenizer, ex.contexts[i], ex.options[i], limit.max_len, &exact);
   } catch (const Error& e) {
     return ex.source + ": " + task_spec_candidate_name(spec, i) + ": " + e.what();
   }
   if (n + n_bos <= limit.max_len) return "";
-  return format_string("%s: %s \"%s\" is %lld tokens long and does not fit in --max-len %lld%s ---> HINT: raise "
-                       "--max-len to %lld or more, or shorten it", ex.source.c_str(),
-                       task_spec_candidate_name(spec, i).c_str(), printable(ex.options[i], 60).c_str(),
-                       static_cast<long long>(n), static_cast<long long>(limit.max_len), n_bos ? " with BOS" : "",
-                       static_cast<long long>(n + n_bos));
+  const std::string hint = exact ? format_string("raise --max-len to %lld or more, or shorten it", (long long)(n + n_bos))
+                                 : format_string("shorten it (or raise --max-len above %lld)", (long long)(n + n_bos));
+  return format_string("%s: %s \"%s\" is %s%lld tokens long and does not fit in --max-len %lld%s ---> HINT: %s",
+                       ex.source.c_str(), task_spec_candidate_name(spec, i).c_str(),
+                       printable(ex.options[i], 60).c_str(), exact ? "" : "at least ", static_cast<long long>(n),
+                       static_cast<long long>(limit.max_len), n_bos ? " with BOS" : "", hint.c_str());
 }
 
 // The example of a row and its candidates' lengths: each problem appended as one line.
@@ -175,13 +177,6 @@ std::vector<nlohmann::ordered_json> rows_at(const DataFile& file, const std::vec
   return out;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.flush();
-  SMEZO_REQUIRE(f.good(), "cannot write %s", printable(path).c_str());
-}
-
 }  // namespace
 
 std::string export_task(const std::string& name, uint64_t seed, int64_t n_train, int64_t n_dev, int64_t n_test,
@@ -193,7 +188,7 @@ std::string export_task(const std::string& name, uint64_t seed, int64_t n_train,
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   SMEZO_REQUIRE(!ec, "cannot create the export folder %s: %s", printable(out_dir).c_str(), ec.message().c_str());
-  write_text(out_dir + "/spec.json", task_spec_builtin_text(s.task));
+  run_write_file_atomic(out_dir + "/spec.json", task_spec_builtin_text(s.task));
   std::string written = "spec.json";
   // an empty split gets no file (a data file without records is an error when read)
   for (const auto& [split, src, index] : {std::tuple{"train", &train_src, &s.train_index},

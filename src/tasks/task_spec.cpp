@@ -226,6 +226,9 @@ void parse_generation(const json& j, TaskSpec* s) {
     const json& m = spec_get(j, "max_new_tokens", *s, &json::is_number_integer, "an integer >= 1");
     SMEZO_REQUIRE(m.get<int64_t>() >= 1, "%s: \"max_new_tokens\" should be >= 1, got %s", s->origin.c_str(),
                   json_brief(m).c_str());
+    // bounded before it sizes anything: decoding also stops at the model's context
+    SMEZO_REQUIRE(m.get<int64_t>() <= kSpecMaxNewTokens, "%s: \"max_new_tokens\" %s is more than any model's "
+                  "context (at most %lld)", s->origin.c_str(), json_brief(m).c_str(), (long long)kSpecMaxNewTokens);
     s->max_new_tokens = m.get<int64_t>();
   }
   if (j.contains("stop")) {
@@ -316,7 +319,10 @@ namespace {
 // The candidate in [0, n) a label names as an index (the rule: task_spec.h, "label"); -1 if none.
 int64_t label_as_index(const json& v, size_t n) {
   if (v.is_number_unsigned()) return v.get<uint64_t>() < n ? v.get<int64_t>() : -1;
-  if (v.is_number_integer()) return -1;  // negative
+  if (v.is_number_integer()) {  // negative, or -0 (JSON's "-0" reads as the integer 0)
+    const int64_t i = v.get<int64_t>();
+    return i >= 0 && static_cast<uint64_t>(i) < n ? i : -1;
+  }
   if (!v.is_string()) return -1;
   const std::string& t = v.get_ref<const std::string&>();
   const bool digits = !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;

@@ -19,7 +19,7 @@
 //   "completion_field"   F: a string or a list of strings (the first is the training completion;
 //                        all are the references evaluation scores against)
 //   "completion_prefix"  text between the prompt and the completion, e.g. " " (default "")
-//   "max_new_tokens"     greedy decoding bound at evaluation (default 32)
+//   "max_new_tokens"     greedy decoding bound at evaluation (default 32; at most 1048576)
 //   "stop"               list of stop strings (default none)
 // Errors name the spec (unknown keys or filters, a malformed template, fixed candidates equal up
 // to trailing spaces, equal label values) or the record (file:line: candidates rendering the same
@@ -59,6 +59,8 @@ struct SpecTemplate {
   std::vector<SpecTemplatePiece> pieces;  // parsed
 };
 
+constexpr int64_t kSpecMaxNewTokens = int64_t{1} << 20;
+
 struct TaskSpec {
   std::string origin;  // the spec file (or "built-in spec of sst2") for messages
   std::string name;
@@ -75,7 +77,7 @@ struct TaskSpec {
   // generation
   std::string completion_field;
   std::string completion_prefix;
-  int64_t max_new_tokens = 32;
+  int64_t max_new_tokens = 32;  // 1 .. kSpecMaxNewTokens
   std::vector<std::string> stop;
 };
 

@@ -9,7 +9,8 @@
 
 #include "common/check.h"
 #include "common/file_util.h"
-#include "common/mapped_file.h"
+#include "common/input_file.h"
+#include "formats/json_read.h"  // json_brief
 #include "tokenizer/bpe_bytes.h"
 #include "tokenizer/bpe_pretokenizer.h"
 
@@ -53,13 +54,20 @@ namespace {
 
 using json = nlohmann::json;
 
+// n = the largest id + 1 of `listed` tokens: bounded before n entries are allocated (ids have no holes).
+void require_vocab_size(int64_t n, int64_t listed, const std::string& path) {
+  SMEZO_REQUIRE(n > 0, "%s: the vocabulary is empty (no token is listed) ---> HINT: is it the tokenizer you meant?",
+                path.c_str());
+  SMEZO_REQUIRE(n <= listed && n < (int64_t{1} << 31), "%s: token ids run to %lld, but %lld tokens are listed (ids "
+                "must run 0..N-1 without holes)", path.c_str(), (long long)n - 1, (long long)listed);
+}
+
 json read_json_object(const std::string& path) {
-  std::shared_ptr<MappedFile> file = MappedFile::open(path);
-  SMEZO_REQUIRE(file->size() > 0, "%s is empty", path.c_str());
-  const char* begin = reinterpret_cast<const char*>(file->data());
+  const std::string text = input_read(path, "tokenizer", kInputTextMaxBytes);
+  SMEZO_REQUIRE(!text.empty(), "%s is empty", path.c_str());
   json j;
   try {
-    j = json::parse(begin, begin + file->size());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw_error("%s is not valid JSON (%s)", path.c_str(), e.what());
   }
@@ -218,29 +226,43 @@ void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
   }
 }
 
+// A token's id as a JSON file gives it: an integer in [0, 2^31), checked before it is converted (a float
+// or a huge number would not fit an int64: undefined behaviour in the conversion).
+int64_t token_id(const json& id, const char* what, const std::string& name, const std::string& path) {
+  const bool fits = id.is_number_unsigned() ? id.get<uint64_t>() < (uint64_t{1} << 31)
+                                            : id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                                                  id.get<int64_t>() < (int64_t{1} << 31);
+  SMEZO_REQUIRE(fits, "%s: %s \"%s\" has id %s, not an integer in [0, 2^31)", path.c_str(), what,
+                printable(name, 80).c_str(), printable(json_brief(id), 80).c_str());
+  return id.get<int64_t>();
+}
+
 // The model's vocab, then added_tokens (which may reuse a vocab id or extend it), without holes.
 void read_json_tokens(const json& root, const json& model, const std::string& path, BpeVocab* v) {
   const json& vocab = model.at("vocab");
   SMEZO_REQUIRE(vocab.is_object(), "%s: model.vocab is not an object", path.c_str());
   const json added = root.value("added_tokens", json::array());
   int64_t n = 0;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
-  for (const json& a : added) n = std::max<int64_t>(n, a.at("id").get<int64_t>() + 1);
-  SMEZO_REQUIRE(n > 0 && n < (int64_t{1} << 31), "%s: token ids up to %lld", path.c_str(), (long long)n - 1);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it)
+    n = std::max<int64_t>(n, token_id(it.value(), "token", it.key(), path) + 1);
+  for (const json& a : added) {
+    const json content = a.value("content", json());
+    const std::string name = content.is_string() ? content.get<std::string>() : content.dump();
+    n = std::max<int64_t>(n, token_id(a.at("id"), "added token", name, path) + 1);
+  }
+  require_vocab_size(n, static_cast<int64_t>(vocab.size() + added.size()), path);
   v->tokens.assign(n, std::string());
   v->types.assign(n, 0);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int64_t id = it.value().get<int64_t>();
-    SMEZO_REQUIRE(id >= 0, "%s: token \"%s\" has id %lld", path.c_str(), it.key().c_str(), (long long)id);
+    const int64_t id = it.value().get<int64_t>();  // checked above
     SMEZO_REQUIRE(v->types[id] == 0, "%s: id %lld is given to both \"%s\" and \"%s\"", path.c_str(),
                   (long long)id, v->tokens[id].c_str(), it.key().c_str());
     v->tokens[id] = it.key();
     v->types[id] = BPE_TOKEN_NORMAL;
   }
   for (const json& a : added) {
-    const int64_t id = a.at("id").get<int64_t>();
+    const int64_t id = a.at("id").get<int64_t>();  // checked above
     const std::string content = a.at("content").get<std::string>();
-    SMEZO_REQUIRE(id >= 0, "%s: added token \"%s\" has id %lld", path.c_str(), content.c_str(), (long long)id);
     for (const char* flag : {"lstrip", "rstrip", "single_word"})
       SMEZO_REQUIRE(!a.value(flag, false), "%s: added token \"%s\" has %s = true, which is not supported",
                     path.c_str(), content.c_str(), flag);
@@ -349,14 +371,15 @@ BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir_in) {
   const json vocab = read_json_object(vocab_path);
   int64_t n = 0;
   try {
-    for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
-    SMEZO_REQUIRE(n > 0 && n < (int64_t{1} << 31), "%s: token ids up to %lld", vocab_path.c_str(), (long long)n - 1);
+    for (auto it = vocab.begin(); it != vocab.end(); ++it)
+      n = std::max<int64_t>(n, token_id(it.value(), "token", it.key(), vocab_path) + 1);
+    require_vocab_size(n, static_cast<int64_t>(vocab.size()), vocab_path);
     v.tokens.assign(n, std::string());
     v.types.assign(n, 0);
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-      const int64_t id = it.value().get<int64_t>();
-      SMEZO_REQUIRE(id >= 0 && v.types[id] == 0, "%s: token \"%s\" has id %lld, negative or already taken",
-                    vocab_path.c_str(), it.key().c_str(), (long long)id);
+      const int64_t id = it.value().get<int64_t>();  // checked above
+      SMEZO_REQUIRE(v.types[id] == 0, "%s: token \"%s\" has id %lld, already taken", vocab_path.c_str(),
+                    it.key().c_str(), (long long)id);
       v.tokens[id] = it.key();
       v.types[id] = BPE_TOKEN_NORMAL;
     }
@@ -367,8 +390,7 @@ BpeVocab bpe_vocab_from_gpt2_files(const std::string& dir_in) {
     SMEZO_REQUIRE(v.types[id] != 0, "%s: no token has id %lld (ids must run 0..%lld without holes)",
                   vocab_path.c_str(), (long long)id, (long long)n - 1);
 
-  std::shared_ptr<MappedFile> file = MappedFile::open(merges_path);
-  const std::string text(reinterpret_cast<const char*>(file->data()), static_cast<size_t>(file->size()));
+  const std::string text = input_read(merges_path, "tokenizer", kInputTextMaxBytes);
   size_t line_no = 0;
   for (size_t pos = 0; pos < text.size();) {
     size_t end = text.find('\n', pos);

@@ -3,9 +3,9 @@
 
 #include <cstdio>
 #include <exception>
-#include <fstream>
 
 #include "common/check.h"
+#include "common/input_file.h"
 #include "tokenizer/tokenizer.h"
 
 // Silences libsentencepiece's INFO/WARNING lines: not in its public header, so declared weak.
@@ -30,11 +30,10 @@ class SentencepieceTokenizer : public Tokenizer {
  public:
   explicit SentencepieceTokenizer(const std::string& path) {
     quiet_sentencepiece_logging();
-    std::ifstream probe(path);
-    SMEZO_REQUIRE(probe.good(), "cannot open tokenizer %s", path.c_str());
+    const std::string bytes = input_read(path, "tokenizer", kInputTextMaxBytes);  // a regular file, bounded
     sentencepiece::util::Status status;
     try {
-      status = sp_.Load(path);
+      status = sp_.LoadFromSerializedProto(bytes);
     } catch (const std::exception& e) {
       // Its trie builder throws on some malformed models (e.g. an empty piece).
       throw_error("%s is not a sentencepiece model: %s", path.c_str(), printable(e.what()).c_str());

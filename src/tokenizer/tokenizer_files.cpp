@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/input_file.h"
 #include "common/file_util.h"
 #include "formats/gguf.h"
 #include "tokenizer/bpe_pretokenizer.h"
@@ -20,10 +21,9 @@ namespace {
 using nlohmann::json;
 
 void copy_file(const std::string& from, const std::string& to) {
-  std::ifstream in(from, std::ios::binary);
-  SMEZO_REQUIRE(in.good(), "cannot read %s", from.c_str());
+  const std::string bytes = input_read(from, "tokenizer file", kInputTextMaxBytes);
   std::ofstream out(to, std::ios::binary);
-  out << in.rdbuf();
+  out << bytes;
   out.close();
   if (!out.good()) throw_write_error("write", to, errno);
 }

@@ -32,7 +32,7 @@ TokenizerKind tokenizer_kind_of_hf_dir(const std::string& dir) {
   if (!is_file(json_path) && is_file(base + "vocab.json") && is_file(base + "merges.txt")) return TOKENIZER_BPE;
   SMEZO_REQUIRE(is_file(json_path), "%s has neither tokenizer.model (sentencepiece) nor tokenizer.json or "
                 "vocab.json + merges.txt (BPE)", dir.c_str());
-  std::shared_ptr<MappedFile> file = MappedFile::open(json_path);
+  std::shared_ptr<MappedFile> file = MappedFile::open(json_path, "tokenizer");
   const char* begin = reinterpret_cast<const char*>(file->data());
   std::string type;
   try {

@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <vector>
 
 #include "common/check.h"
+#include "common/input_file.h"
 #include "common/file_util.h"
 #include "common/half.h"
 #include "formats/safetensors.h"
@@ -263,11 +263,11 @@ nlohmann::json checkpoint_read_run_settings(const std::string& model_path) {
   std::error_code ec;
   if (!fs::is_directory(model_path, ec)) return nullptr;
   const std::string path = model_path + "/" + kRunSettingsFile;
-  std::ifstream in(path, std::ios::binary);
-  if (!in.good()) return nullptr;
+  if (!path_exists(path)) return nullptr;
+  const std::string text = input_read(path, "run settings file", kInputSettingsMaxBytes);
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s is not valid JSON (%s) ---> HINT: delete it to evaluate with the command line's "
                 "options only", path.c_str(), e.what());

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "common/check.h"
+#include "common/input_file.h"
 #include "formats/json_read.h"
 #include "formats/safetensors.h"
 #include "model/model_params.h"
@@ -76,14 +76,6 @@ nlohmann::json adapter_config(const LoraOptions& o, const nlohmann::json& base_m
           {"modules_to_save", nullptr}, {"layers_to_transform", nullptr}, {"revision", nullptr}};
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  SMEZO_REQUIRE(in.good(), "cannot read %s: no such file or not readable", path.c_str());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 LoraOptions options_from_config(const nlohmann::json& j, const std::string& path, std::string* base_model) {
   auto field = [&](const char* key) -> const nlohmann::json& {
     SMEZO_REQUIRE(j.contains(key), "%s: field %s is missing", path.c_str(), key);
@@ -115,7 +107,8 @@ LoraOptions options_from_config(const nlohmann::json& j, const std::string& path
     roles += (roles.empty() ? "" : ",") + std::string(param_role_name(r));
   }
   o.targets = lora_targets_parse(roles);
-  lora_validate(o);
+  lora_validate(o, ValueOrigin{path, {{"--lora-r", "r"}, {"--lora-alpha", "lora_alpha"}, {"--lora-targets",
+                                                                                         "target_modules"}}});
   *base_model = adapter_config_string(j, "base_model_name_or_path", path);
   return o;
 }
@@ -172,7 +165,7 @@ void save_lora_adapter(Model& model, const std::string& dir, const std::string& 
 
 nlohmann::json read_adapter_config(const std::string& dir) {
   const std::string config_path = dir + "/" + kAdapterConfigFile;
-  const std::string text = read_text(config_path);
+  const std::string text = input_read(config_path, "adapter config", kInputSettingsMaxBytes);
   nlohmann::json j = json_parse_strict(text.data(), text.data() + text.size(), config_path);
   SMEZO_REQUIRE(j.is_object(), "%s must hold a JSON object", config_path.c_str());
   return j;
@@ -200,7 +193,7 @@ LoraAdapter read_lora_adapter(const std::string& dir) {
                   file.path().c_str(), kv.first.c_str(), (long long)t.rows, (long long)t.cols,
                   (long long)adapter.options.rank, kAdapterConfigFile);
     t.values.resize(static_cast<size_t>(v.numel()));
-    v.read_f32(t.values.data());
+    v.read_f32_finite(t.values.data());
     adapter.tensors.push_back(std::move(t));
   }
   SMEZO_REQUIRE(!adapter.tensors.empty() && adapter.tensors.size() % 2 == 0,

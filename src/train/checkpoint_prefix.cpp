@@ -106,7 +106,7 @@ PrefixAdapter read_prefix_adapter(const std::string& dir) {
                 file.path().c_str(), kPrefixTensorName, nlohmann::json(v->shape).dump().c_str(), kAdapterConfigFile,
                 (long long)a.options.tokens, (long long)width);
   a.values.resize(static_cast<size_t>(v->numel()));
-  v->read_f32(a.values.data());
+  v->read_f32_finite(a.values.data());
   return a;
 }
 

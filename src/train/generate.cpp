@@ -63,7 +63,11 @@ std::vector<int32_t> generate(Model& model, const Tokenizer& tokenizer, const Ge
                 "from ---> HINT: pass --prompt TEXT");
   const int64_t wanted = opts.new_tokens > 0 ? (int64_t)tokens.size() - 1 + opts.new_tokens : opts.steps;
   // a prefix (--tune prefix, --adapter) takes the first positions
-  const int64_t steps = std::min<int64_t>(wanted, model.config().max_seq_len - model.prefix_tokens());
+  const int64_t context = model.config().max_seq_len - model.prefix_tokens();
+  SMEZO_REQUIRE((int64_t)tokens.size() <= context, "the prompt (%zu tokens%s) is longer than the model's context "
+                "(%lld positions%s) ---> HINT: shorten the prompt", tokens.size(), bos ? " with BOS" : "",
+                (long long)context, model.prefix_tokens() > 0 ? " after its prefix" : "");
+  const int64_t steps = std::min<int64_t>(wanted, context);
   SMEZO_REQUIRE((int64_t)tokens.size() <= steps,
                 "the prompt (%zu tokens%s) does not fit --steps %lld, which counts the prompt's "
                 "tokens ---> HINT: raise --steps, or use --new-tokens N", tokens.size(), bos ? " with BOS" : "", (long long)steps);

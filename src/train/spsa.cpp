@@ -52,25 +52,30 @@ NoiseKind spsa_logged_noise(const nlohmann::json& j, const std::string& source) 
   return kind;
 }
 
-void spsa_validate(const SpsaOptions& options) {
+void spsa_validate(const SpsaOptions& options, const ValueOrigin& origin) {
   const SpsaOptions o = spsa_resolve_defaults(options);
   enum_require_known(method_names(), o.method, "--method");
   enum_require_known(lr_schedule_names(), o.schedule, "--lr-schedule");
   enum_require_known(noise_names(), o.noise, "noise kind");
-  check_option_rules(spsa_option_rules(), o);
-  SMEZO_REQUIRE(o.method != METHOD_MEZO || *o.sparsity == 0.0,
-                "mezo tunes every entry: --sparsity %g applies to smezo and rmezo only", *o.sparsity);
-  SMEZO_REQUIRE(o.total_steps > 0, "the number of steps must be positive (got %lld)", (long long)o.total_steps);
+  check_option_rules(spsa_option_rules(), o, origin);
+  if (o.method == METHOD_MEZO && *o.sparsity != 0.0)
+    origin.fail("--sparsity", format_string("%g: mezo tunes every entry (a sparsity applies to smezo and rmezo only)",
+                                            *o.sparsity));
+  if (o.total_steps <= 0)
+    origin.fail("--steps", format_string("%lld: the number of steps must be positive", (long long)o.total_steps));
   if (o.method != METHOD_FZOO) return;
-  SMEZO_REQUIRE(o.probes >= 2, "fzoo divides its step by the spread of its probe losses: it needs "
-                "--probes-per-step 2 or more (got %lld; the paper uses 8)", (long long)o.probes);
-  SMEZO_REQUIRE(*o.sparsity == 0.0, "fzoo tunes every entry: --sparsity %g applies to smezo and rmezo only",
-                *o.sparsity);
-  SMEZO_REQUIRE(o.weight_decay == 0.0f, "fzoo scales its step by the spread of the losses; --weight-decay %g is "
-                "not defined for it here", o.weight_decay);
-  SMEZO_REQUIRE(o.noise == NOISE_RADEMACHER || o.noise == NOISE_SIGN || o.noise == NOISE_AUTO,
-                "fzoo's probes are Rademacher (±1: --noise rademacher or sign): --noise %s does not apply to it",
-                noise_name(o.noise));
+  if (o.probes < 2)
+    origin.fail("--probes-per-step", format_string("%lld: fzoo divides its step by the spread of its probe losses, "
+                                                   "so it needs 2 or more (the paper uses 8)", (long long)o.probes));
+  if (*o.sparsity != 0.0)
+    origin.fail("--sparsity", format_string("%g: fzoo tunes every entry (a sparsity applies to smezo and rmezo only)",
+                                            *o.sparsity));
+  if (o.weight_decay != 0.0f)
+    origin.fail("--weight-decay", format_string("%g: fzoo scales its step by the spread of the losses; weight decay "
+                                                "is not defined for it here", o.weight_decay));
+  if (o.noise != NOISE_RADEMACHER && o.noise != NOISE_SIGN && o.noise != NOISE_AUTO)
+    origin.fail("--noise", format_string("%s: fzoo's probes are Rademacher (±1: --noise rademacher or sign)",
+                                         noise_name(o.noise)));
 }
 
 SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
@@ -267,6 +272,7 @@ void SpsaOptimizer::update_weights(const std::vector<SeedProbe>& probes, float l
 }
 
 void SpsaOptimizer::apply_record(const SeedRecord& r, const std::string& path) {
+  seed_record_require_loggable(r, path);
   const std::vector<SeedProbe> probes = seed_record_probes(r);
   SMEZO_REQUIRE(static_cast<int64_t>(probes.size()) == opts_.probes,
                 "%s: step %lld logs %zu probes, the run takes %lld per step", path.c_str(), (long long)r.step,
@@ -302,13 +308,21 @@ nlohmann::json SpsaOptimizer::describe() const {
 }
 
 SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& source) {
+  SpsaOptions o;
+  auto logged_enum = [&](const auto& names, const char* key) {
+    const std::string name = j.at(key).get<std::string>();
+    const auto value = enum_find(names, name);
+    SMEZO_REQUIRE(value.has_value(), "%s: the run header's %s '%s' is not one this smezo knows (%s) ---> HINT: replay "
+                  "or resume it with the smezo release that wrote it", source.c_str(), key, printable(name).c_str(),
+                  enum_choice_list(enum_choices(names)).c_str());
+    return *value;
+  };
   try {
-    SpsaOptions o;
-    o.method = method_parse(j.at("method").get<std::string>());
+    o.method = logged_enum(method_names(), "method");
     o.sparsity = j.at("sparsity").get<double>();
     o.eps = j.at("eps").get<float>();
     o.lr = j.at("lr").get<float>();
-    o.schedule = lr_schedule_parse(j.at("lr_schedule").get<std::string>());
+    o.schedule = logged_enum(lr_schedule_names(), "lr_schedule");
     o.total_steps = j.at("total_steps").get<int64_t>();
     o.weight_decay = j.at("weight_decay").get<float>();
     o.seed = j.at("seed").get<uint64_t>();
@@ -318,10 +332,13 @@ SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& s
     o.stochastic_rounding = j.value("stochastic_rounding", false);
     o.noise = spsa_logged_noise(j, source);
     o.probes = j.value("probes", int64_t{1});
-    return o;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the run header is incomplete or malformed: %s", source.c_str(), e.what());
   }
+  // the checks of a run's options, said of the header's fields: no run can log values outside them
+  spsa_validate(o, ValueOrigin{source, {{"--probes-per-step", "probes"}, {"--steps", "total_steps"}},
+                               "the seed log was edited or damaged: use the run's own copy"});
+  return o;
 }
 
 std::vector<std::string> SpsaOptimizer::differences(const nlohmann::json& header, const std::string& path) const {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/value_range.h"  // ValueOrigin
 #include "common/splitmix.h"  // splitmix64: step seeds
 #include "model/model.h"
 #include "run/seed_log.h"  // SeedProbe, SeedRecord
@@ -33,8 +34,9 @@ namespace smezo {
 // Throws smezo::Error naming `source` for an unknown kind, a newer spec, or a kind its spec lacks.
 NoiseKind spsa_logged_noise(const nlohmann::json& spsa_header, const std::string& source);
 
-// Throws smezo::Error for options out of range or that the method does not take (unset: the defaults).
-void spsa_validate(const SpsaOptions& opts);
+// Throws smezo::Error for options out of range or that the method does not take (unset: the defaults);
+// messages name the options, or the fields of the file origin names (a seed log's run header).
+void spsa_validate(const SpsaOptions& opts, const ValueOrigin& origin = {});
 
 struct SpsaStep {
   int64_t step = 0;
@@ -108,7 +110,8 @@ class SpsaOptimizer {
   bool fold_ = false;
 };
 
-// The options a describe() object records (the inverse of describe(), for replay).
+// The options a describe() object records (the inverse of describe(), for replay), checked as a run's
+// are (spsa_validate), the messages naming `source` and the header's fields.
 SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& source);
 
 }  // namespace smezo

@@ -1,6 +1,7 @@
 // The training options' defaults and checks (see train_options.h).
 #include "train/train_options.h"
 
+#include <cfloat>
 #include <filesystem>
 
 #include "common/check.h"
@@ -33,9 +34,10 @@ const std::vector<OptionRule<SpsaOptions>>& spsa_option_rules() {
   static const std::vector<OptionRule<O>> rules = {
       {"--sparsity", {false, 0, 1, false, true}, [](const O& o) { return *o.sparsity; }},
       {"--lr", ValueRange::at_least(0), [](const O& o) { return static_cast<double>(*o.lr); }},
-      {"--eps", ValueRange::above(0), [](const O& o) { return static_cast<double>(o.eps); }},
+      // a subnormal eps is below any weight's precision: every probe would give g = 0 (or an Inf)
+      {"--eps", ValueRange::at_least(FLT_MIN), [](const O& o) { return static_cast<double>(o.eps); }},
       {"--weight-decay", ValueRange::at_least(0), [](const O& o) { return static_cast<double>(o.weight_decay); }},
-      {"--probes-per-step", ValueRange::integers_from(1), [](const O& o) { return static_cast<double>(o.probes); }},
+      {"--probes-per-step", {true, 1, kMaxProbesPerStep}, [](const O& o) { return static_cast<double>(o.probes); }},
   };
   return rules;
 }
@@ -47,7 +49,7 @@ const std::vector<OptionRule<TrainOptions>>& train_option_rules() {
       {"--train-examples", from(1), [](const O& o) { return static_cast<double>(o.n_train); }},
       {"--dev-examples", from(0), [](const O& o) { return static_cast<double>(o.n_dev); }},
       {"--test-examples", from(0), [](const O& o) { return static_cast<double>(o.n_test); }},
-      {"--accumulate", from(1), [](const O& o) { return static_cast<double>(o.accumulate); }},
+      {"--accumulate", {true, 1, kMaxAccumulate}, [](const O& o) { return static_cast<double>(o.accumulate); }},
       {"--steps", from(1), [](const O& o) { return static_cast<double>(o.steps); }},
       {"--batch", from(1), [](const O& o) { return static_cast<double>(o.batch); }},
       {"--max-len", from(2), [](const O& o) { return static_cast<double>(o.max_len); }},  // BOS and one token
@@ -60,9 +62,9 @@ const std::vector<OptionRule<TrainOptions>>& train_option_rules() {
       {"--mpi-timeout", ValueRange::above(0), [](const O& o) { return o.mpi_timeout_s; }},
       {"--pipeline-stages", from(1), [](const O& o) { return static_cast<double>(o.pipeline_stages); }},
       {"--micro-batches", from(0), [](const O& o) { return static_cast<double>(o.micro_batches); }},
-      {"--lora-r", from(1), [](const O& o) { return static_cast<double>(o.lora_r); }},
+      {"--lora-r", {true, 1, kLoraMaxRank}, [](const O& o) { return static_cast<double>(o.lora_r); }},
       {"--lora-alpha", ValueRange::above(0), [](const O& o) { return static_cast<double>(o.lora_alpha); }},
-      {"--prefix-tokens", from(1), [](const O& o) { return static_cast<double>(o.prefix_tokens); }},
+      {"--prefix-tokens", {true, 1, kPrefixMaxTokens}, [](const O& o) { return static_cast<double>(o.prefix_tokens); }},
   };
   return rules;
 }

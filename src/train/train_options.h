@@ -15,6 +15,11 @@ namespace smezo {
 // The SPSA part of resolve_defaults: lr and sparsity by method.
 SpsaOptions spsa_resolve_defaults(SpsaOptions o);
 
+// Bounds of options whose size a run pays in every step: beyond them a step would not end in any
+// useful time (the paper's FZOO uses 8 probes; MeZO's accumulation, a few minibatches).
+constexpr double kMaxProbesPerStep = 1024;
+constexpr double kMaxAccumulate = 1024;
+
 // The numeric options' ranges: SpsaOptions' (spsa_validate checks them, resolved) and TrainOptions'.
 const std::vector<OptionRule<SpsaOptions>>& spsa_option_rules();
 const std::vector<OptionRule<TrainOptions>>& train_option_rules();

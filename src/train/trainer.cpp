@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <tuple>
@@ -14,10 +13,13 @@
 #include "common/assets.h"
 #include "common/check.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/splitmix.h"
 #include "common/stopwatch.h"
 #include "dist/device.h"
 #include "dist/world.h"
+#include "formats/safetensors.h"  // checkpoint_step
+#include "model/model_fingerprint.h"
 #include "run/metrics_log.h"
 #include "run/number_format.h"
 #include "run/progress_bar.h"
@@ -118,9 +120,10 @@ bool logged_as_asked(const nlohmann::json& logged, const nlohmann::json& mine, c
 }
 
 // Refuses a resume whose options differ, listing them all. asked: a data-file run's n_train, n_dev as asked.
+// where: the header's "PATH line N", which the messages about a malformed field name.
 void check_resume_header(const nlohmann::json& logged, const nlohmann::json& mine, const nlohmann::json& asked,
-                         const SpsaOptimizer& opt, const std::string& path) {
-  std::vector<std::string> diffs = opt.differences(logged.value("spsa", nlohmann::json::object()), path);
+                         const SpsaOptimizer& opt, const std::string& path, const std::string& where) {
+  std::vector<std::string> diffs = opt.differences(logged.value("spsa", nlohmann::json::object()), where);
   for (const std::string& d : run_path_differences(logged, mine)) diffs.push_back(d);  // none unrecorded
   for (const char* key : {"task", "data_seed", "n_train", "n_dev", "data_dir", "batch", "max_len",
                           "fixed_batch", "storage_dtype", "device"}) {
@@ -143,6 +146,10 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   if (same_data_options && logged.contains("data_fingerprint") && logged["data_fingerprint"] != mine["data_fingerprint"])
     diffs.push_back("the train/dev examples differ (data_fingerprint " + logged["data_fingerprint"].dump() +
                     " in the run, " + mine["data_fingerprint"].dump() + " here)");
+  const std::string other_model = model_fingerprint_difference(logged.value("model_fingerprint", nlohmann::json()),
+                                                               mine.value("model_fingerprint", nlohmann::json()),
+                                                               mine.value("model", ""));
+  if (!other_model.empty()) diffs.push_back(other_model);
   if (logged.value("tune", nlohmann::json()) != mine.value("tune", nlohmann::json()))
     diffs.push_back(format_string("tune = %s in the run, %s here", logged.value("tune", nlohmann::json("full")).dump().c_str(),
                                   mine.value("tune", nlohmann::json("full")).dump().c_str()));
@@ -168,21 +175,32 @@ std::string describe_phases(const nlohmann::ordered_json& phases) {
 
 // The summary.json of a run that completed o.steps steps, or null.
 nlohmann::json completed_summary(const std::string& out_dir, int64_t steps) {
-  std::ifstream in(out_dir + "/summary.json", std::ios::binary);
-  if (!in.good()) return nullptr;
-  const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
+  const std::string path = out_dir + "/summary.json";
+  if (!path_exists(path)) return nullptr;
+  const nlohmann::json s =
+      nlohmann::json::parse(input_read(path, "run summary", kInputSettingsMaxBytes), nullptr, false);
   if (s.is_discarded() || !s.is_object() || s.value("status", std::string()) != "completed" ||
       !s.contains("steps") || s["steps"] != steps)
     return nullptr;
   return s;
 }
 
-// The training step the weights in out_dir/checkpoint are from; -1 when there is none.
-int64_t checkpoint_step(const std::string& out_dir) {
+// The training step the weights in out_dir/checkpoint are from; -1 when there is none or it is damaged
+// (*damage says how: a truncated weights file, unreadable settings), so it is rebuilt.
+int64_t checkpoint_step(const std::string& out_dir, std::string* damage) {
   const std::string dir = out_dir + "/checkpoint";
-  if (!path_exists(dir + "/model.safetensors")) return -1;
-  const nlohmann::json run = checkpoint_read_run_settings(dir);
-  return run.is_object() && run.contains("step") && run["step"].is_number_integer() ? run["step"].get<int64_t>() : -1;
+  const std::string adapter = dir + "/" + kAdapterWeightsFile;
+  const std::string weights = path_exists(adapter) ? adapter : dir + "/model.safetensors";
+  if (!path_exists(weights)) return -1;
+  try {
+    const SafetensorsFile file(weights);  // checks its header and its tensors' extents against its length
+    const nlohmann::json run = checkpoint_read_run_settings(dir);
+    return run.is_object() && run.contains("step") && run["step"].is_number_integer() ? run["step"].get<int64_t>()
+                                                                                      : -1;
+  } catch (const Error& e) {
+    *damage = e.message();
+    return -1;
+  }
 }
 
 double json_number(const nlohmann::json& j, const char* key, double none) {
@@ -232,6 +250,7 @@ class TrainRun {
  private:
   void load();
   void load_data();  // the splits, checked; a data-file run's row counts (what it uses)
+  WorkspaceRows run_workspace(const ModelConfig& config) const;
   void agree_on_run_folder();
   bool start();  // false: the run had already finished (result_ holds it)
   void complete_finished_run(const nlohmann::json& done, const SeedLog& log);
@@ -277,6 +296,7 @@ class TrainRun {
   EncodedSplits data_;
   std::unique_ptr<SpsaOptimizer> optimizer_;
   nlohmann::json header_;        // the run's identity: the seed log's header
+  nlohmann::json fingerprint_parts_;  // this rank's base tensors' (model_fingerprint.h), merged into header_
   nlohmann::json run_settings_;  // what `smezo eval` needs to measure a checkpoint as the run did
   nlohmann::json asked_rows_ = nlohmann::json::object();  // a data-file run's n_train, n_dev as asked
   std::string seed_log_path_;
@@ -336,6 +356,21 @@ void TrainRun::load_data() {
                 : (std::string("--objective ") + enum_name(objective_names(), o_.objective)).c_str());
 }
 
+// The workspace for this run's batch and length, the length capped at the model's context (after a
+// prefix): a probe pair runs two copies of a chunk side by side.
+WorkspaceRows TrainRun::run_workspace(const ModelConfig& c) const {
+  const int64_t prefix = o_.tune == TUNE_PREFIX ? o_.prefix_tokens : 0;
+  const int64_t len = std::max<int64_t>(2, std::min(o_.max_len, c.max_seq_len - prefix));
+  const int64_t copies = o_.probe_passes == PROBES_PAIR ? 2 : 1;
+  WorkspaceRows ws = workspace_for_batch(o_.batch, len, o_.max_tokens);
+  ws.tokens = std::max(ws.tokens, copies * len);
+  ws.logit_rows = std::max(ws.logit_rows, copies * len);
+  // greedy decoding runs one probe at a time over a prompt (< len) and the tokens generated, within the context
+  if (splits_.generation)
+    ws.tokens = std::max(ws.tokens, std::min(len + splits_.max_new_tokens, std::max(c.max_seq_len, len)));
+  return ws;
+}
+
 void TrainRun::load() {
   auto t_phase = SteadyClock::now();
   load_data();
@@ -345,13 +380,7 @@ void TrainRun::load() {
   mo.device = o_.device;
   mo.dtype = o_.dtype;
   mo.linear_path = o_.linear_path;
-  // Workspace for this run's batch and length; a probe pair runs two copies of a chunk side by side.
-  const int64_t copies = o_.probe_passes == PROBES_PAIR ? 2 : 1;
-  const WorkspaceRows ws = workspace_for_batch(o_.batch, o_.max_len, o_.max_tokens);
-  mo.max_tokens = std::max(ws.tokens, copies * o_.max_len);
-  mo.max_logit_rows = std::max(ws.logit_rows, copies * o_.max_len);
-  // greedy decoding runs one probe at a time over a prompt (< max_len) and the tokens generated
-  if (splits_.generation) mo.max_tokens = std::max(mo.max_tokens, o_.max_len + splits_.max_new_tokens);
+  mo.workspace = [this](const ModelConfig& c) { return run_workspace(c); };
   if (o_.tune == TUNE_LORA) {  // counted in the memory check before loading; added after it
     mo.adapters.lora_rank = o_.lora_r;
     mo.adapters.lora_targets = lora_targets_parse(o_.lora_targets);
@@ -367,6 +396,7 @@ void TrainRun::load() {
   o_.model_path = lm_.model_path;
   checkpoint_dtype(model(), o_.checkpoint_dtype);  // a bad name fails now, not after training
   const int64_t prefix = o_.tune == TUNE_PREFIX ? o_.prefix_tokens : 0;
+  if (prefix > 0) prefix_require_room(prefix, model().config().max_seq_len);  // before the examples are cut to fit
   const int64_t max_len = std::min(o_.max_len, model().config().max_seq_len - prefix);
   data_.train = encode_all(*lm_.tokenizer, splits_.train, max_len);
   data_.dev = encode_all(*lm_.tokenizer, splits_.dev, max_len);
@@ -375,11 +405,17 @@ void TrainRun::load() {
 
   seed_log_path_ = o_.out_dir + "/seed_log.txt";
   // A resumed run continues with its own noise unless the options name one (then it must match).
-  if (o_.resume && o_.spsa.noise == NOISE_AUTO && path_exists(seed_log_path_))
-    o_.spsa.noise = spsa_logged_noise(seed_log_read(seed_log_path_).header.value("spsa", nlohmann::json::object()),
-                                      seed_log_path_);
-  if (o_.tune == TUNE_LORA)  // adapters from the run seed, so resume and replay rebuild the same ones
-    model().add_lora(LoraOptions{o_.lora_r, o_.lora_alpha, lora_targets_parse(o_.lora_targets)}, o_.spsa.seed);
+  if (o_.resume && o_.spsa.noise == NOISE_AUTO && path_exists(seed_log_path_)) {
+    const SeedLog log = seed_log_read(seed_log_path_);
+    o_.spsa.noise = spsa_logged_noise(log.header.value("spsa", nlohmann::json::object()),
+                                      seed_log_header_where(log, seed_log_path_));
+  }
+  fingerprint_parts_ = model_fingerprint_parts(model());  // of the base weights, before any adapter
+  if (o_.tune == TUNE_LORA) {  // adapters from the run seed, so resume and replay rebuild the same ones
+    const LoraOptions lora{o_.lora_r, o_.lora_alpha, lora_targets_parse(o_.lora_targets)};
+    lora_require_useful_rank(model().params(), lora);
+    model().add_lora(lora, o_.spsa.seed);
+  }
   if (o_.tune == TUNE_PREFIX) model().add_prefix(PrefixOptions{o_.prefix_tokens}, o_.spsa.seed);  // the same
   t_phase = SteadyClock::now();
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
@@ -387,12 +423,13 @@ void TrainRun::load() {
   startup_["thresholds"] = seconds_since(t_phase);
   header_ = run_header(o_, *optimizer_, model());
   header_["data_fingerprint"] = task_examples_fingerprint(splits_);  // the examples, wherever they came from
+  // the files as absolute paths: `smezo eval` of the checkpoint from any folder scores the run's own rows
   run_settings_ = {{"written_by", "smezo train"}, {"task", splits_.name}, {"max_len", o_.max_len},
                    {"data_seed", o_.data_seed}, {"n_train", o_.n_train}, {"n_dev", o_.n_dev},
-                   {"n_test", o_.n_test}, {"data_dir", o_.data_dir}};
+                   {"n_test", o_.n_test}, {"data_dir", absolute_path(o_.data_dir)}};
   if (!o_.task_spec.empty())
-    run_settings_.update({{"task_spec", o_.task_spec}, {"train_file", o_.train_file}, {"dev_file", o_.dev_file},
-                          {"test_file", o_.test_file}});
+    run_settings_.update({{"task_spec", absolute_path(o_.task_spec)}, {"train_file", absolute_path(o_.train_file)},
+                          {"dev_file", absolute_path(o_.dev_file)}, {"test_file", absolute_path(o_.test_file)}});
 }
 
 // The run folder decides fresh start or resume; every rank reads it before rank 0 may write.
@@ -408,6 +445,8 @@ void TrainRun::agree_on_run_folder() {
   // the seed log header names every tensor's threshold, as one process's does
   header_["spsa"]["thresholds_f32_bits"] =
       topo_.whole_model_object(header_["spsa"]["thresholds_f32_bits"], "the S-MeZO thresholds");
+  header_["model_fingerprint"] =
+      model_fingerprint(topo_.whole_model_object(fingerprint_parts_, "the model fingerprint"), model().config());
   SMEZO_REQUIRE(!o_.resume || kind != RUN_DIR_OTHER, "--resume: %s is not a smezo run folder: it holds %s and no "
                 "seed_log.txt ---> HINT: check --out, or start the run without --resume", o_.out_dir.c_str(),
                 foreign.c_str());
@@ -431,7 +470,8 @@ bool TrainRun::start() {
   }
   const auto t_phase = SteadyClock::now();
   const SeedLog log = seed_log_read(seed_log_path_);
-  check_resume_header(log.header, header_, asked_rows_, *optimizer_, seed_log_path_);
+  check_resume_header(log.header, header_, asked_rows_, *optimizer_, seed_log_path_,
+                      seed_log_header_where(log, seed_log_path_));
   if (root_ && !run_path_recorded(log.header))
     std::fprintf(stderr, "resume: %s records no path (written before smezo recorded it): assuming this "
                  "invocation's, %s\n", seed_log_path_.c_str(), run_path_describe(header_).c_str());
@@ -469,7 +509,9 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   result_.test_f1 = json_number(done, "test_f1", -1);
   result_.wall_s = json_number(done, "wall_time_s", 0);
   // Rank 0 decides whether the checkpoint is there (its clean-up may have restored checkpoint.old).
-  const int64_t have_checkpoint = topo_.checkpoint_decision(checkpoint_step(o_.out_dir), "the final checkpoint's step");
+  std::string damage;
+  const int64_t have_checkpoint =
+      topo_.checkpoint_decision(checkpoint_step(o_.out_dir, &damage), "the final checkpoint's step");
   if (!root_ && !topo_.serves_checkpoint()) return;
   if (have_checkpoint == o_.steps) {
     if (root_)
@@ -478,8 +520,8 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
     return;
   }
   if (root_)
-    std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is missing: rebuilding "
-                 "it from the seed log\n", (long long)o_.steps);
+    std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is %s: rebuilding it from the "
+                 "seed log\n", (long long)o_.steps, damage.empty() ? "missing" : ("damaged (" + damage + ")").c_str());
   replay(log);
   if (!root_) {  // a later pipeline stage: its tensors go to rank 0
     save_checkpoint(o_.steps);

@@ -23,8 +23,9 @@ import sys
 # (class, pattern searched in the kernel's name), first match wins. Perturb comes first: a kernel
 # that folds the update into the W' pass (issue 41, item 3) is a perturb pass that also updates.
 CLASSES = [
-    ("perturb", r"perturb"),
-    ("update", r"\bupdate_kernel\b"),
+    # sign_noise_kernel<T, op>: op 0 and 1 form W' (one tensor, the pair), 2 updates (cuda/sign_noise.cu's SignOp)
+    ("perturb", r"perturb|sign_noise_kernel<[^,<>]*, *(\(int\))?[01]>"),
+    ("update", r"\bupdate_kernel\b|sign_noise_kernel<[^,<>]*, *(\(int\))?2>"),
     ("noise", r"noise_fill_kernel|philox_raw_kernel|noise_floor_kernel"),
     ("attention", r"attention_kernel"),
     ("fused linear", r"fused_linear"),
