@@ -287,10 +287,12 @@ int run_model_bench(const ModelBenchOptions& o) {
               return losses;
             });
           });
-          opt.flush_updates();  // untimed: the next optimiser's thresholds read W
           report(phase.c_str(), mode.c_str(), ms);
           if (timed)
             timed->print_profile(o.shape + " " + phase + " (" + mode + ") T=" + std::to_string(T), sum_ms, o.reps);
+          // after the profile, which sums the timed reps only; the next mode's profile is reset
+          // after its warm-up. Untimed: the next optimiser's thresholds read W.
+          opt.flush_updates();
         }
       }
     }
