@@ -68,9 +68,12 @@ class CudaBackend : public Backend {
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
 
-  // Device copies of small host arrays, valid until the next call with the same slot.
+  // Device copies of small host arrays, valid until the next call with the same slot. A call whose
+  // bytes equal what the slot holds copies nothing (rope's positions and frequencies for q, then k;
+  // attention's sequences, layer after layer): the kernels only read these buffers.
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
+  int64_t index_copies() const { return index_copies_; }  // host-to-device copies device_copy made (tests)
   // A device copy of a batched GEMM's pointer table (at most kPointerTableEntries pointers), cached:
   // the copy is made only when no slot holds these pointers already (a forward's groups repeat theirs
   // layer after layer), into the least recently used of kPointerTableSlots, stream-ordered after
@@ -89,6 +92,8 @@ class CudaBackend : public Backend {
   int64_t bytes_ = 0;
   void* index_buf_[SLOT_COUNT] = {};
   size_t index_cap_[SLOT_COUNT] = {};
+  std::vector<unsigned char> index_held_[SLOT_COUNT];  // the bytes each slot holds
+  int64_t index_copies_ = 0;
   const void** tables_ = nullptr;  // kPointerTableSlots x kPointerTableEntries device pointers
   std::vector<const void*> table_host_[kPointerTableSlots];  // what each slot holds
   uint64_t table_used_[kPointerTableSlots] = {}, table_clock_ = 0;

@@ -11,7 +11,9 @@
 // magnitude masks; with and without biases; with a held update (the fold). Inputs fresh random,
 // outputs poisoned (NaN) with guard rows. And the knob: a W' block smaller than the group's W'
 // falls back to per-tensor linears (no group counted; unperturbed calls, with no W', still batch),
-// results unchanged. Skips without a GPU.
+// results unchanged. And device_copy's content check (the other launches a forward repeats per
+// layer): a slot given the bytes it holds copies nothing and still serves them, other bytes are
+// copied; a forward of a 4-layer model makes as many copies as one of 1 layer. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +26,8 @@
 #include "../cuda/cuda_check.h"
 #include "bench/host_values.h"
 #include "bench/op_case.h"
+#include "model/model.h"
+#include "model_fixture.h"
 #include "test_util.h"
 
 using namespace smezo;
@@ -183,4 +187,51 @@ TEST(LinearGroup, PlanGroupsOnlyWhatFitsOneBlockOnOnePath) {
   EXPECT_FALSE(linear_group_plan({call(64, true, false, LINEAR_MODE_AUTO)}).grouped) << "one linear";
   EXPECT_TRUE(linear_group_plan({call(64, false, false, LINEAR_MODE_FUSED), call(64, false, false, LINEAR_MODE_FUSED)}).grouped)
       << "unperturbed: W as stored";
+}
+
+TEST(DeviceCopyCuda, BytesTheSlotHoldsAreNotCopiedAgain) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  CudaBackend gpu;
+  std::vector<int32_t> a(40), b;
+  for (size_t i = 0; i < a.size(); i++) a[i] = static_cast<int32_t>(i * 7919 % 1000) - 500;
+  auto copy = [&](const std::vector<int32_t>& v) {
+    const int64_t before = gpu.index_copies();
+    const void* dev = gpu.device_copy(CudaBackend::SLOT_SEQS, v.data(), v.size() * sizeof(int32_t));
+    std::vector<int32_t> back(v.size(), -1);
+    CUDA_CHECK(cudaMemcpy(back.data(), dev, back.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(back, v) << "the slot serves other bytes than it was given";
+    return gpu.index_copies() - before;
+  };
+  EXPECT_EQ(copy(a), 1);
+  b = a;  // equal bytes from another host buffer
+  EXPECT_EQ(copy(b), 0);
+  b[17] ^= 1;  // one bit
+  EXPECT_EQ(copy(b), 1);
+  EXPECT_EQ(copy(a), 1);
+  EXPECT_EQ(copy(std::vector<int32_t>(a.begin(), a.begin() + 39)), 1) << "a prefix of what it holds";
+  EXPECT_EQ(copy(std::vector<int32_t>(4000, 3)), 1) << "a larger buffer";
+  EXPECT_EQ(copy(std::vector<int32_t>(4000, 3)), 0);
+}
+
+TEST(DeviceCopyCuda, ForwardCopiesDoNotGrowWithTheLayers) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  auto copies_per_forward = [](int64_t layers) {
+    ModelConfig c = smezo_test::tiny_llama_config();
+    c.n_layers = layers;
+    CudaBackend gpu;
+    Model model(smezo_test::random_weight_source(c, 5), gpu, DTYPE_F32, 32, 8);
+    ForwardBatch batch;
+    for (int32_t t = 0; t < 12; t++) batch.tokens.push_back((t * 13 + 5) % 40);
+    batch.seq_lens = {5, 7};
+    batch.logit_rows = {4, 11};
+    std::vector<float> logits;
+    model.forward(batch, Probe{0.01f, 3, false}, &logits);  // the first fills the slots
+    batch.tokens[3] = (batch.tokens[3] + 1) % 40;
+    const int64_t before = gpu.index_copies();
+    model.forward(batch, Probe{0.01f, 4, false}, &logits);
+    return gpu.index_copies() - before;
+  };
+  const int64_t one = copies_per_forward(1), four = copies_per_forward(4);
+  EXPECT_EQ(one, four) << "a layer's rope and attention copy the same positions and sequences again";
+  EXPECT_GE(one, 1) << "the new tokens";
 }
