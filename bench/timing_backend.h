@@ -7,7 +7,7 @@
 // (CpuBackend::set_linear_noise_timer), and "linear q", the rest (packing, sgemm, writing out).
 // profile_split sums the op kinds into the four parts `smezo bench --profile` prints.
 // Every virtual of Backend is forwarded, the ones with a default too (upload_stored,
-// free_memory_bytes): a default here would run the base class's version instead of the inner
+// free_memory_bytes, linear_group): a default here would run the base class's version instead of the inner
 // backend's (a host fp32 copy of each tensor, "free memory unknown").
 // tests/test_model_bench.cpp checks the forwarding.
 #pragma once
@@ -105,6 +105,14 @@ class TimingBackend : public Backend {
       ms_[key] -= noise;
       ms_[key + " noise"] += noise;
     }
+  }
+  // A group as one op ("linear q+k+v"), as the inner backend runs it; item by item when split_linear_noise
+  // splits a CPU linear's noise (the CPU's linear_group is linear() item by item anyway).
+  void linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe) override {
+    if (cpu_) return Backend::linear_group(items, in, probe);
+    std::string key = "linear ";
+    for (size_t i = 0; i < items.size(); i++) key += (i > 0 ? "+" : "") + kind_of(items[i].weight->info);
+    timed(key, [&] { inner_.linear_group(items, in, probe); });
   }
   void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads, const std::vector<float>& inv_freq,
             RopeStyle style) override {

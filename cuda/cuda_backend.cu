@@ -79,6 +79,7 @@ CudaBackend::~CudaBackend() {
   for (void* p : index_buf_)
     if (p != nullptr) cudaFree(p);
   if (scratch_ != nullptr) cudaFree(scratch_);
+  if (tables_ != nullptr) cudaFree(tables_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -158,12 +159,39 @@ void* CudaBackend::device_copy(IndexSlot slot, const void* host, size_t bytes) {
     const size_t cap = std::max<size_t>(bytes + bytes / 2, 4096);
     index_buf_[slot] = device_malloc(cap, "an index buffer", bytes_);
     index_cap_[slot] = cap;
+    index_held_[slot].clear();
   }
-  if (bytes > 0) {
+  std::vector<unsigned char>& held = index_held_[slot];
+  const unsigned char* src = static_cast<const unsigned char*>(host);
+  if (bytes > 0 && !(held.size() == bytes && std::memcmp(held.data(), src, bytes) == 0)) {
     // Stream-ordered after earlier readers; a pageable source is staged before the call returns.
     CUDA_CHECK(cudaMemcpyAsync(index_buf_[slot], host, bytes, cudaMemcpyHostToDevice, stream_));
+    held.assign(src, src + bytes);
+    index_copies_++;
   }
   return index_buf_[slot];
+}
+
+const void* const* CudaBackend::pointer_table(const std::vector<const void*>& pointers) {
+  SMEZO_REQUIRE(pointers.size() <= kPointerTableEntries, "pointer_table: %zu pointers (at most %d)",
+                pointers.size(), kPointerTableEntries);
+  if (tables_ == nullptr)
+    tables_ = static_cast<const void**>(device_malloc(
+        sizeof(void*) * kPointerTableSlots * kPointerTableEntries, "the GEMM pointer tables", bytes_));
+  int slot = 0;
+  for (int s = 0; s < kPointerTableSlots; ++s) {
+    if (table_host_[s] == pointers) {
+      table_used_[s] = ++table_clock_;
+      return tables_ + s * kPointerTableEntries;
+    }
+    if (table_used_[s] < table_used_[slot]) slot = s;
+  }
+  table_host_[slot] = pointers;
+  table_used_[slot] = ++table_clock_;
+  const void** dst = tables_ + slot * kPointerTableEntries;
+  // Stream-ordered after the GEMMs that read the slot before; a pageable source is staged before the call returns.
+  CUDA_CHECK(cudaMemcpyAsync(dst, pointers.data(), sizeof(void*) * pointers.size(), cudaMemcpyHostToDevice, stream_));
+  return dst;
 }
 
 void* CudaBackend::scratch(size_t bytes) {

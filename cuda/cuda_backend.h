@@ -40,6 +40,7 @@ class CudaBackend : public Backend {
             NormKind kind, float eps, const Probe& probe) override;
   void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
               const Probe& probe) override;
+  void linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe) override;
   void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,
             const std::vector<float>& inv_freq, RopeStyle style) override;
   void attention(const AttentionParams& p) override;
@@ -57,6 +58,8 @@ class CudaBackend : public Backend {
   void defer_updates(Param& p, const std::vector<UpdateArgs>& updates) override { held_.hold(*this, p, updates); }
   void flush_updates() override { held_.flush(*this); }
   const PendingUpdates& held_updates() const { return held_; }
+  // Groups linear_group multiplied with batched GEMMs (not item by item): tests.
+  int64_t grouped_linears() const { return grouped_linears_; }
 
   // --linear-path (cuda_plan.h)
   void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
@@ -65,9 +68,18 @@ class CudaBackend : public Backend {
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
 
-  // Device copies of small host arrays, valid until the next call with the same slot.
+  // Device copies of small host arrays, valid until the next call with the same slot. A call whose
+  // bytes equal what the slot holds copies nothing (rope's positions and frequencies for q, then k;
+  // attention's sequences, layer after layer): the kernels only read these buffers.
   enum IndexSlot { SLOT_TOKENS, SLOT_POSITIONS, SLOT_ROWS, SLOT_SEQS, SLOT_COUNT };
   void* device_copy(IndexSlot slot, const void* host, size_t bytes);
+  int64_t index_copies() const { return index_copies_; }  // host-to-device copies device_copy made (tests)
+  // A device copy of a batched GEMM's pointer table (at most kPointerTableEntries pointers), cached:
+  // the copy is made only when no slot holds these pointers already (a forward's groups repeat theirs
+  // layer after layer), into the least recently used of kPointerTableSlots, stream-ordered after
+  // the GEMMs that read it before.
+  static constexpr int kPointerTableSlots = 8, kPointerTableEntries = 3 * 2 * kLinearGroupMaxItems;
+  const void* const* pointer_table(const std::vector<const void*>& pointers);
   // Shared device scratch of >= `bytes`, grown on demand (may move the previous region), never shrunk.
   void* scratch(size_t bytes);
   // Its high-water mark (at least 64 KiB once used, else 0), as model/memory_estimate.h predicts.
@@ -80,10 +92,16 @@ class CudaBackend : public Backend {
   int64_t bytes_ = 0;
   void* index_buf_[SLOT_COUNT] = {};
   size_t index_cap_[SLOT_COUNT] = {};
+  std::vector<unsigned char> index_held_[SLOT_COUNT];  // the bytes each slot holds
+  int64_t index_copies_ = 0;
+  const void** tables_ = nullptr;  // kPointerTableSlots x kPointerTableEntries device pointers
+  std::vector<const void*> table_host_[kPointerTableSlots];  // what each slot holds
+  uint64_t table_used_[kPointerTableSlots] = {}, table_clock_ = 0;
   void* scratch_ = nullptr;
   size_t scratch_cap_ = 0;
   LinearPathMode linear_mode_ = LINEAR_MODE_AUTO;
   PendingUpdates held_;  // the linear weights' updates held for the fold
+  int64_t grouped_linears_ = 0;
 };
 
 }  // namespace smezo

@@ -173,6 +173,64 @@ inline int64_t cuda_linear_scratch_most(int64_t n, int64_t k, int64_t m, DType s
   return most;
 }
 
+// CudaBackend::linear_group's plan for linears that read one input (q|k|v, gate|up): their W' side by
+// side in ONE scratch request [W'_0 (W+ | W-) | W'_1 (W+ | W-) | ... | x in W's 16-bit dtype], each
+// whole, so one batched GEMM per distinct N multiplies them all (cuda/linear.cu). Grouped only when
+// the calls share a path (gemm or one of the materialising paths: never fused) and a dtype, and all
+// their W' together fit ONE W' block (cuda_weight_chunk_bytes()): a concatenation larger than the
+// block falls back to per-tensor linears, each blocked as linear_scratch_plan says (the knob keeps
+// its meaning: no scratch region is ever larger than the block). offsets: each call's W' region.
+struct LinearGroupScratch {
+  bool grouped = false;
+  LinearPath path = LINEAR_GEMM;
+  int64_t copies = 0;            // W' copies per call: 0 (W as stored), 1, or 2 (pair)
+  std::vector<int64_t> offsets;  // byte offset of call i's W' (its W+ then W-, w_bytes[i] apart)
+  std::vector<int64_t> w_bytes;  // one copy of call i's whole W', aligned
+  int64_t x_offset = 0;          // where x in 16 bits starts (after every W')
+  int64_t x_bytes = 0;           // all rows of x in W's dtype, aligned; 0 for fp32 W
+  int64_t total() const { return x_offset + x_bytes; }
+};
+
+// At most this many linears in one group (CudaBackend's pointer tables hold 3 pointers per problem).
+constexpr int kLinearGroupMaxItems = 4;
+
+inline LinearGroupScratch linear_group_plan(const std::vector<LinearCall>& calls,
+                                            int64_t chunk_bytes = cuda_weight_chunk_bytes()) {
+  LinearGroupScratch g;
+  if (calls.size() < 2 || calls.size() > static_cast<size_t>(kLinearGroupMaxItems)) return g;
+  const LinearCall& c0 = calls[0];
+  g.path = linear_path_choose(c0);
+  if (g.path == LINEAR_FUSED) return g;
+  const int64_t sz = dtype_size(c0.storage);
+  g.copies = g.path == LINEAR_MATERIALISE_PAIR ? 2 : g.path == LINEAR_MATERIALISE ? 1 : 0;
+  for (const LinearCall& c : calls) {
+    if (linear_path_choose(c) != g.path || c.storage != c0.storage || c.k != c0.k ||
+        c.rows_per_probe != c0.rows_per_probe || c.pair != c0.pair || c.n <= 0)
+      return LinearGroupScratch{};
+    g.offsets.push_back(g.x_offset);
+    g.w_bytes.push_back(g.copies > 0 ? linear_align256(c.n * c.k * sz) : 0);
+    g.x_offset += g.copies * g.w_bytes.back();
+  }
+  if (g.x_offset > chunk_bytes) return LinearGroupScratch{};  // per-tensor blocks instead
+  const int64_t rows = c0.pair ? 2 * c0.rows_per_probe : c0.rows_per_probe;
+  if (c0.storage != DTYPE_F32) g.x_bytes = linear_align256(rows * c0.k * sz);
+  g.grouped = true;
+  return g;
+}
+
+// The most scratch one group of perturbed (ns[i], k) linears over m rows asks (0 where it is not
+// grouped: its linears then ask what cuda_linear_scratch_most says), single probe or pair.
+inline int64_t cuda_linear_group_scratch_most(const std::vector<int64_t>& ns, int64_t k, int64_t m, DType storage) {
+  int64_t most = 0;
+  for (bool pair : {false, true}) {
+    std::vector<LinearCall> calls;
+    for (int64_t n : ns) calls.push_back(LinearCall{pair ? m / 2 : m, n, k, /*perturbed=*/true, pair, storage});
+    const LinearGroupScratch g = linear_group_plan(calls);
+    if (g.grouped) most = std::max(most, g.total());
+  }
+  return most;
+}
+
 // cuda/upload_stored.cu: 256 B plus a staging chunk in the widest file dtype needing conversion.
 inline int64_t cuda_upload_scratch(int64_t largest_numel, DType storage) {
   const int64_t src_size = storage == DTYPE_F32 ? 2 : 4;
@@ -182,7 +240,7 @@ inline int64_t cuda_upload_scratch(int64_t largest_numel, DType storage) {
 
 // CudaBackend::memory_plan(), also for estimates on a machine without a GPU (smezo info).
 inline BackendMemoryPlan cuda_memory_plan() {
-  return {cuda_linear_scratch_most, cuda_upload_scratch, kCublasWorkspaceBytes};
+  return {cuda_linear_scratch_most, cuda_upload_scratch, kCublasWorkspaceBytes, cuda_linear_group_scratch_most};
 }
 
 }  // namespace smezo

@@ -6,6 +6,8 @@
 // with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32); bias_epilogue_kernel adds b' in fp32, as the CPU does.
 // LINEAR_FUSED goes to cuda/fused_linear.cu, the bias still added here; the sign noise kind's W' to
 // cuda/sign_noise.cu (128 signs per Philox call) unless the fold is due. Tests: tests/test_backend_ops.cu.
+// linear_group (the end of this file): q|k|v and gate|up, each W' whole, one cublasGemmBatchedEx per
+// distinct N (tests/test_linear_group.cu).
 // The fold (src/backend/pending_updates.h): a weight's held updates (at most kFoldMaxUpdates) are
 // applied by fold_perturb_kernel, block by block, in the pass that forms W': it reads W, applies them
 // with update_group8 (update_kernel's bits), writes W back, and forms W' from the stored result. Any
@@ -267,6 +269,39 @@ cudaDataType cuda_data_type(DType dtype) {
   return CUDA_R_32F;
 }
 
+// One batched GEMM's problems (cublasGemmBatchedEx): problem i is out_i = B_i · A_iᵀ as linear's GEMM.
+struct BatchedProblems {
+  std::vector<const void*> a, b;  // W' (or W) and x of each problem
+  std::vector<void*> c;           // its output
+  // The pointer table cublasGemmBatchedEx reads: [A_0.. | B_0.. | C_0..].
+  std::vector<const void*> table() const {
+    std::vector<const void*> t(a);
+    t.insert(t.end(), b.begin(), b.end());
+    t.insert(t.end(), c.begin(), c.end());
+    return t;
+  }
+};
+
+// The problems of the group's items `members` (one N; plan: linear_group_plan): for each item, each half
+// of a pair (its W+ or W-, its rows of x and of out), or all rows under its one W' or W.
+BatchedProblems group_problems(const std::vector<LinearItem>& items, const std::vector<size_t>& members,
+                               const LinearGroupScratch& plan, char* scratch_base, const void* x, int64_t M,
+                               int64_t K, bool pair) {
+  BatchedProblems p;
+  const int halves = pair ? 2 : 1;
+  const int64_t m = M / halves;
+  const int64_t x_size = dtype_size(items[0].weight->w.dtype);  // x as the GEMM reads it: W's dtype
+  for (size_t i : members)
+    for (int h = 0; h < halves; h++) {
+      const LinearItem& it = items[i];
+      p.a.push_back(plan.copies == 0 ? it.weight->w.data
+                                     : scratch_base + plan.offsets[i] + h * plan.w_bytes[i]);
+      p.b.push_back(static_cast<const char*>(x) + h * m * K * x_size);
+      p.c.push_back(it.out.f32() + h * m * it.out.cols);
+    }
+  return p;
+}
+
 }  // namespace
 
 void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weight,
@@ -343,6 +378,69 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
     }
   }
   if (bias) add_bias(out, *bias, probe, stream_);
+}
+
+// Linears that read one input (q|k|v, gate|up; the model's groups), as linear() item by item gives
+// them, with fewer launches: x converted once, each item's W' formed whole into its own scratch region
+// (its own noise key and held updates, as linear's W' pass), then ONE cublasGemmBatchedEx per distinct
+// N (q|k|v: one; GQA, where k and v have fewer rows than q: two; gate|up: one), whose problems are
+// (item, half of a pair) with separate outputs: no copy of the activations. Biases as linear adds them.
+// Groups only what linear_group_plan groups (same path, never fused; all W' within one W' block);
+// anything else is linear() per item, blocked as the knob says. Model (predicted): per layer 3
+// conversion and 3 GEMM launches fewer (2 GEMMs under GQA), and 3·M·K·(4 + 2) bytes of conversion
+// less; smollm2-135m's groups fit the default 64 MiB block, llama-7b's need 384 MiB (ARCHITECTURE.md).
+void CudaBackend::linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe) {
+  std::vector<LinearCall> calls;
+  for (const LinearItem& it : items) {
+    check_linear_args(it.out, in, *it.weight, it.bias, probe);
+    calls.push_back(linear_call(in, *it.weight, probe, linear_mode_));
+  }
+  const LinearGroupScratch plan = in.rows > 0 ? linear_group_plan(calls) : LinearGroupScratch{};
+  if (!plan.grouped) return Backend::linear_group(items, in, probe);
+  const int64_t M = in.rows, K = in.cols;
+  const DType wt = items[0].weight->w.dtype;
+  cudaStream_t handle_stream = nullptr;
+  CUBLAS_CHECK(cublasGetStream(cublas_, &handle_stream));
+  if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  const bool pair = plan.path == LINEAR_MATERIALISE_PAIR;
+  std::vector<FoldArgs> folds;  // each item's held updates, applied by its W' pass (else now)
+  for (const LinearItem& it : items)
+    folds.push_back(fold_args(held_.take_for_linear(*this, it.weight->w, plan.copies > 0 ? kFoldMaxUpdates : 0)));
+  char* scratch_base = plan.total() > 0 ? static_cast<char*>(scratch(static_cast<size_t>(plan.total()))) : nullptr;
+  const void* x_gemm = in.data;
+  if (wt != DTYPE_F32) {
+    convert_input(wt, scratch_base + plan.x_offset, in.f32(), M * K, stream_);
+    x_gemm = scratch_base + plan.x_offset;
+  }
+  std::vector<std::vector<size_t>> by_n;  // the items of each distinct N, in order of first appearance
+  for (size_t i = 0; i < items.size(); i++) {
+    const LinearItem& it = items[i];
+    if (plan.copies > 0) {
+      const ProbeArgs p = probe_args(*it.weight, pair ? half_probe(probe, +1) : probe);
+      form_wprime_block(wt, scratch_base + plan.offsets[i], pair ? scratch_base + plan.offsets[i] + plan.w_bytes[i] : nullptr,
+                        it.weight->w.data, 0, it.weight->w.numel(), p, folds[i], stream_);
+    }
+    auto same_n = [&](const std::vector<size_t>& g) { return items[g[0]].out.cols == it.out.cols; };
+    auto g = std::find_if(by_n.begin(), by_n.end(), same_n);
+    if (g == by_n.end()) by_n.push_back({i});
+    else g->push_back(i);
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasComputeType_t compute = wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+  const cudaDataType ab = cuda_data_type(wt);
+  for (const std::vector<size_t>& members : by_n) {
+    const BatchedProblems bp = group_problems(items, members, plan, scratch_base, x_gemm, M, K, pair);
+    const void* const* t = pointer_table(bp.table());
+    const int batch = static_cast<int>(bp.a.size()), N = static_cast<int>(items[members[0]].out.cols);
+    // as linear's gemm_rows: outᵀ (N x m, ld N) = op_T(W') (N x K, ld K) · xᵀ (K x m, ld K)
+    CUBLAS_CHECK(cublasGemmBatchedEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, N, static_cast<int>(M / (pair ? 2 : 1)),
+                                     static_cast<int>(K), &alpha, t, ab, static_cast<int>(K), t + batch, ab,
+                                     static_cast<int>(K), &beta, const_cast<void* const*>(t + 2 * batch), CUDA_R_32F,
+                                     N, batch, compute, CUBLAS_GEMM_DEFAULT));
+  }
+  for (const LinearItem& it : items)
+    if (it.bias) add_bias(it.out, *it.bias, probe, stream_);
+  grouped_linears_++;
 }
 
 }  // namespace smezo

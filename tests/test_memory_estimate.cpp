@@ -100,9 +100,10 @@ TEST(MemoryEstimate, ProbePairScratchHoldsTwoCopiesOfTheWeight) {
   const MemoryEstimate e = estimate_model_memory(smol, DTYPE_BF16, ws, cuda_memory_plan());
   EXPECT_EQ(e.scratch, 2 * 29120LL * 576 * 2 + 16 * 576 * 2);
 
-  // A model whose largest demand is a small weight: down_proj (1024 x 4096, 8 MiB in bf16)
-  // in two copies plus x (8 x 4096) in bf16. Before the pair was counted this said 8 MiB +
-  // 64 KiB, half what CudaBackend::linear asks for.
+  // A model whose largest demand is a group of small weights (CudaBackend::linear_group): gate|up
+  // (4096 x 1024 each, 8 MiB in bf16) in two copies each, plus x (8 x 1024) in bf16; alone, down_proj
+  // (1024 x 4096) would ask 2 x 8 MiB + x (8 x 4096). Before the pair was counted this said 8 MiB +
+  // 64 KiB, a quarter of what the backend asks for.
   ModelConfig c = llama7b_config();
   c.dim = 1024;
   c.hidden_dim = 4096;
@@ -110,7 +111,7 @@ TEST(MemoryEstimate, ProbePairScratchHoldsTwoCopiesOfTheWeight) {
   c.n_heads = c.n_kv_heads = 8;
   c.vocab_size = 1000;
   const MemoryEstimate small = estimate_model_memory(c, DTYPE_BF16, WorkspaceRows{8, 8}, cuda_memory_plan());
-  EXPECT_EQ(small.scratch, 2 * 1024LL * 4096 * 2 + 8 * 4096 * 2);
+  EXPECT_EQ(small.scratch, 2 * 2 * 4096LL * 1024 * 2 + 8 * 1024 * 2);
 }
 
 // The formula counts exactly what Model allocates (weights + workspace) on the CPU backend.

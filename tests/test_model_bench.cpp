@@ -181,7 +181,11 @@ class RecordingCpuBackend : public CpuBackend {
     return bad >= 0 ? bad : 4242;  // a value the default (the base class's) never returns
   }
   int64_t free_memory_bytes() const override { return 123456789; }
-  int upload_stored_calls = 0;
+  void linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe) override {
+    linear_group_calls++;
+    CpuBackend::linear_group(items, in, probe);
+  }
+  int upload_stored_calls = 0, linear_group_calls = 0;
   const void* last_src = nullptr;
 };
 
@@ -189,8 +193,9 @@ class RecordingCpuBackend : public CpuBackend {
 
 // TimingBackend forwards upload_stored (a streaming load through --profile reaches the inner
 // backend's converter, not the base class's fp32 host copy), free_memory_bytes (the memory
-// check before loading sees the inner backend's free memory, not "unknown") and the fold's
-// defer_updates and flush_updates (the inner backend's linear applies what it holds).
+// check before loading sees the inner backend's free memory, not "unknown"), the fold's
+// defer_updates and flush_updates (the inner backend's linear applies what it holds) and
+// linear_group (the CUDA backend's batched GEMMs), timed as one op.
 TEST(ModelBench, TimingBackendForwardsEveryVirtualWithADefault) {
   RecordingCpuBackend inner;
   TimingBackend timed(inner);
@@ -213,4 +218,8 @@ TEST(ModelBench, TimingBackendForwardsEveryVirtualWithADefault) {
   EXPECT_EQ(inner.held_updates().size(), 1);
   timed.flush_updates();
   EXPECT_EQ(inner.held_updates().size(), 0);
+  const Tensor x = timed.alloc(3, 4, DTYPE_F32), y0 = timed.alloc(3, 2, DTYPE_F32), y1 = timed.alloc(3, 2, DTYPE_F32);
+  timed.linear_group({LinearItem{y0, &p}, LinearItem{y1, &p}}, x, Probe{});
+  EXPECT_EQ(inner.linear_group_calls, 1);
+  EXPECT_EQ(timed.ms().count("linear other+other"), 1u);
 }

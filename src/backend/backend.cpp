@@ -16,6 +16,10 @@ int64_t Backend::upload_stored(const Tensor& dst, const void* src, DType src_dty
   return bad;
 }
 
+void Backend::linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe) {
+  for (const LinearItem& item : items) linear(item.out, in, *item.weight, item.bias, probe);
+}
+
 void Backend::defer_updates(Param& p, const std::vector<UpdateArgs>& updates) {
   for (const UpdateArgs& u : updates) update(p, u.coef, u.decay, u.seed);
 }

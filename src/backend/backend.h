@@ -42,6 +42,16 @@ struct BackendMemoryPlan {
   // The streaming load's scratch when the largest tensor has this many elements (0: none).
   int64_t (*load_scratch)(int64_t largest_numel, DType storage);
   int64_t library_bytes;  // the backend's libraries' own buffers (cuBLAS's workspace)
+  // The most scratch one linear_group of (ns[i], k) linears over m rows asks beyond its linears' own
+  // (null: linear_group is linear() item by item).
+  int64_t (*linear_group_scratch)(const std::vector<int64_t>& ns, int64_t k, int64_t m, DType storage) = nullptr;
+};
+
+// One linear of a group that reads the same input (q, k, v; gate, up).
+struct LinearItem {
+  Tensor out;                   // (M, N_i)
+  const Param* weight;          // (N_i, K)
+  const Param* bias = nullptr;  // (1, N_i), or null
 };
 
 class Backend {
@@ -78,6 +88,10 @@ class Backend {
   // each half equals the single-probe call bit for bit on the CPU, on CUDA within GEMM tolerance.
   virtual void linear(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
                       const Probe& probe) = 0;
+  // linear(item.out, in, *item.weight, item.bias, probe) for each item, in order (this default). The
+  // CUDA backend forms the items' W' side by side and multiplies them in one batched GEMM per
+  // distinct N where they fit one W' block (cuda/linear.cu): fewer launches, x converted once.
+  virtual void linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe);
   // rotary embedding in place on x(M, n_heads*head_dim), head_dim = 2 * inv_freq.size(): pair j of
   // row m turns by positions[m] * inv_freq[j] (model/rope_freq.h makes the table)
   virtual void rope(const Tensor& x, const std::vector<int32_t>& positions, int64_t n_heads,

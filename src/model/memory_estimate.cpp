@@ -107,6 +107,11 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
       scratch = std::max(scratch, backend.linear_scratch(s.shape[0], s.shape[1], head ? R : M, storage));
     }
   if (cfg.tied_lm_head) scratch = std::max(scratch, backend.linear_scratch(cfg.vocab_size, cfg.dim, R, storage));
+  if (backend.linear_group_scratch) {  // Model::run's groups: q|k|v, and gate|up under SwiGLU
+    scratch = std::max(scratch, backend.linear_group_scratch({q_dim, kv_dim, kv_dim}, cfg.dim, M, storage));
+    if (cfg.mlp_kind == MLP_SWIGLU)
+      scratch = std::max(scratch, backend.linear_group_scratch({cfg.hidden_dim, cfg.hidden_dim}, cfg.dim, M, storage));
+  }
   scratch = std::max(scratch, backend.load_scratch(largest_numel, storage));
   const Bytes tuned = adapter_bytes(cfg, adapters, M, R);
   if (e.weights < 0 || act.overflow || tuned.overflow) {

@@ -226,11 +226,17 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
       backend_.linear(out, in, w, b, probe);
       if (!lora_.empty()) add_lora_delta(l, role, out, in, probe);
     };
+    // linears that read one input, as one group (one batched GEMM on CUDA), then their adapters
+    auto linear_group = [&](const Tensor& in, const std::vector<LinearItem>& items,
+                            const std::vector<ParamRole>& roles) {
+      backend_.linear_group(items, in, probe);
+      if (!lora_.empty())
+        for (size_t i = 0; i < items.size(); i++) add_lora_delta(l, roles[i], items[i].out, in, probe);
+    };
     // attention block
     norm(L.attn_norm, bias(L.attn_norm_bias));
-    linear(q, xn, L.wq, bias(L.bq), ROLE_ATTN_Q);
-    linear(k, xn, L.wk, bias(L.bk), ROLE_ATTN_K);
-    linear(v, xn, L.wv, bias(L.bv), ROLE_ATTN_V);
+    linear_group(xn, {{q, &L.wq, bias(L.bq)}, {k, &L.wk, bias(L.bk)}, {v, &L.wv, bias(L.bv)}},
+                 {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V});
     position_qk(L, q, k, positions, probe);
     AttentionParams ap{att, q, k, v, seqs, c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window};
     if (cached) {  // a prefix: the first P rows of each slot, written by forward_cached
@@ -250,8 +256,8 @@ void Model::run(const std::vector<int32_t>& tokens, const std::vector<int32_t>& 
     // MLP block
     norm(L.ffn_norm, bias(L.ffn_norm_bias));
     if (c.mlp_kind == MLP_SWIGLU) {
-      linear(h_gate, xn, L.w_gate, bias(L.b_gate), ROLE_MLP_GATE);
-      linear(h_up, xn, L.w_up, bias(L.b_up), ROLE_MLP_UP);
+      linear_group(xn, {{h_gate, &L.w_gate, bias(L.b_gate)}, {h_up, &L.w_up, bias(L.b_up)}},
+                   {ROLE_MLP_GATE, ROLE_MLP_UP});
       backend_.swiglu(h_up, h_gate, h_up);
     } else {
       linear(h_up, xn, L.w_up, bias(L.b_up), ROLE_MLP_UP);

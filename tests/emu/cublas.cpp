@@ -1,4 +1,4 @@
-// Emulated cuBLAS: GemmEx and GemmStridedBatchedEx, checked as cuBLAS checks them, then
+// Emulated cuBLAS: GemmEx, GemmStridedBatchedEx and GemmBatchedEx, checked as cuBLAS checks them, then
 // computed with OpenBLAS's sgemm on fp32 copies of A and B (16-bit inputs widen exactly; the
 // products are exact in fp32; the summation order is OpenBLAS's, not cuBLAS's: results
 // agree with a GPU to fp32 rounding, not bit for bit).
@@ -14,6 +14,11 @@
 //   pointer mode, the only one modelled) and runs at cudaGraphLaunch, where the allocation
 //   check and the workspace it was captured with are checked again. cublasSetStream resets a
 //   workspace set by cublasSetWorkspace, as cuBLAS does.
+//   GemmBatchedEx: Aarray, Barray, Carray are device arrays of batchCount device pointers, read
+//   when the GEMM runs (stream order; a captured call reads them at each replay), as a GPU's
+//   kernel reads them: each array must lie in device memory and each matrix inside one
+//   allocation, else EXECUTION_FAILED and the sticky cudaErrorIllegalAddress. Problem bi is
+//   computed as GemmEx of its three matrices, so it equals that call bit for bit.
 #include <cblas.h>
 
 #include <algorithm>
@@ -151,11 +156,38 @@ struct GemmCall {
   void* c_out;
   void* workspace;
   size_t workspace_bytes;
+  const void* const* arrays[3] = {};  // GemmBatchedEx: device arrays of A, B, C pointers; else null
 };
+
+bool gemm_run(const GemmCall& g);
+
+// GemmBatchedEx's problems, each as the GemmEx of the pointers its arrays hold when it runs.
+bool gemm_run_pointer_arrays(const GemmCall& g) {
+  const char* names[] = {"Aarray", "Barray", "Carray"};
+  for (int i = 0; i < 3; ++i)
+    if (!emu::device_range_ok(g.arrays[i], sizeof(void*) * static_cast<size_t>(g.batch))) {
+      emu::record_fault(cudaErrorIllegalAddress,
+                        format("%s: %s (%d pointers at %p) is not inside one device allocation: a GPU "
+                               "would read it out of bounds", g.call, names[i], g.batch,
+                               static_cast<const void*>(g.arrays[i])));
+      return false;
+    }
+  for (int bi = 0; bi < g.batch; ++bi) {
+    GemmCall one = g;
+    one.batch = 1;
+    for (const void* const*& a : one.arrays) a = nullptr;
+    one.a.p = g.arrays[0][bi];
+    one.b.p = g.arrays[1][bi];
+    one.c.p = one.c_out = const_cast<void*>(g.arrays[2][bi]);
+    if (!gemm_run(one)) return false;
+  }
+  return true;
+}
 
 // Runs g: every matrix must lie inside one device allocation (a GPU would fault: the sticky
 // cudaErrorIllegalAddress and false).
 bool gemm_run(const GemmCall& g) {
+  if (g.arrays[0] != nullptr) return gemm_run_pointer_arrays(g);
   const char* names[] = {"A", "B", "C"};
   const Stored* mats[] = {&g.a, &g.b, &g.c};
   for (int i = 0; i < 3; ++i)
@@ -225,7 +257,7 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
                     int m, int n, int k, const void* alpha, const void* A, cudaDataType at,
                     int lda, long long sa, const void* B, cudaDataType bt, int ldb, long long sb,
                     const void* beta, void* C, cudaDataType ct_, int ldc, long long sc, int batch,
-                    cublasComputeType_t comp) {
+                    cublasComputeType_t comp, bool pointer_arrays = false) {
   if (h == nullptr) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, format("%s: null handle", call));
   const auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
   const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, b_rows = tb == CUBLAS_OP_N ? k : n;
@@ -256,12 +288,18 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
                    Stored{A, at, a_rows, ta == CUBLAS_OP_N ? k : m, lda, sa},
                    Stored{B, bt, b_rows, tb == CUBLAS_OP_N ? n : k, ldb, sb},
                    Stored{C, ct_, m, n, ldc, sc}, C, h->workspace, h->workspace_bytes};
+  GemmCall call_g = g;
+  if (pointer_arrays) {  // A, B, C are the arrays: the matrices are known when the GEMM runs
+    call_g.arrays[0] = static_cast<const void* const*>(A);
+    call_g.arrays[1] = static_cast<const void* const*>(B);
+    call_g.arrays[2] = static_cast<const void* const*>(C);
+  }
   bool captured = false;  // on a capturing stream the call is recorded, not run
-  if (emu::enqueue(h->stream, call, [&] { return std::make_shared<const GemmOp>(g); }, &captured) !=
+  if (emu::enqueue(h->stream, call, [&] { return std::make_shared<const GemmOp>(call_g); }, &captured) !=
       cudaSuccess)
     return CUBLAS_STATUS_EXECUTION_FAILED;
   if (captured) return CUBLAS_STATUS_SUCCESS;
-  return gemm_run(g) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+  return gemm_run(call_g) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 }  // namespace
@@ -378,4 +416,14 @@ cublasStatus_t cublasGemmStridedBatchedEx(
   return gemm("cublasGemmStridedBatchedEx", handle, transa, transb, m, n, k, alpha, A, Atype, lda,
               strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
               computeType);
+}
+
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                   int m, int n, int k, const void* alpha, const void* const Aarray[],
+                                   cudaDataType Atype, int lda, const void* const Barray[], cudaDataType Btype,
+                                   int ldb, const void* beta, void* const Carray[], cudaDataType Ctype, int ldc,
+                                   int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return gemm("cublasGemmBatchedEx", handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, 0, Barray,
+              Btype, ldb, 0, beta, const_cast<void**>(Carray), Ctype, ldc, 0, batchCount, computeType,
+              /*pointer_arrays=*/true);
 }

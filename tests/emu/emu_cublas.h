@@ -1,5 +1,5 @@
-// Emulated cuBLAS: the handle calls and the two GEMMs this project makes (cublasGemmEx,
-// cublasGemmStridedBatchedEx), with cuBLAS's argument checks and status codes, computed by
+// Emulated cuBLAS: the handle calls and the three GEMMs this project makes (cublasGemmEx,
+// cublasGemmStridedBatchedEx, cublasGemmBatchedEx), with cuBLAS's argument checks and status codes, computed by
 // OpenBLAS (cublas.cpp). Enum values as in cublas_api.h.
 #pragma once
 
@@ -71,3 +71,9 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     const void* B, cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C,
     cudaDataType Ctype, int ldc, long long strideC, int batchCount,
     cublasComputeType_t computeType, cublasGemmAlgo_t algo);
+// Aarray, Barray, Carray: device arrays of batchCount device pointers (read when the GEMM runs).
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                   int m, int n, int k, const void* alpha, const void* const Aarray[],
+                                   cudaDataType Atype, int lda, const void* const Barray[], cudaDataType Btype,
+                                   int ldb, const void* beta, void* const Carray[], cudaDataType Ctype, int ldc,
+                                   int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo);

@@ -286,6 +286,70 @@ TEST(EmuSelfTest, CublasBadLeadingDimensionIsRefused) {
   cublasDestroy(h);
 }
 
+TEST(EmuSelfTest, CublasBatchedPointerArraysReadEachProblemsMatrices) {
+  // Three problems C_i (m x n) = A_i^T B with one shared B, A_i and C_i in separate allocations, the
+  // pointers in device arrays: each C_i must equal cublasGemmEx of (A_i, B) bit for bit (the same
+  // sgemm on the same operands), random normal inputs, C poisoned.
+  const int m = 6, n = 5, k = 9, batch = 3;
+  std::mt19937 rng(4144);
+  std::normal_distribution<float> normal;
+  std::vector<Dev<float>*> as, cs;
+  Dev<float> b(k * n), ref(m * n);
+  std::vector<float> hb(b.n);
+  for (float& v : hb) v = normal(rng);
+  b.put(hb);
+  std::vector<const void*> a_ptrs, b_ptrs;
+  std::vector<void*> c_ptrs;
+  for (int i = 0; i < batch; ++i) {
+    as.push_back(new Dev<float>(k * m));
+    cs.push_back(new Dev<float>(m * n));
+    std::vector<float> ha(as[i]->n);
+    for (float& v : ha) v = normal(rng);
+    as[i]->put(ha);
+    cs[i]->put(std::vector<float>(cs[i]->n, std::nanf("")));
+    a_ptrs.push_back(as[i]->p);
+    b_ptrs.push_back(b.p);
+    c_ptrs.push_back(cs[i]->p);
+  }
+  Dev<const void*> da(batch), db(batch);
+  Dev<void*> dc(batch);
+  da.put(a_ptrs);
+  db.put(b_ptrs);
+  dc.put(c_ptrs);
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  const float one = 1.0f, zero = 0.0f;
+  auto batched = [&](const void* const* A, const void* const* B, void* const* C) {
+    return cublasGemmBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_32F, k, B, CUDA_R_32F, k,
+                               &zero, C, CUDA_R_32F, m, batch, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
+  };
+  ASSERT_EQ(batched(da.p, db.p, dc.p), CUBLAS_STATUS_SUCCESS) << "correct twin";
+  for (int i = 0; i < batch; ++i) {
+    ASSERT_EQ(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, as[i]->p, CUDA_R_32F, k, b.p, CUDA_R_32F, k,
+                           &zero, ref.p, CUDA_R_32F, m, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT),
+              CUBLAS_STATUS_SUCCESS);
+    const std::vector<float> got = cs[i]->get(), want = ref.get();
+    for (int e = 0; e < m * n; ++e) ASSERT_EQ(got[e], want[e]) << "problem " << i << " entry " << e;
+  }
+  // Planted bug: the pointer arrays left in host memory (a GPU kernel cannot read them).
+  EXPECT_EQ(batched(a_ptrs.data(), b_ptrs.data(), c_ptrs.data()), CUBLAS_STATUS_EXECUTION_FAILED);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  EXPECT_NE(std::string(emu::last_diagnostic()).find("Aarray"), std::string::npos) << emu::last_diagnostic();
+  emu::clear_fault();
+  // Planted bug: problem 2's C pointer one row block too far (past its allocation's end).
+  c_ptrs[2] = cs[2]->p + m;
+  dc.put(c_ptrs);
+  EXPECT_EQ(batched(da.p, db.p, dc.p), CUBLAS_STATUS_EXECUTION_FAILED);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  EXPECT_NE(std::string(emu::last_diagnostic()).find("matrix C"), std::string::npos) << emu::last_diagnostic();
+  emu::clear_fault();
+  for (int i = 0; i < batch; ++i) {
+    delete as[i];
+    delete cs[i];
+  }
+  cublasDestroy(h);
+}
+
 // ---- deadlock
 
 __global__ void deadlock_kernel(float* out, bool bad) {
