@@ -41,7 +41,7 @@ import excess_table  # noqa: E402
 import kernel_classes  # noqa: E402
 
 REAL = {"shapes": ["llama-7b", "smollm2-135m"], "seqs": [64, 256], "batch": 16, "reps": 5, "warmup": 1,
-        "blocks": [64, 8, 16, 32], "fused_of": "llama-7b",
+        "blocks": [64, 8, 16, 32, 384], "fused_of": "llama-7b",
         "excess": ["--reps", "10", "--warmup", "3", "--noises", "gaussian,rademacher,sign"],
         "fused": ["--shapes", "4096x4096,11008x4096,4096x11008,32000x4096", "--reps", "5", "--warmup", "2"],
         "dram_of": "llama-7b", "flat": []}
