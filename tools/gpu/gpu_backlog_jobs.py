@@ -581,7 +581,7 @@ def listed_jobs():
                                  q(c.tests) + (" --gtest_filter=ZoGrid.TableFromFakeRuns:ZoGrid.TableWithoutRunsIsAnError:"
                                                 "CudaCheck.*" if c.dry else "") + " --rerun-failed"),
             post_shards),
-        Job("1.oracle", "Hugging Face transformers vs smezo logits (tools/oracles/hf_oracle.py), 16 cases; PEFT loads smezo's "
+        Job("1.oracle", "Hugging Face transformers vs smezo logits (tools/oracles/hf_oracle.py), every family (34 cases on the CPU); PEFT loads smezo's "
             "LoRA and prefix adapters and smezo PEFT's (tools/oracles/peft_oracle.py)", 120,
             "hf_oracle.py: 72 s measured (H200 2026-11-25); peft_oracle.py: 48 s on 2 CPU cores here (estimate)",
             oracle_cmd, post_count(r"\bPASS\b", r"\bFAIL(ED)?\b"), tools=("torch",), fallback=oracle_fallback),
@@ -623,7 +623,7 @@ def listed_jobs():
             post_file("crossover.txt", r"crossover: fused / W'"), tools=("cuda",), exclusive=True),
         Job("4.excess", "the call that explains the S-MeZO step's excess (issue 41; tools/gpu/step_excess.py): "
             "kernel classes of a step and a forward (llama-7b, smollm2-135m; T = 64, 256), the step at W' blocks of "
-            "8-64 MiB, perturb beside a copy, one layer on two streams, DRAM bytes, fused / W' at M = 1,024 and 4,096",
+            "8-384 MiB, perturb beside a copy, one layer on two streams, DRAM bytes, fused / W' at M = 1,024 and 4,096",
             300, "two 7B loads (~10 s each) + 8 profiled processes + the kernel benches, ~4 min (estimate)",
             excess_cmd, post_excess, tools=("cuda",), exclusive=True),
         Job("5.bigmem-7b", "bigmem 7b: host RSS, start-up, device memory of a 7B run from a file", 150,
@@ -697,7 +697,7 @@ SHOWS = {
     "4.step-bench": "S-MeZO step <= 2.2x our forward; >= 20x the peer's S-MeZO step on smollm2-135m, >= 5x on "
                     "llama-7b (>= 12x at T = 64); our forward <= the peer's",
     "4.excess": "excess.md: per (shape, T) the step's and the forward's kernel classes adding up to their measured "
-                "times (no unclassified kernel), the step at W' blocks of 8-64 MiB, perturb / copy per noise kind, one "
+                "times (no unclassified kernel), the step at W' blocks of 8-384 MiB, perturb / copy per noise kind, one "
                 "layer serial / two streams / SM target / product, DRAM bytes against the model (or why not), fused / "
                 "W' pair at llama-7b's shapes (the fused kernel is deleted if it loses at every one)",
     "5.bigmem-7b": "peak host RSS <= 2 GB; start-up <= 15 s (file cached); device <= weights + 1 GB; BF16 checkpoint",
