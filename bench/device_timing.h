@@ -1,5 +1,5 @@
 // What the CUDA benchmarks (bench/*.cu) share for timing: a device allocation freed on scope exit,
-// and RegionTimer (GPU.md "Measuring": events on the stream around each call, warm-up calls first,
+// and RegionTimer (events on the stream around each call, warm-up calls first,
 // the L2 flushed before every timed rep by a memset outside the events, the median of the reps).
 // Include from .cu files of bench/ only.
 #pragma once

@@ -27,7 +27,7 @@
 // Before timing, every path is validated on sampled output entries against a host computation
 // from downloaded W rows and host-regenerated z (see linear_bench.cu); any FAIL makes
 // run_linear_bench return 1 (the timings are still printed, marked FAIL).
-// Timing (GPU.md "Measuring"): cudaEvents on backend.stream() around each call, warm-up calls
+// Timing (as RegionTimer, bench/device_timing.h): cudaEvents on backend.stream() around each call, warm-up calls
 // first, the L2 flushed before every timed rep (a memset of flush_bytes outside the events),
 // median of reps.
 #pragma once

@@ -80,7 +80,7 @@ std::string describe(const FusedCase& c) {
 
 std::vector<FusedCase> fused_cases() {
   std::vector<FusedCase> out;
-  // the issue's odd shape: every dtype, both noise kinds, masked and unmasked, pair and both
+  // an odd shape: every dtype, both noise kinds, masked and unmasked, pair and both
   // single-probe signs
   for (DType dt : {DTYPE_BF16, DTYPE_F32, DTYPE_F16})
     for (NoiseKind noise : {NOISE_GAUSSIAN, NOISE_RADEMACHER})
