@@ -2,7 +2,8 @@
 // one layer's W' blocks in the product's serial order, on two streams, with cuBLAS's SM target,
 // and the product's own CudaBackend::linear; the serial pass's bytes per second kernel by kernel.
 // The only kernels here are bench kernels: the perturb twin (cuda/linear.cu's body over the same
-// device helpers), a copy, a fill and a max-difference reduction.
+// device helpers; for sign noise the product's launch_sign_perturb itself), a copy, a fill and a
+// max-difference reduction.
 #include "bench/excess_bench.h"
 
 #include <cublas_v2.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_finish.h"
 #include "bench/device_timing.h"
 #include "bench/model_bench.h"  // model_bench_shape
 #include "bench/profiler_region.h"
@@ -26,6 +28,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_plan.h"
 #include "cuda/device_utils.cuh"
+#include "cuda/sign_noise.h"
 #include "train/option_names.h"  // noise_name
 
 namespace smezo {
@@ -138,9 +141,12 @@ void fill(DType dtype, void* out, int64_t n, uint64_t seed, float amplitude, cud
 }
 
 // The twin over elements [first, first + n) of src (first a multiple of 8): W+ into plus, W- into
-// minus (null: the single probe into plus).
+// minus (null: the single probe into plus). Sign noise runs cuda/sign_noise.cu's launch_sign_perturb,
+// the product's kernel for it (128 signs per Philox call), not a twin of the generic noise_z8 body.
 void twin_perturb(DType dtype, void* plus, void* minus, const void* src, int64_t first, int64_t n,
                   const ProbeArgs& p, cudaStream_t s) {
+  if (p.noise == NOISE_SIGN)  // the product's own kernel, as form_wprime_block sends sign there
+    return launch_sign_perturb(dtype, plus, minus, src, first, n, p, s);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* from = static_cast<const T*>(src) + first;
@@ -676,22 +682,12 @@ int run_excess_bench(const ExcessBenchOptions& opt) {
               "L2 flushed | W' block %.3g MiB (%s)\n",
               opt.shape.c_str(), dtype_name(opt.dtype), prop.name, B.sm_count, opt.reps, opt.warmup,
               cuda_weight_chunk_bytes() / 1048576.0, kWeightBlockEnv);
-  if (!opt.json_path.empty()) {
-    B.json = std::fopen(opt.json_path.c_str(), "w");
-    SMEZO_REQUIRE(B.json != nullptr, "bench: cannot write --json %s", opt.json_path.c_str());
-  }
-  try {
+  B.json = bench::bench_open_json(opt.json_path);
+  return bench::bench_finish(B.json, B.all_ok, "every part", [&] {
     if (has_part(opt, "perturb")) perturb_part(B, timer, st.s0);
     if (has_part(opt, "layer"))
       for (int64_t m : opt.ms) layer_part_m(B, timer, product_timer, backend, st.h, st.s0, st.s1, m);
-  } catch (...) {
-    if (B.json) std::fclose(B.json);
-    throw;
-  }
-  if (B.json) std::fclose(B.json);
-  std::printf("\nvalidation: %s\n", B.all_ok ? "PASS (every part)" : "FAIL (see FAIL lines above)");
-  std::fflush(stdout);
-  return B.all_ok ? 0 : 1;
+  });
 }
 
 }  // namespace smezo

@@ -4,7 +4,8 @@
 //   perturb  the probe pair's W' pass over a flat tensor of the shape's linear weights (at most
 //            flat_elements of them), per noise kind: the twin of cuda/linear.cu's
 //            perturb_weight_pair_kernel (the same load4 / perturb_group8 / store4 of
-//            cuda/device_utils.cuh, the same launch shape), and the single probe's pass; beside a
+//            cuda/device_utils.cuh, the same launch shape; for sign noise the product's own
+//            launch_sign_perturb of cuda/sign_noise.cu), and the single probe's pass; beside a
 //            plain copy of equal bytes (W read once, written twice, or once). perturb / copy near 1:
 //            the pass is bandwidth-bound; well above 1: arithmetic-bound (the noise). Each time is
 //            also given per element and scaled to every linear weight of the model.

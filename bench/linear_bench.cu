@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_finish.h"
 #include "bench/device_timing.h"
 #include "common/check.h"
 #include "common/half.h"
@@ -824,11 +825,8 @@ int run_linear_bench(const LinearBenchOptions& opt) {
               " (2M rows) on each path | floors: noise-only (regenerate every z), weight-read (read W"
               " once)\n");
 
-  if (!opt.json_path.empty()) {
-    B.json = std::fopen(opt.json_path.c_str(), "w");
-    SMEZO_REQUIRE(B.json != nullptr, "bench: cannot write --json %s", opt.json_path.c_str());
-  }
-  try {
+  B.json = bench::bench_open_json(opt.json_path);
+  return bench::bench_finish(B.json, B.all_ok, "every path", [&] {
     for (size_t si = 0; si < opt.shapes.size(); ++si) {
       const int64_t N = opt.shapes[si].n, K = opt.shapes[si].k;
       const size_t bytes = static_cast<size_t>(N * K * dtype_size(opt.dtype));
@@ -857,14 +855,7 @@ int run_linear_bench(const LinearBenchOptions& opt) {
     }
     print_table(B);
     print_crossover(B);
-  } catch (...) {
-    if (B.json) std::fclose(B.json);
-    throw;
-  }
-  if (B.json) std::fclose(B.json);
-  std::printf("\nvalidation: %s\n", B.all_ok ? "PASS (every path)" : "FAIL (see FAIL lines above)");
-  std::fflush(stdout);
-  return B.all_ok ? 0 : 1;
+  });
 }
 
 }  // namespace smezo
