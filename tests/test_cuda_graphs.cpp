@@ -4,9 +4,9 @@
 //     captured pass, an unperturbed pass between steps), logits and every weight bit for bit, and the
 //     graphs were launched (the first pass of each shape runs uncaptured; later ones update the shape's
 //     executable graph rather than instantiating another);
-//   - training: graphs on = graphs off for the metrics, the seed log's records and the checkpoint, with
-//     gaussian z and the fold (--accumulate 2, mid-run evaluations), and with the sign noise kind, the fold
-//     off and --probes separate;
+//   - training: graphs on = graphs off for the metrics (the losses and the evaluations, mid-run and final:
+//     evaluation passes run as graphs too), the seed log's records and the checkpoint, with gaussian z and
+//     the fold (--accumulate 2), and with the sign noise kind, the fold off and --probes separate;
 //   - refusals: the CPU backend (one line with the hint). Resuming a run of the other setting:
 //     tests/test_run_path.cpp (RunPathCuda.ResumeRefusesTheOtherGraphsSetting).
 // The *Cuda* cases run on a GPU or emulated (make emu-test, EMU_SCHED=rev, EMU_SAN=1).

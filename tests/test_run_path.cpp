@@ -161,7 +161,7 @@ TEST(RunPathCuda, ResumeRefusesAnotherPath) {
 }
 
 // --graphs on records "on"; a killed run resumes only with --graphs on (without: refused in one line with
-// the option), and then ends where the whole run did.
+// the option), and then ends where the whole run did. With SMEZO_CUDA_SYNC=1 it is refused.
 TEST(RunPathCuda, ResumeRefusesTheOtherGraphsSetting) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
@@ -177,6 +177,10 @@ TEST(RunPathCuda, ResumeRefusesTheOtherGraphsSetting) {
   EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
   ASSERT_EQ(run_command(smezo + cuda + " --graphs on --resume --out " + dir + "/killed", &out), 0) << out;
   EXPECT_EQ(read_file(dir + "/killed/checkpoint/model.safetensors"), read_file(dir + "/on/checkpoint/model.safetensors"));
+  // SMEZO_CUDA_SYNC=1 synchronises after each launch, which a capture forbids: refused before loading
+  EXPECT_NE(run_command("SMEZO_CUDA_SYNC=1 " + smezo + cuda + " --graphs on --out " + dir + "/sync", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--graphs on: SMEZO_CUDA_SYNC=1 synchronises after every launch"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif

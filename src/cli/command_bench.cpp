@@ -211,8 +211,7 @@ Command register_bench(CLI::App& smezo) {
                                         "W' pass (as smezo train does), or update in a pass of their own")
       ->check(one_of({"on", "off"}))
       ->default_str("on");
-  add_graphs_option(cmd, &s->graphs)->description("--shape: each forward pass as a CUDA graph (smezo train "
-                                                  "--graphs on), to time graphs on against off; refused with --profile");
+  add_graphs_option(cmd, &s->graphs)->description("--shape: passes as CUDA graphs, as train --graphs on (not with --profile)");
   cmd->add_flag("--profile", s->profile, "--shape: each phase's step split into GEMM, noise, attention and rest, "
                                          "then time per op kind, means of the timed reps (stderr; the split also "
                                          "as \"profile\" in the JSON line)");
