@@ -112,6 +112,8 @@ void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
   for (int64_t t : o.seqs)
     SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
                   (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
+  SMEZO_REQUIRE(!o.graphs || !o.profile, "bench: --profile times each op on its own, which a CUDA graph "
+                "hides ---> HINT: pass --graphs off with --profile");
   SMEZO_REQUIRE(!o.phases.empty(), "bench: --phases names none (choose forward, mezo-step, smezo-step)");
   for (const std::string& p : o.phases)
     SMEZO_REQUIRE(p == "forward" || p == "mezo-step" || p == "smezo-step",
@@ -175,7 +177,7 @@ int run_model_bench(const ModelBenchOptions& o) {
   std::vector<int64_t> blocks = o.weight_block_mib;  // in MiB; 0: the process's own
   if (blocks.empty()) blocks.push_back(0);
   const DType storage = storage_dtype(o.device, o.dtype);
-  std::unique_ptr<Backend> inner = make_backend(o.device, o.linear_path);
+  std::unique_ptr<Backend> inner = make_backend(o.device, o.linear_path, o.graphs);
   // --profile wraps the backend to time each op (CPU: exact wall time per op; see timing_backend.h)
   std::unique_ptr<TimingBackend> timed;
   if (o.profile) timed = std::make_unique<TimingBackend>(*inner, /*split_linear_noise=*/true);
@@ -222,6 +224,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       if (o.device == "cuda") j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
       if (o.profile_rep) j["profiled_rep"] = o.warmup + o.reps;  // the rep inside the profiler's region
       j["fold_update"] = o.fold_update;
+      j["graphs"] = o.graphs;
       j["reps"] = o.reps;
       j["ms"] = median(ms);
       j["ms_min"] = *std::min_element(ms.begin(), ms.end());

@@ -47,6 +47,7 @@ struct ModelBenchOptions {
   std::string probes = "pair";             // "pair", "separate" or "both" (steps timed each way)
   NoiseKind noise = NOISE_GAUSSIAN;
   bool fold_update = true;                 // --fold-update: the steps fold the linear weights' updates
+  bool graphs = false;                     // --graphs on: each forward pass as a CUDA graph (make_backend)
   bool profile = false;
   bool profile_rep = false;                // CUDA: the last timed rep of each phase inside a profiler region
   std::vector<std::string> phases = {"forward", "mezo-step", "smezo-step"};

@@ -75,12 +75,14 @@ CudaBackend::CudaBackend() {
 CudaBackend::~CudaBackend() {
   // Never throws: errors here are ignored (the process may be unwinding from a CUDA fault).
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  release_graphs();
   for (void* p : blocks_) cudaFree(p);
   for (void* p : index_buf_)
     if (p != nullptr) cudaFree(p);
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (tables_ != nullptr) cudaFree(tables_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);  // --graphs on (cuda_graphs.cu)
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   cudaGetLastError();
 }
@@ -107,6 +109,7 @@ Tensor CudaBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
 }
 
 void CudaBackend::upload(const Tensor& dst, const float* src) {
+  SMEZO_REQUIRE(!capturing_, "upload inside a captured forward pass (internal error)");
   held_.require_none(dst, "upload");
   const int64_t n = dst.numel();
   if (n == 0) return;
@@ -131,6 +134,17 @@ void CudaBackend::download(const Tensor& src, float* dst) {
   held_.require_none(src, "download");
   const int64_t n = src.numel();
   if (n == 0) return;
+  pass_read_back_bytes_ += (static_cast<size_t>(n) * 4 + 255) & ~size_t(255);
+  if (capturing_) {  // a captured copy into pinned memory, read after the launch (cuda_graphs.cu)
+    SMEZO_REQUIRE(src.dtype == DTYPE_F32 && read_back_used_ + static_cast<size_t>(n) * 4 <= read_back_cap_,
+                  "download of a %s tensor of %lld inside a captured forward pass (internal error)",
+                  dtype_name(src.dtype), (long long)n);
+    CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(read_back_) + read_back_used_, src.data,
+                               static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream_));
+    read_backs_.push_back(Readback{read_back_used_, dst, static_cast<size_t>(n)});
+    read_back_used_ += (static_cast<size_t>(n) * 4 + 255) & ~size_t(255);
+    return;
+  }
   if (src.dtype == DTYPE_F32) {
     CUDA_CHECK(cudaMemcpyAsync(dst, src.data, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost,
                                stream_));
@@ -150,7 +164,9 @@ void CudaBackend::download(const Tensor& src, float* dst) {
 
 void* CudaBackend::device_copy(IndexSlot slot, const void* host, size_t bytes) {
   SMEZO_REQUIRE(slot >= 0 && slot < SLOT_COUNT, "device_copy: bad slot %d", static_cast<int>(slot));
+  pass_stage_bytes_ += (bytes + 255) & ~size_t(255);
   if (bytes > index_cap_[slot]) {
+    SMEZO_REQUIRE(!capturing_, "an index buffer grew inside a captured forward pass (internal error)");
     // Kernels queued earlier may still read the old buffer.
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (index_buf_[slot] != nullptr) CUDA_CHECK(cudaFree(index_buf_[slot]));
@@ -163,9 +179,10 @@ void* CudaBackend::device_copy(IndexSlot slot, const void* host, size_t bytes) {
   }
   std::vector<unsigned char>& held = index_held_[slot];
   const unsigned char* src = static_cast<const unsigned char*>(host);
-  if (bytes > 0 && !(held.size() == bytes && std::memcmp(held.data(), src, bytes) == 0)) {
+  // captured: always copied (from pinned staging), so that every capture of a shape has the same nodes
+  if (bytes > 0 && (capturing_ || !(held.size() == bytes && std::memcmp(held.data(), src, bytes) == 0))) {
     // Stream-ordered after earlier readers; a pageable source is staged before the call returns.
-    CUDA_CHECK(cudaMemcpyAsync(index_buf_[slot], host, bytes, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(index_buf_[slot], staged(host, bytes), bytes, cudaMemcpyHostToDevice, stream_));
     held.assign(src, src + bytes);
     index_copies_++;
   }
@@ -175,27 +192,29 @@ void* CudaBackend::device_copy(IndexSlot slot, const void* host, size_t bytes) {
 const void* const* CudaBackend::pointer_table(const std::vector<const void*>& pointers) {
   SMEZO_REQUIRE(pointers.size() <= kPointerTableEntries, "pointer_table: %zu pointers (at most %d)",
                 pointers.size(), kPointerTableEntries);
+  pass_stage_bytes_ += (sizeof(void*) * pointers.size() + 255) & ~size_t(255);
   if (tables_ == nullptr)
     tables_ = static_cast<const void**>(device_malloc(
         sizeof(void*) * kPointerTableSlots * kPointerTableEntries, "the GEMM pointer tables", bytes_));
   int slot = 0;
-  for (int s = 0; s < kPointerTableSlots; ++s) {
-    if (table_host_[s] == pointers) {
-      table_used_[s] = ++table_clock_;
-      return tables_ + s * kPointerTableEntries;
-    }
-    if (table_used_[s] < table_used_[slot]) slot = s;
+  bool held = false;
+  for (int s = 0; s < kPointerTableSlots && !held; ++s) {
+    held = table_host_[s] == pointers;
+    if (held || table_used_[s] < table_used_[slot]) slot = s;
   }
-  table_host_[slot] = pointers;
   table_used_[slot] = ++table_clock_;
   const void** dst = tables_ + slot * kPointerTableEntries;
+  if (held && !capturing_) return dst;  // captured: copied again, so that every capture of a shape has the same nodes
+  table_host_[slot] = pointers;
   // Stream-ordered after the GEMMs that read the slot before; a pageable source is staged before the call returns.
-  CUDA_CHECK(cudaMemcpyAsync(dst, pointers.data(), sizeof(void*) * pointers.size(), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dst, staged(pointers.data(), sizeof(void*) * pointers.size()), sizeof(void*) * pointers.size(),
+                             cudaMemcpyHostToDevice, stream_));
   return dst;
 }
 
 void* CudaBackend::scratch(size_t bytes) {
   if (bytes > scratch_cap_ || scratch_ == nullptr) {
+    SMEZO_REQUIRE(!capturing_, "the scratch buffer grew inside a captured forward pass (internal error)");
     CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued kernels may still use the old one
     if (scratch_ != nullptr) CUDA_CHECK(cudaFree(scratch_));
     scratch_ = nullptr;
@@ -206,6 +225,14 @@ void* CudaBackend::scratch(size_t bytes) {
     scratch_cap_ = cap;
   }
   return scratch_;
+}
+
+void CudaBackend::bind_cublas() {
+  cudaStream_t handle_stream = nullptr;
+  CUBLAS_CHECK(cublasGetStream(cublas_, &handle_stream));
+  if (handle_stream == stream_) return;
+  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  if (cublas_workspace_ != nullptr) CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
 }
 
 }  // namespace smezo

@@ -8,6 +8,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -65,6 +68,15 @@ class CudaBackend : public Backend {
   void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
   LinearPathMode linear_mode() const { return linear_mode_; }
 
+  // --graphs (cuda/cuda_graphs.cu): forward_pass captures each forward as a CUDA graph and launches it.
+  // On: sets a cuBLAS workspace (a capture must not let cuBLAS allocate one); refuses SMEZO_CUDA_SYNC=1.
+  void set_graphs(bool on);
+  static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's advice for Hopper
+  bool graphs() const { return graphs_; }
+  void forward_pass(const std::string& shape, const std::function<void()>& pass) override;
+  int64_t graph_launches() const { return graph_launches_; }              // passes run as a graph (tests)
+  int64_t graph_instantiations() const { return graph_instantiations_; }  // executables made, not updated
+
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
 
@@ -84,6 +96,8 @@ class CudaBackend : public Backend {
   void* scratch(size_t bytes);
   // Its high-water mark (at least 64 KiB once used, else 0), as model/memory_estimate.h predicts.
   int64_t scratch_capacity() const { return static_cast<int64_t>(scratch_cap_); }
+  // Binds the cuBLAS handle to our stream if it is not (which resets its workspace: set again under --graphs).
+  void bind_cublas();
 
  private:
   cudaStream_t stream_ = nullptr;
@@ -102,6 +116,34 @@ class CudaBackend : public Backend {
   LinearPathMode linear_mode_ = LINEAR_MODE_AUTO;
   PendingUpdates held_;  // the linear weights' updates held for the fold
   int64_t grouped_linears_ = 0;
+
+  // --graphs (cuda_graphs.cu). A pass's shape is warm once it ran uncaptured (scratch, index buffers and
+  // pointer tables sized; its staging and read-back bytes counted); later passes of it are captured.
+  struct PassGraph {
+    bool warm = false;
+    size_t stage_bytes = 0, read_back_bytes = 0;  // pinned bytes its capture needs
+    cudaGraphExec_t exec = nullptr;              // updated from each new capture
+  };
+  struct Readback {  // a captured D2H copy: read_back_[offset, + n) goes to dst after the launch
+    size_t offset;
+    float* dst;
+    size_t n;
+  };
+  const void* staged(const void* host, size_t bytes);  // capturing: host bytes copied into pinned staging
+  void reserve_pinned(size_t stage_bytes, size_t readback_bytes);
+  cudaGraph_t capture_pass(const std::function<void()>& pass);
+  void launch_pass(PassGraph& g, cudaGraph_t graph);
+  void forget_device_copies();
+  void release_graphs();  // the destructor's share
+  bool graphs_ = false, capturing_ = false;
+  void* cublas_workspace_ = nullptr;
+  std::map<std::string, PassGraph> pass_graphs_;  // by shape (+ whether a fold is held)
+  unsigned char* stage_ = nullptr;  // pinned: the sources of a capture's H2D copies
+  float* read_back_ = nullptr;      // pinned: the destinations of its D2H copies
+  size_t stage_cap_ = 0, stage_used_ = 0, read_back_cap_ = 0, read_back_used_ = 0;
+  size_t pass_stage_bytes_ = 0, pass_read_back_bytes_ = 0;  // a pass's demand, counted uncaptured too
+  std::vector<Readback> read_backs_;
+  int64_t graph_launches_ = 0, graph_instantiations_ = 0;
 };
 
 }  // namespace smezo

@@ -24,7 +24,8 @@
 // bandwidth the model assumes (the GPU call's --fold-update on/off A/B measures it).
 // Memory: scratch holds one row block of W' (<= kCudaWeightChunkBytes, W+ and W- together) plus x in
 // 16 bits, in ONE scratch() call (a second could move the first region), as linear_scratch_plan (and
-// the memory estimate) count. cuBLAS keeps its default workspace; the handle is bound to our stream.
+// the memory estimate) count. The handle is bound to our stream; cuBLAS keeps its default workspace unless
+// --graphs on sets one (cuda_graphs.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -311,10 +312,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   const int64_t M = in.rows, K = in.cols, N = W.rows;
   if (M == 0 || N == 0) return;
 
-  // The GEMM must run on our stream; rebind (which resets a user workspace) only if unbound.
-  cudaStream_t handle_stream = nullptr;
-  CUBLAS_CHECK(cublasGetStream(cublas_, &handle_stream));
-  if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  bind_cublas();  // the GEMM must run on our stream
 
   const DType wt = W.dtype;
   const LinearCall call = linear_call(in, weight, probe, linear_mode_);
@@ -399,9 +397,7 @@ void CudaBackend::linear_group(const std::vector<LinearItem>& items, const Tenso
   if (!plan.grouped) return Backend::linear_group(items, in, probe);
   const int64_t M = in.rows, K = in.cols;
   const DType wt = items[0].weight->w.dtype;
-  cudaStream_t handle_stream = nullptr;
-  CUBLAS_CHECK(cublasGetStream(cublas_, &handle_stream));
-  if (handle_stream != stream_) CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  bind_cublas();
   const bool pair = plan.path == LINEAR_MATERIALISE_PAIR;
   std::vector<FoldArgs> folds;  // each item's held updates, applied by its W' pass (else now)
   for (const LinearItem& it : items)

@@ -111,6 +111,33 @@ TEST(ModelBench, LinearPathFusedOnCuda) {
 #endif
 }
 
+// --graphs on reaches the backend: the JSON lines say so; refused on the CPU and with --profile, each with
+// its hint.
+TEST(ModelBench, GraphsOnCuda) {
+  std::string out;
+  const std::string bench = smezo_test::smezo_binary() + " bench --shape tiny --batch 1 --seq 8 --reps 2 --warmup 1";
+  EXPECT_NE(smezo_test::run_command(bench + " --device cpu --graphs on 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--graphs on: CUDA graphs are a GPU's"));
+  EXPECT_NE(smezo_test::run_command(bench + " --device cpu --graphs on --profile 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("---> HINT: pass --graphs off with --profile"));
+#ifdef SMEZO_WITH_CUDA
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  ASSERT_EQ(smezo_test::run_command(bench + " --device cuda --graphs on", &out), 0) << out;
+  std::istringstream lines(out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["graphs"], true) << line;
+    EXPECT_GT(j["ms"].get<double>(), 0.0) << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 3);  // forward, mezo-step and smezo-step (pair)
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
+}
+
 // Which op kinds make GEMM, noise, attention and rest, per step; the rest takes what no op
 // timed, so the parts add up to the step.
 TEST(ModelBench, ProfileSplitSortsOpKinds) {

@@ -58,6 +58,8 @@ TEST(RunPath, RecordResolvesTheLinearPath) {
   EXPECT_EQ(run_path_record("cuda", "fused")["linear_path"], "fused");
   EXPECT_EQ(run_path_record("cuda", "auto")["weight_block_bytes"], int64_t(64) << 20);
   EXPECT_EQ(run_path_record("cuda", "fused")["graphs"], "off");
+  EXPECT_EQ(run_path_record("cuda", "auto", true)["graphs"], "on");  // --graphs on
+  EXPECT_EQ(run_path_record("cpu", "auto", false)["graphs"], "off");
   EXPECT_THAT(smezo_test::error_of([] { run_path_record("cuda", "fast"); }), HasSubstr("unknown --linear-path 'fast'"));
   EXPECT_EQ(run_path_describe(run_path_record("cuda", "fused")),
             "linear path \"fused\", W' blocks of 64 MiB, graphs \"off\"");
@@ -153,6 +155,32 @@ TEST(RunPathCuda, ResumeRefusesAnotherPath) {
                         &out), 0);
   EXPECT_THAT(out, HasSubstr("device = \"cpu\" in the run, \"cuda\" here"));
   EXPECT_THAT(out, HasSubstr("linear path \"cpu\" in the run, \"wprime\" here (pass --device cpu)"));
+#else
+  GTEST_SKIP() << "built without CUDA: skipped";
+#endif
+}
+
+// --graphs on records "on"; a killed run resumes only with --graphs on (without: refused in one line with
+// the option), and then ends where the whole run did. With SMEZO_CUDA_SYNC=1 it is refused.
+TEST(RunPathCuda, ResumeRefusesTheOtherGraphsSetting) {
+#ifdef SMEZO_WITH_CUDA
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  const std::string dir = make_temp_dir("run_path_graphs"), smezo = smezo_test::smezo_binary();
+  const std::string cuda = train_args(3) + " --device cuda --dtype f32";
+  std::string out;
+  ASSERT_EQ(run_command(smezo + cuda + " --graphs on --out " + dir + "/on", &out), 0) << out;
+  EXPECT_EQ(seed_log_read(dir + "/on/seed_log.txt").header["graphs"], "on");
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/on/summary.json"))["graphs"], "on");
+  cut_log(dir + "/on/seed_log.txt", dir + "/killed", 1);
+  EXPECT_NE(run_command(smezo + cuda + " --resume --out " + dir + "/killed", &out), 0);
+  EXPECT_THAT(out, HasSubstr("graphs \"on\" in the run, \"off\" here (pass --graphs on)"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
+  ASSERT_EQ(run_command(smezo + cuda + " --graphs on --resume --out " + dir + "/killed", &out), 0) << out;
+  EXPECT_EQ(read_file(dir + "/killed/checkpoint/model.safetensors"), read_file(dir + "/on/checkpoint/model.safetensors"));
+  // SMEZO_CUDA_SYNC=1 synchronises after each launch, which a capture forbids: refused before loading
+  EXPECT_NE(run_command("SMEZO_CUDA_SYNC=1 " + smezo + cuda + " --graphs on --out " + dir + "/sync", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--graphs on: SMEZO_CUDA_SYNC=1 synchronises after every launch"));
+  EXPECT_TRUE(smezo_test::is_one_line_output(out)) << out;
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif

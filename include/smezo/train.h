@@ -68,6 +68,9 @@ struct TrainOptions {
   // A linear weight's update applied inside the next step's first perturbed pass over it (one pass
   // over the weights per step); the same bits as off, the separate update pass.
   bool fold_update = true;
+  // --graphs on: each forward pass captured as a CUDA graph and launched (cuda/cuda_graphs.cu); the same
+  // bits as off. Off by default until a GPU times it. Refused on the CPU, with pipelines and under MPI.
+  bool graphs = false;
   bool skip_test = false;        // no test-set evaluation at the end
   bool resume = false;
   int64_t progress_every = 0;    // plain progress line interval; 0: about 20 lines per run

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "backend/pending_updates.h"  // UpdateArgs
@@ -124,6 +126,15 @@ class Backend {
   virtual void flush_updates() {}
   // the q-quantile of |W| by exact selection (the k-th smallest, k = floor(q * (n - 1)))
   virtual float abs_quantile(const Param& p, double q) = 0;
+
+  // ---- a forward pass as one unit (Model::forward)
+  // Runs `pass`, every op of one forward and its logits' read-back. `shape` names what fixes the pass's
+  // launches (rows, logit rows, sequences, the probe's kind). The CUDA backend with --graphs on captures
+  // it as a CUDA graph and launches that (cuda/cuda_graphs.cu); this default runs it as it comes.
+  virtual void forward_pass(const std::string& shape, const std::function<void()>& pass) {
+    (void)shape;
+    pass();
+  }
 };
 
 }  // namespace smezo

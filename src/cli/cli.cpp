@@ -114,6 +114,17 @@ CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path) {
       ->check(one_of({"auto", "wprime", "fused"}));
 }
 
+CLI::Option* add_graphs_option(CLI::App* cmd, bool* graphs) {
+  return cmd->add_option_function<std::string>("--graphs", [graphs](const std::string& v) { *graphs = v == "on"; },
+                                               "on: each forward pass runs as a CUDA graph (captured anew, the "
+                                               "shape's executable graph updated and launched; the first pass of "
+                                               "each shape runs uncaptured); the same results as off bit for bit. "
+                                               "Off by default until a GPU has timed it; refused on the CPU, with "
+                                               "--pipeline-stages and under MPI")
+      ->check(one_of({"on", "off"}))
+      ->default_str("off");
+}
+
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter) {
   model_option->default_str("with --adapter its base_model_name_or_path, else the bundled stories260K");
   return cmd->add_option("--adapter", *adapter, "a PEFT adapter folder applied to the model: LoRA or prefix "

@@ -40,6 +40,8 @@ CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::strin
 CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tokenizer = true);
 // --linear-path auto|wprime|fused (train, bench --shape): how a perturbed linear runs on the GPU.
 CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path);
+// --graphs on|off into *graphs
+CLI::Option* add_graphs_option(CLI::App* cmd, bool* graphs);
 
 // --adapter DIR (eval, generate, logits): a PEFT adapter folder; --model defaults to its base model.
 CLI::Option* add_adapter_option(CLI::App* cmd, CLI::Option* model_option, std::string* adapter);

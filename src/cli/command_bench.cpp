@@ -77,7 +77,7 @@ struct BenchState {
   // --shape
   std::string shape, device = "cpu", seqs = "64,160,256", probes = "pair", noise = "gaussian";
   std::string linear_path = "auto";
-  bool fold_update = true;
+  bool fold_update = true, graphs = false;
   int64_t batch = 16;
   bool profile = false;
   bool profile_rep = false;
@@ -104,6 +104,7 @@ int run_shape_bench(const BenchState& s) {
   o.probes = s.probes;
   o.noise = noise_parse(s.noise);
   o.fold_update = s.fold_update;
+  o.graphs = s.graphs;
   o.profile = s.profile;
   o.profile_rep = s.profile_rep;
   o.phases = split_commas(s.phases);
@@ -210,6 +211,7 @@ Command register_bench(CLI::App& smezo) {
                                         "W' pass (as smezo train does), or update in a pass of their own")
       ->check(one_of({"on", "off"}))
       ->default_str("on");
+  add_graphs_option(cmd, &s->graphs)->description("--shape: passes as CUDA graphs, as train --graphs on (not with --profile)");
   cmd->add_flag("--profile", s->profile, "--shape: each phase's step split into GEMM, noise, attention and rest, "
                                          "then time per op kind, means of the timed reps (stderr; the split also "
                                          "as \"profile\" in the JSON line)");

@@ -403,8 +403,14 @@ void Model::forward(const ForwardBatch& batch, const Probe& probe, std::vector<f
   SMEZO_REQUIRE(stage_.whole(), "forward() runs the whole model; pipeline stage %d of %d runs forward_stage()",
                 stage_.index, stage_.count);
   const PackedRun r = pack(batch, probe);
-  run(r.tokens, r.positions, r.seqs, false, probe);
-  compute_logits(r.logit_rows, probe, logits);
+  // the launches are fixed by the rows, logit rows, sequences and the probe's kind (not its seed or scale)
+  const std::string shape = format_string("rows %zu logits %zu seqs %zu pair %d perturbed %d", r.tokens.size(),
+                                          r.logit_rows.size(), r.seqs.size(), probe.pair ? 1 : 0,
+                                          probe.scale != 0.0f ? 1 : 0);
+  backend_.forward_pass(shape, [&] {
+    run(r.tokens, r.positions, r.seqs, false, probe);
+    compute_logits(r.logit_rows, probe, logits);
+  });
 }
 
 }  // namespace smezo

@@ -34,19 +34,22 @@ std::string directory_of(const std::string& path) {
 
 std::string default_model_path() { return asset_path("models/stories260K.bin"); }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path) {
+std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path, bool graphs) {
   LinearPathMode mode = LINEAR_MODE_AUTO;
   SMEZO_REQUIRE(linear_mode_parse(linear_path, &mode), "unknown --linear-path '%s' (choose auto, wprime or fused)",
                 linear_path.c_str());
   if (device == "cpu") {
     SMEZO_REQUIRE(mode != LINEAR_MODE_FUSED, "--linear-path fused: the CPU backend has one linear path (it forms W' "
                   "rows in a buffer) ---> HINT: leave --linear-path out on the CPU, or use --device cuda");
+    SMEZO_REQUIRE(!graphs, "--graphs on: CUDA graphs are a GPU's; the CPU backend launches nothing to capture "
+                  "---> HINT: leave --graphs out on the CPU, or use --device cuda");
     return std::make_unique<CpuBackend>();
   }
   if (device == "cuda") {
 #ifdef SMEZO_WITH_CUDA
     auto cuda = std::make_unique<CudaBackend>();
     cuda->set_linear_mode(mode);
+    cuda->set_graphs(graphs);
     return cuda;
 #else
     throw_error("--device cuda: this build has no CUDA (built without nvcc) ---> HINT: use --device "
@@ -166,7 +169,7 @@ std::string resolve_model_path(const std::string& model_path) {
 LoadedModel open_model(const ModelOpenOptions& o) {
   storage_dtype(o.device, o.dtype);  // before anything heavy: fail fast
   resolve_model_path(o.model_path);
-  return open_model_on(o, make_backend(o.device, o.linear_path));
+  return open_model_on(o, make_backend(o.device, o.linear_path, o.graphs));
 }
 
 LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> backend) {

@@ -17,6 +17,7 @@ struct ModelOpenOptions {
   std::string device = "cpu";     // "cpu" | "cuda"
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
   std::string linear_path = "auto";  // --linear-path: "auto" | "wprime" | "fused" (make_backend)
+  bool graphs = false;            // --graphs on: forward passes as CUDA graphs (make_backend)
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
   // Set: the workspace from the model's config, read before anything is allocated, in place of the two
@@ -54,7 +55,9 @@ LoadedModel open_model_paths(const std::string& model_path, const std::string& t
                              const std::string& dtype = "");
 
 // "cpu", or "cuda" in builds with nvcc. linear_path: the CUDA linear path; the CPU refuses "fused".
-std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path = "auto");
+// graphs: forward passes captured as CUDA graphs (cuda/cuda_graphs.cu); the CPU refuses it.
+std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path = "auto",
+                                      bool graphs = false);
 
 // The storage dtype for "f32" | "f16" | "bf16", or "" for the device's default (cpu: f32; cuda: bf16).
 DType storage_dtype(const std::string& device, const std::string& dtype);

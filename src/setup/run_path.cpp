@@ -44,11 +44,11 @@ std::string linear_path_option(const std::string& logged, const std::string& min
 
 }  // namespace
 
-nlohmann::json run_path_record(const std::string& device, const std::string& linear_path) {
+nlohmann::json run_path_record(const std::string& device, const std::string& linear_path, bool graphs) {
   const bool cuda = device == "cuda";
   return {{"linear_path", cuda ? cuda_linear_path(linear_path) : "cpu"},
           {"weight_block_bytes", cuda ? nlohmann::json(cuda_weight_chunk_bytes()) : nlohmann::json(nullptr)},
-          {"graphs", "off"}};
+          {"graphs", cuda && graphs ? "on" : "off"}};
 }
 
 bool run_path_recorded(const nlohmann::json& header) { return header.is_object() && header.contains("linear_path"); }

@@ -6,7 +6,7 @@
 //                       shapes (the digits: the crossover table, cuda_plan.h); auto with today's empty
 //                       table is "wprime"
 //   weight_block_bytes  the W' row block in effect (cuda_weight_chunk_bytes(): SMEZO_CUDA_WEIGHT_BLOCK_MIB or 64 MiB); null on the CPU (it has none)
-//   graphs              "off" (smezo captures no CUDA graphs yet)
+//   graphs              "on" when the forward passes ran as CUDA graphs (--graphs on), else "off"
 // A log written before these fields existed is assumed to have run on the resuming invocation's path.
 // Replay applies updates only, no forward, so it prints the record and checks nothing.
 #pragma once
@@ -20,7 +20,8 @@ namespace smezo {
 
 // The record of a run on `device` ("cpu" | "cuda") with --linear-path `linear_path` ("auto" | "wprime" |
 // "fused"; make_backend refuses anything else first).
-nlohmann::json run_path_record(const std::string& device, const std::string& linear_path);
+// graphs: --graphs on (make_backend refuses it on the CPU).
+nlohmann::json run_path_record(const std::string& device, const std::string& linear_path, bool graphs = false);
 
 // True when the run header holds the record (a header written before it: false).
 bool run_path_recorded(const nlohmann::json& header);

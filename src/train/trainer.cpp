@@ -108,7 +108,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
   if (model.has_prefix()) h["tune"] = prefix_describe(model.prefix_options());
-  h.update(run_path_record(model.backend().name(), o.linear_path));  // the paths round differently
+  h.update(run_path_record(model.backend().name(), o.linear_path, o.graphs));  // the paths round differently
   return h;
 }
 
@@ -380,6 +380,7 @@ void TrainRun::load() {
   mo.device = o_.device;
   mo.dtype = o_.dtype;
   mo.linear_path = o_.linear_path;
+  mo.graphs = o_.graphs;
   mo.workspace = [this](const ModelConfig& c) { return run_workspace(c); };
   if (o_.tune == TUNE_LORA) {  // counted in the memory check before loading; added after it
     mo.adapters.lora_rank = o_.lora_r;
@@ -387,6 +388,10 @@ void TrainRun::load() {
   }
   if (o_.tune == TUNE_PREFIX) mo.adapters.prefix_tokens = o_.prefix_tokens;
   topo_.select_stage(&mo);  // a pipeline stage loads only its layers
+  // a stage's passes exchange hidden states mid-pass; MPI ranks: untested with graphs
+  SMEZO_REQUIRE(!o_.graphs || topo_.world().size() == 1,
+                "--graphs on: runs of one process only (this one has %d ranks%s) ---> HINT: pass --graphs off "
+                "under mpirun", topo_.world().size(), topo_.pipelined() ? " in pipeline stages" : "");
   dist_select_device(topo_.world(), o_.device);
   startup_["data"] = seconds_since(t_phase);
   lm_ = open_model(mo);
