@@ -36,6 +36,7 @@ PREDICTED = {
     "perturb pair, gaussian: GB/s (model ms)": "model ms within the perturb row's 10–13",
     "perturb/copy time, gaussian": "> 1: arithmetic-bound (the noise)",
     "noise in the pair pass ≈ perturb − copy, gaussian (model ms)": "≈ 8.5 ms at perfect issue",
+    "forward, --graphs on": "issue 41's target: ≤ 3 ms at smollm2-135m T = 64 (6.2 off); each pass re-captured: may not win",
     "fused / W′ pair, 4096×4096, gaussian": "≈ 14 at M = 1,024 (2,100 µs against 150); > 1 at every shape",
 }
 FUSED_SHAPES = ["4096x4096", "11008x4096", "4096x11008", "32000x4096"]
@@ -130,6 +131,19 @@ def excess_rows(t, timings, call):
                 t.put("step, W′ block %g MiB" % j["weight_block_mib"], (shape, T), fmt(j["ms"]))
 
 
+def graphs_rows(t, d, call, timings):
+    """--graphs on against off (timings: off, at the default W' block), forward and step."""
+    graphs = read_jsonl(os.path.join(d, "graphs.jsonl"))
+    block = call.get("default_block_mib", 64)
+    for shape, T in t.columns:
+        for phase, label in (("forward", "forward"), ("smezo-step", "step")):
+            on, off = measured_ms(graphs, shape, T, phase), measured_ms(timings, shape, T, phase,
+                                                                        block if phase == "smezo-step" else None)
+            if on is not None:
+                t.put("%s, --graphs on" % label, (shape, T),
+                      fmt(on) + (" (%.2f× off)" % (on / off) if off else ""))
+
+
 def layer_rows(t, d, call):
     batch = call.get("batch", 16)
     for shape, T in t.columns:
@@ -205,6 +219,7 @@ def build(d):
     timings = read_jsonl(os.path.join(d, "timings.jsonl"))
     breakdown_rows(t, d, call, timings, notes)
     excess_rows(t, timings, call)
+    graphs_rows(t, d, call, timings)
     layer_rows(t, d, call)
     dram_rows(t, d, call, notes)
     fused_rows(t, d, call)

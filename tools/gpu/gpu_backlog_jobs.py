@@ -623,8 +623,9 @@ def listed_jobs():
             post_file("crossover.txt", r"crossover: fused / W'"), tools=("cuda",), exclusive=True),
         Job("4.excess", "the call that explains the S-MeZO step's excess (issue 41; tools/gpu/step_excess.py): "
             "kernel classes of a step and a forward (llama-7b, smollm2-135m; T = 64, 256), the step at W' blocks of "
-            "8-384 MiB, perturb beside a copy, one layer on two streams, DRAM bytes, fused / W' at M = 1,024 and 4,096",
-            300, "two 7B loads (~10 s each) + 8 profiled processes + the kernel benches, ~4 min (estimate)",
+            "8-384 MiB, --graphs on against off, perturb beside a copy, one layer on two streams, DRAM bytes, fused / W' at "
+            "M = 1,024 and 4,096",
+            330, "three 7B loads (~10 s each) + 8 profiled processes + the kernel benches, ~4.5 min (estimate)",
             excess_cmd, post_excess, tools=("cuda",), exclusive=True),
         Job("5.bigmem-7b", "bigmem 7b: host RSS, start-up, device memory of a 7B run from a file", 150,
             "random 7B written by torch (13.5 GB), 60 steps, BF16 checkpoint (estimate)",
@@ -697,7 +698,8 @@ SHOWS = {
     "4.step-bench": "S-MeZO step <= 2.2x our forward; >= 20x the peer's S-MeZO step on smollm2-135m, >= 5x on "
                     "llama-7b (>= 12x at T = 64); our forward <= the peer's",
     "4.excess": "excess.md: per (shape, T) the step's and the forward's kernel classes adding up to their measured "
-                "times (no unclassified kernel), the step at W' blocks of 8-384 MiB, perturb / copy per noise kind, one "
+                "times (no unclassified kernel), the step at W' blocks of 8-384 MiB, forward and step with --graphs on / off "
+                "(target: smollm2-135m forward <= 3 ms at T = 64), perturb / copy per noise kind, one "
                 "layer serial / two streams / SM target / product, DRAM bytes against the model (or why not), fused / "
                 "W' pair at llama-7b's shapes (the fused kernel is deleted if it loses at every one)",
     "5.bigmem-7b": "peak host RSS <= 2 GB; start-up <= 15 s (file cached); device <= weights + 1 GB; BF16 checkpoint",

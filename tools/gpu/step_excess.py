@@ -16,6 +16,7 @@ others still run; BACKLOG_DEADLINE, the backlog's end of the call, stops the par
              split (a synchronisation per op; the table says so)
   excess     smezo bench --kernel excess --weights-of S --m B*T: the perturb pass beside a copy of equal
              bytes per noise kind; one layer serial / two streams / SM target / product; bytes per second
+  graphs     the same forward and step with --graphs on (smollm2-135m first), beside timings' --graphs off
   fused      smezo bench --kernel linear at llama-7b's shapes, M = 1,024 and 4,096: fused / W' + cuBLAS
   dram       ncu --replay-mode app-range --cache-control none --clock-control none, DRAM bytes read and
              written over one serial layer per M and over a copy (calibration); without ncu the
@@ -141,6 +142,22 @@ def part_timings(c):
         with open(os.path.join(c.out, "timings.jsonl"), "a") as f:
             f.write(open(part).read() if os.path.exists(part) else "")
     return "done" if rc == 0 else "failed (exit status %d; timings.log)" % rc
+
+
+def part_graphs(c):
+    """--graphs on at the default W' block: timings holds the same runs with graphs off."""
+    cfg, log, out = c.cfg, os.path.join(c.out, "graphs.log"), os.path.join(c.out, "graphs.jsonl")
+    open(out, "w").close()
+    rc = 0
+    for shape in sorted(cfg["shapes"], key=lambda s: s != "smollm2-135m"):
+        part = os.path.join(c.out, "graphs_%s.jsonl" % shape)
+        rc |= c.run(c.bench("--shape", shape, "--device", "cuda", "--batch", cfg["batch"], "--seq",
+                            ",".join(map(str, cfg["seqs"])), "--probes", "pair", "--phases", "forward,smezo-step",
+                            "--graphs", "on", "--reps", cfg["reps"], "--warmup", cfg["warmup"], "--json", part),
+                    log, stdout=os.devnull)
+        with open(out, "a") as f:
+            f.write(open(part).read() if os.path.exists(part) else "")
+    return "done" if rc == 0 else "failed (exit status %d; graphs.log)" % rc
 
 
 def profiled_cmd(c, shape, T, phase, reps=1):
@@ -296,8 +313,8 @@ def part_dram(c):
     return status
 
 
-PARTS = [("timings", part_timings), ("breakdown", part_breakdown), ("excess", part_excess), ("fused", part_fused),
-         ("dram", part_dram)]
+PARTS = [("timings", part_timings), ("breakdown", part_breakdown), ("excess", part_excess), ("graphs", part_graphs),
+         ("fused", part_fused), ("dram", part_dram)]
 
 
 def main():
