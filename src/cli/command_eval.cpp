@@ -330,6 +330,7 @@ Command register_eval(CLI::App& smezo) {
                                              "as --adapter) the run's data settings (its task, or its task spec and data "
                                              "files) are the defaults");
   add_adapter_option(cmd, add_model_options(cmd, &s->model), &s->adapter);
+  add_weights_option(cmd, &s->model.weights);
   s->task_opt = cmd->add_option("--task", s->task, "the task")
                     ->type_name("NAME")
                     ->check(one_of(task_names(), true))

@@ -107,6 +107,9 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
       info.keep_prob = static_cast<float>(1.0 - *opts_.sparsity);
       info.mask_seed = mask_seed;
     }
+    SMEZO_REQUIRE(!(info.trainable && p->w.packed()), "%s is kept in its quantised blocks (--weights packed), "
+                  "which holds frozen weights only, but this run tunes it ---> HINT: --tune lora or --tune prefix, "
+                  "or --weights dequantized", info.name.c_str());
     SMEZO_REQUIRE(!(opts_.stochastic_rounding && info.trainable && p->w.dtype != DTYPE_BF16),
                   "stochastic rounding applies to bf16 storage, but %s is stored as %s "
                   "---> HINT: --device cuda --dtype bf16, or drop --stochastic-rounding",
