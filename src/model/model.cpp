@@ -120,34 +120,42 @@ class LoadProgress {
   double last_print_ = -1.0;
 };
 
-// p's tensor from the file's values, converted to the storage dtype and checked (quantised: dequantised).
+// Throws for the value at index `bad` of tensor v as loaded into `storage`: a NaN/Inf, or out of range.
+[[noreturn]] void throw_bad_value(const HostTensorView& v, int64_t bad, float value, int64_t cols, DType storage) {
+  if (std::isfinite(value))  // finite in the file, Inf in the storage dtype
+    throw_error("tensor %s in %s holds %g at index %lld (row %lld, column %lld), out of range for "
+                "the %s storage dtype (largest finite value %g) ---> HINT: load it with --dtype %s",
+                v.name.c_str(), v.file.c_str(), value, static_cast<long long>(bad),
+                static_cast<long long>(bad / cols), static_cast<long long>(bad % cols), dtype_name(storage),
+                dtype_max_finite(storage), storage == DTYPE_F16 ? "bf16 or f32" : "f32");
+  throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is "
+              "corrupt (or was saved from a diverged run)", v.name.c_str(), v.file.c_str(),
+              non_finite_name(value), static_cast<long long>(bad),
+              static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
+}
+
+// p's tensor from the file's values, converted to the storage dtype and checked. A quantised one is
+// dequantised about 4 MB of fp32 at a time into *decoded and uploaded row chunk by row chunk: no
+// whole-tensor fp32 copy on the host (SmolLM2's Q8_0 embedding would be 113 MB).
 void upload_checked(Backend& backend, const HostTensorView& v, int64_t rows, int64_t cols, DType storage, Param* param,
                     std::vector<float>* decoded) {
   Param& p = *param;
   p.w = backend.alloc(rows, cols, storage);
-  const void* stored = v.data;
-  DType stored_dtype = v.dtype;
-  if (v.decode) {
-    decoded->resize(static_cast<size_t>(rows * cols));
-    v.read_f32(decoded->data());
-    stored = decoded->data();
-    stored_dtype = DTYPE_F32;
-  }
-  const int64_t bad = backend.upload_stored(p.w, stored, stored_dtype);
-  if (bad >= 0) {
+  if (!v.decode) {
+    const int64_t bad = backend.upload_stored(p.w, v.data, v.dtype);
+    if (bad < 0) return;
     float value;
-    convert_to_f32(static_cast<const char*>(stored) + bad * dtype_size(stored_dtype), stored_dtype, 1,
-                   &value);
-    if (std::isfinite(value))  // finite in the file, Inf in the storage dtype
-      throw_error("tensor %s in %s holds %g at index %lld (row %lld, column %lld), out of range for "
-                  "the %s storage dtype (largest finite value %g) ---> HINT: load it with --dtype %s",
-                  v.name.c_str(), v.file.c_str(), value, static_cast<long long>(bad),
-                  static_cast<long long>(bad / cols), static_cast<long long>(bad % cols), dtype_name(storage),
-                  dtype_max_finite(storage), storage == DTYPE_F16 ? "bf16 or f32" : "f32");
-    throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is "
-                "corrupt (or was saved from a diverged run)", v.name.c_str(), v.file.c_str(),
-                non_finite_name(value), static_cast<long long>(bad),
-                static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
+    convert_to_f32(static_cast<const char*>(v.data) + bad * dtype_size(v.dtype), v.dtype, 1, &value);
+    throw_bad_value(v, bad, value, cols, storage);
+  }
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(cols, 1));
+  const int64_t row_bytes = v.nbytes / std::max<int64_t>(rows, 1);  // whole blocks a row (the GGUF reader)
+  decoded->resize(static_cast<size_t>(std::min(chunk_rows, rows) * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - r0);
+    v.decode(static_cast<const char*>(v.data) + r0 * row_bytes, n * cols, decoded->data());
+    const int64_t bad = backend.upload_stored(tensor_rows(p.w, r0, n), decoded->data(), DTYPE_F32);
+    if (bad >= 0) throw_bad_value(v, r0 * cols + bad, (*decoded)[static_cast<size_t>(bad)], cols, storage);
   }
 }
 
