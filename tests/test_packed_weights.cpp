@@ -22,6 +22,7 @@
 #include "smezo/train.h"
 #include "test_gguf_writer.h"
 #include "test_util.h"
+#include "train/spsa.h"
 #include "train/train_options.h"
 
 using namespace smezo;
@@ -174,7 +175,9 @@ TEST(PackedWeights, SmolLM2LogitsBitForBitWithTheTiedQ8Head) {
     CpuBackend backend;
     Model model(src, backend, DTYPE_F32, 16, 16);
     (packed ? got : want) = smezo_test::logits_of(model, tokens);
-    if (packed) EXPECT_LT(backend.bytes_allocated(), int64_t{150} << 20);  // 96.6 MB of blocks + workspace
+    if (packed) {
+      EXPECT_LT(backend.bytes_allocated(), int64_t{150} << 20);  // 96.6 MB of blocks + workspace
+    }
   }
   EXPECT_TRUE(smezo_test::same_bits(want, got));
 }
@@ -262,5 +265,25 @@ TEST(PackedWeights, APackedWeightIsNeverPerturbedOrUpdated) {
   std::vector<float> out;
   EXPECT_THAT(smezo_test::error_of([&] { model.forward(batch, Probe{1e-3f, 5}, &out); }),
               HasSubstr("cannot be perturbed"));
-  EXPECT_THAT(smezo_test::error_of([&] { backend.update(*q, 1e-3f, 0.0f, 5); }), HasSubstr("packed"));
+  EXPECT_THAT(smezo_test::error_of([&] { backend.update(*q, 1e-3f, 0.0f, 5); }),
+              HasSubstr("which is packed (--weights packed keeps frozen weights only)"));
+  std::vector<float> values(static_cast<size_t>(q->w.numel()));
+  EXPECT_THAT(smezo_test::error_of([&] { backend.upload(q->w, values.data()); }),
+              HasSubstr("upload into a packed weight"));
+  // a trainable packed weight is refused where a run would tune it
+  EXPECT_THAT(smezo_test::error_of([&] { SpsaOptimizer optimizer(model, SpsaOptions{}); }),
+              HasSubstr("is kept in its quantised blocks (--weights packed), which holds frozen weights only"));
+}
+
+TEST(PackedWeights, ReadsOnlyWholeBlocks) {
+  std::mt19937 rng(smezo_test::base_seed());
+  std::string bytes = random_blocks(kBlockTypes[0], 64, &rng);
+  const Tensor t{&bytes[0], DTYPE_F32, 2, 32, GGUF_TYPE_Q8_0, 34};
+  std::vector<float> out(64);
+  EXPECT_THAT(smezo_test::error_of([&] { dequantize_packed(t, 16, 32, out.data()); }),
+              HasSubstr("packed Q8_0 read of [16, 48) is not whole blocks of 32 inside the tensor's 64 values"));
+  EXPECT_THAT(smezo_test::error_of([&] { dequantize_packed(Tensor{}, 0, 0, out.data()); }),
+              HasSubstr("dequantize_packed of a tensor that is not packed"));
+  EXPECT_THAT(smezo_test::error_of([] { packed_block_size(Tensor{}); }),
+              HasSubstr("packed_block_size of a tensor that is not packed"));
 }

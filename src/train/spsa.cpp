@@ -89,6 +89,9 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
     // --tune lora / prefix: only the adapters
     if (model_.has_lora() || model_.has_prefix()) info.trainable = info.adapter != ADAPTER_NONE;
+    SMEZO_REQUIRE(!(info.trainable && p->w.packed()), "%s is kept in its quantised blocks (--weights packed), "
+                  "which holds frozen weights only, but this run tunes it ---> HINT: --tune lora or --tune prefix, "
+                  "or --weights dequantized", info.name.c_str());
     // the methods' masks apply to the linear weights, and under --tune prefix to the prefix
     const bool maskable = info.is_linear || info.adapter == ADAPTER_PREFIX_KEY || info.adapter == ADAPTER_PREFIX_VALUE;
     info.stochastic_rounding = opts_.stochastic_rounding;
@@ -107,9 +110,6 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
       info.keep_prob = static_cast<float>(1.0 - *opts_.sparsity);
       info.mask_seed = mask_seed;
     }
-    SMEZO_REQUIRE(!(info.trainable && p->w.packed()), "%s is kept in its quantised blocks (--weights packed), "
-                  "which holds frozen weights only, but this run tunes it ---> HINT: --tune lora or --tune prefix, "
-                  "or --weights dequantized", info.name.c_str());
     SMEZO_REQUIRE(!(opts_.stochastic_rounding && info.trainable && p->w.dtype != DTYPE_BF16),
                   "stochastic rounding applies to bf16 storage, but %s is stored as %s "
                   "---> HINT: --device cuda --dtype bf16, or drop --stochastic-rounding",
