@@ -46,6 +46,7 @@ struct TrainOptions {
   std::string device = "cpu";
   std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
   std::string linear_path = "auto";  // GPU perturbed linear: "wprime" | "fused" | "auto" (cuda_plan.h)
+  std::string weights = "dequantized";  // "packed": a GGUF's quantised weights stay in their blocks (frozen)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
   // Own data (JSON Lines or CSV/TSV) through a task spec; train_file required, dev/test optional.

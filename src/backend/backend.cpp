@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/dtype_convert.h"
+#include "common/check.h"
 
 namespace smezo {
 
@@ -14,6 +15,11 @@ int64_t Backend::upload_stored(const Tensor& dst, const void* src, DType src_dty
   const int64_t bad = first_non_finite_in(host.data(), dst.numel(), dst.dtype);
   if (bad < 0) upload(dst, host.data());
   return bad;
+}
+
+Tensor Backend::alloc_packed(int64_t, int64_t, uint32_t, int64_t, const void*) {
+  throw_error("the %s backend cannot keep quantized weights packed yet ---> HINT: use --weights dequantized",
+              name());
 }
 
 void Backend::linear_group(const std::vector<LinearItem>& items, const Tensor& in, const Probe& probe) {

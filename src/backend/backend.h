@@ -72,6 +72,10 @@ class Backend {
   // converted on the backend and checked as dst stores them (first_non_finite_in). Returns the first
   // bad index (dst then holds garbage) or -1. This default stages through one fp32 host buffer.
   virtual int64_t upload_stored(const Tensor& dst, const void* src, DType src_dtype);
+  // --weights packed: a (rows, cols) tensor holding rows * row_bytes bytes of GGUF blocks of packed_type
+  // copied from src (formats/packed_weights.h); its ops dequantise the rows they read. This default
+  // refuses (a backend that reads packed weights overrides it).
+  virtual Tensor alloc_packed(int64_t rows, int64_t cols, uint32_t packed_type, int64_t row_bytes, const void* src);
   // Bytes the backend could still allocate (CPU: MemAvailable; CUDA: cudaMemGetInfo), or -1.
   virtual int64_t free_memory_bytes() const { return -1; }
 

@@ -32,7 +32,7 @@ const char* param_role_name(ParamRole role) {
 
 Tensor tensor_rows(const Tensor& t, int64_t row0, int64_t n) {
   Tensor v = t;
-  v.data = static_cast<char*>(t.data) + row0 * t.cols * dtype_size(t.dtype);
+  v.data = static_cast<char*>(t.data) + row0 * (t.packed() ? t.packed_row_bytes : t.cols * dtype_size(t.dtype));
   v.rows = n;
   return v;
 }

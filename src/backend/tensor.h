@@ -21,8 +21,14 @@ struct Tensor {
   DType dtype = DTYPE_F32;
   int64_t rows = 0;
   int64_t cols = 0;
+  // --weights packed (formats/packed_weights.h): nonzero, data holds the GGUF blocks of this block type
+  // (Q4_1, ...) for the rows * cols values, row after row, packed_row_bytes a row; dtype is DTYPE_F32, what
+  // the values read as. Only a frozen weight is packed; ops dequantise the rows they read.
+  uint32_t packed_type = 0;
+  int64_t packed_row_bytes = 0;
 
   int64_t numel() const { return rows * cols; }
+  bool packed() const { return packed_type != 0; }
   float* f32() const { return static_cast<float*>(data); }
 };
 

@@ -331,6 +331,7 @@ Command register_eval(CLI::App& smezo) {
                                              "files) are the defaults");
   add_adapter_option(cmd, add_model_options(cmd, &s->model), &s->adapter);
   add_graphs_option(cmd, &s->model.graphs);
+  add_weights_option(cmd, &s->model.weights);
   s->task_opt = cmd->add_option("--task", s->task, "the task")
                     ->type_name("NAME")
                     ->check(one_of(task_names(), true))

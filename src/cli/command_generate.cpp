@@ -64,6 +64,7 @@ Command register_generate(CLI::App& smezo) {
   CLI::App* cmd = add_command(smezo, "generate", "text from a prompt: greedy (--temperature 0) or sampled, "
                                                  "streamed to stdout");
   add_adapter_option(cmd, add_model_options(cmd, &s->model), &s->adapter);
+  add_weights_option(cmd, &s->model.weights);
   cmd->add_option("--prompt", s->opts.prompt, "the text to continue")->default_str("none: start from BOS");
   CLI::Option* steps = cmd->add_option("--steps", s->opts.steps,
                                        "positions to fill, the prompt's tokens and BOS included (llama2.c's -n): "

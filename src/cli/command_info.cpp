@@ -10,9 +10,11 @@
 #include "cpu/cpu_backend.h"  // cpu_memory_plan
 #include "cpu/cpu_threads.h"
 #include "cuda/cuda_plan.h"   // cuda_memory_plan
+#include "model/lora.h"  // lora_targets_parse
 #include "model/memory_estimate.h"
 #include "model/model.h"
 #include "model/model_loader.h"
+#include "model/model_size.h"  // format_bytes
 #include "setup/model_setup.h"
 
 namespace smezo {
@@ -47,7 +49,7 @@ int run_info(const InfoState& s) {
     std::printf(", biases%s%s%s", c.qkv_bias ? " qkv" : "", c.o_bias ? " o" : "", c.mlp_bias ? " mlp" : "");
   if (c.qk_norm) std::printf(", q/k norm");
   std::printf("\n\n%-56s %-6s %s\n", "tensor", "dtype", "shape");
-  int64_t total = 0;
+  int64_t total = 0, stored = 0;
   std::map<std::string, int64_t> per_dtype;
   for (const ExpectedTensor& e : expected_tensors(c)) {
     const HostTensorView* v = src.find(e.name);
@@ -60,11 +62,12 @@ int run_info(const InfoState& s) {
     shape += "]";
     std::printf("%-56s %-6s %s\n", e.name.c_str(), v->storage_name(), shape.c_str());
     total += v->numel();
+    stored += v->nbytes > 0 ? v->nbytes : v->numel() * dtype_size(v->dtype);
     per_dtype[v->storage_name()] += v->numel();
   }
   std::printf("\nparameters   %lld (%.3f M)", (long long)total, total / 1e6);
   for (const auto& kv : per_dtype) std::printf(", %s %lld", kv.first.c_str(), (long long)kv.second);
-  std::printf("\n");
+  std::printf("; stored %s\n", format_bytes(stored).c_str());
   const int64_t len = std::min(s.max_len, c.max_seq_len);
   const WorkspaceRows ws = workspace_for_batch(s.batch, len, 8192);
   std::printf("\nmemory for training at batch %lld, max-len %lld (%lld token rows, %lld logit rows):\n",
@@ -74,6 +77,19 @@ int run_info(const InfoState& s) {
               describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, cuda_memory_plan())).c_str());
   std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
               describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan())).c_str());
+  const PackedTensorBytes packed = packed_tensor_bytes(src);
+  if (!packed.empty()) {  // --weights packed under --tune lora (train's defaults: r 8 on q, v)
+    TunedAdapters lora;
+    lora.lora_rank = 8;
+    lora.lora_targets = lora_targets_parse("q,v");
+    std::printf("  --weights packed, --tune lora (r 8, q v):\n");
+    std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
+                describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, lora,
+                                                               packed)).c_str());
+    std::printf("  cuda %-4s %s (predicted: the CUDA backend does not keep weights packed yet)\n",
+                dtype_name(cuda_dtype), describe_memory_estimate(estimate_model_memory(
+                    c, cuda_dtype, ws, cuda_memory_plan(), ModelStage{}, lora, packed)).c_str());
+  }
   std::printf("\ncpu backend (OpenMP):\n");
   for (const std::string& line : cpu_threads_describe()) std::printf("  %s\n", line.c_str());
   return 0;

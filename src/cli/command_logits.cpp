@@ -83,6 +83,7 @@ Command register_logits(CLI::App& smezo) {
   CLI::App* cmd = add_command(smezo, "logits", "the next-token logits of every position of one token sequence, "
                                                "as safetensors (for oracle checks)");
   add_adapter_option(cmd, add_model_options(cmd, &s->model, /*with_tokenizer=*/false), &s->adapter);
+  add_weights_option(cmd, &s->model.weights);
   cmd->add_option("--tokens", s->tokens, "the token ids, comma-separated: 1,2,3")->type_name("IDS")->required();
   cmd->add_option("--out", s->out, "the safetensors file to write")->type_name("FILE")->required();
   return {cmd, [s] { return run_logits(*s); }};

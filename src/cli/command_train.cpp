@@ -67,6 +67,7 @@ int run_train(TrainState& s) {
   o.dtype = s.model.dtype;
   o.linear_path = s.model.linear_path;
   o.graphs = s.model.graphs;
+  o.weights = s.model.weights;
   o = resolve_defaults(o);  // what train() uses: the method's lr and sparsity, runs/TASK-METHOD ...
   if (!s.export_data.empty()) {
     std::printf("%s\n", export_task(o.task, o.data_seed, o.n_train, o.n_dev, o.n_test,
@@ -227,6 +228,7 @@ Command register_train(CLI::App& smezo) {
   add_model_options(cmd, &s->model);
   add_linear_path_option(cmd, &s->model.linear_path);
   add_graphs_option(cmd, &s->model.graphs);
+  add_weights_option(cmd, &s->model.weights);
   add_task_options(cmd, s.get());
   add_method_options(cmd, &s->o);
   add_run_options(cmd, &s->o);

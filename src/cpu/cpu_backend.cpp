@@ -5,6 +5,7 @@
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/noise_path.h"
+#include "formats/packed_weights.h"
 
 namespace smezo {
 
@@ -27,13 +28,32 @@ Tensor CpuBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
   return t;
 }
 
+Tensor CpuBackend::alloc_packed(int64_t rows, int64_t cols, uint32_t packed_type, int64_t row_bytes,
+                                const void* src) {
+  SMEZO_REQUIRE(rows >= 0 && cols > 0 && row_bytes > 0, "bad packed tensor shape [%lld, %lld]", (long long)rows,
+                (long long)cols);
+  const int64_t bytes = rows * row_bytes;
+  blocks_.emplace_back(new float[static_cast<size_t>((bytes + 3) / 4 + 1)]);
+  std::memcpy(blocks_.back().get(), src, static_cast<size_t>(bytes));
+  bytes_ += bytes;
+  Tensor t;
+  t.data = blocks_.back().get();
+  t.rows = rows;
+  t.cols = cols;
+  t.packed_type = packed_type;
+  t.packed_row_bytes = row_bytes;
+  return t;
+}
+
 void CpuBackend::upload(const Tensor& dst, const float* src) {
+  SMEZO_REQUIRE(!dst.packed(), "upload into a packed weight (frozen: --weights packed)");
   held_.require_none(dst, "upload");
   std::memcpy(dst.data, src, static_cast<size_t>(dst.numel()) * 4);
 }
 
 void CpuBackend::download(const Tensor& src, float* dst) {
   held_.require_none(src, "download");
+  if (src.packed()) return dequantize_packed(src, 0, src.numel(), dst);
   std::memcpy(dst, src.data, static_cast<size_t>(src.numel()) * 4);
 }
 

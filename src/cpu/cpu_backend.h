@@ -24,6 +24,7 @@ class CpuBackend : public Backend {
   BackendMemoryPlan memory_plan() const override { return cpu_memory_plan(); }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
+  Tensor alloc_packed(int64_t rows, int64_t cols, uint32_t packed_type, int64_t row_bytes, const void* src) override;
   void upload(const Tensor& dst, const float* src) override;
   void download(const Tensor& src, float* dst) override;
   int64_t bytes_allocated() const override { return bytes_; }
@@ -68,7 +69,8 @@ class CpuBackend : public Backend {
   std::vector<float> linear_weights_[2];
   double* linear_noise_ms_ = nullptr;
   PendingUpdates held_;  // the linear weights' updates held for the fold
-  // Rows [g0, g0 + rows) of W' into linear_weights_ (the held updates `fold` applied to them first).
+  // Rows [g0, g0 + rows) of W' into linear_weights_ (the held updates `fold` applied to them first); a
+  // packed weight's rows dequantised into linear_weights_[0] (frozen: no probe, no fold).
   void form_weight_rows(const Param& weight, const Probe& probe, int64_t g0, int64_t rows,
                         const PendingUpdates::Entry& fold);
 };

@@ -14,6 +14,9 @@ void CpuBackend::embedding(const Tensor& out, const Param& table, const std::vec
   for (int32_t tok : tokens)
     SMEZO_REQUIRE(tok >= 0 && tok < table.w.rows, "token id %d outside the vocabulary (%lld)", tok,
                   (long long)table.w.rows);
+  // here, not in the threads' loop: a packed (frozen) table under a perturbing probe is an error
+  SMEZO_REQUIRE(!(table.w.packed() && probe.scale != 0.0f && table.info.trainable), "%s is packed (--weights "
+                "packed) and cannot be perturbed", table.info.name.c_str());
   const int64_t per_value = probe.scale != 0.0f ? 50 : 1;  // perturbed values: noise
 #pragma omp parallel for schedule(static) if (cpu_parallel_worth(out.rows * dim * per_value))
   for (int64_t m = 0; m < out.rows; m++)

@@ -8,6 +8,15 @@
 // The fold (pending_updates.h): a perturbed read through the scheme applies W's held updates to each
 // row just before forming it (the update's own range worker, so the bits of update()); any other
 // read applies them to the whole of W first.
+// A packed weight (--weights packed, formats/packed_weights.h; frozen) is dequantised kGroupRows rows at a
+// time into the same W' buffer and multiplied in the same blocks as an fp32 weight: its bits are those of
+// the load-time dequantisation's (tests/test_packed_weights.cpp).
+// Performance model (predicted, not measured): per group of 768 rows of K values the dequantisation reads
+// bits/8 bytes a value (Q4_0 4.5 bits, Q4_1 5, Q8_0 8.5, Q4_K 4.5, Q6_K 6.5625) and writes 4 bytes a value
+// into a 768 * K * 4 byte buffer that stays in L2 (K = 576: 1.7 MB) for the sgemm; it costs about 1-2 ALU
+// ops a value (nibble, convert, multiply-add), against the sgemm's M multiply-adds a value: at the demo's
+// M = 8 * 64 * 2 rows small beside the GEMM, and W' costs what today's perturbed path pays in noise (~50
+// cycles a value) not at all.
 #include <omp.h>
 
 #include <algorithm>
@@ -99,6 +108,11 @@ void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weig
 void CpuBackend::form_weight_rows(const Param& weight, const Probe& probe, int64_t g0, int64_t rows,
                                   const PendingUpdates::Entry& fold) {
   const int64_t K = weight.w.cols;
+  if (weight.w.packed()) {  // whole rows: whole blocks (packed_row_bytes)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; r++) cpu_read_param(weight, Probe{}, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
+    return;
+  }
   const NoiseRangeFns* fns = noise_path_fns(noise_path_active());
   // --profile: thread 0's wall time from here to the loop's closing barrier
   const bool timing = linear_noise_ms_ && omp_get_thread_num() == 0;
@@ -131,6 +145,10 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   auto single = [&](int h) { return probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe; };
   const GemmRowScheme* scheme = K > 0 && !reference_forced() ? scheme_for_weight(N, K) : nullptr;
   const bool perturbed = probe.scale != 0.0f && weight.info.trainable;
+  const bool packed = weight.w.packed();
+  SMEZO_REQUIRE(!(packed && perturbed), "linear %s: a packed weight cannot be perturbed (--weights packed keeps "
+                "frozen weights only)", weight.info.name.c_str());
+  const bool formed = perturbed || packed;  // W' rows formed into linear_weights_
   const PendingUpdates::Entry fold = held_.take_for_linear(*this, weight.w, perturbed && scheme ? SIZE_MAX : 0);
   if (!scheme) {
     for (int h = 0; h < halves; h++)
@@ -144,11 +162,11 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   }
   // Each half packed on its own: it computes exactly what a single-probe call on it computes.
   for (int h = 0; h < halves; h++) gemm_pack_rows(*scheme, in.f32() + h * Mh * K, Mh, K, &linear_rows_[h]);
-  const int64_t group_rows = perturbed ? kGroupRows : N;
-  for (int h = 0; perturbed && h < halves; h++)
+  const int64_t group_rows = formed ? kGroupRows : N;
+  for (int h = 0; formed && h < (perturbed ? halves : 1); h++)
     linear_weights_[h].resize(static_cast<size_t>(std::min(group_rows, N) * K));
   // rough cycles: sgemm at ~16 multiply-adds a cycle, ~50 cycles per perturbed weight
-  const int64_t cycles = in.rows * N * K / 16 + (perturbed ? 50 * N * K : 0);
+  const int64_t cycles = in.rows * N * K / 16 + (perturbed ? 50 * N * K : packed ? 2 * N * K : 0);
   size_t max_call_rows = 0;
   for (int h = 0; h < halves; h++)
     max_call_rows = std::max<size_t>(max_call_rows, linear_rows_[h].chunks[0].call_rows);
@@ -159,10 +177,10 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
     for (int64_t g0 = 0; g0 < N; g0 += group_rows) {
       const int64_t rows = std::min(group_rows, N - g0);
       const float* w[2] = {weight.w.f32() + g0 * K, weight.w.f32() + g0 * K};
-      if (perturbed) {
+      if (formed) {
         form_weight_rows(weight, probe, g0, rows, fold);
         w[0] = linear_weights_[0].data();
-        w[1] = linear_weights_[1].data();
+        w[1] = linear_weights_[perturbed ? 1 : 0].data();  // packed: both halves read one dequantised group
       }
       const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
       for (int h = 0; h < halves; h++) {

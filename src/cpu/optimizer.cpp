@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/noise_path.h"
+#include "formats/packed_weights.h"
 
 namespace smezo {
 
@@ -38,6 +39,11 @@ void for_each_chunk(int64_t start, int64_t count, Fn fn) {
 }  // namespace
 
 void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out) {
+  if (p.w.packed()) {  // frozen (SpsaOptimizer refuses a trainable packed weight): never perturbed
+    SMEZO_REQUIRE(probe.scale == 0.0f || !p.info.trainable, "%s is packed (--weights packed) and cannot be "
+                  "perturbed", p.info.name.c_str());
+    return dequantize_packed(p.w, start, count, out);
+  }
   const float* w = p.w.f32();
   if (probe.scale == 0.0f || !p.info.trainable) {
     std::copy(w + start, w + start + count, out);
@@ -51,6 +57,11 @@ void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t c
 
 void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
                          float* out_minus) {
+  if (p.w.packed()) {
+    cpu_read_param(p, half_probe(pair, +1), start, count, out_plus);
+    std::copy(out_plus, out_plus + count, out_minus);
+    return;
+  }
   const float* w = p.w.f32();
   if (pair.scale == 0.0f || !p.info.trainable) {
     std::copy(w + start, w + start + count, out_plus);
@@ -66,6 +77,8 @@ void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64
 void CpuBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   held_.settle(*this, p.w);  // updates held for the fold go first
   if (!p.info.trainable) return;
+  SMEZO_REQUIRE(!p.w.packed(), "update of %s, which is packed (--weights packed keeps frozen weights only)",
+                p.info.name.c_str());
   float* w = p.w.f32();
   const NoiseRangeFns* fns = noise_path_fns(noise_path_active());
   for_each_chunk(0, p.w.numel(), [&](int64_t lo, int64_t n) {
@@ -78,7 +91,8 @@ float CpuBackend::abs_quantile(const Param& p, double q) {
   const int64_t n = p.w.numel();
   SMEZO_REQUIRE(n > 0, "quantile of empty tensor %s", p.info.name.c_str());
   held_.require_none(p.w, "abs_quantile");
-  std::vector<float> a(p.w.f32(), p.w.f32() + n);
+  std::vector<float> a(static_cast<size_t>(n));
+  download(p.w, a.data());
   for (float& x : a) x = std::fabs(x);
   const int64_t k = static_cast<int64_t>(std::floor(q * static_cast<double>(n - 1)));
   std::nth_element(a.begin(), a.begin() + k, a.end());

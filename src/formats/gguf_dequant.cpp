@@ -62,19 +62,19 @@ void decode_bf16(const void* src, int64_t n, float* dst) {
 
 // --- 32-element blocks
 
-void decode_q8_0(const void* src, int64_t n, float* dst) {
+void decode_q8_0(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   for (int64_t blk = 0; blk < n / 32; blk++, b += 34, dst += 32) {
-    const float d = f16_at(b);
+    const float d = o.d ? o.d[blk] : f16_at(b);
     const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
     for (int j = 0; j < 32; j++) dst[j] = d * static_cast<float>(q[j]);
   }
 }
 
-void decode_q4_0(const void* src, int64_t n, float* dst) {
+void decode_q4_0(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   for (int64_t blk = 0; blk < n / 32; blk++, b += 18, dst += 32) {
-    const float d = f16_at(b);
+    const float d = o.d ? o.d[blk] : f16_at(b);
     const uint8_t* qs = b + 2;
     for (int j = 0; j < 16; j++) {
       dst[j] = d * static_cast<float>((qs[j] & 15) - 8);
@@ -83,10 +83,10 @@ void decode_q4_0(const void* src, int64_t n, float* dst) {
   }
 }
 
-void decode_q4_1(const void* src, int64_t n, float* dst) {
+void decode_q4_1(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   for (int64_t blk = 0; blk < n / 32; blk++, b += 20, dst += 32) {
-    const float d = f16_at(b), m = f16_at(b + 2);
+    const float d = o.d ? o.d[blk] : f16_at(b), m = o.m ? o.m[blk] : f16_at(b + 2);
     const uint8_t* qs = b + 4;
     for (int j = 0; j < 16; j++) {
       dst[j] = d * static_cast<float>(qs[j] & 15) + m;
@@ -105,21 +105,21 @@ inline void q5_codes(const uint8_t* qh_bytes, const uint8_t* qs, int q[32]) {
   }
 }
 
-void decode_q5_0(const void* src, int64_t n, float* dst) {
+void decode_q5_0(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   int q[32];
   for (int64_t blk = 0; blk < n / 32; blk++, b += 22, dst += 32) {
-    const float d = f16_at(b);
+    const float d = o.d ? o.d[blk] : f16_at(b);
     q5_codes(b + 2, b + 6, q);
     for (int j = 0; j < 32; j++) dst[j] = d * static_cast<float>(q[j] - 16);
   }
 }
 
-void decode_q5_1(const void* src, int64_t n, float* dst) {
+void decode_q5_1(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   int q[32];
   for (int64_t blk = 0; blk < n / 32; blk++, b += 24, dst += 32) {
-    const float d = f16_at(b), m = f16_at(b + 2);
+    const float d = o.d ? o.d[blk] : f16_at(b), m = o.m ? o.m[blk] : f16_at(b + 2);
     q5_codes(b + 4, b + 8, q);
     for (int j = 0; j < 32; j++) dst[j] = d * static_cast<float>(q[j]) + m;
   }
@@ -139,8 +139,9 @@ inline void k_scale_min(const uint8_t* scales, int s, int* sc, int* mn) {
 }
 
 // Shared by Q4_K (qh == nullptr) and Q5_K.
-void decode_k4_k5(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, float* dst) {
-  const float d = f16_at(b), dmin = f16_at(b + 2);
+void decode_k4_k5(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, float* dst, const GgufScaleOverride& o,
+                  int64_t blk) {
+  const float d = o.d ? o.d[blk] : f16_at(b), dmin = o.m ? o.m[blk] : f16_at(b + 2);
   const uint8_t* scales = b + 4;
   for (int s = 0; s < 8; s++) {
     int sc, mn;
@@ -156,25 +157,25 @@ void decode_k4_k5(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, float*
   }
 }
 
-void decode_q4_k(const void* src, int64_t n, float* dst) {
+void decode_q4_k(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   for (int64_t blk = 0; blk < n / 256; blk++, b += 144, dst += 256)
-    decode_k4_k5(b, nullptr, b + 16, dst);
+    decode_k4_k5(b, nullptr, b + 16, dst, o, blk);
 }
 
-void decode_q5_k(const void* src, int64_t n, float* dst) {
+void decode_q5_k(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   for (int64_t blk = 0; blk < n / 256; blk++, b += 176, dst += 256)
-    decode_k4_k5(b, b + 16, b + 48, dst);
+    decode_k4_k5(b, b + 16, b + 48, dst, o, blk);
 }
 
-void decode_q6_k(const void* src, int64_t n, float* dst) {
+void decode_q6_k(const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   for (int64_t blk = 0; blk < n / 256; blk++, b += 210, dst += 256) {
     const uint8_t* ql = b;
     const uint8_t* qh = b + 128;
     const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = f16_at(b + 208);
+    const float d = o.d ? o.d[blk] : f16_at(b + 208);
     for (int h = 0; h < 2; h++) {
       for (int g = 0; g < 4; g++) {
         const uint8_t* lo = ql + 64 * h + 32 * (g & 1);
@@ -189,13 +190,16 @@ void decode_q6_k(const void* src, int64_t n, float* dst) {
   }
 }
 
-}  // namespace
+using ScaledDecodeFn = void (*)(const void* src, int64_t n, float* dst, const GgufScaleOverride& o);
 
-GgufDecodeFn gguf_decode_fn(uint32_t type) {
+// The stored scales: what the plain GgufDecodeFn of a block type runs.
+template <ScaledDecodeFn F>
+void decode_stored(const void* src, int64_t n, float* dst) {
+  F(src, n, dst, GgufScaleOverride{});
+}
+
+ScaledDecodeFn scaled_decode_fn(uint32_t type) {
   switch (type) {
-    case GGUF_TYPE_F32: return decode_f32;
-    case GGUF_TYPE_F16: return decode_f16;
-    case GGUF_TYPE_BF16: return decode_bf16;
     case GGUF_TYPE_Q8_0: return decode_q8_0;
     case GGUF_TYPE_Q4_0: return decode_q4_0;
     case GGUF_TYPE_Q4_1: return decode_q4_1;
@@ -208,6 +212,27 @@ GgufDecodeFn gguf_decode_fn(uint32_t type) {
   }
 }
 
+}  // namespace
+
+GgufDecodeFn gguf_decode_fn(uint32_t type) {
+  switch (type) {
+    case GGUF_TYPE_F32: return decode_f32;
+    case GGUF_TYPE_F16: return decode_f16;
+    case GGUF_TYPE_BF16: return decode_bf16;
+    case GGUF_TYPE_Q8_0: return decode_stored<decode_q8_0>;
+    case GGUF_TYPE_Q4_0: return decode_stored<decode_q4_0>;
+    case GGUF_TYPE_Q4_1: return decode_stored<decode_q4_1>;
+    case GGUF_TYPE_Q5_0: return decode_stored<decode_q5_0>;
+    case GGUF_TYPE_Q5_1: return decode_stored<decode_q5_1>;
+    case GGUF_TYPE_Q4_K: return decode_stored<decode_q4_k>;
+    case GGUF_TYPE_Q5_K: return decode_stored<decode_q5_k>;
+    case GGUF_TYPE_Q6_K: return decode_stored<decode_q6_k>;
+    default: return nullptr;
+  }
+}
+
+bool gguf_block_quantized(uint32_t type) { return scaled_decode_fn(type) != nullptr; }
+
 void gguf_dequantize(uint32_t type, const void* src, int64_t n, float* dst) {
   GgufDecodeFn fn = gguf_decode_fn(type);
   const GgufTypeTraits* traits = gguf_type_traits(type);
@@ -217,6 +242,16 @@ void gguf_dequantize(uint32_t type, const void* src, int64_t n, float* dst) {
                 "cannot dequantise %lld elements of %s: not a whole number of %lld-element blocks",
                 (long long)n, traits->name, (long long)traits->block_size);
   fn(src, n, dst);
+}
+
+void gguf_dequantize_scaled(uint32_t type, const void* src, int64_t n, float* dst, const GgufScaleOverride& o) {
+  ScaledDecodeFn fn = scaled_decode_fn(type);
+  SMEZO_REQUIRE(fn, "GGUF tensor type %s (%u) has no block scales (block-quantised types: Q8_0, Q4_0, Q4_1, Q5_0, "
+                "Q5_1, Q4_K, Q5_K, Q6_K)", gguf_type_name(type), type);
+  const int64_t block = gguf_type_traits(type)->block_size;
+  SMEZO_REQUIRE(n >= 0 && n % block == 0, "cannot dequantise %lld elements of %s: not a whole number of "
+                "%lld-element blocks", (long long)n, gguf_type_name(type), (long long)block);
+  fn(src, n, dst, o);
 }
 
 }  // namespace smezo

@@ -24,6 +24,7 @@ struct HostTensorView {
   // Block-quantised (GGUF Q4_1, ...): data holds the blocks, quant_name the format; dtype unused.
   DecodeFn decode = nullptr;
   const char* quant_name = nullptr;  // static storage
+  uint32_t packed_type = 0;          // a GGUF file's block type (formats/gguf.h), which --weights packed keeps
   // What data points into (kept alive by WeightSource::keep_alive); null for an owned buffer.
   const MappedFile* mapping = nullptr;
   int64_t nbytes = 0;

@@ -183,6 +183,7 @@ HostTensorView view_of(const GgufTensorInfo& t, const std::string& hf_name, cons
     default:
       v.decode = gguf_decode_fn(t.type);
       v.quant_name = gguf_type_name(t.type);
+      v.packed_type = t.type;
       SMEZO_REQUIRE(v.decode, "%s: tensor '%s' has type %s, which cannot be dequantised",
                     path.c_str(), t.name.c_str(), gguf_type_name(t.type));
   }

@@ -64,9 +64,16 @@ WorkspaceRows workspace_for_batch(int64_t batch, int64_t max_len, int64_t max_to
   return w;
 }
 
+PackedTensorBytes packed_tensor_bytes(const WeightSource& source) {
+  PackedTensorBytes out;
+  for (const auto& kv : source.tensors)
+    if (kv.second.packed_type != 0 && kv.second.shape.size() == 2) out[kv.first] = kv.second.nbytes;
+  return out;
+}
+
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
                                      const BackendMemoryPlan& backend, const ModelStage& stage,
-                                     const TunedAdapters& adapters) {
+                                     const TunedAdapters& adapters, const PackedTensorBytes& packed) {
   MemoryEstimate e;
   ModelSize size;
   if (!model_size_of(cfg, &size)) {
@@ -82,10 +89,11 @@ MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, cons
   for (const ParamSlot& s : list_param_slots(cfg, slots_of))
     if (stage.whole() || stage_holds(held, cfg, s)) {
       const int64_t n = checked_numel(s.shape.data(), s.shape.size());
-      held_bytes += n * dtype_size(storage);
-      largest_numel = std::max(largest_numel, n);
+      const auto kept = packed.find(s.name);
+      held_bytes += kept != packed.end() ? kept->second : n * dtype_size(storage);
+      if (kept == packed.end()) largest_numel = std::max(largest_numel, n);  // a packed one is copied as it is
     }
-  if (!stage.whole()) e.weights = held_bytes;
+  if (!stage.whole() || !packed.empty()) e.weights = held_bytes;
   const int64_t M = ws.tokens, R = stage.last() ? ws.logit_rows : 0;
   const int64_t q_dim = cfg.n_heads * cfg.head_dim, kv_dim = cfg.n_kv_heads * cfg.head_dim;
   // Model's Workspace, fp32: x, xn; q, att; k, v; h_gate (SwiGLU), h_up; last, logits.

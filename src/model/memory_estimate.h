@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"  // BackendMemoryPlan
 #include "backend/tensor.h"
 #include "model/model_stage.h"
+#include "model/weight_source.h"
 #include "smezo/model_config.h"
 
 namespace smezo {
@@ -34,8 +36,13 @@ struct TunedAdapters {
   int64_t prefix_tokens = 0;             // 0: no prefix
 };
 
+// --weights packed: the bytes of each tensor the Model keeps in its GGUF blocks, by Hugging Face name.
+using PackedTensorBytes = std::map<std::string, int64_t>;
+// What Model::load keeps packed of source (its 2-D block-quantised tensors), as keep_packed set would.
+PackedTensorBytes packed_tensor_bytes(const WeightSource& source);
+
 struct MemoryEstimate {
-  int64_t weights = 0;      // every parameter in the storage dtype
+  int64_t weights = 0;      // every parameter in the storage dtype (a packed one: its stored bytes)
   int64_t activations = 0;  // the Model's workspace (fp32)
   int64_t scratch = 0;      // one layer's perturbed W' block(s) + x in 16 bits, or the load's staging
   int64_t library = 0;      // cuBLAS workspace and small buffers
@@ -46,7 +53,8 @@ struct MemoryEstimate {
 // A pipeline stage counts only its own weights, and logits only on the last stage.
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,
                                      const BackendMemoryPlan& backend, const ModelStage& stage = ModelStage{},
-                                     const TunedAdapters& adapters = TunedAdapters{});
+                                     const TunedAdapters& adapters = TunedAdapters{},
+                                     const PackedTensorBytes& packed = PackedTensorBytes{});
 
 // "13.5 GB weights + 0.83 GB activations + 0.16 GB scratch + 0.04 GB cuBLAS/small = 14.5 GB"
 std::string describe_memory_estimate(const MemoryEstimate& e);

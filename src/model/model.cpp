@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/stopwatch.h"
+#include "formats/packed_weights.h"
 #include "model/model_check.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
@@ -119,6 +120,61 @@ class LoadProgress {
   double last_print_ = -1.0;
 };
 
+// Throws for the value at index `bad` of tensor v as loaded into `storage`: a NaN/Inf, or out of range.
+[[noreturn]] void throw_bad_value(const HostTensorView& v, int64_t bad, float value, int64_t cols, DType storage) {
+  if (std::isfinite(value))  // finite in the file, Inf in the storage dtype
+    throw_error("tensor %s in %s holds %g at index %lld (row %lld, column %lld), out of range for "
+                "the %s storage dtype (largest finite value %g) ---> HINT: load it with --dtype %s",
+                v.name.c_str(), v.file.c_str(), value, static_cast<long long>(bad),
+                static_cast<long long>(bad / cols), static_cast<long long>(bad % cols), dtype_name(storage),
+                dtype_max_finite(storage), storage == DTYPE_F16 ? "bf16 or f32" : "f32");
+  throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is "
+              "corrupt (or was saved from a diverged run)", v.name.c_str(), v.file.c_str(),
+              non_finite_name(value), static_cast<long long>(bad),
+              static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
+}
+
+// p's tensor from the file's values, converted to the storage dtype and checked. A quantised one is
+// dequantised about 4 MB of fp32 at a time into *decoded and uploaded row chunk by row chunk: no
+// whole-tensor fp32 copy on the host (SmolLM2's Q8_0 embedding would be 113 MB).
+void upload_checked(Backend& backend, const HostTensorView& v, int64_t rows, int64_t cols, DType storage, Param* param,
+                    std::vector<float>* decoded) {
+  Param& p = *param;
+  p.w = backend.alloc(rows, cols, storage);
+  if (!v.decode) {
+    const int64_t bad = backend.upload_stored(p.w, v.data, v.dtype);
+    if (bad < 0) return;
+    float value;
+    convert_to_f32(static_cast<const char*>(v.data) + bad * dtype_size(v.dtype), v.dtype, 1, &value);
+    throw_bad_value(v, bad, value, cols, storage);
+  }
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(cols, 1));
+  const int64_t row_bytes = v.nbytes / std::max<int64_t>(rows, 1);  // whole blocks a row (the GGUF reader)
+  decoded->resize(static_cast<size_t>(std::min(chunk_rows, rows) * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - r0);
+    v.decode(static_cast<const char*>(v.data) + r0 * row_bytes, n * cols, decoded->data());
+    const int64_t bad = backend.upload_stored(tensor_rows(p.w, r0, n), decoded->data(), DTYPE_F32);
+    if (bad >= 0) throw_bad_value(v, r0 * cols + bad, (*decoded)[static_cast<size_t>(bad)], cols, storage);
+  }
+}
+
+// --weights packed: p's tensor as the file's blocks (formats/packed_weights.h), every value checked finite.
+void upload_packed(Backend& backend, const HostTensorView& v, int64_t rows, int64_t cols, Param* p) {
+  const int64_t row_bytes = packed_row_bytes(v.packed_type, cols, "tensor " + v.name + " in " + v.file);
+  const Tensor in_file{const_cast<void*>(v.data), DTYPE_F32, rows, cols, v.packed_type, row_bytes};
+  const int64_t bad = first_non_finite_packed(in_file);
+  if (bad >= 0) {
+    const int64_t block = packed_block_size(in_file);
+    std::vector<float> values(static_cast<size_t>(block));
+    dequantize_packed(in_file, bad / block * block, block, values.data());
+    throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is corrupt",
+                v.name.c_str(), v.file.c_str(), non_finite_name(values[bad % block]), (long long)bad,
+                (long long)(bad / cols), (long long)(bad % cols));
+  }
+  p->w = backend.alloc_packed(rows, cols, v.packed_type, row_bytes, v.data);
+}
+
 }  // namespace
 
 // One tensor at a time, file dtype straight to the backend (converted, checked), then its pages dropped.
@@ -146,31 +202,10 @@ void Model::load(const WeightSource& source, DType storage) {
     const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
     const int64_t cols = slot.shape.back();
     Param& p = *slot.param;
-    p.w = backend_.alloc(rows, cols, storage);
-    const void* stored = view->data;
-    DType stored_dtype = view->dtype;
-    if (view->decode) {
-      decoded.resize(static_cast<size_t>(rows * cols));
-      view->read_f32(decoded.data());
-      stored = decoded.data();
-      stored_dtype = DTYPE_F32;
-    }
-    const int64_t bad = backend_.upload_stored(p.w, stored, stored_dtype);
-    if (bad >= 0) {
-      float value;
-      convert_to_f32(static_cast<const char*>(stored) + bad * dtype_size(stored_dtype), stored_dtype, 1,
-                     &value);
-      if (std::isfinite(value))  // finite in the file, Inf in the storage dtype
-        throw_error("tensor %s in %s holds %g at index %lld (row %lld, column %lld), out of range for "
-                    "the %s storage dtype (largest finite value %g) ---> HINT: load it with --dtype %s",
-                    slot.name.c_str(), view->file.c_str(), value, static_cast<long long>(bad),
-                    static_cast<long long>(bad / cols), static_cast<long long>(bad % cols), dtype_name(storage),
-                    dtype_max_finite(storage), storage == DTYPE_F16 ? "bf16 or f32" : "f32");
-      throw_error("tensor %s in %s holds %s at index %lld (row %lld, column %lld); the checkpoint is "
-                  "corrupt (or was saved from a diverged run)", slot.name.c_str(), view->file.c_str(),
-                  non_finite_name(value), static_cast<long long>(bad),
-                  static_cast<long long>(bad / cols), static_cast<long long>(bad % cols));
-    }
+    if (source.keep_packed && view->packed_type != 0 && slot.shape.size() == 2)
+      upload_packed(backend_, *view, rows, cols, &p);
+    else
+      upload_checked(backend_, *view, rows, cols, storage, &p, &decoded);
     view->release_pages();
     progress.tensor_done(stored_bytes(*view));
     p.info.name = slot.name;

@@ -16,6 +16,8 @@ struct WeightSource {
   std::string path;                                 // the model path the user gave
   std::map<std::string, HostTensorView> tensors;    // by Hugging Face name
   std::vector<std::shared_ptr<void>> keep_alive;    // mappings / buffers backing the views
+  // --weights packed: Model keeps every 2-D tensor with a packed_type in its blocks (formats/packed_weights.h).
+  bool keep_packed = false;
 
   const HostTensorView* find(const std::string& name) const {
     auto it = tensors.find(name);

@@ -180,6 +180,9 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   lm.model_path = resolve_model_path(o.model_path);
   lm.backend = std::move(backend);
   WeightSource source = load_weights(lm.model_path);
+  SMEZO_REQUIRE(o.weights == "dequantized" || o.weights == "packed", "--weights %s: use packed or dequantized",
+                o.weights.c_str());
+  source.keep_packed = o.weights == "packed";
   // replay needs no tokenizer (tokenizer_optional): one found is opened, checked and copied
   if (!o.tokenizer_optional || model_tokenizer_available(lm.model_path, o.tokenizer_path)) {
     OpenedTokenizer tok = open_model_tokenizer(lm.model_path, o.tokenizer_path);
@@ -192,7 +195,8 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   rows.logit_rows = o.max_logit_rows;
   if (o.workspace) rows = o.workspace(source.config);
   const ModelStage stage = o.stage_count > 1 ? model_stage(source.config, o.stage_index, o.stage_count) : ModelStage{};
-  lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->memory_plan(), stage, o.adapters);
+  lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->memory_plan(), stage, o.adapters,
+                                      source.keep_packed ? packed_tensor_bytes(source) : PackedTensorBytes{});
   require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
   lm.open_s = seconds_since(t_open);
   const auto t_load = SteadyClock::now();

@@ -18,6 +18,8 @@ struct ModelOpenOptions {
   std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
   std::string linear_path = "auto";  // --linear-path: "auto" | "wprime" | "fused" (make_backend)
   bool graphs = false;            // --graphs on: forward passes as CUDA graphs (make_backend)
+  // --weights: "dequantized" | "packed" (a GGUF's block-quantised 2-D tensors kept in their blocks: frozen)
+  std::string weights = "dequantized";
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
   // Set: the workspace from the model's config, read before anything is allocated, in place of the two

@@ -93,6 +93,11 @@ void validate_train_options(const TrainOptions& o) {
   validate_data_options(o);
   if (o.tune == TUNE_LORA) lora_validate(LoraOptions{o.lora_r, o.lora_alpha, lora_targets_parse(o.lora_targets)});
   if (o.tune == TUNE_PREFIX) prefix_validate(PrefixOptions{o.prefix_tokens});
+  SMEZO_REQUIRE(o.weights == "dequantized" || o.weights == "packed", "--weights %s: use packed or dequantized",
+                o.weights.c_str());
+  SMEZO_REQUIRE(o.weights != "packed" || o.tune != TUNE_FULL, "--weights packed keeps the base frozen in its "
+                "quantised blocks, but --tune full (MeZO/S-MeZO) updates every weight ---> HINT: use --tune lora "
+                "or --tune prefix over the packed base, or --weights dequantized to tune every weight");
 }
 
 }  // namespace smezo

@@ -381,6 +381,7 @@ void TrainRun::load() {
   mo.dtype = o_.dtype;
   mo.linear_path = o_.linear_path;
   mo.graphs = o_.graphs;
+  mo.weights = o_.weights;
   mo.workspace = [this](const ModelConfig& c) { return run_workspace(c); };
   if (o_.tune == TUNE_LORA) {  // counted in the memory check before loading; added after it
     mo.adapters.lora_rank = o_.lora_r;

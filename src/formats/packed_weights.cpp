@@ -1,0 +1,58 @@
+// Packed GGUF weights: row sizes, range dequantisation (see packed_weights.h).
+#include "formats/packed_weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/check.h"
+#include "formats/gguf.h"
+
+namespace smezo {
+
+int64_t packed_row_bytes(uint32_t type, int64_t cols, const std::string& what) {
+  const GgufTypeTraits* traits = gguf_type_traits(type);
+  SMEZO_REQUIRE(traits && gguf_block_quantized(type),
+                "%s has type %s, which --weights packed cannot keep in its blocks (it keeps Q8_0, Q4_0, Q4_1, "
+                "Q5_0, Q5_1, Q4_K, Q5_K and Q6_K) ---> HINT: use --weights dequantized, or requantize the file "
+                "with llama.cpp's llama-quantize (e.g. to Q4_K_M or Q8_0)", what.c_str(), gguf_type_name(type));
+  SMEZO_REQUIRE(cols > 0 && cols % traits->block_size == 0,
+                "%s has type %s, whose blocks hold %lld values, but its rows have %lld values (not a multiple "
+                "of the block) ---> HINT: use --weights dequantized", what.c_str(), traits->name,
+                (long long)traits->block_size, (long long)cols);
+  return cols / traits->block_size * traits->block_bytes;
+}
+
+int64_t packed_block_size(const Tensor& t) {
+  SMEZO_REQUIRE(t.packed(), "packed_block_size of a tensor that is not packed");
+  return gguf_type_traits(t.packed_type)->block_size;
+}
+
+void dequantize_packed(const Tensor& t, int64_t start, int64_t count, float* dst, const GgufScaleOverride& o) {
+  const GgufTypeTraits* traits = gguf_type_traits(t.packed_type);
+  SMEZO_REQUIRE(t.packed() && traits, "dequantize_packed of a tensor that is not packed");
+  const int64_t bs = traits->block_size;
+  SMEZO_REQUIRE(start >= 0 && count >= 0 && start % bs == 0 && count % bs == 0 && start + count <= t.numel(),
+                "packed %s read of [%lld, %lld) is not whole blocks of %lld inside the tensor's %lld values",
+                traits->name, (long long)start, (long long)(start + count), (long long)bs, (long long)t.numel());
+  const int64_t first_block = start / bs;
+  GgufScaleOverride at = o;
+  if (at.d) at.d += first_block;
+  if (at.m) at.m += first_block;
+  gguf_dequantize_scaled(t.packed_type, static_cast<const char*>(t.data) + first_block * traits->block_bytes, count,
+                         dst, at);
+}
+
+int64_t first_non_finite_packed(const Tensor& t) {
+  const int64_t rows_at_once = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(t.cols, 1));
+  std::vector<float> buf(static_cast<size_t>(std::min(rows_at_once, t.rows) * t.cols));
+  for (int64_t r0 = 0; r0 < t.rows; r0 += rows_at_once) {
+    const int64_t n = std::min(rows_at_once, t.rows - r0) * t.cols;
+    dequantize_packed(t, r0 * t.cols, n, buf.data());
+    for (int64_t i = 0; i < n; i++)
+      if (!std::isfinite(buf[i])) return r0 * t.cols + i;
+  }
+  return -1;
+}
+
+}  // namespace smezo
