@@ -284,6 +284,10 @@ void SpsaOptimizer::apply_record(const SeedRecord& r, const std::string& path) {
   apply_update(probes, r.lr);
 }
 
+void SpsaOptimizer::apply_seed_log(const SeedLog& log, const std::string& path) {
+  for (const SeedRecord& r : log.records) apply_record(r, path);
+}
+
 nlohmann::json SpsaOptimizer::describe() const {
   nlohmann::json j;
   j["method"] = method_name(opts_.method);
