@@ -81,7 +81,7 @@ void spsa_validate(const SpsaOptions& options, const ValueOrigin& origin) {
 SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
     : model_(model), opts_(spsa_resolve_defaults(opts)) {
   spsa_validate(opts_);
-  if (opts_.noise == NOISE_AUTO) opts_.noise = opts_.method == METHOD_FZOO ? NOISE_RADEMACHER : NOISE_GAUSSIAN;
+  if (opts_.noise == NOISE_AUTO) opts_.noise = spsa_default_noise(opts_.method);
   const uint64_t mask_seed = splitmix64(opts_.seed ^ 0x524D455A4FULL);  // "RMEZO"
   for (Param* p : model_.params()) {
     ParamInfo& info = p->info;

@@ -562,7 +562,7 @@ void TrainRun::train_steps() {
   po.total_steps = o_.steps;
   po.start_step = first_step_ - 1;
   if (splits_.generation) po.dev_label = "dev F1";
-  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / 20);
+  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / kProgressLinesPerRun);
   if (recorder_) recorder_->start_progress(po);
   const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
   int64_t step = first_step_;
