@@ -1,8 +1,8 @@
 // smezo train: zeroth-order fine-tuning on a task; the options map one to one onto TrainOptions.
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <map>
+#include <regex>
 #include <memory>
 
 #include "cli/commands.h"
@@ -132,30 +132,24 @@ void add_task_options(CLI::App* cmd, TrainState* s) {
       ->default_str("0 = the value of --seed");
 }
 
-// A default that depends on the method, as the library resolves it (train_options.h): the default
-// method's, then the other methods' where they differ ("0.75; mezo, fzoo: 0").
-std::string default_by_method(const std::function<std::string(const SpsaOptions&)>& value) {
-  auto of = [&](Method m) {
+// A default by method as the library resolves it (train_options.h): the default method's, then the
+// others' where they differ ("0.75; mezo, fzoo: 0").
+std::string default_by_method(std::string (*text)(const SpsaOptions&)) {
+  const std::string mine = text(spsa_resolve_defaults(SpsaOptions()));
+  std::map<std::string, std::string> others;  // a value -> the methods that resolve to it
+  for (const EnumName<Method>& m : method_names()) {
     SpsaOptions o;
-    o.method = m;
-    return value(spsa_resolve_defaults(o));
-  };
-  std::map<std::string, std::string> others;  // value -> the methods that resolve to it
-  for (const EnumName<Method>& m : method_names())
-    if (m.listed && of(m.value) != of(SpsaOptions().method))
-      others[of(m.value)] += (others[of(m.value)].empty() ? "" : ", ") + std::string(m.name);
-  std::string out = of(SpsaOptions().method);
+    o.method = m.value;
+    const std::string v = text(spsa_resolve_defaults(o));
+    if (m.listed && v != mine) others[v] += (others[v].empty() ? "" : ", ") + std::string(m.name);
+  }
+  std::string out = mine;
   for (const auto& [v, methods] : others) out += "; " + methods + ": " + v;
   return out;
 }
 
-// "%g" with a short exponent, as the help writes numbers: 2e-6.
-std::string short_number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  std::string t = text;
-  const size_t e = t.find('e');
-  return e != std::string::npos && t[e + 2] == '0' ? t.erase(e + 2, 1) : t;
+std::string short_number(double v) {  // as the help writes numbers: 2e-6, not 2e-06
+  return std::regex_replace(CLI::detail::to_string(v), std::regex("e-0"), "e-");
 }
 
 void add_method_options(CLI::App* cmd, TrainOptions* o) {
@@ -170,8 +164,9 @@ void add_method_options(CLI::App* cmd, TrainOptions* o) {
   add_enum_option(cmd, "--noise", &o->spsa.noise, noise_names(), "the direction z: Gaussian (8 normals per Philox "
                   "call), gaussian-v1 (the generator of runs logged before noise spec 2), rademacher (±1, 8 per "
                   "call) or sign (±1, 128 per call, applied as a sign flip: the cheapest)")
-      ->default_str(default_by_method([](const SpsaOptions& d) { return noise_name(spsa_default_noise(d.method)); }) +
-                    "; --resume: the run's own");
+      ->default_str(default_by_method([](const SpsaOptions& d) -> std::string {
+        return noise_name(spsa_default_noise(d.method));
+      }) + "; --resume: the run's own");
   add_enum_option(cmd, "--probes", &o->probe_passes, probe_passes_names(), "pair: both probes of a step in one "
                   "forward pass, side by side; separate: two passes (slower; the same results bit for bit on cpu, "
                   "within GEMM rounding on cuda)");
