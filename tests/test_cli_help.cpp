@@ -93,8 +93,8 @@ TEST(CliHelp, TrainHelpShowsDefaultsAndAllowedValues) {
                            "--sparsity X", "default: 0.75; mezo, fzoo: 0; allowed: in [0, 1)", "--lr X",
                            "above 0.1 prints a warning", "--dev-examples N", "0: no dev evaluation", "--resume",
                            "--freeze-embeddings", "--stochastic-rounding", "--out DIR", "--noise NAME",
-                           "default: gaussian; --resume: the run's own; allowed: one of gaussian, gaussian-v1, "
-                           "rademacher, sign", "--probes NAME", "one of pair, separate",
+                           "default: gaussian; fzoo: rademacher; --resume: the run's own; allowed: one of gaussian, "
+                           "gaussian-v1, rademacher, sign", "--probes NAME", "one of pair, separate",
                            "--probes-per-step N", "--accumulate N", "an effective batch of K x --batch"})
     EXPECT_THAT(flat, HasSubstr(want));
   flat = std::regex_replace(output_of("eval --help"), std::regex("\\s+"), " ");

@@ -1,6 +1,8 @@
 // smezo train: zeroth-order fine-tuning on a task; the options map one to one onto TrainOptions.
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <memory>
 
 #include "cli/commands.h"
@@ -132,19 +134,41 @@ void add_task_options(CLI::App* cmd, TrainState* s) {
       ->default_str("0 = the value of --seed");
 }
 
+// A default by method as the library resolves it (train_options.h): the default method's, then the
+// others' where they differ ("0.75; mezo, fzoo: 0").
+std::string default_by_method(std::string (*text)(const SpsaOptions&)) {
+  const std::string mine = text(spsa_resolve_defaults(SpsaOptions()));
+  std::map<std::string, std::string> others;  // a value -> the methods that resolve to it
+  for (const EnumName<Method>& m : method_names()) {
+    SpsaOptions o;
+    o.method = m.value;
+    const std::string v = text(spsa_resolve_defaults(o));
+    if (m.listed && v != mine) others[v] += (others[v].empty() ? "" : ", ") + std::string(m.name);
+  }
+  std::string out = mine;
+  for (const auto& [v, methods] : others) out += "; " + methods + ": " + v;
+  return out;
+}
+
+std::string short_number(double v) {  // as the help writes numbers: 2e-6, not 2e-06
+  return std::regex_replace(CLI::detail::to_string(v), std::regex("e-0"), "e-");
+}
+
 void add_method_options(CLI::App* cmd, TrainOptions* o) {
   add_enum_option(cmd, "--method", &o->spsa.method, method_names(), "mezo: every entry; smezo: small-magnitude "
                   "entries of linear weights; rmezo: a fixed random mask; fzoo: FZOO's one-sided Rademacher "
                   "probes (--probes-per-step of them, 2 or more), the step divided by the spread of their losses");
   add_ranged_option(cmd, "--sparsity", o->spsa.sparsity, "fraction of each linear weight NOT tuned")
-      ->default_str("0.75; mezo, fzoo: 0");
+      ->default_str(default_by_method([](const SpsaOptions& d) { return short_number(*d.sparsity); }));
   add_ranged_option(cmd, "--lr", o->spsa.lr, "learning rate (above 0.1 prints a warning)")
-      ->default_str("2e-6; mezo, fzoo: 1e-6");
+      ->default_str(default_by_method([](const SpsaOptions& d) { return short_number(*d.lr); }));
   add_ranged_option(cmd, "--eps", o->spsa.eps, "perturbation scale");
   add_enum_option(cmd, "--noise", &o->spsa.noise, noise_names(), "the direction z: Gaussian (8 normals per Philox "
                   "call), gaussian-v1 (the generator of runs logged before noise spec 2), rademacher (±1, 8 per "
                   "call) or sign (±1, 128 per call, applied as a sign flip: the cheapest)")
-      ->default_str("gaussian; --resume: the run's own");
+      ->default_str(default_by_method([](const SpsaOptions& d) -> std::string {
+        return noise_name(spsa_default_noise(d.method));
+      }) + "; --resume: the run's own");
   add_enum_option(cmd, "--probes", &o->probe_passes, probe_passes_names(), "pair: both probes of a step in one "
                   "forward pass, side by side; separate: two passes (slower; the same results bit for bit on cpu, "
                   "within GEMM rounding on cuda)");
@@ -178,7 +202,8 @@ void add_run_options(CLI::App* cmd, TrainOptions* o) {
       ->check(one_of({"f32", "f16", "bf16"}))
       ->default_str("the weights' storage dtype (--dtype)");
   add_ranged_option(cmd, "--flush-every", o->flush_every, "seed-log durability interval in steps");
-  add_ranged_option(cmd, "--progress-every", o->progress_every, "plain progress line interval (0: about 20 lines)");
+  add_ranged_option(cmd, "--progress-every", o->progress_every, "plain progress line interval (0: about " +
+                    std::to_string(kProgressLinesPerRun) + " lines)");
   cmd->add_option("--out", o->out_dir, "the run folder")->type_name("DIR")->default_str("runs/TASK-METHOD");
   add_ranged_option(cmd, "--mpi-timeout", o->mpi_timeout_s, "under mpirun/srun: seconds to wait for the other ranks "
                     "in one exchange before ending the job");
@@ -192,7 +217,7 @@ void add_run_options(CLI::App* cmd, TrainOptions* o) {
                                         "formed), one pass over the weights per step; off: a separate update pass "
                                         "after each step. The same results bit for bit")
       ->check(one_of({"on", "off"}))
-      ->default_str("on");
+      ->default_str(TrainOptions().fold_update ? "on" : "off");
   cmd->add_flag("--resume", o->resume, "continue the run in --out from its seed log");
   cmd->add_flag("--fixed-batch", o->fixed_batch, "reuse the first minibatch every step (overfitting checks)");
   cmd->add_flag("--skip-test", o->skip_test, "no test-set evaluation at the end");

@@ -81,7 +81,7 @@ void spsa_validate(const SpsaOptions& options, const ValueOrigin& origin) {
 SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
     : model_(model), opts_(spsa_resolve_defaults(opts)) {
   spsa_validate(opts_);
-  if (opts_.noise == NOISE_AUTO) opts_.noise = opts_.method == METHOD_FZOO ? NOISE_RADEMACHER : NOISE_GAUSSIAN;
+  if (opts_.noise == NOISE_AUTO) opts_.noise = spsa_default_noise(opts_.method);
   const uint64_t mask_seed = splitmix64(opts_.seed ^ 0x524D455A4FULL);  // "RMEZO"
   for (Param* p : model_.params()) {
     ParamInfo& info = p->info;
@@ -285,6 +285,10 @@ void SpsaOptimizer::apply_record(const SeedRecord& r, const std::string& path) {
                   "%s: step %lld has seed %llu, expected %llu", path.c_str(), (long long)r.step,
                   (unsigned long long)probes[i].seed, (unsigned long long)probe_seed(r.step, static_cast<int64_t>(i)));
   apply_update(probes, r.lr);
+}
+
+void SpsaOptimizer::apply_seed_log(const SeedLog& log, const std::string& path) {
+  for (const SeedRecord& r : log.records) apply_record(r, path);
 }
 
 nlohmann::json SpsaOptimizer::describe() const {

@@ -24,7 +24,7 @@
 #include "common/value_range.h"  // ValueOrigin
 #include "common/splitmix.h"  // splitmix64: step seeds
 #include "model/model.h"
-#include "run/seed_log.h"  // SeedProbe, SeedRecord
+#include "run/seed_log.h"  // SeedLog, SeedProbe, SeedRecord
 #include "smezo/train.h"  // Method, LrSchedule, SpsaOptions
 #include "train/option_names.h"  // method_name, noise_name ...
 
@@ -80,6 +80,8 @@ class SpsaOptimizer {
   void apply_update(const std::vector<SeedProbe>& probes, float lr);
   // A logged step's update, after checking it has this run's probe count and probe seeds.
   void apply_record(const SeedRecord& r, const std::string& seed_log_path);
+  // Every record of a seed log in order: the one loop of smezo::replay() (src/train/replay.cpp) and --resume.
+  void apply_seed_log(const SeedLog& log, const std::string& seed_log_path);
 
   // On: step() holds the linear weights' updates in the backend for the fold (off unless set; `smezo
   // train --fold-update`). apply_update and apply_record always apply at once.

@@ -19,6 +19,8 @@ SpsaOptions spsa_resolve_defaults(SpsaOptions o) {
   return o;
 }
 
+NoiseKind spsa_default_noise(Method method) { return method == METHOD_FZOO ? NOISE_RADEMACHER : NOISE_GAUSSIAN; }
+
 TrainOptions resolve_defaults(TrainOptions o) {
   o.spsa = spsa_resolve_defaults(o.spsa);
   o.spsa.total_steps = o.steps;

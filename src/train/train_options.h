@@ -14,11 +14,15 @@ namespace smezo {
 
 // The SPSA part of resolve_defaults: lr and sparsity by method.
 SpsaOptions spsa_resolve_defaults(SpsaOptions o);
+// The noise of a new run left at NOISE_AUTO (a resumed run keeps its log's): rademacher for FZOO, else gaussian.
+NoiseKind spsa_default_noise(Method method);
 
 // Bounds of options whose size a run pays in every step: beyond them a step would not end in any
 // useful time (the paper's FZOO uses 8 probes; MeZO's accumulation, a few minibatches).
 constexpr double kMaxProbesPerStep = 1024;
 constexpr double kMaxAccumulate = 1024;
+// --progress-every 0: about this many plain progress lines per run.
+constexpr int64_t kProgressLinesPerRun = 20;
 
 // The numeric options' ranges: SpsaOptions' (spsa_validate checks them, resolved) and TrainOptions'.
 const std::vector<OptionRule<SpsaOptions>>& spsa_option_rules();

@@ -254,7 +254,6 @@ class TrainRun {
   void agree_on_run_folder();
   bool start();  // false: the run had already finished (result_ holds it)
   void complete_finished_run(const nlohmann::json& done, const SeedLog& log);
-  void replay(const SeedLog& log);
   void read_history();
   void train_steps();
   void record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset);
@@ -490,7 +489,7 @@ bool TrainRun::start() {
   }
   // a start killed before its mask record: the record is of the base weights, held until the replay
   if (recorder_) recorder_->write_masks_if_missing(model(), o_.spsa, topo_.pipelined());
-  replay(log);
+  optimizer_->apply_seed_log(log, seed_log_path_);
   first_step_ = last + 1;
   startup_["replay"] = seconds_since(t_phase);
   // every rank has read the log (and replayed the same updates) before rank 0 touches it
@@ -528,7 +527,7 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   if (root_)
     std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is %s: rebuilding it from the "
                  "seed log\n", (long long)o_.steps, damage.empty() ? "missing" : ("damaged (" + damage + ")").c_str());
-  replay(log);
+  optimizer_->apply_seed_log(log, seed_log_path_);
   if (!root_) {  // a later pipeline stage: its tensors go to rank 0
     save_checkpoint(o_.steps);
     return;
@@ -538,10 +537,6 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
                                                                      : "failed: " + result_.checkpoint_error;
   recorder_->write_summary(summary);
-}
-
-void TrainRun::replay(const SeedLog& log) {
-  for (const SeedRecord& r : log.records) optimizer_->apply_record(r, seed_log_path_);
 }
 
 // Rank 0: the loss and accuracy history of the steps already run, from the metrics file.
@@ -573,7 +568,7 @@ void TrainRun::train_steps() {
   po.total_steps = o_.steps;
   po.start_step = first_step_ - 1;
   if (splits_.generation) po.dev_label = "dev F1";
-  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / 20);
+  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / kProgressLinesPerRun);
   if (recorder_) recorder_->start_progress(po);
   const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
   int64_t step = first_step_;
