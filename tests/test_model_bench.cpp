@@ -86,6 +86,23 @@ TEST(ModelBench, TinyShapeOnTheCpuPrintsJsonLines) {
   EXPECT_THAT(rows, HasSubstr("run the bench with --profile"));
 }
 
+#ifdef SMEZO_WITH_CUDA
+// bench --shape tiny's three JSON lines (forward, mezo-step, smezo-step pair), each with key = value
+// and a positive time.
+static void expect_phase_lines(const std::string& out, const char* key, const nlohmann::json& value) {
+  std::istringstream lines(out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j[key], value) << line;
+    EXPECT_GT(j["ms"].get<double>(), 0.0) << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 3);
+}
+#endif
+
 // --linear-path reaches the backend: on CUDA the tiny shape's forward and steps run on the fused
 // kernel and the JSON lines say so; the CPU refuses fused (it has one path) with the hint.
 TEST(ModelBench, LinearPathFusedOnCuda) {
@@ -96,16 +113,7 @@ TEST(ModelBench, LinearPathFusedOnCuda) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   ASSERT_EQ(smezo_test::run_command(bench + " --device cuda --linear-path fused", &out), 0) << out;
-  std::istringstream lines(out);
-  std::string line;
-  int count = 0;
-  while (std::getline(lines, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    EXPECT_EQ(j["linear_path"], "fused") << line;
-    EXPECT_GT(j["ms"].get<double>(), 0.0) << line;
-    ++count;
-  }
-  EXPECT_EQ(count, 3);  // forward, mezo-step and smezo-step (pair)
+  expect_phase_lines(out, "linear_path", "fused");
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
@@ -123,16 +131,7 @@ TEST(ModelBench, GraphsOnCuda) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   ASSERT_EQ(smezo_test::run_command(bench + " --device cuda --graphs on", &out), 0) << out;
-  std::istringstream lines(out);
-  std::string line;
-  int count = 0;
-  while (std::getline(lines, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    EXPECT_EQ(j["graphs"], true) << line;
-    EXPECT_GT(j["ms"].get<double>(), 0.0) << line;
-    ++count;
-  }
-  EXPECT_EQ(count, 3);  // forward, mezo-step and smezo-step (pair)
+  expect_phase_lines(out, "graphs", true);
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
