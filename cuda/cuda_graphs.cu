@@ -61,23 +61,22 @@ const void* CudaBackend::staged(const void* host, size_t bytes) {
   return dst;
 }
 
+// *buf grown to hold `bytes` of pinned host memory (its contents are not kept).
+template <typename T>
+static void grow_pinned(T** buf, size_t* cap, size_t bytes) {
+  if (bytes <= *cap) return;
+  if (*buf != nullptr) CUDA_CHECK(cudaFreeHost(*buf));
+  *buf = nullptr;
+  *cap = 0;
+  CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(buf), bytes));
+  *cap = bytes;
+}
+
 void CudaBackend::reserve_pinned(size_t stage_bytes, size_t read_back_bytes) {
   if (stage_bytes <= stage_cap_ && read_back_bytes <= read_back_cap_) return;
   CUDA_CHECK(cudaStreamSynchronize(stream_));  // an earlier graph may still read them
-  if (stage_bytes > stage_cap_) {
-    if (stage_ != nullptr) CUDA_CHECK(cudaFreeHost(stage_));
-    stage_ = nullptr;
-    stage_cap_ = 0;
-    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&stage_), stage_bytes));
-    stage_cap_ = stage_bytes;
-  }
-  if (read_back_bytes > read_back_cap_) {
-    if (read_back_ != nullptr) CUDA_CHECK(cudaFreeHost(read_back_));
-    read_back_ = nullptr;
-    read_back_cap_ = 0;
-    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&read_back_), read_back_bytes));
-    read_back_cap_ = read_back_bytes;
-  }
+  grow_pinned(&stage_, &stage_cap_, stage_bytes);
+  grow_pinned(&read_back_, &read_back_cap_, read_back_bytes);
 }
 
 // What the device buffers hold is unknown after a capture that never ran: copy again next time.
