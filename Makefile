@@ -22,7 +22,8 @@ DEPS     ?=
 # -ffp-contract=off: the noise spec (src/common/noise_spec.h) must round the same on every
 # compiler, so no silent fused multiply-adds on the host.
 CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fopenmp -I. -Iinclude -Isrc
-LDLIBS   := -lsentencepiece -lpcre2-8 -lpthread
+# libmd: SHA-256 of a base GGUF (src/common/sha256.cpp).
+LDLIBS   := -lsentencepiece -lpcre2-8 -lmd -lpthread
 # OpenBLAS, the OpenMP build, named by its own folder so the build does not depend on which
 # BLAS update-alternatives points libblas/libopenblas at (the CPU linear, src/cpu/cpu_gemm.cpp,
 # relies on its OpenMP threading model).
@@ -145,6 +146,9 @@ info:
 	@test -f $(or $(DEPS),/)/usr/include/pcre2.h \
 	  && echo "smezo build: ✓ PCRE2 (BPE pre-tokeniser)" \
 	  || { echo "smezo build: ✗ pcre2.h missing: apt-get install libpcre2-dev (or tools/deps.sh)"; exit 1; }
+	@test -f $(or $(DEPS),/)/usr/include/sha2.h \
+	  && echo "smezo build: ✓ libmd (SHA-256)" \
+	  || { echo "smezo build: ✗ sha2.h missing: apt-get install libmd-dev (or tools/deps.sh)"; exit 1; }
 	@test -f $(or $(DEPS),/)/usr/include/CLI/CLI.hpp \
 	  && echo "smezo build: ✓ CLI11" \
 	  || { echo "smezo build: ✗ CLI/CLI.hpp missing: apt-get install libcli11-dev (or tools/deps.sh)"; exit 1; }
@@ -283,7 +287,7 @@ FUZZ_TARGETS    := safetensors config hf_dir llama2c gguf task_data task_files a
                    tokenizer_json seed_log
 FUZZ_CXXFLAGS   := -std=c++17 -O1 -gline-tables-only -Wall -Wextra -fsanitize=address,undefined \
                    -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -I. -Iinclude -Isrc
-FUZZ_LDLIBS     := -lsentencepiece -lpcre2-8 -lpthread
+FUZZ_LDLIBS     := -lsentencepiece -lpcre2-8 -lmd -lpthread
 ifneq ($(DEPS),)
 FUZZ_CXXFLAGS += -I$(DEPS)/usr/include
 FUZZ_LDLIBS   := -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu $(FUZZ_LDLIBS)

@@ -19,10 +19,12 @@
 #include "common/half.h"
 #include "formats/gguf.h"
 #include "formats/gguf_dequant.h"
+#include "test_gguf_writer.h"
 #include "test_util.h"
 
 using namespace smezo;
 using testing::HasSubstr;
+using smezo_test::random_blocks;
 
 namespace {
 
@@ -101,35 +103,6 @@ RefValue reference_element(uint32_t type, const uint8_t* b, int i) {
   }
   ADD_FAILURE() << "no reference for type " << type;
   return {0, 0};
-}
-
-// n_blocks random blocks of a quantised type: random bytes, with every f16 scale/min field
-// set to a random finite value of either sign (random bits could make NaN or inf).
-std::vector<uint8_t> random_blocks(uint32_t type, int64_t n_blocks, uint32_t seed) {
-  const GgufTypeTraits* t = gguf_type_traits(type);
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n_blocks * t->block_bytes));
-  for (auto& x : bytes) x = static_cast<uint8_t>(rng() & 0xff);
-  std::vector<int> f16_fields;
-  switch (type) {
-    case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_1: case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K:
-      f16_fields = {0, 2};
-      break;
-    case GGUF_TYPE_Q6_K:
-      f16_fields = {208};
-      break;
-    default:
-      f16_fields = {0};
-  }
-  std::uniform_real_distribution<float> mag(0.002f, 0.2f);
-  for (int64_t blk = 0; blk < n_blocks; blk++) {
-    for (int off : f16_fields) {
-      float v = mag(rng) * ((rng() & 1) ? 1.0f : -1.0f);
-      uint16_t h = float_to_f16(v);
-      std::memcpy(&bytes[static_cast<size_t>(blk * t->block_bytes + off)], &h, 2);
-    }
-  }
-  return bytes;
 }
 
 const uint32_t kQuantTypes[] = {GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0,

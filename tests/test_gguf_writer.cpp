@@ -2,6 +2,10 @@
 #include "test_gguf_writer.h"
 
 #include <cstring>
+#include <random>
+
+#include "common/half.h"
+#include "formats/gguf.h"
 
 #include "test_util.h"
 
@@ -91,5 +95,32 @@ std::string GgufBuilder::build() const {
 }
 
 void GgufBuilder::write(const std::string& path) const { write_file(path, build()); }
+
+std::vector<uint8_t> random_blocks(uint32_t type, int64_t n_blocks, uint32_t seed) {
+  const smezo::GgufTypeTraits* t = smezo::gguf_type_traits(type);
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_blocks * t->block_bytes));
+  for (auto& x : bytes) x = static_cast<uint8_t>(rng() & 0xff);
+  std::vector<int> f16_fields;
+  switch (type) {
+    case smezo::GGUF_TYPE_Q4_1: case smezo::GGUF_TYPE_Q5_1: case smezo::GGUF_TYPE_Q4_K: case smezo::GGUF_TYPE_Q5_K:
+      f16_fields = {0, 2};
+      break;
+    case smezo::GGUF_TYPE_Q6_K:
+      f16_fields = {208};
+      break;
+    default:
+      f16_fields = {0};
+  }
+  std::uniform_real_distribution<float> mag(0.002f, 0.2f);
+  for (int64_t blk = 0; blk < n_blocks; blk++) {
+    for (int off : f16_fields) {
+      float v = mag(rng) * ((rng() & 1) ? 1.0f : -1.0f);
+      uint16_t h = smezo::float_to_f16(v);
+      std::memcpy(&bytes[static_cast<size_t>(blk * t->block_bytes + off)], &h, 2);
+    }
+  }
+  return bytes;
+}
 
 }  // namespace smezo_test

@@ -17,6 +17,10 @@ std::string gguf_i32(int32_t v);
 std::string gguf_f32(float v);
 std::string gguf_string(const std::string& s);  // u64 length + bytes
 
+// n_blocks random blocks of a quantised GGUF type: random bytes, with every f16 scale/min field
+// (d, m, dmin) set to a random finite value of either sign (random bits could make NaN or inf).
+std::vector<uint8_t> random_blocks(uint32_t type, int64_t n_blocks, uint32_t seed);
+
 struct GgufTestTensor {
   std::string name;
   uint32_t type = 0;            // ggml type

@@ -12,9 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # What the program builds and links against (also downloaded for the GPU machine):
-# sentencepiece, JSON, GoogleTest, CLI11 (options), PCRE2 (BPE pre-tokeniser), OpenBLAS (CPU GEMM).
+# sentencepiece, JSON, GoogleTest, CLI11 (options), PCRE2 (BPE pre-tokeniser), OpenBLAS (CPU GEMM),
+# libmd (SHA-256 of a base GGUF).
 PACKAGES="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32 nlohmann-json3-dev libgtest-dev libgmock-dev
-googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopenblas0-openmp libgfortran5"
+googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopenblas0-openmp libgfortran5
+libmd-dev libmd0"
 # CI only (not needed to build the program on the GPU machine): clang + libFuzzer for the fuzz
 # targets, Open MPI for the multi-rank tests, python3 for the grid runner's test, python3-pip
 # for weights/fetch_smollm2.sh, Boost.Context for the emulated CUDA target (make emu: the
