@@ -1,6 +1,7 @@
 # smezo build.
-#   make            build/smezo (CLI), build/libsmezo.a and build/render_prompts (task prompts
-#                   as JSONL for tokenizer oracles); with nvcc also every CUDA source
+#   make            build/smezo (CLI), build/libsmezo.a, build/render_prompts (task prompts
+#                   as JSONL for tokenizer oracles) and build/patch_scales (a scale-patched GGUF
+#                   for the export oracle); with nvcc also every CUDA source
 #   make test       build and run the GoogleTest suites (GPU tests skip without a GPU)
 #   make profile    as make, with -lineinfo and NVTX ranges for Nsight
 #   make fuzz       build the libFuzzer targets (tests/fuzz/, clang, ASan+UBSan, in build-fuzz/)
@@ -132,7 +133,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o) $(TEST_CU:%.cu=$(BUILD)/%.cu.o)
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty,)
 
 .PHONY: all test san-test profile clean info fuzz fuzz-ci fuzz-build fuzz-tools bench-cpu emu emu-info emu-test FORCE
-all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts
+all: info $(BUILD)/smezo $(BUILD)/libsmezo.a $(BUILD)/render_prompts $(BUILD)/patch_scales
 
 info:
 	@echo "smezo build: $(CUDA_STATUS)"
@@ -175,6 +176,9 @@ $(BUILD)/smezo: $(CLI_OBJ) $(BUILD)/libsmezo_bench.a $(BUILD)/libsmezo.a
 
 # tools/oracles/render_prompts.cpp: the task prompts as JSONL, for tokenizer oracles (tools/oracles/bpe_oracle.py)
 $(BUILD)/render_prompts: $(BUILD)/tools/oracles/render_prompts.o $(BUILD)/libsmezo.a
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+# tools/oracles/patch_scales.cpp: a GGUF with seeded scales patched in, for tools/oracles/gguf_export_oracle.py
+$(BUILD)/patch_scales: $(BUILD)/tools/oracles/patch_scales.o $(BUILD)/libsmezo.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # Rewritten only when the commit changes, so only version.o recompiles. (The temporary file is

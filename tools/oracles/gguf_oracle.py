@@ -15,7 +15,8 @@ What it does
      the argmax, top-1/top-2 gap, max, logsumexp and the logits of a fixed vocabulary subset)
      for tests/test_gguf_smollm2.cpp, which checks it without Python.
 
-Tolerance (tools/oracles/hf_oracle.py's fp32 rule): per prompt, max abs err <= 1e-4 * (1 + max|ref|).
+Tolerance (tools/oracles/hf_oracle.py's fp32 rule, in tools/oracles/gguf_compare.py, which this
+shares with gguf_export_oracle.py): per prompt, max abs err <= 1e-4 * (1 + max|ref|).
 Argmax: a differing position fails only when decisive, i.e. the reference's top-1 beats the
 logit of our pick by more than 2 * tolerance.
 
@@ -29,16 +30,14 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import torch
 import transformers
-from safetensors.numpy import load_file
 
-FP32_REL_TOL = 1e-4
-MAX_TOKENS = 32
+from gguf_compare import compare, load_transformers, print_table, prompts, reference_logits, smezo_logits
+
 # Logits stored in the fixture at every position, besides argmax/max/logsumexp: a spread of
 # ids over the whole vocabulary (special tokens, common and rare pieces).
 VOCAB_SUBSET = [0, 1, 2, 17, 198, 253, 314, 504, 1000, 2000, 4096, 8191, 12345, 20000, 30000,
@@ -48,52 +47,6 @@ SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 def default_gguf():
     return os.environ.get("SMEZO_SMOLLM2") or "weights/SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def read_jsonl(path, n=1):
-    with open(path) as f:
-        return [json.loads(line) for _, line in zip(range(n), f)]
-
-
-def prompts(assets, tokenizer):
-    """(name, text, token ids) for each prompt, from the task data."""
-    sst2 = open(os.path.join(assets, "data/glue/SST-2/dev.tsv")).read().splitlines()[1].split("\t")[0]
-    rte = read_jsonl(os.path.join(assets, "data/superglue/RTE/val.jsonl"))[0]
-    boolq = read_jsonl(os.path.join(assets, "data/superglue/BoolQ/val.jsonl"))[0]
-    copa = read_jsonl(os.path.join(assets, "data/superglue/COPA/val.jsonl"))[0]
-    texts = [
-        ("sst2", sst2.strip() + " It was"),
-        ("rte", f"{rte['premise']}\nQuestion: {rte['hypothesis']} True or False?\nAnswer:"),
-        ("boolq", f"{boolq['question'].capitalize()}?"),
-        ("copa", f"{copa['premise'][:-1]} so {copa['choice2'][0].lower()}{copa['choice2'][1:]}"),
-    ]
-    out = []
-    for name, text in texts:
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_TOKENS]
-        out.append((name, text, ids))
-    chat = [{"role": "user", "content": "What is the capital of France?"}]
-    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
-    if isinstance(ids, dict) or hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
-        ids = ids["input_ids"]
-    ids = list(ids)[-MAX_TOKENS:]
-    out.append(("chat", tokenizer.decode(ids), ids))
-    return out
-
-
-@torch.no_grad()
-def reference_logits(model, tokens):
-    ids = torch.tensor([tokens], dtype=torch.long)
-    out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
-    return out.logits[0].float().numpy().astype(np.float64)
-
-
-def smezo_logits(args, tokens, out_file):
-    cmd = [args.smezo, "logits", "--model", args.gguf, "--tokens", ",".join(map(str, tokens)),
-           "--out", out_file, "--device", args.device]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"`{' '.join(cmd)}` exited {r.returncode}: {(r.stderr or r.stdout).strip()[-600:]}")
-    return load_file(out_file)["logits"].astype(np.float64)
 
 
 def logsumexp(x):
@@ -130,40 +83,21 @@ def main():
     if digest != SHA256:
         sys.exit(f"{args.gguf}: sha256 {digest}, expected {SHA256}")
     os.makedirs(args.workdir, exist_ok=True)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-
-    model_dir, gguf_file = os.path.split(os.path.abspath(args.gguf))
-    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=gguf_file)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        model_dir, gguf_file=gguf_file, dtype=torch.float32, attn_implementation="eager").eval()
-    if next(model.parameters()).dtype != torch.float32:
-        sys.exit("transformers did not load the GGUF as float32")
+    tokenizer, model = load_transformers(args.gguf)
 
     rows, entries, ok = [], [], True
     for name, text, tokens in prompts(args.assets, tokenizer):
         ref = reference_logits(model, tokens)
-        ours = smezo_logits(args, tokens, os.path.join(args.workdir, f"{name}.safetensors"))
-        if ours.shape != ref.shape:
-            sys.exit(f"{name}: smezo logits {ours.shape}, transformers {ref.shape}")
-        max_ref = float(np.abs(ref).max())
-        tol = FP32_REL_TOL * (1 + max_ref)
-        err = float(np.abs(ours - ref).max())
-        a_ours, a_ref = ours.argmax(-1), ref.argmax(-1)
-        pos = np.arange(len(tokens))
-        decisive = int(((a_ours != a_ref) & (ref[pos, a_ref] - ref[pos, a_ours] > 2 * tol)).sum())
-        good = err <= tol and decisive == 0 and np.isfinite(ours).all()
-        ok &= good
-        rows.append((name, len(tokens), max_ref, err, tol, int((a_ours == a_ref).sum()), decisive, good))
+        ours = smezo_logits(args.smezo, args.gguf, tokens, os.path.join(args.workdir, f"{name}.safetensors"),
+                            args.device)
+        c = compare(ours, ref)
+        ok &= c["good"]
+        rows.append((name, len(tokens), c))
         entries.append(fixture_entry(name, text, tokens, ref))
 
     print(f"smezo {args.smezo} --device {args.device} vs transformers {transformers.__version__} "
           f"(torch {torch.__version__}, fp32) on {args.gguf}")
-    print(f"{'prompt':8} {'tokens':>6} {'max|ref|':>9} {'max abs err':>12} {'tolerance':>10} "
-          f"{'argmax':>8}  result")
-    for name, n, max_ref, err, tol, agree, decisive, good in rows:
-        print(f"{name:8} {n:6d} {max_ref:9.3f} {err:12.3e} {tol:10.3e} {agree:3d}/{n:<3d}  "
-              f"{'PASS' if good else 'FAIL'}{f' ({decisive} decisive argmax differences)' if decisive else ''}")
+    print_table(rows)
     if args.write_fixture:
         fixture = {
             "what": "SmolLM2-135M-Instruct Q4_1 GGUF: transformers' fp32 logits (a compact slice) "
