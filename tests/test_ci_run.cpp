@@ -39,7 +39,8 @@ TEST(CiRun, EveryPhasePassingEndsWithTheSummaryAndStatusZero) {
   EXPECT_EQ(last_line(c.out), "ci: 22 passed, 0 failed, 0 skipped") << c.out;
   EXPECT_THAT(c.out, Not(HasSubstr("FAILED")));
   for (const char* phase : {"README command 1", "CPU build under ASan+UBSan", "fuzz targets", "fuzzing (safetensors",
-                            "fuzzing (task_files", "emulated CUDA tests (schedule rev)", "CPU suite under ASan+UBSan"})
+                            "fuzzing (task_files", "emulated CUDA tests (schedule rev)", "GGUF export round trip",
+                            "CPU suite under ASan+UBSan"})
     EXPECT_THAT(c.out, HasSubstr(std::string("ci phase: ") + phase)) << phase;
 }
 

