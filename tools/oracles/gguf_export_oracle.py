@@ -168,7 +168,9 @@ def check_llama_cpp(args):
     llm.reset()
     out = llm(CHAT, max_tokens=n_new, temperature=0.0, top_k=1)
     theirs_text = out["choices"][0]["text"]
+    # smezo prints the prompt too, its special tokens dropped: its continuation follows "assistant\n"
     ours_text = smezo_generate(args, CHAT, n_new)
+    ours_text = ours_text[ours_text.rfind("assistant\n") + len("assistant\n"):]
     common = os.path.commonprefix([theirs_text, ours_text])
     rate = agree / max(total, 1)
     ok = rate >= 0.9 and clear_agree == clear and len(theirs_text) > 0
