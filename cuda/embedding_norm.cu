@@ -156,8 +156,8 @@ void CudaBackend::embedding(const Tensor& out, const Param& table,
   if (out.rows == 0) return;
   const int32_t* ids =
       static_cast<const int32_t*>(device_copy(SLOT_TOKENS, tokens.data(), tokens.size() * sizeof(int32_t)));
-  if (table.w.packed())  // the gathered rows dequantised (packed_dequant.cu), the file's scales
-    return launch_dequant_packed(DTYPE_F32, out.data, table, ids, 0, out.rows, Probe{}, stream_);
+  if (table.w.packed())  // the gathered rows dequantised (packed_dequant.cu); --tune scales: its scales under the probe
+    return launch_dequant_packed(DTYPE_F32, out.data, table, ids, 0, out.rows, probe, stream_);
   EmbedParams e;
   e.out = out.f32();
   e.table = table.w.data;

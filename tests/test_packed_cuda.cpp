@@ -206,6 +206,13 @@ void expect_scales_hook_matches_cpu(const ScaleBytes& s, MaskKind mask, NoiseKin
   const Tensor one = poisoned(gpu, cols, rows);
   gpu.linear(one, tensor_rows(x, 0, cols), w, nullptr, half_probe(pair, +1));
   EXPECT_TRUE(smezo_test::same_bits(plus_zero(want[0]), wprime_of(smezo_test::download(gpu, one), rows, cols, 0)));
+  // the embedding gathers rows under the - half's scales (a gather copies: -0 stays -0)
+  const std::vector<int32_t> ids = {2, 0, 3};
+  const Tensor gathered = poisoned(gpu, 3, cols);
+  gpu.embedding(gathered, w, ids, half_probe(pair, -1));
+  const std::vector<float> g = smezo_test::download(gpu, gathered);
+  for (size_t i = 0; i < ids.size(); i++)
+    EXPECT_EQ(0, std::memcmp(&g[i * cols], &want[1][ids[i] * cols], cols * 4)) << "row " << i;
 }
 
 }  // namespace
