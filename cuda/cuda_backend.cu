@@ -11,6 +11,8 @@
 #include "common/check.h"
 #include "common/half.h"
 #include "cuda/cuda_check.h"
+#include "cuda/packed_dequant.h"
+#include "formats/gguf_dequant.h"
 
 namespace smezo {
 
@@ -108,7 +110,46 @@ Tensor CudaBackend::alloc(int64_t rows, int64_t cols, DType dtype) {
   return t;
 }
 
+Tensor CudaBackend::alloc_packed(int64_t rows, int64_t cols, uint32_t packed_type, int64_t row_bytes,
+                                 const void* src) {
+  SMEZO_REQUIRE(rows >= 0 && cols > 0 && row_bytes > 0, "bad packed tensor shape [%lld, %lld]", (long long)rows,
+                (long long)cols);
+  SMEZO_REQUIRE(gguf_block_quantized(packed_type), "alloc_packed: GGUF type %u is not block-quantised", packed_type);
+  const int64_t bytes = rows * row_bytes;
+  const std::string what = format_string("a packed [%lld, %lld] tensor", (long long)rows, (long long)cols);
+  if (blocks_.size() == blocks_.capacity()) blocks_.reserve(2 * blocks_.size() + 16);
+  void* p = device_malloc(static_cast<size_t>(bytes), what.c_str(), bytes_);
+  blocks_.push_back(p);
+  bytes_ += bytes;
+  CUDA_CHECK(cudaMemcpyAsync(p, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  Tensor t;
+  t.data = p;
+  t.rows = rows;
+  t.cols = cols;
+  t.packed_type = packed_type;
+  t.packed_row_bytes = row_bytes;
+  return t;
+}
+
+// Rows dequantised in fp32 into scratch (packed_dequant.cu), at most 16 MiB at a time, then copied back.
+void CudaBackend::download_packed(const Tensor& src, float* dst) {
+  SMEZO_REQUIRE(!capturing_, "download of a packed tensor inside a captured forward pass (internal error)");
+  const int64_t rows_at_once = std::max<int64_t>(1, (int64_t{16} << 20) / (4 * src.cols));
+  Param p;
+  p.w = src;
+  for (int64_t r0 = 0; r0 < src.rows; r0 += rows_at_once) {
+    const int64_t n = std::min(rows_at_once, src.rows - r0);
+    void* buf = scratch(static_cast<size_t>(n * src.cols) * 4);
+    launch_dequant_packed(DTYPE_F32, buf, p, nullptr, r0, n, Probe{}, stream_);
+    CUDA_CHECK(cudaMemcpyAsync(dst + r0 * src.cols, buf, static_cast<size_t>(n * src.cols) * 4,
+                               cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+}
+
 void CudaBackend::upload(const Tensor& dst, const float* src) {
+  SMEZO_REQUIRE(!dst.packed(), "upload into a packed weight (frozen: --weights packed)");
   SMEZO_REQUIRE(!capturing_, "upload inside a captured forward pass (internal error)");
   held_.require_none(dst, "upload");
   const int64_t n = dst.numel();
@@ -132,6 +173,7 @@ void CudaBackend::upload(const Tensor& dst, const float* src) {
 
 void CudaBackend::download(const Tensor& src, float* dst) {
   held_.require_none(src, "download");
+  if (src.packed()) return download_packed(src, dst);
   const int64_t n = src.numel();
   if (n == 0) return;
   pass_read_back_bytes_ += (static_cast<size_t>(n) * 4 + 255) & ~size_t(255);

@@ -27,6 +27,12 @@ class CudaBackend : public Backend {
   BackendMemoryPlan memory_plan() const override { return cuda_memory_plan(); }
 
   Tensor alloc(int64_t rows, int64_t cols, DType dtype) override;
+  // --weights packed: the GGUF blocks on the device as the file has them (stored bytes only); linear
+  // dequantises them block by block into its W' scratch (packed_dequant.cu), embedding the rows it gathers.
+  Tensor alloc_packed(int64_t rows, int64_t cols, uint32_t packed_type, int64_t row_bytes, const void* src) override;
+  // The dtype of a packed weight's W' block and of its GEMM (the run's storage dtype; default fp32).
+  void set_packed_wprime_dtype(DType dtype) { packed_wprime_dtype_ = dtype; }
+  DType packed_wprime_dtype() const { return packed_wprime_dtype_; }
   void upload(const Tensor& dst, const float* src) override;
   void download(const Tensor& src, float* dst) override;
   int64_t bytes_allocated() const override { return bytes_; }
@@ -114,6 +120,10 @@ class CudaBackend : public Backend {
   void* scratch_ = nullptr;
   size_t scratch_cap_ = 0;
   LinearPathMode linear_mode_ = LINEAR_MODE_AUTO;
+  DType packed_wprime_dtype_ = DTYPE_F32;
+  void linear_packed(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+                     const Probe& probe);   // linear.cu
+  void download_packed(const Tensor& src, float* dst);  // cuda_backend.cu
   PendingUpdates held_;  // the linear weights' updates held for the fold
   int64_t grouped_linears_ = 0;
 

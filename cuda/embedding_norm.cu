@@ -12,6 +12,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_utils.cuh"
+#include "cuda/packed_dequant.h"
 
 namespace smezo {
 
@@ -150,12 +151,17 @@ void CudaBackend::embedding(const Tensor& out, const Param& table,
   for (int32_t tok : tokens)
     SMEZO_REQUIRE(tok >= 0 && tok < table.w.rows, "token id %d outside the vocabulary (%lld)", tok,
                   (long long)table.w.rows);
+  SMEZO_REQUIRE(!(table.w.packed() && probe.scale != 0.0f && table.info.trainable), "%s is packed (--weights "
+                "packed) and cannot be perturbed", table.info.name.c_str());
   if (out.rows == 0) return;
+  const int32_t* ids =
+      static_cast<const int32_t*>(device_copy(SLOT_TOKENS, tokens.data(), tokens.size() * sizeof(int32_t)));
+  if (table.w.packed())  // the gathered rows dequantised (packed_dequant.cu); --tune scales: its scales under the probe
+    return launch_dequant_packed(DTYPE_F32, out.data, table, ids, 0, out.rows, probe, stream_);
   EmbedParams e;
   e.out = out.f32();
   e.table = table.w.data;
-  e.ids = static_cast<const int32_t*>(
-      device_copy(SLOT_TOKENS, tokens.data(), tokens.size() * sizeof(int32_t)));
+  e.ids = ids;
   e.rows = out.rows;
   e.dim = out.cols;
   e.probe = probe_args(table, probe);
@@ -174,6 +180,8 @@ void CudaBackend::add_position_embedding(const Tensor& out, const Param& table,
     SMEZO_REQUIRE(idx >= 0 && idx < table.w.rows, "position %d past the learned position table",
                   positions[m]);
   }
+  SMEZO_REQUIRE(!table.w.packed(), "%s: a packed position table is not read on the CUDA backend ---> HINT: use "
+                "--weights dequantized", table.info.name.c_str());
   if (out.rows == 0) return;
   EmbedParams e;
   e.out = out.f32();

@@ -8,6 +8,9 @@
 // cuda/sign_noise.cu (128 signs per Philox call) unless the fold is due. Tests: tests/test_backend_ops.cu.
 // linear_group (the end of this file): q|k|v and gate|up, each W' whole, one cublasGemmBatchedEx per
 // distinct N (tests/test_linear_group.cu).
+// A packed weight (--weights packed): linear_packed dequantises its row blocks into the W' block
+// (cuda/packed_dequant.cu, its performance model there), then the same GEMM; linear_group takes packed
+// items one by one (tests/test_packed_cuda.cpp).
 // The fold (src/backend/pending_updates.h): a weight's held updates (at most kFoldMaxUpdates) are
 // applied by fold_perturb_kernel, block by block, in the pass that forms W': it reads W, applies them
 // with update_group8 (update_kernel's bits), writes W back, and forms W' from the stored result. Any
@@ -40,6 +43,7 @@
 #include "cuda_plan.h"
 #include "device_utils.cuh"
 #include "fused_linear.h"
+#include "packed_dequant.h"
 #include "update_rule.cuh"
 #include "sign_noise.h"
 
@@ -303,7 +307,62 @@ BatchedProblems group_problems(const std::vector<LinearItem>& items, const std::
   return p;
 }
 
+// To column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N, ld K), xᵀ (K x M,
+// ld K), outᵀ (N x M, ld N): out = x·Wᵀ is outᵀ = op_T(W) · xᵀ, m = N, n = M, k = K, no copy.
+// Weight rows [n0, n0 + rows) give out's columns from out + n0, same ldc = N. A pair (batches = 2):
+// batch 0 = W+ times the first row half, batch 1 = W- (stride_w elements further) times the second.
+// fp32: PEDANTIC forbids TF32 whatever the math mode (CPU reference up to summation order).
+void gemm_weight_rows(cublasHandle_t cublas, DType wt, const void* w_rows, const void* x_gemm, float* out, int64_t M,
+                      int64_t N, int64_t K, int64_t n0, int64_t rows, int batches, long long stride_w) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType ab = cuda_data_type(wt);
+  const cublasComputeType_t compute = wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+  if (batches == 1) {
+    CUBLAS_CHECK(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(M),
+                              static_cast<int>(K), &alpha, w_rows, ab, static_cast<int>(K), x_gemm, ab,
+                              static_cast<int>(K), &beta, out + n0, CUDA_R_32F, static_cast<int>(N), compute,
+                              CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  const int64_t m = M / batches;
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(m), static_cast<int>(K), &alpha,
+      w_rows, ab, static_cast<int>(K), stride_w, x_gemm, ab, static_cast<int>(K), static_cast<long long>(m * K),
+      &beta, out + n0, CUDA_R_32F, static_cast<int>(N), static_cast<long long>(m * N), batches, compute,
+      CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace
+
+// A packed weight (--weights packed; frozen, so never perturbed itself): W' dequantised row block by row
+// block (packed_dequant.cu) in packed_wprime_dtype_, into the scratch linear_scratch_plan gives a W' path
+// of that dtype (the memory estimate counts it), then cuBLAS as the W' path. Its scales under --tune
+// scales: a perturbing pair gets W+ and W- from its two halves' scales (two dequantisations, one batch-2
+// GEMM); otherwise one W' (the probe's, or the file's) serves every row.
+void CudaBackend::linear_packed(const Tensor& out, const Tensor& in, const Param& weight, const Param* bias,
+                                const Probe& probe) {
+  const int64_t M = in.rows, K = in.cols, N = weight.w.rows;
+  const DType wt = packed_wprime_dtype_;
+  const bool pair = probe.pair && packed_scales_perturbed(weight, probe);
+  const LinearCall call{pair ? M / 2 : M, N, K, /*perturbed=*/true, pair, wt, LINEAR_MODE_WPRIME};
+  const LinearScratch plan = linear_scratch_plan(call, pair ? LINEAR_MATERIALISE_PAIR : LINEAR_MATERIALISE);
+  bind_cublas();
+  char* base = static_cast<char*>(scratch(static_cast<size_t>(plan.total())));
+  const void* x_gemm = in.data;
+  if (wt != DTYPE_F32) {
+    x_gemm = base + plan.copies * plan.w_bytes;
+    convert_input(wt, base + plan.copies * plan.w_bytes, in.f32(), M * K, stream_);
+  }
+  const Probe single = probe.pair ? Probe{} : probe;  // an unperturbed pair reads the scales as stored
+  for (int64_t n0 = 0; n0 < N; n0 += plan.block_rows) {
+    const int64_t rows = std::min(plan.block_rows, N - n0);
+    launch_dequant_packed(wt, base, weight, nullptr, n0, rows, pair ? half_probe(probe, +1) : single, stream_);
+    if (pair) launch_dequant_packed(wt, base + plan.w_bytes, weight, nullptr, n0, rows, half_probe(probe, -1), stream_);
+    gemm_weight_rows(cublas_, wt, base, x_gemm, out.f32(), M, N, K, n0, rows, pair ? 2 : 1,
+                     static_cast<long long>(plan.w_bytes / dtype_size(wt)));
+  }
+  if (bias) add_bias(out, *bias, probe, stream_);
+}
 
 void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weight,
                          const Param* bias, const Probe& probe) {
@@ -311,6 +370,7 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
   const Tensor& W = weight.w;
   const int64_t M = in.rows, K = in.cols, N = W.rows;
   if (M == 0 || N == 0) return;
+  if (W.packed()) return linear_packed(out, in, weight, bias, probe);
 
   bind_cublas();  // the GEMM must run on our stream
 
@@ -334,31 +394,10 @@ void CudaBackend::linear(const Tensor& out, const Tensor& in, const Param& weigh
     x_gemm = x_scratch;
   }
 
-  // To column-major cuBLAS the row-major W (N,K), x (M,K), out (M,N) are Wᵀ (K x N, ld K), xᵀ (K x M,
-  // ld K), outᵀ (N x M, ld N): out = x·Wᵀ is outᵀ = op_T(W) · xᵀ, m = N, n = M, k = K, no copy.
-  // Weight rows [n0, n0 + rows) give out's columns from out + n0, same ldc = N. A pair (batches = 2):
-  // batch 0 = W+ times the first row half, batch 1 = W- (w_bytes further) times the second.
-  const float alpha = 1.0f, beta = 0.0f;
-  const cudaDataType ab_type = cuda_data_type(wt);
-  // fp32: PEDANTIC forbids TF32 whatever the math mode (CPU reference up to summation order).
-  const cublasComputeType_t compute =
-      wt == DTYPE_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+  // the GEMM: gemm_weight_rows (W' blocks: W+ and W- w_bytes apart)
   auto gemm_rows = [&](const void* w_rows, int64_t n0, int64_t rows, int batches) {
-    if (batches == 1) {
-      CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(M),
-                                static_cast<int>(K), &alpha, w_rows, ab_type, static_cast<int>(K), x_gemm, ab_type,
-                                static_cast<int>(K), &beta, out.f32() + n0, CUDA_R_32F, static_cast<int>(N), compute,
-                                CUBLAS_GEMM_DEFAULT));
-      return;
-    }
-    const int64_t m = M / batches;
-    const long long stride_w = static_cast<long long>(w_bytes / dtype_size(wt));
-    CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(m),
-        static_cast<int>(K), &alpha, w_rows, ab_type, static_cast<int>(K), stride_w, x_gemm,
-        ab_type, static_cast<int>(K), static_cast<long long>(m * K), &beta, out.f32() + n0,
-        CUDA_R_32F, static_cast<int>(N), static_cast<long long>(m * N), batches, compute,
-        CUBLAS_GEMM_DEFAULT));
+    gemm_weight_rows(cublas_, wt, w_rows, x_gemm, out.f32(), M, N, K, n0, rows, batches,
+                     static_cast<long long>(w_bytes / dtype_size(wt)));
   };
   if (path == LINEAR_FUSED) {
     launch_fused_linear(fused_params(out, in, weight, probe), stream_);
@@ -394,7 +433,9 @@ void CudaBackend::linear_group(const std::vector<LinearItem>& items, const Tenso
     calls.push_back(linear_call(in, *it.weight, probe, linear_mode_));
   }
   const LinearGroupScratch plan = in.rows > 0 ? linear_group_plan(calls) : LinearGroupScratch{};
-  if (!plan.grouped) return Backend::linear_group(items, in, probe);
+  const bool any_packed = std::any_of(items.begin(), items.end(), [](const LinearItem& it) { return it.weight->w.packed(); });
+  // packed items: linear() item by item, each dequantising its W' blocks (linear_packed)
+  if (!plan.grouped || any_packed) return Backend::linear_group(items, in, probe);
   const int64_t M = in.rows, K = in.cols;
   const DType wt = items[0].weight->w.dtype;
   bind_cublas();

@@ -91,6 +91,8 @@ int sm_count() {
 void CudaBackend::update(Param& p, float coef, float decay, uint64_t seed) {
   held_.settle(*this, p.w);  // updates held for the fold go first
   if (!p.info.trainable) return;
+  SMEZO_REQUIRE(!p.w.packed(), "update of %s, which is packed (--weights packed keeps frozen weights only)",
+                p.info.name.c_str());
   const int64_t n = p.w.numel();
   if (n == 0) return;
   const UpdateTensor t = update_tensor(p);
@@ -109,6 +111,8 @@ float CudaBackend::abs_quantile(const Param& p, double q) {
   SMEZO_REQUIRE(q >= 0.0 && q <= 1.0, "quantile %g outside [0, 1]", q);
   const int64_t n = p.w.numel();
   SMEZO_REQUIRE(n > 0, "quantile of empty tensor %s", p.info.name.c_str());
+  SMEZO_REQUIRE(!p.w.packed(), "quantile of %s, which is packed (--weights packed keeps frozen weights only)",
+                p.info.name.c_str());
   held_.require_none(p.w, "abs_quantile");
   const int64_t k = static_cast<int64_t>(std::floor(q * static_cast<double>(n - 1)));
   // Bits of |w| (as float) that can be non-zero in this dtype, 8 per pass from the top.

@@ -86,7 +86,7 @@ int run_info(const InfoState& s) {
     std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
                 describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, lora,
                                                                packed)).c_str());
-    std::printf("  cuda %-4s %s (predicted: the CUDA backend does not keep weights packed yet)\n",
+    std::printf("  cuda %-4s %s (predicted: the stored blocks plus the W' block of cuda/packed_dequant.cu)\n",
                 dtype_name(cuda_dtype), describe_memory_estimate(estimate_model_memory(
                     c, cuda_dtype, ws, cuda_memory_plan(), ModelStage{}, lora, packed)).c_str());
   }

@@ -179,6 +179,10 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   const DType storage = storage_dtype(o.device, o.dtype);
   lm.model_path = resolve_model_path(o.model_path);
   lm.backend = std::move(backend);
+#ifdef SMEZO_WITH_CUDA
+  // --weights packed: a packed weight's W' block in the run's storage dtype (what the memory estimate counts)
+  if (auto* cuda = dynamic_cast<CudaBackend*>(lm.backend.get())) cuda->set_packed_wprime_dtype(storage);
+#endif
   WeightSource source = load_weights(lm.model_path);
   SMEZO_REQUIRE(o.weights == "dequantized" || o.weights == "packed", "--weights %s: use packed or dequantized",
                 o.weights.c_str());
