@@ -78,6 +78,10 @@ struct ParamInfo {
 struct Param {
   Tensor w;        // (out_features, in_features) for linear weights; (1, n) for vectors
   ParamInfo info;
+  // --tune scales: this packed weight's f32 master block scales, a trainable Param of (1, n_blocks)
+  // (row 0: d) or (2, n_blocks) (row 1: Q4_1/Q5_1 m, K-quant dmin), indexed by global block index
+  // (block 0 = the tensor's first; K-quants: the 256-value super-block). Null: the file's f16 scales.
+  Param* scales = nullptr;
 };
 
 // One forward pass's perturbation: every trainable parameter reads as w + scale * m(w) *
