@@ -378,7 +378,8 @@ TEST(PackedWeights, MasterScalesRefusals) {
   EXPECT_EQ(model.packed_file_name("model.layers.1.mlp.down_proj.weight"), "blk.1.ffn_down.weight");
   model.add_scales(false);
   EXPECT_THAT(smezo_test::error_of([&] { model.add_scales(false); }),
-              HasSubstr("master scales go on a whole model without master scales, LoRA or a prefix (this one: scales"));
+              HasSubstr("--tune scales: master scales go on a whole model without master scales, LoRA or a "
+                        "prefix (this one: scales"));
   EXPECT_THAT(smezo_test::error_of([] { scales_with_m_from_json({{"mode", "lora"}}, "LOG line 1"); }),
               HasSubstr("LOG line 1: the run header's tune {\"mode\":\"lora\"} is not a --tune scales record"));
 }
