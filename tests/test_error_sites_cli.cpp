@@ -101,7 +101,7 @@ TEST(CliErrorSites, ReplayOfAnEditedLog) {
       {[](nlohmann::json& h) { h["storage_dtype"] = 5; }, "line 2: the run header's storage_dtype 5 is not a string"},
       {[](nlohmann::json& h) { h.erase("spsa"); }, "line 2: not a smezo training log (no 'spsa' in the header)"},
       {[](nlohmann::json& h) { h["tune"] = {{"mode", "adapter"}}; },
-       "line 2: tune mode {\"mode\":\"adapter\"} is not one this build replays (lora, prefix, or none for full)"},
+       "line 2: tune mode {\"mode\":\"adapter\"} is not one this build replays (lora, prefix, scales, or none for full)"},
       {[](nlohmann::json& h) { h["spsa"]["method"] = "zmezo"; },
        "line 2: the run header's method 'zmezo' is not one this smezo knows"},
       {[](nlohmann::json& h) { h["spsa"].erase("eps"); }, "line 2: the run header is incomplete or malformed: "},

@@ -22,6 +22,7 @@
 #include "smezo/train.h"
 #include "test_gguf_writer.h"
 #include "test_util.h"
+#include "train/checkpoint_scales.h"
 #include "train/spsa.h"
 #include "train/train_options.h"
 
@@ -286,4 +287,99 @@ TEST(PackedWeights, ReadsOnlyWholeBlocks) {
               HasSubstr("dequantize_packed of a tensor that is not packed"));
   EXPECT_THAT(smezo_test::error_of([] { packed_block_size(Tensor{}); }),
               HasSubstr("packed_block_size of a tensor that is not packed"));
+}
+
+namespace {
+
+// The file's scales of every packed weight of `path` perturbed by sign * scale * m * z as the noise spec
+// says (tensor ids and masks from the model's scales Params), decoded into an fp32 model of the same file.
+std::vector<float> spec_logits(const std::string& path, Model& scaled, const Probe& single,
+                               const std::vector<int32_t>& tokens) {
+  WeightSource src = load_weights(path);
+  CpuBackend backend;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  Model plain(src, backend, DTYPE_F32, 2 * n, 2 * n);
+  for (size_t i = 0; i < plain.params().size(); i++) {
+    const Param* packed = scaled.params()[i];
+    if (!packed->scales) continue;
+    const Param& s = *packed->scales;
+    const int64_t nb = s.w.cols;
+    std::vector<float> v(s.w.f32(), s.w.f32() + s.w.numel());
+    for (int64_t e = 0; e < s.w.numel(); e++) {
+      const float z = noise_z(s.info.noise, single.seed, s.info.tensor_id, e);
+      const bool keep = mask_keep(s.info.mask, v[e], s.info.threshold, 1.0f, 0, s.info.tensor_id, e);
+      v[e] = perturbed_value(v[e], z, single.scale, keep);
+    }
+    std::vector<float> w(static_cast<size_t>(packed->w.numel()));
+    gguf_dequantize_scaled(packed->w.packed_type, packed->w.data, packed->w.numel(), w.data(),
+                           GgufScaleOverride{v.data(), s.w.rows == 2 ? v.data() + nb : nullptr});
+    backend.upload(plain.params()[i]->w, w.data());
+  }
+  return smezo_test::logits_of(plain, tokens);
+}
+
+}  // namespace
+
+// --tune scales: each packed weight's master scales, read through a probe pair (the + and - halves in one
+// pass), give the logits of an fp32 model whose weights were decoded with the spec's perturbed scales, bit
+// for bit, for every block type (m/dmin too where the type has one; one tensor under S-MeZO's |d| mask).
+TEST(PackedWeights, PerturbedMasterScalesGiveTheSpecsWeightsBitForBit) {
+  const std::vector<int32_t> tokens = some_tokens(6, 1000, smezo_test::base_seed() + 1);
+  for (const ScaleBytes& s : kBlockTypes) {
+    SCOPED_TRACE(gguf_type_name(s.type));
+    const bool tied = s.type == GGUF_TYPE_Q4_1;
+    const std::string path = write_random_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied, smezo_test::base_seed());
+    WeightSource src = load_weights(path);
+    src.keep_packed = true;
+    CpuBackend backend;
+    Model model(src, backend, DTYPE_F32, 12, 12);
+    const std::vector<float> before = smezo_test::logits_of(model, tokens);
+    const size_t base_count = model.params().size();
+    model.add_scales(true);
+    EXPECT_TRUE(smezo_test::same_bits(before, smezo_test::logits_of(model, tokens)));  // masters = the f16 scales
+    Param* masked = nullptr;
+    for (Param* p : model.params()) {
+      p->info.trainable = model.is_scales(p);
+      if (!p->scales) continue;
+      EXPECT_GE(p->scales->info.tensor_id, base_count);  // new streams after the canonical list
+      EXPECT_EQ(p->scales->w.rows, packed_type_has_m(p->w.packed_type) ? 2 : 1);  // the Q8_0 embedding: 1
+      EXPECT_EQ(p->scales->w.cols * packed_block_size(p->w), p->w.numel());
+      if (!masked && p->info.role == ROLE_ATTN_V) masked = p->scales;
+    }
+    ASSERT_TRUE(masked);
+    masked->info.mask = MASK_MAGNITUDE;
+    masked->info.threshold = backend.abs_quantile(*masked, 0.5);
+    ForwardBatch batch;
+    batch.tokens = tokens;
+    batch.seq_lens = {6};
+    for (int64_t i = 0; i < 6; i++) batch.logit_rows.push_back(i);
+    const float scale = s.type == GGUF_TYPE_Q8_0 ? 2e-4f : 1e-3f;
+    std::vector<float> pair;
+    model.forward(batch, Probe{scale, 77, true}, &pair);
+    const std::vector<float> plus(pair.begin(), pair.begin() + pair.size() / 2),
+        minus(pair.begin() + pair.size() / 2, pair.end());
+    EXPECT_TRUE(smezo_test::same_bits(plus, spec_logits(path, model, Probe{scale, 77}, tokens)));
+    EXPECT_TRUE(smezo_test::same_bits(minus, spec_logits(path, model, Probe{-scale, 77}, tokens)));
+    EXPECT_GT(smezo_test::max_diff(plus, before), 1e-4);  // the probe moves the logits
+  }
+}
+
+TEST(PackedWeights, MasterScalesRefusals) {
+  const std::string path = write_random_gguf(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_0, true, 9);
+  WeightSource src = load_weights(path);
+  src.keep_packed = true;
+  CpuBackend backend;
+  Model model(src, backend, DTYPE_F32, 8, 8);
+  EXPECT_THAT(smezo_test::error_of([&] { save_scales_checkpoint(model, smezo_test::make_temp_dir("no_scales"), path,
+                                                                nlohmann::json::object()); }),
+              HasSubstr("save_scales_checkpoint: the model has no master scales"));
+  EXPECT_THAT(smezo_test::error_of([&] { model.packed_file_name("model.norm.weight"); }),
+              HasSubstr("model.norm.weight is not a packed weight of this model"));
+  EXPECT_EQ(model.packed_file_name("model.layers.1.mlp.down_proj.weight"), "blk.1.ffn_down.weight");
+  model.add_scales(false);
+  EXPECT_THAT(smezo_test::error_of([&] { model.add_scales(false); }),
+              HasSubstr("--tune scales: master scales go on a whole model without master scales, LoRA or a "
+                        "prefix (this one: scales"));
+  EXPECT_THAT(smezo_test::error_of([] { scales_with_m_from_json({{"mode", "lora"}}, "LOG line 1"); }),
+              HasSubstr("LOG line 1: the run header's tune {\"mode\":\"lora\"} is not a --tune scales record"));
 }

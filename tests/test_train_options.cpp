@@ -78,7 +78,7 @@ TEST(TrainOptions, ValidationNamesTheOptionAndItsRange) {
   EXPECT_THAT(error([](TrainOptions* o) { o->batch = 0; }), HasSubstr("--batch must be an integer >= 1, got 0"));
   EXPECT_THAT(error([](TrainOptions* o) { o->spsa.sparsity = 1.0; }), HasSubstr("--sparsity must be in [0, 1), got 1"));
   EXPECT_THAT(error([](TrainOptions* o) { o->tune = static_cast<Tune>(9); }),
-              HasSubstr("unknown --tune 9 (choose full, lora or prefix)"));
+              HasSubstr("unknown --tune 9 (choose full, lora, prefix or scales)"));
   EXPECT_THAT(error([](TrainOptions* o) {
                 o->spsa.method = METHOD_MEZO;
                 o->spsa.sparsity = 0.5;

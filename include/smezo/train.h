@@ -18,7 +18,7 @@ enum LrSchedule : int { LR_CONSTANT, LR_LINEAR };
 // What the probes measure: the loss, 1 - candidate accuracy, or 1 - token F1 of generations.
 enum Objective : int { OBJECTIVE_LOSS, OBJECTIVE_ACCURACY, OBJECTIVE_F1 };
 // Which parameters are tuned (TrainOptions::tune).
-enum Tune : int { TUNE_FULL, TUNE_LORA, TUNE_PREFIX };
+enum Tune : int { TUNE_FULL, TUNE_LORA, TUNE_PREFIX, TUNE_SCALES };
 // PROBES_PAIR: both probes of a step in one forward pass; PROBES_SEPARATE: two passes.
 enum ProbePasses : int { PROBES_PAIR, PROBES_SEPARATE };
 
@@ -81,17 +81,26 @@ struct TrainOptions {
   int64_t micro_batches = 0;     // pipeline micro-batches in flight; 0: pipeline_stages on cuda, 1 on cpu
   // TUNE_FULL: all parameters, less the freezes. TUNE_LORA: only adapters A (r, in), B (out, r) on
   // lora_targets, y = W x + (lora_alpha / lora_r)·B A x. TUNE_PREFIX: only prefix_tokens key/value
-  // rows per layer. Under lora and prefix checkpoints are PEFT adapter folders.
+  // rows per layer. Under lora and prefix checkpoints are PEFT adapter folders. TUNE_SCALES: below.
   Tune tune = TUNE_FULL;
   int64_t lora_r = 8;
   float lora_alpha = 16.0f;
   std::string lora_targets = "q,v";  // roles among q,k,v,o,gate,up,down (PEFT's LLaMA default)
   int64_t prefix_tokens = 5;         // MeZO's default num_prefix
+  // TUNE_SCALES: only the block scales of a block-quantised GGUF kept packed (weights "packed"): one f32
+  // master d per block (K-quants: per super-block), and with scales_m Q4_1/Q5_1's m and K-quants' dmin
+  // too; the integer codes, the F32 norms and every unquantised tensor stay frozen. The checkpoint is
+  // a GGUF of the base's types and size (checkpoint_scales.h).
+  bool scales_m = false;
   SpsaOptions spsa;
 };
 
 // The options as train() uses them: lr, sparsity, data_seed, out_dir and spsa.total_steps filled in.
 TrainOptions resolve_defaults(TrainOptions o);
+
+// --tune scales' defaults, in scale space (absolute, as for any parameter; docs/results-log.md: the sweep).
+constexpr float kScalesDefaultEps = 1e-3f;
+constexpr float kScalesDefaultLr = 2e-6f;
 
 // Learning rates above this warn (stderr) but are used: they usually blow the weights up.
 constexpr double kLrWarnAbove = 0.1;

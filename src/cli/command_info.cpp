@@ -27,6 +27,34 @@ struct InfoState {
   std::string dtype = "bf16";  // the CUDA storage dtype the estimate assumes
 };
 
+// --weights packed: the estimates under --tune lora (train's defaults: r 8 on q, v) and --tune scales.
+void print_packed_estimates(const WeightSource& src, const ModelConfig& c, const WorkspaceRows& ws, DType cuda_dtype) {
+  const PackedTensorBytes packed = packed_tensor_bytes(src);
+  if (packed.empty()) return;
+  {
+    TunedAdapters lora;
+    lora.lora_rank = 8;
+    lora.lora_targets = lora_targets_parse("q,v");
+    std::printf("  --weights packed, --tune lora (r 8, q v):\n");
+    std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
+                describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, lora,
+                                                               packed)).c_str());
+    std::printf("  cuda %-4s %s (predicted: the stored blocks plus the W' block of cuda/packed_dequant.cu)\n",
+                dtype_name(cuda_dtype), describe_memory_estimate(estimate_model_memory(
+                    c, cuda_dtype, ws, cuda_memory_plan(), ModelStage{}, lora, packed)).c_str());
+    TunedAdapters scales;  // train's default: d alone
+    scales.scales_rows = 1;
+    scales.scale_values = packed_scale_values(src, false);
+    std::printf("  --tune scales (f32 master d per block):\n");
+    std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
+                describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{},
+                                                               scales, packed)).c_str());
+    std::printf("  cuda %-4s %s (predicted: the CUDA backend does not tune scales yet)\n", dtype_name(cuda_dtype),
+                describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, cuda_memory_plan(), ModelStage{},
+                                                               scales, packed)).c_str());
+  }
+}
+
 int run_info(const InfoState& s) {
   SMEZO_REQUIRE(s.positional.empty() || s.model.empty(), "info: give the model once, as MODEL or --model");
   const std::string path = resolve_model_path(s.positional.empty() ? s.model : s.positional);
@@ -77,19 +105,7 @@ int run_info(const InfoState& s) {
               describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, cuda_memory_plan())).c_str());
   std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
               describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan())).c_str());
-  const PackedTensorBytes packed = packed_tensor_bytes(src);
-  if (!packed.empty()) {  // --weights packed under --tune lora (train's defaults: r 8 on q, v)
-    TunedAdapters lora;
-    lora.lora_rank = 8;
-    lora.lora_targets = lora_targets_parse("q,v");
-    std::printf("  --weights packed, --tune lora (r 8, q v):\n");
-    std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
-                describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{}, lora,
-                                                               packed)).c_str());
-    std::printf("  cuda %-4s %s (predicted: the stored blocks plus the W' block of cuda/packed_dequant.cu)\n",
-                dtype_name(cuda_dtype), describe_memory_estimate(estimate_model_memory(
-                    c, cuda_dtype, ws, cuda_memory_plan(), ModelStage{}, lora, packed)).c_str());
-  }
+  print_packed_estimates(src, c, ws, cuda_dtype);
   std::printf("\ncpu backend (OpenMP):\n");
   for (const std::string& line : cpu_threads_describe()) std::printf("  %s\n", line.c_str());
   return 0;

@@ -19,6 +19,9 @@ int run_replay(const ReplayOptions& s) {
                 "model of it\n", s.out.c_str(), r.base.c_str(), s.out.c_str());
   else if (r.written == TUNE_PREFIX)
     std::printf("%s is a prefix adapter (PEFT's PREFIX_TUNING layout) for %s\n", s.out.c_str(), r.base.c_str());
+  else if (r.written == TUNE_SCALES)
+    std::printf("%s/model.gguf is %s with its tuned block scales (llama.cpp and smezo load it)\n", s.out.c_str(),
+                r.base.c_str());
   else if (r.tokenizer_path.empty())
     std::printf("no tokenizer beside %s and no --tokenizer: %s holds none (copy the model's tokenizer there to use "
                 "it for text)\n", r.base.c_str(), s.out.c_str());

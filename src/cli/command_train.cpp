@@ -23,6 +23,8 @@ struct TrainState {
   TrainOptions o;
   ModelOpenOptions model;
   CLI::Option* task = nullptr;
+  CLI::Option* weights = nullptr;  // --tune scales: packed unless --weights is given
+  CLI::Option* eps = nullptr;      // --tune scales: kScalesDefaultEps unless --eps is given
   bool check_data = false;
   std::string export_data;  // --export-data DIR
 };
@@ -69,7 +71,8 @@ int run_train(TrainState& s) {
   o.dtype = s.model.dtype;
   o.linear_path = s.model.linear_path;
   o.graphs = s.model.graphs;
-  o.weights = s.model.weights;
+  o.weights = o.tune == TUNE_SCALES && s.weights->count() == 0 ? "packed" : s.model.weights;
+  if (o.tune == TUNE_SCALES && s.eps->count() == 0) o.spsa.eps = kScalesDefaultEps;  // scale space
   o = resolve_defaults(o);  // what train() uses: the method's lr and sparsity, runs/TASK-METHOD ...
   if (!s.export_data.empty()) {
     std::printf("%s\n", export_task(o.task, o.data_seed, o.n_train, o.n_dev, o.n_test,
@@ -161,8 +164,10 @@ void add_method_options(CLI::App* cmd, TrainOptions* o) {
   add_ranged_option(cmd, "--sparsity", o->spsa.sparsity, "fraction of each linear weight NOT tuned")
       ->default_str(default_by_method([](const SpsaOptions& d) { return short_number(*d.sparsity); }));
   add_ranged_option(cmd, "--lr", o->spsa.lr, "learning rate (above 0.1 prints a warning)")
-      ->default_str(default_by_method([](const SpsaOptions& d) { return short_number(*d.lr); }));
-  add_ranged_option(cmd, "--eps", o->spsa.eps, "perturbation scale");
+      ->default_str(default_by_method([](const SpsaOptions& d) { return short_number(*d.lr); }) +
+                    "; --tune scales: " + short_number(kScalesDefaultLr));
+  add_ranged_option(cmd, "--eps", o->spsa.eps, "perturbation scale (absolute; --tune scales: in scale space)")
+      ->default_str(short_number(SpsaOptions{}.eps) + "; --tune scales: " + short_number(kScalesDefaultEps));
   add_enum_option(cmd, "--noise", &o->spsa.noise, noise_names(), "the direction z: Gaussian (8 normals per Philox "
                   "call), gaussian-v1 (the generator of runs logged before noise spec 2), rademacher (±1, 8 per "
                   "call) or sign (±1, 128 per call, applied as a sign flip: the cheapest)")
@@ -231,7 +236,14 @@ void add_tuning_options(CLI::App* cmd, TrainOptions* o) {
                   "only LoRA adapters (`smezo merge` folds one into a full model); prefix: tune only --prefix-tokens "
                   "key/value rows per layer that every token attends to (MeZO's prefix mode, started from the "
                   "model's own activations of random tokens). Under lora and prefix the base weights stay as loaded "
-                  "and checkpoints are PEFT adapter folders");
+                  "and checkpoints are PEFT adapter folders. scales: a block-quantised GGUF stays in its blocks "
+                  "(implies --weights packed) and only its block scales are tuned, as f32 masters (d per block, "
+                  "K-quants per super-block; with --scales-m also Q4_1/Q5_1 m and K-quant dmin), the integer codes, "
+                  "the F32 norms and unquantised tensors frozen; the Q8_0 tied embedding/head has its scales tuned "
+                  "too (--freeze-embeddings: not); mezo tunes every scale, smezo the small-|d| ones; the "
+                  "checkpoint is a GGUF of the base's types and size (checkpoint/model.gguf, llama.cpp loads it)");
+  cmd->add_flag("--scales-m", o->scales_m, "--tune scales: tune Q4_1/Q5_1's m and K-quants' dmin too (default: d "
+                "alone)");
   add_ranged_option(cmd, "--lora-r", o->lora_r, "--tune lora: adapter rank r");
   add_ranged_option(cmd, "--lora-alpha", o->lora_alpha, "--tune lora: alpha; the adapter's output is scaled by "
                     "alpha / r");
@@ -253,9 +265,10 @@ Command register_train(CLI::App& smezo) {
   add_model_options(cmd, &s->model);
   add_linear_path_option(cmd, &s->model.linear_path);
   add_graphs_option(cmd, &s->model.graphs);
-  add_weights_option(cmd, &s->model.weights);
+  s->weights = add_weights_option(cmd, &s->model.weights);
   add_task_options(cmd, s.get());
   add_method_options(cmd, &s->o);
+  s->eps = cmd->get_option("--eps");
   add_run_options(cmd, &s->o);
   add_tuning_options(cmd, &s->o);
   return {cmd, [s] { return run_train(*s); }};

@@ -65,6 +65,10 @@ bool reference_forced() {
 
 }  // namespace
 
+bool packed_scales_perturbed(const Param& weight, const Probe& probe) {
+  return probe.scale != 0.0f && weight.scales && weight.scales->info.trainable;
+}
+
 const char* cpu_linear_path(int64_t N, int64_t K) {
   const GemmRowScheme* scheme = scheme_for_weight(N, K);
   return scheme ? scheme->name : "reference";
@@ -108,9 +112,16 @@ void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weig
 void CpuBackend::form_weight_rows(const Param& weight, const Probe& probe, int64_t g0, int64_t rows,
                                   const PendingUpdates::Entry& fold) {
   const int64_t K = weight.w.cols;
-  if (weight.w.packed()) {  // whole rows: whole blocks (packed_row_bytes)
+  if (weight.w.packed()) {  // whole rows: whole blocks (packed_row_bytes); --tune scales: probed master scales
+    const bool pair = probe.pair && packed_scales_perturbed(weight, probe);
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; r++) cpu_read_param(weight, Probe{}, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
+    for (int64_t r = 0; r < rows; r++) {
+      if (pair)
+        cpu_read_param_pair(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K,
+                            linear_weights_[1].data() + r * K);
+      else
+        cpu_read_param(weight, probe, (g0 + r) * K, K, linear_weights_[0].data() + r * K);
+    }
     return;
   }
   const NoiseRangeFns* fns = noise_path_fns(noise_path_active());
@@ -144,12 +155,14 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   const int64_t Mh = in.rows / halves;
   auto single = [&](int h) { return probe.pair ? half_probe(probe, h == 0 ? +1 : -1) : probe; };
   const GemmRowScheme* scheme = K > 0 && !reference_forced() ? scheme_for_weight(N, K) : nullptr;
-  const bool perturbed = probe.scale != 0.0f && weight.info.trainable;
   const bool packed = weight.w.packed();
-  SMEZO_REQUIRE(!(packed && perturbed), "linear %s: a packed weight cannot be perturbed (--weights packed keeps "
-                "frozen weights only)", weight.info.name.c_str());
+  SMEZO_REQUIRE(!(packed && probe.scale != 0.0f && weight.info.trainable), "linear %s: a packed weight cannot be "
+                "perturbed (--weights packed keeps frozen weights only)", weight.info.name.c_str());
+  // a packed weight is perturbed only through its master scales (--tune scales)
+  const bool perturbed = packed ? packed_scales_perturbed(weight, probe) : probe.scale != 0.0f && weight.info.trainable;
   const bool formed = perturbed || packed;  // W' rows formed into linear_weights_
-  const PendingUpdates::Entry fold = held_.take_for_linear(*this, weight.w, perturbed && scheme ? SIZE_MAX : 0);
+  const PendingUpdates::Entry fold =
+      held_.take_for_linear(*this, weight.w, perturbed && !packed && scheme ? SIZE_MAX : 0);
   if (!scheme) {
     for (int h = 0; h < halves; h++)
       cpu_linear_reference(tensor_rows(out, h * Mh, Mh), tensor_rows(in, h * Mh, Mh), weight, bias, single(h));
@@ -166,7 +179,7 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
   for (int h = 0; formed && h < (perturbed ? halves : 1); h++)
     linear_weights_[h].resize(static_cast<size_t>(std::min(group_rows, N) * K));
   // rough cycles: sgemm at ~16 multiply-adds a cycle, ~50 cycles per perturbed weight
-  const int64_t cycles = in.rows * N * K / 16 + (perturbed ? 50 * N * K : packed ? 2 * N * K : 0);
+  const int64_t cycles = in.rows * N * K / 16 + (perturbed && !packed ? 50 * N * K : packed ? 2 * N * K : 0);
   size_t max_call_rows = 0;
   for (int h = 0; h < halves; h++)
     max_call_rows = std::max<size_t>(max_call_rows, linear_rows_[h].chunks[0].call_rows);
@@ -180,7 +193,8 @@ void CpuBackend::linear(const Tensor& out, const Tensor& in, const Param& weight
       if (formed) {
         form_weight_rows(weight, probe, g0, rows, fold);
         w[0] = linear_weights_[0].data();
-        w[1] = linear_weights_[perturbed ? 1 : 0].data();  // packed: both halves read one dequantised group
+        // packed and unperturbed: both halves read one dequantised group
+        w[1] = linear_weights_[perturbed && probe.pair ? 1 : 0].data();
       }
       const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
       for (int h = 0; h < halves; h++) {

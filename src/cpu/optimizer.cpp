@@ -36,14 +36,34 @@ void for_each_chunk(int64_t start, int64_t count, Fn fn) {
   }
 }
 
+// A packed weight's values [start, start + count) (whole blocks); with --tune scales its blocks read the master
+// scales through the probe (the standard read of the scales Param), one half (out_minus null) or a pair.
+void read_packed(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out, float* out_minus) {
+  SMEZO_REQUIRE(probe.scale == 0.0f || !p.info.trainable, "%s is packed (--weights packed) and cannot be perturbed", p.info.name.c_str());
+  if (!p.scales) {
+    dequantize_packed(p.w, start, count, out);
+    if (out_minus) std::copy(out, out + count, out_minus);
+    return;
+  }
+  const Param& s = *p.scales;
+  const int64_t bs = packed_block_size(p.w), n_blocks = s.w.cols, b0 = start / bs, nb = count / bs;
+  std::vector<float> v(static_cast<size_t>(4 * nb));  // d+, m+, d-, m-
+  for (int64_t r = 0; r < s.w.rows; r++) {
+    if (out_minus)
+      cpu_read_param_pair(s, probe, r * n_blocks + b0, nb, v.data() + r * nb, v.data() + (2 + r) * nb);
+    else
+      cpu_read_param(s, probe, r * n_blocks + b0, nb, v.data() + r * nb);
+  }
+  const bool with_m = s.w.rows == 2;
+  dequantize_packed_range(p.w, start, count, out, {v.data(), with_m ? v.data() + nb : nullptr});
+  if (out_minus)
+    dequantize_packed_range(p.w, start, count, out_minus, {v.data() + 2 * nb, with_m ? v.data() + 3 * nb : nullptr});
+}
+
 }  // namespace
 
 void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t count, float* out) {
-  if (p.w.packed()) {  // frozen (SpsaOptimizer refuses a trainable packed weight): never perturbed
-    SMEZO_REQUIRE(probe.scale == 0.0f || !p.info.trainable, "%s is packed (--weights packed) and cannot be "
-                  "perturbed", p.info.name.c_str());
-    return dequantize_packed(p.w, start, count, out);
-  }
+  if (p.w.packed()) return read_packed(p, probe, start, count, out, nullptr);
   const float* w = p.w.f32();
   if (probe.scale == 0.0f || !p.info.trainable) {
     std::copy(w + start, w + start + count, out);
@@ -57,11 +77,7 @@ void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t c
 
 void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
                          float* out_minus) {
-  if (p.w.packed()) {
-    cpu_read_param(p, half_probe(pair, +1), start, count, out_plus);
-    std::copy(out_plus, out_plus + count, out_minus);
-    return;
-  }
+  if (p.w.packed()) return read_packed(p, pair, start, count, out_plus, out_minus);
   const float* w = p.w.f32();
   if (pair.scale == 0.0f || !p.info.trainable) {
     std::copy(w + start, w + start + count, out_plus);

@@ -17,6 +17,7 @@ using DecodeFn = void (*)(const void* src, int64_t n, float* dst);
 
 struct HostTensorView {
   std::string name;
+  std::string file_name;       // the tensor's name in its file, when it differs from name (GGUF: blk.0.attn_q.weight)
   DType dtype = DTYPE_F32;     // the element type, when decode is not set
   std::vector<int64_t> shape;  // as stored, e.g. {out_features, in_features}
   const void* data = nullptr;  // points into a mapped file or an owned buffer

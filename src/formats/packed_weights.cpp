@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "common/check.h"
+#include "common/half.h"
 #include "formats/gguf.h"
 
 namespace smezo {
@@ -29,6 +31,14 @@ int64_t packed_block_size(const Tensor& t) {
 }
 
 void dequantize_packed(const Tensor& t, int64_t start, int64_t count, float* dst, const GgufScaleOverride& o) {
+  const int64_t first_block = t.packed() && start >= 0 ? start / packed_block_size(t) : 0;
+  GgufScaleOverride local = o;  // from global block indices to the range's
+  if (local.d) local.d += first_block;
+  if (local.m) local.m += first_block;
+  dequantize_packed_range(t, start, count, dst, local);
+}
+
+void dequantize_packed_range(const Tensor& t, int64_t start, int64_t count, float* dst, const GgufScaleOverride& o) {
   const GgufTypeTraits* traits = gguf_type_traits(t.packed_type);
   SMEZO_REQUIRE(t.packed() && traits, "dequantize_packed of a tensor that is not packed");
   const int64_t bs = traits->block_size;
@@ -36,11 +46,31 @@ void dequantize_packed(const Tensor& t, int64_t start, int64_t count, float* dst
                 "packed %s read of [%lld, %lld) is not whole blocks of %lld inside the tensor's %lld values",
                 traits->name, (long long)start, (long long)(start + count), (long long)bs, (long long)t.numel());
   const int64_t first_block = start / bs;
-  GgufScaleOverride at = o;
-  if (at.d) at.d += first_block;
-  if (at.m) at.m += first_block;
   gguf_dequantize_scaled(t.packed_type, static_cast<const char*>(t.data) + first_block * traits->block_bytes, count,
-                         dst, at);
+                         dst, o);
+}
+
+int64_t packed_block_count(const Tensor& t) { return t.numel() / packed_block_size(t); }
+
+bool packed_type_has_m(uint32_t type) {
+  return type == GGUF_TYPE_Q4_1 || type == GGUF_TYPE_Q5_1 || type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q5_K;
+}
+
+void read_packed_scales(const Tensor& t, int64_t rows, const std::string& what, float* out) {
+  const GgufTypeTraits* traits = t.packed() ? gguf_type_traits(t.packed_type) : nullptr;
+  SMEZO_REQUIRE(traits && gguf_block_quantized(t.packed_type), "%s is not kept in GGUF blocks: --tune scales has no "
+                "block scales to tune in it", what.c_str());
+  const int64_t d_at = t.packed_type == GGUF_TYPE_Q6_K ? 208 : 0;  // the byte of the block's f16 d
+  SMEZO_REQUIRE(rows == 1 || (rows == 2 && packed_type_has_m(t.packed_type)), "%s: %lld rows of scales for type %s",
+                what.c_str(), (long long)rows, traits->name);
+  const int64_t n = packed_block_count(t);
+  const uint8_t* b = static_cast<const uint8_t*>(t.data);
+  for (int64_t i = 0; i < n; i++, b += traits->block_bytes) {
+    uint16_t h[2];
+    std::memcpy(h, b + d_at, rows == 2 ? 4 : 2);
+    out[i] = f16_to_float(h[0]);
+    if (rows == 2) out[n + i] = f16_to_float(h[1]);
+  }
 }
 
 int64_t first_non_finite_packed(const Tensor& t) {

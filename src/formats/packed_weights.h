@@ -26,6 +26,17 @@ int64_t packed_block_size(const Tensor& t);
 void dequantize_packed(const Tensor& t, int64_t start, int64_t count, float* dst,
                        const GgufScaleOverride& o = GgufScaleOverride{});
 
+// Values [start, start + count) as dequantize_packed, but o's arrays indexed from the range's first block.
+void dequantize_packed_range(const Tensor& t, int64_t start, int64_t count, float* dst, const GgufScaleOverride& o);
+
+// --tune scales: the number of blocks (K-quants: super-blocks) of packed t.
+int64_t packed_block_count(const Tensor& t);
+// Whether the type's blocks hold a second f16 scale at byte 2 (Q4_1/Q5_1 m, Q4_K/Q5_K dmin).
+bool packed_type_has_m(uint32_t type);
+// The file's f16 scales of packed t as fp32, (rows, n_blocks) row-major: row 0 d, row 1 (rows == 2, a type
+// with m) m/dmin. Throws, naming `what`, for a type whose scale layout this build does not know.
+void read_packed_scales(const Tensor& t, int64_t rows, const std::string& what, float* out);
+
 // The first index in [0, t.numel()) whose value is NaN or Inf, or -1 (dequantised a row block at a time).
 int64_t first_non_finite_packed(const Tensor& t);
 

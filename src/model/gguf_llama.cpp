@@ -171,6 +171,7 @@ HostTensorView view_of(const GgufTensorInfo& t, const std::string& hf_name, cons
                        const MappedFile* mapping) {
   HostTensorView v;
   v.name = hf_name;
+  v.file_name = t.name;
   v.shape = t.row_major_shape();
   v.data = t.data;
   v.mapping = mapping;

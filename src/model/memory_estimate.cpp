@@ -5,6 +5,8 @@
 
 #include "common/check.h"
 #include "common/checked_int.h"
+#include "formats/gguf.h"
+#include "formats/packed_weights.h"
 #include "model/model.h"
 #include "model/model_params.h"
 #include "model/model_size.h"
@@ -47,6 +49,7 @@ Bytes adapter_bytes(const ModelConfig& cfg, const TunedAdapters& a, int64_t M, i
     b.add(2 * (M + 2 * P), kv, 4);       // prefix_src_k, prefix_src_v
     b.add(2 * (M + P * std::min(M, R)), kv, 4);  // prefix_k, prefix_v: gathered per sequence
   }
+  b.add(1, a.scale_values, 4);  // --tune scales' master scales
   return b;
 }
 
@@ -69,6 +72,17 @@ PackedTensorBytes packed_tensor_bytes(const WeightSource& source) {
   for (const auto& kv : source.tensors)
     if (kv.second.packed_type != 0 && kv.second.shape.size() == 2) out[kv.first] = kv.second.nbytes;
   return out;
+}
+
+int64_t packed_scale_values(const WeightSource& source, bool with_m) {
+  int64_t n = 0;
+  for (const auto& kv : source.tensors) {
+    const HostTensorView& v = kv.second;
+    if (v.packed_type == 0 || v.shape.size() != 2) continue;
+    const GgufTypeTraits* t = gguf_type_traits(v.packed_type);
+    if (t) n += v.numel() / t->block_size * (with_m && packed_type_has_m(v.packed_type) ? 2 : 1);
+  }
+  return n;
 }
 
 MemoryEstimate estimate_model_memory(const ModelConfig& cfg, DType storage, const WorkspaceRows& ws,

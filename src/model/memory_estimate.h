@@ -34,19 +34,25 @@ struct TunedAdapters {
   int64_t lora_rank = 0;                 // 0: no LoRA
   std::vector<ParamRole> lora_targets;   // the adapted roles of every layer
   int64_t prefix_tokens = 0;             // 0: no prefix
+  // --tune scales: 1 (d) or 2 (d and Q4_1/Q5_1 m, K-quant dmin; --scales-m); 0: none. scale_values: the
+  // f32 master scales of the packed tensors (packed_scale_values), which open_model fills in.
+  int64_t scales_rows = 0;
+  int64_t scale_values = 0;
 };
 
 // --weights packed: the bytes of each tensor the Model keeps in its GGUF blocks, by Hugging Face name.
 using PackedTensorBytes = std::map<std::string, int64_t>;
 // What Model::load keeps packed of source (its 2-D block-quantised tensors), as keep_packed set would.
 PackedTensorBytes packed_tensor_bytes(const WeightSource& source);
+// --tune scales: the master scale values of those tensors (one per block, two with m where the type has one).
+int64_t packed_scale_values(const WeightSource& source, bool with_m);
 
 struct MemoryEstimate {
   int64_t weights = 0;      // every parameter in the storage dtype (a packed one: its stored bytes)
   int64_t activations = 0;  // the Model's workspace (fp32)
   int64_t scratch = 0;      // one layer's perturbed W' block(s) + x in 16 bits, or the load's staging
   int64_t library = 0;      // cuBLAS workspace and small buffers
-  int64_t adapters = 0;     // --tune lora/prefix tensors and their workspace, fp32
+  int64_t adapters = 0;     // --tune lora/prefix tensors and their workspace, --tune scales' masters, fp32
   int64_t total = 0;        // the sum; -1 everywhere when a size overflows
 };
 

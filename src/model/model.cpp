@@ -202,10 +202,12 @@ void Model::load(const WeightSource& source, DType storage) {
     const int64_t rows = slot.shape.size() == 2 ? slot.shape[0] : 1;
     const int64_t cols = slot.shape.back();
     Param& p = *slot.param;
-    if (source.keep_packed && view->packed_type != 0 && slot.shape.size() == 2)
+    if (source.keep_packed && view->packed_type != 0 && slot.shape.size() == 2) {
       upload_packed(backend_, *view, rows, cols, &p);
-    else
+      packed_file_names_[slot.name] = view->file_name.empty() ? slot.name : view->file_name;
+    } else {
       upload_checked(backend_, *view, rows, cols, storage, &p, &decoded);
+    }
     view->release_pages();
     progress.tensor_done(stored_bytes(*view));
     p.info.name = slot.name;

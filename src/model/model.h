@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,18 @@ class Model {
   // the position of a sequence's first token: P, or 0
   int64_t prefix_tokens() const { return prefix_.empty() ? 0 : prefix_options_.tokens; }
 
+  // --tune scales: every packed weight (--weights packed) gets its f32 master block scales as a trainable
+  // Param (tensor.h Param::scales), from the file's f16 ones, joining params() after the base tensors in
+  // canonical order. with_m: the types with a second scale (Q4_1/Q5_1 m, K-quant dmin) tune it too.
+  // Throws when no weight is packed. Whole model, no LoRA or prefix, once.
+  void add_scales(bool with_m);
+  bool has_scales() const { return !scales_.empty(); }
+  bool scales_with_m() const { return scales_with_m_; }
+  // Whether p is one of the master-scale Params of add_scales.
+  bool is_scales(const Param* p) const;
+  // The file's name of a packed weight (GGUF: blk.0.attn_q.weight), by its info.name; throws for another.
+  const std::string& packed_file_name(const std::string& name) const;
+
   // All parameters in canonical order (tensor_id = index), absent ones skipped.
   const std::vector<Param*>& params() { return param_list_; }
   const ModelParams& weights() const { return weights_; }
@@ -163,6 +177,9 @@ class Model {
   LoraOptions lora_options_;
   std::vector<PrefixLayer> prefix_;  // per layer; empty unless add_prefix
   PrefixOptions prefix_options_;
+  std::deque<Param> scales_;  // --tune scales: one per packed weight; a deque: params() points into it
+  bool scales_with_m_ = false;
+  std::map<std::string, std::string> packed_file_names_;  // packed weights: info.name -> the file's name
   int64_t max_tokens_;
   int64_t max_logit_rows_;
   Workspace ws_;

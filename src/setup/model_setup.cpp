@@ -199,7 +199,10 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   rows.logit_rows = o.max_logit_rows;
   if (o.workspace) rows = o.workspace(source.config);
   const ModelStage stage = o.stage_count > 1 ? model_stage(source.config, o.stage_index, o.stage_count) : ModelStage{};
-  lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->memory_plan(), stage, o.adapters,
+  TunedAdapters adapters = o.adapters;
+  if (adapters.scales_rows > 0 && source.keep_packed)
+    adapters.scale_values = packed_scale_values(source, adapters.scales_rows == 2);
+  lm.estimate = estimate_model_memory(source.config, storage, rows, lm.backend->memory_plan(), stage, adapters,
                                       source.keep_packed ? packed_tensor_bytes(source) : PackedTensorBytes{});
   require_memory_fits(lm.estimate, lm.backend->free_memory_bytes(), lm.backend->name(), lm.model_path);
   lm.open_s = seconds_since(t_open);

@@ -30,7 +30,8 @@ const EnumNames<Objective>& objective_names() {
 }
 
 const EnumNames<Tune>& tune_names() {
-  static const EnumNames<Tune> names = {{TUNE_FULL, "full"}, {TUNE_LORA, "lora"}, {TUNE_PREFIX, "prefix"}};
+  static const EnumNames<Tune> names = {{TUNE_FULL, "full"}, {TUNE_LORA, "lora"}, {TUNE_PREFIX, "prefix"},
+                                               {TUNE_SCALES, "scales"}};
   return names;
 }
 

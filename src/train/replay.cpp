@@ -4,12 +4,14 @@
 #include "smezo/replay.h"
 
 #include "common/check.h"
+#include "common/file_util.h"
 #include "model/model_fingerprint.h"
 #include "setup/model_setup.h"
 #include "setup/run_path.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
+#include "train/checkpoint_scales.h"
 #include "train/spsa.h"
 
 namespace smezo {
@@ -24,6 +26,7 @@ struct LoggedRun {
   Tune tune = TUNE_FULL;
   LoraOptions lora_options;
   PrefixOptions prefix_options;
+  bool scales_with_m = false;  // --tune scales
 };
 
 // A string field of the header, or `fallback` when absent.
@@ -50,11 +53,12 @@ LoggedRun read_logged_run(const SeedLog& log, const ReplayOptions& s) {
       tune.is_object() && tune.value("mode", nlohmann::json()).is_string()
           ? enum_find(tune_names(), tune["mode"].get<std::string>())
           : tune.is_null() ? std::optional<Tune>(TUNE_FULL) : std::nullopt;
-  SMEZO_REQUIRE(tune_mode.has_value(), "%s: tune mode %s is not one this build replays (lora, prefix, or none for "
-                "full)", r.where.c_str(), printable(tune.dump(), 80).c_str());
+  SMEZO_REQUIRE(tune_mode.has_value(), "%s: tune mode %s is not one this build replays (lora, prefix, scales, or "
+                "none for full)", r.where.c_str(), printable(tune.dump(), 80).c_str());
   r.tune = *tune_mode;
   if (r.tune == TUNE_PREFIX) r.prefix_options = prefix_options_from_json(tune, r.where);
   if (r.tune == TUNE_LORA) r.lora_options = lora_options_from_json(tune, r.where);
+  if (r.tune == TUNE_SCALES) r.scales_with_m = scales_with_m_from_json(tune, r.where);
   return r;
 }
 
@@ -71,6 +75,10 @@ LoadedModel open_replay_model(const LoggedRun& run, const SeedLog& log, const Re
   mo.adapters.prefix_tokens = run.tune == TUNE_PREFIX ? run.prefix_options.tokens : 0;
   mo.adapters.lora_rank = run.tune == TUNE_LORA ? run.lora_options.rank : 0;
   if (run.tune == TUNE_LORA) mo.adapters.lora_targets = run.lora_options.targets;
+  if (run.tune == TUNE_SCALES) {  // the run's base GGUF, kept in its blocks as the run kept it
+    scales_require_base(log.header["tune"], s.base, s.seed_log);
+    mo.weights = "packed";
+  }
   mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
   LoadedModel lm = open_model(mo);
   checkpoint_dtype(*lm.model, s.checkpoint_dtype);  // a bad name fails before the updates
@@ -101,6 +109,7 @@ ReplayResult replay(const ReplayOptions& options) {
   // --tune lora/prefix: the run's adapters or prefix, from its seed
   if (run.tune == TUNE_LORA) lm.model->add_lora(run.lora_options, run.opts.seed);
   if (run.tune == TUNE_PREFIX) lm.model->add_prefix(run.prefix_options, run.opts.seed);
+  if (run.tune == TUNE_SCALES) lm.model->add_scales(run.scales_with_m);
   SpsaOptimizer optimizer(*lm.model, run.opts);
   optimizer.check_matches(log.header["spsa"], run.where);
   optimizer.apply_seed_log(log, s.seed_log);
@@ -108,6 +117,10 @@ ReplayResult replay(const ReplayOptions& options) {
     save_lora_adapter(*lm.model, s.out, run.model.empty() ? s.base : run.model);
   else if (run.tune == TUNE_PREFIX)
     save_prefix_adapter(*lm.model, s.out, run.model.empty() ? s.base : run.model);
+  else if (run.tune == TUNE_SCALES)
+    save_scales_checkpoint(*lm.model, s.out, s.base,
+                           scales_provenance(log.header, s.base, log.records.empty() ? 0 : log.records.back().step,
+                                             absolute_path(s.seed_log), "smezo replay"));
   else
     save_hf_checkpoint(*lm.model, s.out, lm.tokenizer_path, nullptr, s.checkpoint_dtype);
   return ReplayResult{static_cast<int64_t>(log.records.size()), log.partial_tail, run.tune, s.base,

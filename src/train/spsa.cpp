@@ -89,11 +89,15 @@ SpsaOptimizer::SpsaOptimizer(Model& model, const SpsaOptions& opts)
                        (opts_.freeze_norms && is_norm(info)) || (opts_.freeze_biases && is_bias(info)));
     // --tune lora / prefix: only the adapters
     if (model_.has_lora() || model_.has_prefix()) info.trainable = info.adapter != ADAPTER_NONE;
+    const bool scales = model_.has_scales() && model_.is_scales(p);  // --tune scales: only the master scales
+    if (model_.has_scales()) info.trainable = info.trainable && scales;
     SMEZO_REQUIRE(!(info.trainable && p->w.packed()), "%s is kept in its quantised blocks (--weights packed), "
                   "which holds frozen weights only, but this run tunes it ---> HINT: --tune lora or --tune prefix, "
                   "or --weights dequantized", info.name.c_str());
     // the methods' masks apply to the linear weights, and under --tune prefix to the prefix
-    const bool maskable = info.is_linear || info.adapter == ADAPTER_PREFIX_KEY || info.adapter == ADAPTER_PREFIX_VALUE;
+    // (and under --tune scales to each weight's scales: |d| per tensor, as |w| per linear weight)
+    const bool maskable =
+        info.is_linear || scales || info.adapter == ADAPTER_PREFIX_KEY || info.adapter == ADAPTER_PREFIX_VALUE;
     info.stochastic_rounding = opts_.stochastic_rounding;
     info.noise = opts_.noise;
     info.mask = MASK_DENSE;

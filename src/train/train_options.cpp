@@ -22,6 +22,7 @@ SpsaOptions spsa_resolve_defaults(SpsaOptions o) {
 NoiseKind spsa_default_noise(Method method) { return method == METHOD_FZOO ? NOISE_RADEMACHER : NOISE_GAUSSIAN; }
 
 TrainOptions resolve_defaults(TrainOptions o) {
+  if (o.tune == TUNE_SCALES && !o.spsa.lr) o.spsa.lr = kScalesDefaultLr;  // scale space
   o.spsa = spsa_resolve_defaults(o.spsa);
   o.spsa.total_steps = o.steps;
   if (o.data_seed == 0) o.data_seed = o.spsa.seed;
@@ -97,6 +98,11 @@ void validate_train_options(const TrainOptions& o) {
   if (o.tune == TUNE_PREFIX) prefix_validate(PrefixOptions{o.prefix_tokens});
   SMEZO_REQUIRE(o.weights == "dequantized" || o.weights == "packed", "--weights %s: use packed or dequantized",
                 o.weights.c_str());
+  SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.weights == "packed", "--tune scales tunes the block scales of a GGUF "
+                "kept in its blocks, but --weights %s dequantizes them at load ---> HINT: drop --weights (--tune scales "
+                "implies --weights packed)", o.weights.c_str());
+  SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.device == "cpu", "--tune scales runs on the CPU in this build, not on "
+                "--device %s ---> HINT: --device cpu", o.device.c_str());
   SMEZO_REQUIRE(o.weights != "packed" || o.tune != TUNE_FULL, "--weights packed keeps the base frozen in its "
                 "quantised blocks, but --tune full (MeZO/S-MeZO) updates every weight ---> HINT: use --tune lora "
                 "or --tune prefix over the packed base, or --weights dequantized to tune every weight");

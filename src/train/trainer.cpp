@@ -33,6 +33,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_lora.h"
 #include "train/checkpoint_prefix.h"
+#include "train/checkpoint_scales.h"
 #include "train/data_parallel.h"  // require_same_on_all_ranks
 #include "train/generation_eval.h"
 #include "train/metric_objective.h"
@@ -108,6 +109,7 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   if (o.accumulate != 1) h["accumulate"] = o.accumulate;  // absent: 1 (a one-minibatch run's header is unchanged)
   if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
   if (model.has_prefix()) h["tune"] = prefix_describe(model.prefix_options());
+  if (model.has_scales()) h["tune"] = scales_describe(model, o.model_path);  // with the base's sha256
   h.update(run_path_record(model.backend().name(), o.linear_path, o.graphs));  // the paths round differently
   return h;
 }
@@ -189,8 +191,8 @@ nlohmann::json completed_summary(const std::string& out_dir, int64_t steps) {
 // (*damage says how: a truncated weights file, unreadable settings), so it is rebuilt.
 int64_t checkpoint_step(const std::string& out_dir, std::string* damage) {
   const std::string dir = out_dir + "/checkpoint";
-  const std::string adapter = dir + "/" + kAdapterWeightsFile;
-  const std::string weights = path_exists(adapter) ? adapter : dir + "/model.safetensors";
+  const std::string adapter = dir + "/" + kAdapterWeightsFile, scales = dir + "/" + kScalesMastersFile;
+  const std::string weights = path_exists(adapter) ? adapter : path_exists(scales) ? scales : dir + "/model.safetensors";
   if (!path_exists(weights)) return -1;
   try {
     const SafetensorsFile file(weights);  // checks its header and its tensors' extents against its length
@@ -387,6 +389,7 @@ void TrainRun::load() {
     mo.adapters.lora_targets = lora_targets_parse(o_.lora_targets);
   }
   if (o_.tune == TUNE_PREFIX) mo.adapters.prefix_tokens = o_.prefix_tokens;
+  if (o_.tune == TUNE_SCALES) mo.adapters.scales_rows = o_.scales_m ? 2 : 1;
   topo_.select_stage(&mo);  // a pipeline stage loads only its layers
   // a stage's passes exchange hidden states mid-pass; MPI ranks: untested with graphs
   SMEZO_REQUIRE(!o_.graphs || topo_.world().size() == 1,
@@ -422,6 +425,7 @@ void TrainRun::load() {
     model().add_lora(lora, o_.spsa.seed);
   }
   if (o_.tune == TUNE_PREFIX) model().add_prefix(PrefixOptions{o_.prefix_tokens}, o_.spsa.seed);  // the same
+  if (o_.tune == TUNE_SCALES) model().add_scales(o_.scales_m);  // the file's f16 scales as f32 masters
   t_phase = SteadyClock::now();
   optimizer_ = std::make_unique<SpsaOptimizer>(model(), o_.spsa);  // S-MeZO: the per-tensor thresholds
   optimizer_->set_fold_update(o_.fold_update);  // flushed before every read of W outside a step's passes
@@ -475,6 +479,9 @@ bool TrainRun::start() {
   }
   const auto t_phase = SteadyClock::now();
   const SeedLog log = seed_log_read(seed_log_path_);
+  if (model().has_scales())  // a foreign or changed base GGUF: named before the header's other fields
+    scales_require_base(log.header.value("tune", nlohmann::json()), o_.model_path,
+                        "--resume: " + seed_log_header_where(log, seed_log_path_));
   check_resume_header(log.header, header_, asked_rows_, *optimizer_, seed_log_path_,
                       seed_log_header_where(log, seed_log_path_));
   if (root_ && !run_path_recorded(log.header))
@@ -741,7 +748,7 @@ std::string TrainRun::save_checkpoint(int64_t step) {
   nlohmann::json settings = run_settings_;
   settings["step"] = step;
   const std::string dir = o_.out_dir + "/checkpoint";
-  const bool adapter = model().has_lora() || model().has_prefix();
+  const bool adapter = model().has_lora() || model().has_prefix() || model().has_scales();
   if (adapter && !root_) return "";  // --tune lora/prefix: rank 0 writes the adapter alone
   if (!root_) {  // a pipeline stage serves rank 0 its tensors; other ranks have nothing to do
     topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
@@ -752,6 +759,10 @@ std::string TrainRun::save_checkpoint(int64_t step) {
       save_lora_adapter(model(), dir, o_.model_path, settings);  // PEFT's adapter folder
     else if (model().has_prefix())
       save_prefix_adapter(model(), dir, o_.model_path, settings);
+    else if (model().has_scales())
+      save_scales_checkpoint(model(), dir, o_.model_path,  // a GGUF of the base's types and size
+                             scales_provenance(header_, o_.model_path, step, absolute_path(seed_log_path_), "smezo train"),
+                             settings);
     else
       topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
     return "";
