@@ -22,6 +22,7 @@
 #include "run/metrics_log.h"
 #include "run/summary.h"
 #include "setup/model_setup.h"
+#include "train/option_names.h"
 #include "train/spsa.h"
 
 #ifdef SMEZO_NVTX
@@ -107,8 +108,7 @@ bool has_phase(const ModelBenchOptions& o, const std::string& phase) {
 void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
   SMEZO_REQUIRE(o.batch > 0 && o.reps > 0 && o.warmup >= 0 && !o.seqs.empty(),
                 "bench: --batch, --reps and --seq must be positive");
-  SMEZO_REQUIRE(o.probes == "pair" || o.probes == "separate" || o.probes == "both",
-                "bench: --probes '%s' (choose pair, separate or both)", o.probes.c_str());
+  SMEZO_REQUIRE(!o.probes.empty(), "bench: no probe mode to time");
   for (int64_t t : o.seqs)
     SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
                   (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
@@ -190,10 +190,6 @@ int run_model_bench(const ModelBenchOptions& o) {
 
   std::unique_ptr<MetricsLog> json_file;  // --json: the same lines as stdout, each flushed
   if (!o.json_path.empty()) json_file = std::make_unique<MetricsLog>(o.json_path, /*append=*/false);
-
-  std::vector<std::string> modes;
-  if (o.probes != "separate") modes.push_back("pair");
-  if (o.probes != "pair") modes.push_back("separate");
 
   uint64_t rng = o.seed;
   auto next = [&rng] { return rng = splitmix64(rng); };
@@ -277,10 +273,11 @@ int run_model_bench(const ModelBenchOptions& o) {
       opt.set_fold_update(o.fold_update);  // each step folds the previous one's update, as train does
       for (int64_t block_mib : blocks) {
         if (block_mib > 0) set_cuda_weight_chunk_bytes(block_mib << 20);
-        for (const std::string& mode : modes) {
+        for (ProbePasses passes : o.probes) {
+          const std::string mode = enum_name(probe_passes_names(), passes);
           int64_t step = 1;
           auto ms = time_reps(phase.c_str(), [&](int) {
-            opt.step(step++, mode == "pair", [&](const std::vector<Probe>& probes) {
+            opt.step(step++, passes == PROBES_PAIR, [&](const std::vector<Probe>& probes) {
               std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
               for (const Probe& probe : probes) {
                 model.forward(batch, probe, &logits);

@@ -27,6 +27,7 @@
 
 #include "smezo/model_config.h"
 #include "smezo/noise.h"
+#include "smezo/train.h"  // ProbePasses
 
 namespace smezo {
 
@@ -44,7 +45,7 @@ struct ModelBenchOptions {
   std::vector<int64_t> seqs = {64, 160, 256};
   int reps = 5;
   int warmup = 1;
-  std::string probes = "pair";             // "pair", "separate" or "both" (steps timed each way)
+  std::vector<ProbePasses> probes = {PROBES_PAIR};  // the steps timed each way listed (--probes both: two)
   NoiseKind noise = NOISE_GAUSSIAN;
   bool fold_update = true;                 // --fold-update: the steps fold the linear weights' updates
   bool graphs = false;                     // --graphs on: each forward pass as a CUDA graph (make_backend)

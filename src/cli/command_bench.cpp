@@ -20,6 +20,7 @@
 #include "common/check.h"
 #include "cuda/cuda_plan.h"  // the W' block size (host code)
 #include "run/summary.h"
+#include "train/option_names.h"
 #include "train/spsa.h"
 
 #ifdef SMEZO_WITH_CUDA
@@ -75,9 +76,11 @@ struct BenchState {
   int64_t reps = 20, warmup = 3;
   double quantile = 0.75;
   // --shape
-  std::string shape, device = "cpu", seqs = "64,160,256", probes = "pair", noise = "gaussian";
+  std::string shape, device = "cpu", seqs = "64,160,256";
+  NoiseKind noise = NOISE_GAUSSIAN;
   std::string linear_path = "auto";
   bool fold_update = true, graphs = false;
+  std::vector<ProbePasses> probes = {PROBES_PAIR};  // --probes both: the two
   int64_t batch = 16;
   bool profile = false;
   bool profile_rep = false;
@@ -102,7 +105,7 @@ int run_shape_bench(const BenchState& s) {
   o.batch = s.batch;
   o.seqs = parse_list(s.seqs, "seq");
   o.probes = s.probes;
-  o.noise = noise_parse(s.noise);
+  o.noise = s.noise;
   o.fold_update = s.fold_update;
   o.graphs = s.graphs;
   o.profile = s.profile;
@@ -199,13 +202,19 @@ Command register_bench(CLI::App& smezo) {
   cmd->add_option("--device", s->device, "--shape: the backend")->check(one_of({"cpu", "cuda"}));
   cmd->add_option("--batch", s->batch, "--shape: sequences per probe")->check(integer_at_least(1));
   cmd->add_option("--seq", s->seqs, "--shape: tokens per sequence, comma-separated")->type_name("T,...");
-  cmd->add_option("--probes", s->probes, "--shape: time the steps with the probe pair, two passes, or both")
-      ->check(one_of({"pair", "separate", "both"}));
+  auto probes = [s](const std::string& v) {
+    s->probes = v == "both" ? std::vector<ProbePasses>{PROBES_PAIR, PROBES_SEPARATE}
+                            : std::vector<ProbePasses>{enum_parse(probe_passes_names(), v, "probe mode")};
+  };
+  cmd->add_option_function<std::string>("--probes", probes, "--shape: time the steps with the probe pair, two "
+                                        "passes, or both")
+      ->check(one_of({"pair", "separate", "both"}))
+      ->default_str("pair");
   add_linear_path_option(cmd, &s->linear_path)->description(
       "--shape: how a perturbed linear runs on the GPU (wprime: W' to scratch + cuBLAS; fused: "
       "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "
       "refuses fused). --kernel linear times both paths whatever this says");
-  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher", "sign"}));
+  add_enum_option(cmd, "--noise", &s->noise, noise_names(), "--shape: the steps' z");
   cmd->add_option_function<std::string>("--fold-update", [s](const std::string& v) { s->fold_update = v == "on"; },
                                         "--shape: the steps fold each linear weight's update into the next step's "
                                         "W' pass (as smezo train does), or update in a pass of their own")
