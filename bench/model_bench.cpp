@@ -16,6 +16,7 @@
 #include "bench/random_weights.h"
 #include "bench/timing_backend.h"
 #include "common/check.h"
+#include "common/device_names.h"
 #include "common/stopwatch.h"
 #include "cuda/cuda_plan.h"  // the W' block size (host code; also in a build without CUDA)
 #include "model/model.h"
@@ -118,7 +119,7 @@ void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
   for (const std::string& p : o.phases)
     SMEZO_REQUIRE(p == "forward" || p == "mezo-step" || p == "smezo-step",
                   "bench: --phases '%s' (choose forward, mezo-step, smezo-step)", p.c_str());
-  SMEZO_REQUIRE(o.device == "cuda" || (o.weight_block_mib.empty() && !o.profile_rep),
+  SMEZO_REQUIRE(o.device == DEVICE_CUDA || (o.weight_block_mib.empty() && !o.profile_rep),
                 "bench: --weight-block-mib and --profile-rep are for --device cuda (the W' block and the CUDA "
                 "profiler's region are the CUDA backend's)");
   for (int64_t mib : o.weight_block_mib)
@@ -209,7 +210,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       nlohmann::json j;
       j["bench"] = "model";
       j["shape"] = o.shape;
-      j["device"] = o.device;
+      j["device"] = device_name(o.device);
       j["dtype"] = dtype_name(storage);
       j["batch"] = B;
       j["seq"] = T;
@@ -217,7 +218,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
       j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
-      if (o.device == "cuda") j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
+      if (o.device == DEVICE_CUDA) j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
       if (o.profile_rep) j["profiled_rep"] = o.warmup + o.reps;  // the rep inside the profiler's region
       j["fold_update"] = o.fold_update;
       j["graphs"] = o.graphs;

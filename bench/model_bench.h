@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,9 @@ std::vector<std::string> model_bench_shape_names();
 
 struct ModelBenchOptions {
   std::string shape = "tiny";
-  std::string device = "cpu";
-  std::string dtype;                       // "": the device's default
-  std::string linear_path = "auto";        // --linear-path (make_backend)
+  Device device = DEVICE_CPU;
+  std::optional<DType> dtype;              // unset: the device's default
+  LinearPathMode linear_path = LINEAR_MODE_AUTO;  // --linear-path (make_backend)
   int64_t batch = 16;                      // sequences per probe
   std::vector<int64_t> seqs = {64, 160, 256};
   int reps = 5;

@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "common/noise_spec.h"  // MaskKind, NoiseKind
+#include "smezo/device.h"       // DType
 
 namespace smezo {
-
-enum DType { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 
 const char* dtype_name(DType dtype);
 int64_t dtype_size(DType dtype);
