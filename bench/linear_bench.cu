@@ -39,6 +39,7 @@
 #include "bench/bench_finish.h"
 #include "bench/device_timing.h"
 #include "common/check.h"
+#include "common/device_names.h"
 #include "common/half.h"
 #include "common/noise_spec.h"
 #include "cuda/cuda_backend.h"

@@ -16,12 +16,14 @@
 #include "bench/random_weights.h"
 #include "bench/timing_backend.h"
 #include "common/check.h"
+#include "common/device_names.h"
 #include "common/stopwatch.h"
 #include "cuda/cuda_plan.h"  // the W' block size (host code; also in a build without CUDA)
 #include "model/model.h"
 #include "run/metrics_log.h"
 #include "run/summary.h"
 #include "setup/model_setup.h"
+#include "train/option_names.h"
 #include "train/spsa.h"
 
 #ifdef SMEZO_NVTX
@@ -107,8 +109,7 @@ bool has_phase(const ModelBenchOptions& o, const std::string& phase) {
 void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
   SMEZO_REQUIRE(o.batch > 0 && o.reps > 0 && o.warmup >= 0 && !o.seqs.empty(),
                 "bench: --batch, --reps and --seq must be positive");
-  SMEZO_REQUIRE(o.probes == "pair" || o.probes == "separate" || o.probes == "both",
-                "bench: --probes '%s' (choose pair, separate or both)", o.probes.c_str());
+  SMEZO_REQUIRE(!o.probes.empty(), "bench: no probe mode to time");
   for (int64_t t : o.seqs)
     SMEZO_REQUIRE(t >= 1 && t <= config.max_seq_len, "bench: --seq %lld: shape %s takes 1..%lld tokens",
                   (long long)t, o.shape.c_str(), (long long)config.max_seq_len);
@@ -118,7 +119,7 @@ void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
   for (const std::string& p : o.phases)
     SMEZO_REQUIRE(p == "forward" || p == "mezo-step" || p == "smezo-step",
                   "bench: --phases '%s' (choose forward, mezo-step, smezo-step)", p.c_str());
-  SMEZO_REQUIRE(o.device == "cuda" || (o.weight_block_mib.empty() && !o.profile_rep),
+  SMEZO_REQUIRE(o.device == DEVICE_CUDA || (o.weight_block_mib.empty() && !o.profile_rep),
                 "bench: --weight-block-mib and --profile-rep are for --device cuda (the W' block and the CUDA "
                 "profiler's region are the CUDA backend's)");
   for (int64_t mib : o.weight_block_mib)
@@ -191,10 +192,6 @@ int run_model_bench(const ModelBenchOptions& o) {
   std::unique_ptr<MetricsLog> json_file;  // --json: the same lines as stdout, each flushed
   if (!o.json_path.empty()) json_file = std::make_unique<MetricsLog>(o.json_path, /*append=*/false);
 
-  std::vector<std::string> modes;
-  if (o.probes != "separate") modes.push_back("pair");
-  if (o.probes != "pair") modes.push_back("separate");
-
   uint64_t rng = o.seed;
   auto next = [&rng] { return rng = splitmix64(rng); };
   for (int64_t T : o.seqs) {
@@ -213,7 +210,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       nlohmann::json j;
       j["bench"] = "model";
       j["shape"] = o.shape;
-      j["device"] = o.device;
+      j["device"] = device_name(o.device);
       j["dtype"] = dtype_name(storage);
       j["batch"] = B;
       j["seq"] = T;
@@ -221,7 +218,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
       j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
-      if (o.device == "cuda") j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
+      if (o.device == DEVICE_CUDA) j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
       if (o.profile_rep) j["profiled_rep"] = o.warmup + o.reps;  // the rep inside the profiler's region
       j["fold_update"] = o.fold_update;
       j["graphs"] = o.graphs;
@@ -277,10 +274,11 @@ int run_model_bench(const ModelBenchOptions& o) {
       opt.set_fold_update(o.fold_update);  // each step folds the previous one's update, as train does
       for (int64_t block_mib : blocks) {
         if (block_mib > 0) set_cuda_weight_chunk_bytes(block_mib << 20);
-        for (const std::string& mode : modes) {
+        for (ProbePasses passes : o.probes) {
+          const std::string mode = enum_name(probe_passes_names(), passes);
           int64_t step = 1;
           auto ms = time_reps(phase.c_str(), [&](int) {
-            opt.step(step++, mode == "pair", [&](const std::vector<Probe>& probes) {
+            opt.step(step++, passes == PROBES_PAIR, [&](const std::vector<Probe>& probes) {
               std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
               for (const Probe& probe : probes) {
                 model.forward(batch, probe, &logits);

@@ -22,11 +22,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "smezo/model_config.h"
 #include "smezo/noise.h"
+#include "smezo/train.h"  // ProbePasses
 
 namespace smezo {
 
@@ -37,14 +39,14 @@ std::vector<std::string> model_bench_shape_names();
 
 struct ModelBenchOptions {
   std::string shape = "tiny";
-  std::string device = "cpu";
-  std::string dtype;                       // "": the device's default
-  std::string linear_path = "auto";        // --linear-path (make_backend)
+  Device device = DEVICE_CPU;
+  std::optional<DType> dtype;              // unset: the device's default
+  LinearPathMode linear_path = LINEAR_MODE_AUTO;  // --linear-path (make_backend)
   int64_t batch = 16;                      // sequences per probe
   std::vector<int64_t> seqs = {64, 160, 256};
   int reps = 5;
   int warmup = 1;
-  std::string probes = "pair";             // "pair", "separate" or "both" (steps timed each way)
+  std::vector<ProbePasses> probes = {PROBES_PAIR};  // the steps timed each way listed (--probes both: two)
   NoiseKind noise = NOISE_GAUSSIAN;
   bool fold_update = true;                 // --fold-update: the steps fold the linear weights' updates
   bool graphs = false;                     // --graphs on: each forward pass as a CUDA graph (make_backend)

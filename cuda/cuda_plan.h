@@ -28,28 +28,6 @@ constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
 
 enum LinearPath { LINEAR_GEMM, LINEAR_MATERIALISE, LINEAR_MATERIALISE_PAIR, LINEAR_FUSED };
 
-// --linear-path: how a perturbed linear is computed on the GPU (the CPU has one path).
-enum LinearPathMode { LINEAR_MODE_AUTO, LINEAR_MODE_WPRIME, LINEAR_MODE_FUSED };
-
-inline const char* linear_mode_name(LinearPathMode m) {
-  switch (m) {
-    case LINEAR_MODE_AUTO: return "auto";
-    case LINEAR_MODE_WPRIME: return "wprime";
-    case LINEAR_MODE_FUSED: return "fused";
-  }
-  return "?";
-}
-
-// "auto" | "wprime" | "fused" -> the mode; false for anything else.
-inline bool linear_mode_parse(const std::string& text, LinearPathMode* mode) {
-  for (LinearPathMode m : {LINEAR_MODE_AUTO, LINEAR_MODE_WPRIME, LINEAR_MODE_FUSED})
-    if (text == linear_mode_name(m)) {
-      *mode = m;
-      return true;
-    }
-  return false;
-}
-
 struct LinearCall {
   int64_t rows_per_probe = 0;  // token rows under each probe (M, or M/2 for a pair)
   int64_t n = 0;               // out features (rows of W)

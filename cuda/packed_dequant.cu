@@ -169,10 +169,6 @@ PackedRead packed_read(const Param& w, const Probe& probe) {
 
 }  // namespace
 
-bool packed_scales_perturbed(const Param& w, const Probe& probe) {
-  return w.w.packed() && w.scales != nullptr && w.scales->info.trainable && probe.scale != 0.0f;
-}
-
 void launch_dequant_packed(DType dtype, void* dst, const Param& w, const int32_t* ids, int64_t row0,
                            int64_t n_rows, const Probe& probe, cudaStream_t stream) {
   SMEZO_REQUIRE(!probe.pair, "launch_dequant_packed of %s: one probe a launch (internal error)", w.info.name.c_str());

@@ -18,8 +18,4 @@ namespace smezo {
 void launch_dequant_packed(DType dtype, void* dst, const Param& w, const int32_t* ids, int64_t row0,
                            int64_t n_rows, const Probe& probe, cudaStream_t stream);
 
-// Whether w's scales are perturbed under `probe` (a packed weight whose trainable scales Param reads
-// differently at +scale and -scale): a pair then needs a W' per half.
-bool packed_scales_perturbed(const Param& w, const Probe& probe);
-
 }  // namespace smezo

@@ -44,7 +44,7 @@ std::string absolute(const std::string& path) {
 
 // A prefix adapter folder of a tiny model, saved with base_model as its base.
 std::string saved_prefix(const std::string& dir, const std::string& base_model) {
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 3), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{2}, 1);
   save_prefix_adapter(m, dir, base_model, {{"task", "sst2"}});

@@ -84,12 +84,12 @@ struct FakeFreeSpace {
 // values of the same (permuted) tensors, and config.json says which.
 TEST(CheckpointDtype, StorageDtypeByDefaultAndOthersOnRequest) {
   const std::string dir = make_temp_dir("ckdtype");
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   const size_t n = lm.model->params().size();
-  EXPECT_EQ(checkpoint_dtype(*lm.model, ""), DTYPE_F32);
+  EXPECT_EQ(checkpoint_dtype(*lm.model, std::nullopt), DTYPE_F32);
   save_hf_checkpoint(*lm.model, dir + "/f32", lm.tokenizer_path);
-  save_hf_checkpoint(*lm.model, dir + "/bf16", lm.tokenizer_path, nullptr, "bf16");
-  save_hf_checkpoint(*lm.model, dir + "/f16", lm.tokenizer_path, nullptr, "f16");
+  save_hf_checkpoint(*lm.model, dir + "/bf16", lm.tokenizer_path, nullptr, DTYPE_BF16);
+  save_hf_checkpoint(*lm.model, dir + "/f16", lm.tokenizer_path, nullptr, DTYPE_F16);
   expect_all(header_dtypes(dir + "/f32/model.safetensors"), "F32", n);
   expect_all(header_dtypes(dir + "/bf16/model.safetensors"), "BF16", n);
   expect_all(header_dtypes(dir + "/f16/model.safetensors"), "F16", n);
@@ -99,40 +99,40 @@ TEST(CheckpointDtype, StorageDtypeByDefaultAndOthersOnRequest) {
   expect_rounded(dir + "/f32/model.safetensors", dir + "/bf16/model.safetensors", DTYPE_BF16);
   expect_rounded(dir + "/f32/model.safetensors", dir + "/f16/model.safetensors", DTYPE_F16);
   // a bf16 checkpoint loads back (into f32 storage) with exactly the rounded weights
-  LoadedModel back = open_model_paths(dir + "/bf16", "", "cpu", 1, 1);
+  LoadedModel back = open_model_paths(dir + "/bf16", "", DEVICE_CPU, 1, 1);
   std::vector<float> w(static_cast<size_t>(back.model->params()[1]->w.numel()));
   back.model->backend().download(back.model->params()[1]->w, w.data());
   const float* orig = lm.model->params()[1]->w.f32();  // a norm weight: not permuted
   for (size_t i = 0; i < w.size(); i++) ASSERT_EQ(w[i], bf16_to_float(float_to_bf16(orig[i]))) << i;
-  EXPECT_THAT([&] { checkpoint_dtype(*lm.model, "f8"); },
-              testing::ThrowsMessage<Error>(HasSubstr("--checkpoint-dtype 'f8' is not f32, f16 or bf16")));
+  EXPECT_THAT([&] { checkpoint_dtype(*lm.model, static_cast<DType>(8)); },
+              testing::ThrowsMessage<Error>(HasSubstr("unknown checkpoint dtype 8 (choose f32, f16 or bf16)")));
 }
 
 // A weight beyond f16's range is refused for an f16 checkpoint (it would turn infinite),
 // naming the tensor; nothing is left behind and bf16 still takes it.
 TEST(CheckpointDtype, F16OverflowIsRefused) {
   const std::string dir = make_temp_dir("ckf16");
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   lm.model->params()[1]->w.f32()[3] = 1e5f;
-  EXPECT_THAT([&] { save_hf_checkpoint(*lm.model, dir + "/c", "", nullptr, "f16"); },
+  EXPECT_THAT([&] { save_hf_checkpoint(*lm.model, dir + "/c", "", nullptr, DTYPE_F16); },
               testing::ThrowsMessage<Error>(HasSubstr("tensor " + lm.model->params()[1]->info.name +
                                                       " value 100000 at index 3 does not fit F16")));
   EXPECT_FALSE(fs::exists(dir + "/c.tmp"));
   EXPECT_FALSE(fs::exists(dir + "/c"));
-  save_hf_checkpoint(*lm.model, dir + "/c", "", nullptr, "bf16");
+  save_hf_checkpoint(*lm.model, dir + "/c", "", nullptr, DTYPE_BF16);
 }
 
 // The free space is compared with the checkpoint's size before writing: short by one byte,
 // nothing is written and the previous checkpoint stays; exactly enough, it is written.
 TEST(CheckpointDtype, FreeSpaceIsCheckedBeforeWriting) {
   const std::string dir = make_temp_dir("ckspace");
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   const nlohmann::json settings = {{"written_by", "test"}, {"step", 1}};
   save_hf_checkpoint(*lm.model, dir + "/c", lm.tokenizer_path, settings);
   const int64_t need = checkpoint_bytes(*lm.model, lm.tokenizer_path, settings);
   EXPECT_EQ(need, folder_bytes(dir + "/c"));  // the estimate is the size written
-  save_hf_checkpoint(*lm.model, dir + "/b", lm.tokenizer_path, settings, "bf16");
-  EXPECT_EQ(checkpoint_bytes(*lm.model, lm.tokenizer_path, settings, "bf16"), folder_bytes(dir + "/b"));
+  save_hf_checkpoint(*lm.model, dir + "/b", lm.tokenizer_path, settings, DTYPE_BF16);
+  EXPECT_EQ(checkpoint_bytes(*lm.model, lm.tokenizer_path, settings, DTYPE_BF16), folder_bytes(dir + "/b"));
   EXPECT_GT(checkpoint_free_bytes(dir + "/c"), 0);  // the real statvfs answers
   const std::string good = read_file(dir + "/c/model.safetensors");
   lm.model->params()[1]->w.f32()[0] += 1.0f;
@@ -176,11 +176,11 @@ TEST(CheckpointDtype, CudaBf16WeightsWriteBf16) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   const std::string dir = make_temp_dir("ckcuda");
-  LoadedModel cpu = open_model_paths(default_model_path(), "", "cpu", 1, 1);
-  LoadedModel gpu = open_model_paths(default_model_path(), "", "cuda", 1, 1, "bf16");
+  LoadedModel cpu = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
+  LoadedModel gpu = open_model_paths(default_model_path(), "", DEVICE_CUDA, 1, 1, DTYPE_BF16);
   save_hf_checkpoint(*cpu.model, dir + "/f32", "");
   save_hf_checkpoint(*gpu.model, dir + "/bf16", "");
-  save_hf_checkpoint(*gpu.model, dir + "/wide", "", nullptr, "f32");
+  save_hf_checkpoint(*gpu.model, dir + "/wide", "", nullptr, DTYPE_F32);
   expect_all(header_dtypes(dir + "/bf16/model.safetensors"), "BF16", gpu.model->params().size());
   EXPECT_EQ(torch_dtype(dir + "/bf16"), "bfloat16");
   // the upload rounded f32 -> bf16 to nearest even; the checkpoint holds those bits

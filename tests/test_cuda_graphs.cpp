@@ -33,9 +33,9 @@ using smezo_test::same_bits;
 using testing::HasSubstr;
 
 TEST(Graphs, CpuBackendRefusesThem) {
-  EXPECT_THROW_MSG(make_backend("cpu", "auto", true), "--graphs on: CUDA graphs are a GPU's");
-  EXPECT_THROW_MSG(make_backend("cpu", "auto", true), "---> HINT: leave --graphs out on the CPU");
-  EXPECT_NE(make_backend("cpu", "auto", false), nullptr);
+  EXPECT_THROW_MSG(make_backend(DEVICE_CPU, LINEAR_MODE_AUTO, true), "--graphs on: CUDA graphs are a GPU's");
+  EXPECT_THROW_MSG(make_backend(DEVICE_CPU, LINEAR_MODE_AUTO, true), "---> HINT: leave --graphs out on the CPU");
+  EXPECT_NE(make_backend(DEVICE_CPU, LINEAR_MODE_AUTO, false), nullptr);
 }
 
 #ifdef SMEZO_WITH_CUDA
@@ -79,8 +79,8 @@ std::vector<std::vector<float>> steps_and_weights(LoadedModel& lm, bool fold) {
 
 LoadedModel open_cuda(bool graphs) {
   ModelOpenOptions mo;
-  mo.device = "cuda";
-  mo.dtype = "bf16";
+  mo.device = DEVICE_CUDA;
+  mo.dtype = DTYPE_BF16;
   mo.max_tokens = 32;
   mo.max_logit_rows = 8;
   mo.graphs = graphs;
@@ -119,8 +119,8 @@ namespace {
 TrainOptions graphs_run_options() {
   TrainOptions o;
   o.model_path = default_model_path();
-  o.device = "cuda";
-  o.dtype = "bf16";
+  o.device = DEVICE_CUDA;
+  o.dtype = DTYPE_BF16;
   o.task = "sst2";
   o.n_train = 16;
   o.n_dev = 2;

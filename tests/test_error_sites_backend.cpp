@@ -24,7 +24,7 @@ Param param_of(Backend& be, int64_t rows, int64_t cols, const char* name) {
 }  // namespace
 
 TEST(BackendErrorSites, CpuPreconditions) {
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   EXPECT_THAT(error_of([&] { be->alloc(2, 2, DTYPE_BF16); }),
               HasSubstr("the CPU backend stores fp32 only (asked for BF16)"));
   EXPECT_THAT(error_of([&] { be->alloc(-1, 2, DTYPE_F32); }), HasSubstr("bad tensor shape [-1, 2]"));

@@ -125,13 +125,16 @@ TEST(CliErrorSites, ReplayOfAnEditedLog) {
 }
 
 TEST(CliErrorSites, DeviceDtypeAndOptionChecks) {
-  EXPECT_THAT(error_of([] { smezo::storage_dtype("cpu", "f64"); }),
-              HasSubstr("unknown --dtype 'f64' (choose f32, f16 or bf16)"));
-  EXPECT_THAT(error_of([] { smezo::storage_dtype("cpu", "bf16"); }),
+  EXPECT_THAT(error_of([] { smezo::storage_dtype(smezo::DEVICE_CPU, static_cast<smezo::DType>(7)); }),
+              HasSubstr("unknown dtype 7 (choose f32, f16 or bf16)"));
+  EXPECT_THAT(error_of([] { smezo::storage_dtype(smezo::DEVICE_CPU, smezo::DTYPE_BF16); }),
               HasSubstr("the CPU backend stores f32 only ---> HINT: leave --dtype out, or use --device cuda"));
   EXPECT_THAT(error_of([] { smezo::open_model_on(smezo::ModelOpenOptions{}, nullptr); }),
               HasSubstr("open_model_on: no backend given"));
-  EXPECT_THAT(error_of([] { smezo::make_backend("tpu"); }), HasSubstr("unknown --device 'tpu' (choose cpu or cuda)"));
+  EXPECT_THAT(error_of([] { smezo::make_backend(static_cast<smezo::Device>(9)); }),
+              HasSubstr("unknown device 9 (choose cpu or cuda)"));
+  EXPECT_THAT(error_of([] { smezo::make_backend(smezo::DEVICE_CPU, static_cast<smezo::LinearPathMode>(5)); }),
+              HasSubstr("unknown linear path 5 (choose auto, wprime or fused)"));
   EXPECT_THAT(error_of([] { smezo::train_option_range("--colour"); }),
               HasSubstr("train_option_range: no rule for --colour"));
   smezo::ConvertOptions c;

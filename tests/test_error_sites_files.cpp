@@ -216,7 +216,7 @@ TEST(FileErrorSites, LoraAdapterFolders) {
               HasSubstr("1 LoRA tensors; every adapted layer needs its lora_A and lora_B"));
   // applied to a model: the layout and shapes must be the model's
   const WeightSource src = smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 3);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model model(src, *be, DTYPE_F32, 16, 16);
   const LoraAdapter good = read_lora_adapter(lora_folder([](json&) {}));
   EXPECT_THAT(error_of([&] { load_lora_adapter(model, good); }), HasSubstr("load_lora_adapter: add_lora first"));
@@ -281,7 +281,7 @@ TEST(FileErrorSites, PrefixAdapterFoldersAndAdapterFolders) {
   EXPECT_THAT(error_of([&] { read_adapter_config(dir); }), HasSubstr("adapter_config.json must hold a JSON object"));
   // a prefix applied to a model of other dimensions; a second adapter on one model
   const WeightSource src = smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 3);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model model(src, *be, DTYPE_F32, 16, 16);
   PrefixAdapter p;
   p.options.tokens = 3;

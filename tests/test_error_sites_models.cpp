@@ -182,7 +182,7 @@ TEST(ModelErrorSites, ConfigRangesAndTensors) {
 
 TEST(ModelErrorSites, WorkspaceCacheAdaptersAndPrefix) {
   const WeightSource src = smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 2);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   EXPECT_THAT(error_of([&] { Model(src, *be, DTYPE_F32, 0, 16); }), HasSubstr("model workspace needs positive sizes"));
   Model m(src, *be, DTYPE_F32, 8, 4);
   std::vector<float> logits;

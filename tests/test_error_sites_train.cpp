@@ -67,7 +67,7 @@ TEST(TrainErrorSites, ObjectivesMetricsAndGeneration) {
   EXPECT_THAT(error_of([] { check_objective(OBJECTIVE_F1, false, "sst2"); }),
               HasSubstr("--objective f1 scores generated text, but task sst2 is a classification task"));
   const WeightSource src = smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 7);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model model(src, *be, DTYPE_F32, 16, 8);
   EXPECT_THAT(error_of([&] { accuracy(model, {}, 4); }), HasSubstr("accuracy of an empty example set"));
   EncodedExample bad;
@@ -130,6 +130,6 @@ TEST(TrainErrorSites, RunRecordsAndTopology) {
   EXPECT_THAT(error_of([&] { ProgressBar bar(p); }), HasSubstr("progress bar: bad steps (start 5, total 3)"));
   EXPECT_THAT(error_of([] { shard_of(10, 3, 2); }), HasSubstr("shard_of: rank 3 of 2, 10 items"));
   EXPECT_THAT(error_of([] { pipeline_layout(dist_world(), 0); }), HasSubstr("must be at least 1"));
-  EXPECT_THAT(error_of([] { Topology(dist_world(), 0, 0, "cpu"); }),
+  EXPECT_THAT(error_of([] { Topology(dist_world(), 0, 0, DEVICE_CPU); }),
               HasSubstr("must be at least 1 and --micro-batches"));
 }

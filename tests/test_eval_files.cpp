@@ -202,7 +202,7 @@ TEST_F(EvalFiles, RandomClassificationRecordsScoreTheirAccuracy) {
   }
   EXPECT_DOUBLE_EQ(acc, correct / 11.0);
   const TaskSplits splits = load_task_files({spec, "", "", test}, 0, 0, 11);
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1024, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1024, 64);
   std::vector<EncodedExample> enc;
   for (const TaskExample& x : splits.test) enc.push_back(encode_example(*lm.tokenizer, x, 32));
   EXPECT_DOUBLE_EQ(acc, accuracy(*lm.model, enc, 3));

@@ -154,7 +154,7 @@ TEST(WeightBlockCuda, ModelBenchSweepsAndBracketsOneRepPerPhase) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   ModelBenchOptions o;
   o.shape = "tiny";
-  o.device = "cuda";
+  o.device = DEVICE_CUDA;
   o.batch = 1;
   o.seqs = {8};
   o.reps = 2;

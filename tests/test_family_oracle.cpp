@@ -59,7 +59,7 @@ std::vector<FamilyFixture> family_fixtures() {
 
 double tolerance_of(const FamilyFixture& f) { return 1e-4 * (1.0 + smezo_test::max_abs(f.logits)); }
 
-std::vector<float> logits_on(const WeightSource& src, const std::string& device, const std::vector<int32_t>& tokens) {
+std::vector<float> logits_on(const WeightSource& src, Device device, const std::vector<int32_t>& tokens) {
   auto backend = make_backend(device);
   const int64_t n = static_cast<int64_t>(tokens.size());
   Model model(src, *backend, DTYPE_F32, n, n);
@@ -78,7 +78,7 @@ int decisive_argmax_misses(const std::vector<float>& ours, const std::vector<flo
   return misses;
 }
 
-void expect_fixtures_match(const std::string& device) {
+void expect_fixtures_match(Device device) {
   const std::vector<FamilyFixture> fixtures = family_fixtures();
   std::vector<std::string> families;
   for (const FamilyFixture& f : fixtures) {
@@ -88,8 +88,8 @@ void expect_fixtures_match(const std::string& device) {
       EXPECT_EQ(src.config.family, f.family) << path;
       const std::vector<float> got = logits_on(src, device, f.tokens);
       ASSERT_EQ(got.size(), f.logits.size()) << path;
-      EXPECT_LE(smezo_test::max_diff(got, f.logits), tol) << path << " on " << device;
-      EXPECT_EQ(decisive_argmax_misses(got, f.logits, src.config.vocab_size, tol), 0) << path << " on " << device;
+      EXPECT_LE(smezo_test::max_diff(got, f.logits), tol) << path << " on " << device_name(device);
+      EXPECT_EQ(decisive_argmax_misses(got, f.logits, src.config.vocab_size, tol), 0) << path << " on " << device_name(device);
     }
     families.push_back(f.family);
   }
@@ -99,12 +99,12 @@ void expect_fixtures_match(const std::string& device) {
 
 }  // namespace
 
-TEST(FamilyOracle, HfFolderAndGgufMatchTransformersOnCpu) { expect_fixtures_match("cpu"); }
+TEST(FamilyOracle, HfFolderAndGgufMatchTransformersOnCpu) { expect_fixtures_match(DEVICE_CPU); }
 
 TEST(FamilyOracleCuda, HfFolderAndGgufMatchTransformersOnCuda) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  expect_fixtures_match("cuda");
+  expect_fixtures_match(DEVICE_CUDA);
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
@@ -123,7 +123,7 @@ TEST(FamilyOracle, EachFixtureNeedsItsFamilysFeature) {
     WeightSource src = load_weights(f.dir);
     if (f.family == "llama") ASSERT_EQ(src.config.rope_scaling.kind, ROPE_SCALING_LLAMA3) << f.dir;
     switch_off.at(f.family)(src.config);
-    const double moved = smezo_test::max_diff(logits_on(src, "cpu", f.tokens), f.logits);
+    const double moved = smezo_test::max_diff(logits_on(src, DEVICE_CPU, f.tokens), f.logits);
     EXPECT_GT(moved, 100 * tolerance_of(f)) << f.dir;
   }
 }

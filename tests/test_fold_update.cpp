@@ -66,10 +66,10 @@ std::vector<UpdateArgs> step_updates(int q, uint64_t seed) {
 // then the probe's linear; the other holds them (defer_updates) and the same linear applies them.
 // Then a second pass (the - probe alone) on both. Weights and outputs must agree bit for bit.
 // Returns the backend that folded, for its counts.
-std::unique_ptr<Backend> expect_fold_equals_plain(const std::string& device, DType dt, bool rounding,
+std::unique_ptr<Backend> expect_fold_equals_plain(Device device, DType dt, bool rounding,
                                                   const FoldCase& c, uint32_t seed,
-                                                  const std::string& linear_path = "auto") {
-  const std::string what = device + " " + dtype_name(dt) + (rounding ? "+sr" : "") + " mask " +
+                                                  LinearPathMode linear_path = LINEAR_MODE_AUTO) {
+  const std::string what = std::string(device_name(device)) + " " + dtype_name(dt) + (rounding ? "+sr" : "") + " mask " +
                            std::to_string(c.mask) + " noise " + std::to_string(c.noise) +
                            (c.pair ? " pair" : " single") + " q " + std::to_string(c.q) + " " +
                            std::to_string(c.N) + "x" + std::to_string(c.K) + " " + smezo_test::seed_note();
@@ -135,7 +135,7 @@ TEST(FoldUpdate, CpuLinearAppliesHeldUpdatesOnceInItsWPrimePass) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{801, 63}, {13, 1}}) {
     const bool folds = std::string(cpu_linear_path(N, K)) != "reference";
     for (const FoldCase& c : fold_cases(N > 100 ? 5 : 3, N, K)) {
-      const std::unique_ptr<Backend> be = expect_fold_equals_plain("cpu", DTYPE_F32, false, c, seed++);
+      const std::unique_ptr<Backend> be = expect_fold_equals_plain(DEVICE_CPU, DTYPE_F32, false, c, seed++);
       const PendingUpdates& held = static_cast<CpuBackend&>(*be).held_updates();
       EXPECT_EQ(held.folded, folds ? 1 : 0) << N << "x" << K;
       EXPECT_EQ(held.settled, folds ? 0 : 1) << N << "x" << K;
@@ -195,7 +195,7 @@ TEST(FoldUpdate, OtherReadsOfAHeldWeightApplyItOrThrow) {
 
 namespace {
 
-TrainOptions fold_run_options(const std::string& device, const std::string& dtype) {
+TrainOptions fold_run_options(Device device, std::optional<DType> dtype) {
   TrainOptions o;
   o.model_path = default_model_path();
   o.device = device;
@@ -244,27 +244,27 @@ void expect_fold_on_equals_off(TrainOptions o, const std::string& what) {
 
 // Every kind of pass a step makes, each with evaluations and a checkpoint mid-run.
 TEST(FoldUpdate, TrainingEqualsThePlainUpdateBitForBit) {
-  TrainOptions o = fold_run_options("cpu", "");
+  TrainOptions o = fold_run_options(DEVICE_CPU, std::nullopt);
   o.spsa.method = METHOD_SMEZO;
   o.spsa.sparsity = 0.5;
   o.accumulate = 2;
   o.max_tokens = 64;  // several scoring chunks per probe
   expect_fold_on_equals_off(o, "smezo pair, accumulate 2, chunks");
-  o = fold_run_options("cpu", "");
+  o = fold_run_options(DEVICE_CPU, std::nullopt);
   o.spsa.method = METHOD_SMEZO;
   o.spsa.sparsity = 0.5;
   o.spsa.probes = 3;
   o.probe_passes = PROBES_SEPARATE;
   expect_fold_on_equals_off(o, "smezo separate, q 3");
-  o = fold_run_options("cpu", "");
+  o = fold_run_options(DEVICE_CPU, std::nullopt);
   o.spsa.method = METHOD_MEZO;
   o.spsa.probes = 2;
   expect_fold_on_equals_off(o, "mezo pair, q 2");
-  o = fold_run_options("cpu", "");
+  o = fold_run_options(DEVICE_CPU, std::nullopt);
   o.spsa.method = METHOD_RMEZO;
   o.spsa.sparsity = 0.5;
   expect_fold_on_equals_off(o, "rmezo pair");
-  o = fold_run_options("cpu", "");
+  o = fold_run_options(DEVICE_CPU, std::nullopt);
   o.spsa.method = METHOD_FZOO;
   o.spsa.probes = 3;
   o.spsa.weight_decay = 0.0f;
@@ -301,10 +301,10 @@ void two_steps(Model& model, bool fold) {
 // A planted missed flush: the checkpoint's read of a held weight fails; flushed, it equals the plain run's.
 TEST(FoldUpdate, AMissedFlushBeforeACheckpointFails) {
   const std::string dir = smezo_test::make_temp_dir("fold_flush");
-  LoadedModel plain = open_model_paths(default_model_path(), "", "cpu", 32, 8);
+  LoadedModel plain = open_model_paths(default_model_path(), "", DEVICE_CPU, 32, 8);
   two_steps(*plain.model, false);
   save_hf_checkpoint(*plain.model, dir + "/plain", "");
-  LoadedModel folded = open_model_paths(default_model_path(), "", "cpu", 32, 8);
+  LoadedModel folded = open_model_paths(default_model_path(), "", DEVICE_CPU, 32, 8);
   two_steps(*folded.model, true);
   const PendingUpdates& held = static_cast<CpuBackend&>(*folded.backend).held_updates();
   EXPECT_GT(held.size(), 0);     // step 2's update, held
@@ -328,7 +328,7 @@ TEST(FoldUpdate, CudaLinearAppliesHeldUpdatesOnceInItsWPrimePass) {
       // 21 x 13: a partial group of 8 and, behind a guard row of 13, unaligned rows (scalar loads)
       for (const auto& [N, K] : {std::pair<int64_t, int64_t>{21, 13}, {24, 16}}) {
         for (const FoldCase& c : fold_cases(3, N, K)) {
-          const std::unique_ptr<Backend> be = expect_fold_equals_plain("cuda", dt, rounding, c, seed++);
+          const std::unique_ptr<Backend> be = expect_fold_equals_plain(DEVICE_CUDA, dt, rounding, c, seed++);
           const PendingUpdates& held = static_cast<CudaBackend&>(*be).held_updates();
           EXPECT_EQ(held.folded, 1);
           EXPECT_EQ(held.settled, 0);
@@ -337,7 +337,7 @@ TEST(FoldUpdate, CudaLinearAppliesHeldUpdatesOnceInItsWPrimePass) {
       // --linear-path fused does not fold: the held update is applied by update() before it
       for (const FoldCase& c : {FoldCase{MASK_MAGNITUDE, NOISE_GAUSSIAN, true, 3, 4, 40, 32},
                                 FoldCase{MASK_DENSE, NOISE_RADEMACHER, false, 1, 3, 24, 16}}) {
-        const std::unique_ptr<Backend> be = expect_fold_equals_plain("cuda", dt, rounding, c, seed++, "fused");
+        const std::unique_ptr<Backend> be = expect_fold_equals_plain(DEVICE_CUDA, dt, rounding, c, seed++, LINEAR_MODE_FUSED);
         const PendingUpdates& held = static_cast<CudaBackend&>(*be).held_updates();
         EXPECT_EQ(held.folded, 0);
         EXPECT_EQ(held.settled, 1);
@@ -355,7 +355,7 @@ TEST(FoldUpdate, TrainingOnCudaEqualsThePlainUpdateBitForBit) {
   // The pair's W' passes, a second minibatch's, rounding to bf16 in the fold; short, emulated CUDA
   // being slow: a checkpoint after step 1, the final evaluation after step 2. (The f32 fold against
   // the CPU's plain update: determinism_check.sh's CPU replay of an emulated --device cuda run.)
-  TrainOptions o = fold_run_options("cuda", "bf16");
+  TrainOptions o = fold_run_options(DEVICE_CUDA, DTYPE_BF16);
   o.steps = 2;
   o.batch = 2;
   o.n_dev = 2;

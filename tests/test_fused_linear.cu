@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/common/device_names.h"
 #include "../cuda/cuda_backend.h"
 #include "../cuda/cuda_check.h"
 #include "../cuda/fused_linear.h"

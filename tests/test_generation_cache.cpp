@@ -105,7 +105,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& c, Backend& be, uint32_t se
 // The cached logits against the full recompute on one CPU model, unprobed and probed.
 void expect_cache_equals_recompute(const ModelConfig& c, Adapter adapter, const char* what) {
   const uint32_t seed = static_cast<uint32_t>(smezo_test::mixed_seed(41));
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   std::unique_ptr<Model> m = make_model(c, *be, seed, adapter);
   const Probe probed{0.05f, seed * 2654435761u + 1, false};
   const std::vector<std::vector<float>> plain = recomputed_logits(*m, Probe{});
@@ -153,7 +153,7 @@ TEST(GenerationCache, SlotsWithLoraEqualFullRecompute) {
 
 // A slot restarted at position 0 forgets its old rows; a bigger cache keeps working.
 TEST(GenerationCache, RestartAndGrow) {
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   std::unique_ptr<Model> m = make_model(smezo_test::tiny_llama_config(), *be, 7, ADAPT_PREFIX);
   cached_logits(*m, Probe{});
   m->enable_kv_cache(12, 6);  // grows both: what the cache held is dropped
@@ -166,7 +166,7 @@ TEST(GenerationCache, RestartAndGrow) {
 }
 
 TEST(GenerationCache, RefusesWhatItCannotRun) {
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   std::unique_ptr<Model> m = make_model(smezo_test::tiny_llama_config(), *be, 8, ADAPT_NONE);
   std::vector<float> logits;
   EXPECT_THAT(smezo_test::error_of([&] { m->forward_cached({CachedChunk{0, 0, {1}}}, Probe{}, &logits); }),
@@ -189,7 +189,7 @@ TEST(GenerationCacheCuda, SlotsEqualCpuRecompute) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   const uint32_t seed = static_cast<uint32_t>(smezo_test::mixed_seed(43));
-  auto cpu = make_backend("cpu"), cuda = make_backend("cuda");
+  auto cpu = make_backend(DEVICE_CPU), cuda = make_backend(DEVICE_CUDA);
   const Probe probed{0.05f, seed * 2654435761u + 1, false};
   for (Adapter adapter : {ADAPT_NONE, ADAPT_PREFIX, ADAPT_LORA}) {
     std::unique_ptr<Model> ref = make_model(smezo_test::tiny_llama_config(), *cpu, seed, adapter);

@@ -69,7 +69,7 @@ uint64_t fresh_seed() { return std::random_device{}() | 1; }
 
 // Greedy texts at the null probe against `smezo generate`'s for the same prompts.
 void expect_null_probe_matches_generate(const std::string& model_path, int64_t new_tokens) {
-  LoadedModel lm = open_model_paths(model_path, "", "cpu", 1024, 64);
+  LoadedModel lm = open_model_paths(model_path, "", DEVICE_CPU, 1024, 64);
   const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
   const GenerationLimits limits{new_tokens, {}};
   const auto texts = greedy_generations(*lm.model, *lm.tokenizer, pointers(enc), {Probe{}}, limits);
@@ -103,7 +103,7 @@ TEST(GenerationEval, SmolLM2NullProbeMatchesGenerate) {
 
 // A small workspace (64 tokens, 3 logit rows) forces several forwards per new token.
 TEST(GenerationEval, ProbedPackedDecodingEqualsPlainLoop) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 64, 3);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 64, 3);
   const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
   const Probe pair{0.05f, fresh_seed(), true};
   const GenerationLimits limits{12, {}};
@@ -124,8 +124,8 @@ TEST(GenerationEval, ProbedPackedDecodingEqualsPlainLoop) {
 // a random prefix (each slot starts from it, read through the probe), a single probe.
 TEST(GenerationEval, CachedDecodingWithPrefixInASmallWorkspaceEqualsPlainLoop) {
   // the reference loop needs a workspace for whole sequences: a twin with the same prefix
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 6, 2);
-  LoadedModel twin = open_model_paths(default_model_path(), "", "cpu", 1024, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 6, 2);
+  LoadedModel twin = open_model_paths(default_model_path(), "", DEVICE_CPU, 1024, 64);
   for (Model* m : {lm.model.get(), twin.model.get()}) {
     m->add_prefix(PrefixOptions{3}, 77);
     for (Param* p : m->params()) {  // values of its own, not the init's activations
@@ -145,7 +145,7 @@ TEST(GenerationEval, CachedDecodingWithPrefixInASmallWorkspaceEqualsPlainLoop) {
 }
 
 TEST(GenerationEval, StopStringAndTokenLimitCut) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1024, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1024, 64);
   const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
   const auto free_run = greedy_generations(*lm.model, *lm.tokenizer, pointers(enc), {Probe{}}, {20, {}})[0];
   std::vector<std::string> stops;  // a piece from the middle of each free-running text
@@ -182,7 +182,7 @@ TEST(GenerationEval, ScoresAverageBestOverReferences) {
 // The null-probe texts as the references of every other example: EM is exactly the share of
 // those examples (in batches of 3, over 4 examples).
 TEST(GenerationEval, EvaluateScoresTheGreedyTexts) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1024, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1024, 64);
   const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
   const GenerationLimits limits{10, {"."}};
   const auto texts = greedy_generations(*lm.model, *lm.tokenizer, pointers(enc), {Probe{}}, limits)[0];
@@ -198,7 +198,7 @@ TEST(GenerationEval, EvaluateScoresTheGreedyTexts) {
 TEST(GenerationEval, ProbedDecodingOnCuda) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cuda", 64, 3, "f32");
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CUDA, 64, 3, DTYPE_F32);
   const std::vector<EncodedExample> enc = encode_prompts(*lm.tokenizer);
   const Probe pair{0.05f, fresh_seed(), true};
   const auto texts = greedy_generations(*lm.model, *lm.tokenizer, pointers(enc), {pair}, {8, {}});

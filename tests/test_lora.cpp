@@ -73,7 +73,7 @@ void fold_adapters(Model& m, WeightSource* src) {
 }
 
 // The adapted logits on `device` against the folded reference on the CPU.
-void expect_adapted_forward_matches_reference(const std::string& device) {
+void expect_adapted_forward_matches_reference(Device device) {
   ModelConfig c = smezo_test::tiny_llama_config();
   const uint32_t seed = static_cast<uint32_t>(smezo_test::mixed_seed(11));
   WeightSource src = smezo_test::random_weight_source(c, seed);
@@ -85,7 +85,7 @@ void expect_adapted_forward_matches_reference(const std::string& device) {
 
   WeightSource folded = smezo_test::random_weight_source(c, seed);  // its own buffers
   fold_adapters(adapted, &folded);
-  auto cpu = make_backend("cpu");
+  auto cpu = make_backend(DEVICE_CPU);
   Model reference(folded, *cpu, DTYPE_F32, 64, 64);
   const std::vector<float> want = smezo_test::logits_of(reference, kTokens);
   Model base(src, *cpu, DTYPE_F32, 64, 64);
@@ -93,18 +93,18 @@ void expect_adapted_forward_matches_reference(const std::string& device) {
 
   ASSERT_EQ(got.size(), want.size());
   const double scale = max_abs(want);
-  EXPECT_LE(max_diff(got, want), kTolLogits * scale) << device << smezo_test::seed_note();
+  EXPECT_LE(max_diff(got, want), kTolLogits * scale) << device_name(device) << smezo_test::seed_note();
   EXPECT_GT(max_diff(plain, want), 1e-2 * scale) << "the adapter must move the logits for the test to mean anything";
 }
 
 }  // namespace
 
-TEST(Lora, ForwardMatchesFoldedWeightsOnCpu) { expect_adapted_forward_matches_reference("cpu"); }
+TEST(Lora, ForwardMatchesFoldedWeightsOnCpu) { expect_adapted_forward_matches_reference(DEVICE_CPU); }
 
 TEST(LoraCuda, ForwardMatchesFoldedWeights) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  expect_adapted_forward_matches_reference("cuda");
+  expect_adapted_forward_matches_reference(DEVICE_CUDA);
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
@@ -124,7 +124,7 @@ TEST(LoraCuda, Bf16BaseStaysAndTheFp32AdaptersTrain) {
     float* w = smezo_test::mutable_tensor(src, kv.first);
     for (int64_t i = 0; i < kv.second.numel(); i++) w[i] = smezo_test::round_to(DTYPE_BF16, w[i]);
   }
-  auto gpu = make_backend("cuda"), cpu = make_backend("cpu");
+  auto gpu = make_backend(DEVICE_CUDA), cpu = make_backend(DEVICE_CPU);
   Model m(src, *gpu, DTYPE_BF16, 64, 64);
   m.add_lora(all_targets(4, 8.0f), 3);
   randomize_adapters(m, seed + 50, 0.3f);
@@ -165,7 +165,7 @@ TEST(LoraCuda, Bf16BaseStaysAndTheFp32AdaptersTrain) {
 TEST(LoraCuda, AddScaledEqualsTheCpuBitForBit) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  auto cpu = make_backend("cpu"), gpu = make_backend("cuda");
+  auto cpu = make_backend(DEVICE_CPU), gpu = make_backend(DEVICE_CUDA);
   const int64_t rows = 37, cols = 129;
   const uint32_t seed = static_cast<uint32_t>(smezo_test::mixed_seed(12));
   const std::vector<float> x = smezo_test::random_floats((rows + 2) * cols, seed), y =
@@ -193,7 +193,7 @@ TEST(LoraCuda, AddScaledEqualsTheCpuBitForBit) {
 TEST(Lora, InitIsPeftsAndStartsAtTheBaseModel) {
   ModelConfig c = smezo_test::tiny_llama_config();
   WeightSource src = smezo_test::random_weight_source(c, 3);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model base(src, *be, DTYPE_F32, 64, 64), a(src, *be, DTYPE_F32, 64, 64), b(src, *be, DTYPE_F32, 64, 64),
       other(src, *be, DTYPE_F32, 64, 64);
   const size_t n_base = a.params().size();
@@ -231,7 +231,7 @@ TEST(Lora, OptionsAreChecked) {
               testing::HasSubstr("--lora-r must be an integer in [1, 4096], got 0"));
   ModelConfig c = smezo_test::tiny_opt_config();
   WeightSource src = smezo_test::random_weight_source(c, 1);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model opt(src, *be, DTYPE_F32, 16, 16);
   EXPECT_THAT(smezo_test::error_of([&] { opt.add_lora(LoraOptions{}, 1); }), testing::HasSubstr("not opt"));
 }
@@ -239,7 +239,7 @@ TEST(Lora, OptionsAreChecked) {
 TEST(Lora, ProbesAndUpdatesTouchOnlyTheAdapters) {
   ModelConfig c = smezo_test::tiny_llama_config();
   WeightSource src = smezo_test::random_weight_source(c, 9);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(src, *be, DTYPE_F32, 64, 64);
   m.add_lora(all_targets(2, 4.0f), 7);
   randomize_adapters(m, 300, 0.3f);
@@ -279,7 +279,7 @@ TEST(Lora, ProbesAndUpdatesTouchOnlyTheAdapters) {
 TEST(Lora, SparseMezoMasksAAndTunesBDensely) {
   ModelConfig c = smezo_test::tiny_llama_config();
   WeightSource src = smezo_test::random_weight_source(c, 4);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(src, *be, DTYPE_F32, 64, 64);
   m.add_lora(LoraOptions{}, 8);
   SpsaOptions o;
@@ -305,7 +305,7 @@ TEST(Lora, AdapterFolderIsPeftsAndReadsBackIdentically) {
     ModelConfig c = smezo_test::tiny_llama_config();
     c.rope_style = rope;
     WeightSource src = smezo_test::random_weight_source(c, 21);
-    auto be = make_backend("cpu");
+    auto be = make_backend(DEVICE_CPU);
     Model m(src, *be, DTYPE_F32, 64, 64), back(src, *be, DTYPE_F32, 64, 64);
     m.add_lora(LoraOptions{4, 32.0f, lora_targets_parse("q,k,o,down")}, 1);
     randomize_adapters(m, 500, 0.3f);
@@ -348,7 +348,7 @@ TEST(Lora, AdapterFolderIsPeftsAndReadsBackIdentically) {
 TEST(Lora, AdapterReaderRefusesWhatItCannotApply) {
   ModelConfig c = smezo_test::tiny_llama_config();
   WeightSource src = smezo_test::random_weight_source(c, 2);
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(src, *be, DTYPE_F32, 64, 64);
   m.add_lora(LoraOptions{}, 1);
   const std::string dir = make_temp_dir("lora_bad") + "/adapter";
@@ -377,7 +377,7 @@ TEST(Lora, MergeEqualsTheAdaptedForward) {
     ModelConfig c = smezo_test::tiny_llama_config();
     c.rope_style = rope;
     WeightSource src = smezo_test::random_weight_source(c, 31);
-    auto be = make_backend("cpu");
+    auto be = make_backend(DEVICE_CPU);
     Model adapted(src, *be, DTYPE_F32, 64, 64), merged(src, *be, DTYPE_F32, 64, 64);
     adapted.add_lora(all_targets(3, 6.0f), 2);
     randomize_adapters(adapted, 700, 0.3f);
@@ -432,15 +432,15 @@ TEST(LoraTrain, ReplayResumeAndMergeAreExact) {
   EXPECT_THAT(out, testing::HasSubstr("tune = "));
 
   ASSERT_EQ(run_command(smezo + " merge --adapter " + dir + "/a/checkpoint --out " + dir + "/merged", &out), 0) << out;
-  LoadedModel merged = open_model_paths(dir + "/merged", "", "cpu", 64, 64);
-  LoadedModel adapted = open_model_paths(default_model_path(), "", "cpu", 64, 64);
+  LoadedModel merged = open_model_paths(dir + "/merged", "", DEVICE_CPU, 64, 64);
+  LoadedModel adapted = open_model_paths(default_model_path(), "", DEVICE_CPU, 64, 64);
   const LoraAdapter a = read_lora_adapter(dir + "/a/checkpoint");
   adapted.model->add_lora(a.options, 12345);
   load_lora_adapter(*adapted.model, a);
   const std::vector<int32_t> tokens = {1, 403, 72, 9, 300, 17, 88, 250};
   const std::vector<float> want = smezo_test::logits_of(*adapted.model, tokens);
   const std::vector<float> got = smezo_test::logits_of(*merged.model, tokens);
-  LoadedModel base = open_model_paths(default_model_path(), "", "cpu", 64, 64);
+  LoadedModel base = open_model_paths(default_model_path(), "", DEVICE_CPU, 64, 64);
   EXPECT_LE(max_diff(got, want), kTolLogits * max_abs(want));
   EXPECT_GT(max_diff(smezo_test::logits_of(*base.model, tokens), want), 0.0) << "training moved the adapter";
 }

@@ -91,7 +91,7 @@ TEST(MaskRecord, RunFolderRecordsTheFirstStepsMasks) {
 TEST(MaskRecord, SmolLM2ThresholdsAgreeWithNumpysQuantile) {
   const std::string path = smezo_test::smollm2_path();
   SKIP_WITHOUT_SMOLLM2(path);
-  smezo::LoadedModel lm = smezo::open_model_paths(path, "", "cpu", 64, 8);
+  smezo::LoadedModel lm = smezo::open_model_paths(path, "", smezo::DEVICE_CPU, 64, 8);
   smezo::Model& model = *lm.model;
   for (const double sparsity : {0.5, 0.75, 0.9}) {
     smezo::SpsaOptions o;

@@ -87,7 +87,7 @@ TrainOptions small_run(const std::string& out_dir) {
 // The task with every training example's references replaced by the base model's own greedy
 // text (F1 1 at the null probe), so that perturbed generations move the F1 and g is not 0.
 TaskSplits answerable(TaskSplits s, const TrainOptions& o) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 4096, 512);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 4096, 512);
   std::vector<EncodedExample> enc;
   for (const TaskExample& x : s.train) enc.push_back(encode_example(*lm.tokenizer, x, o.max_len));
   std::vector<const EncodedExample*> xs;
@@ -118,7 +118,7 @@ TEST(GenerationTrain, CompletionLossAndEmF1Summary) {
   o.batch = static_cast<int64_t>(splits.train.size());  // every training example, in some order
   const TrainResult r = train_on_splits(o, splits);
 
-  LoadedModel base = open_model_paths(default_model_path(), "", "cpu", 4096, 512);
+  LoadedModel base = open_model_paths(default_model_path(), "", DEVICE_CPU, 4096, 512);
   std::vector<EncodedExample> enc;
   for (const TaskExample& x : splits.train) enc.push_back(encode_example(*base.tokenizer, x, o.max_len));
   std::vector<const EncodedExample*> batch;
@@ -135,7 +135,7 @@ TEST(GenerationTrain, CompletionLossAndEmF1Summary) {
   const nlohmann::json summary = read_json(dir + "/run/summary.json");
   EXPECT_TRUE(summary["final_dev_acc"].is_null());
   EXPECT_EQ(summary["objective"], "loss");
-  LoadedModel trained = open_model_paths(dir + "/run/checkpoint", "", "cpu", 4096, 512);
+  LoadedModel trained = open_model_paths(dir + "/run/checkpoint", "", DEVICE_CPU, 4096, 512);
   auto measured = [&](const std::vector<TaskExample>& xs) {
     std::vector<EncodedExample> e;
     for (const TaskExample& x : xs) e.push_back(encode_example(*trained.tokenizer, x, o.max_len));
@@ -222,7 +222,7 @@ TEST(GenerationTrain, F1RunResumesToTheStraightRun) {
 // The accuracy objective's values are 1 - the accuracy that objective.h measures, under the
 // null probe and under each half of a pair; the loss beside it is the classification loss.
 TEST(MetricObjective, AccuracyIsOneMinusCandidateAccuracy) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 4096, 512);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 4096, 512);
   const TaskSplits sst2 = load_task("sst2", smezo_test::mixed_seed(1) & 0xffffffffu, 24, 0, 0);
   std::vector<EncodedExample> enc;
   for (const TaskExample& x : sst2.train) enc.push_back(encode_example(*lm.tokenizer, x, 48));
@@ -300,8 +300,8 @@ TEST(GenerationTrain, F1ObjectiveRunOnCuda) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   const std::string dir = make_temp_dir("gen_cuda");
   TrainOptions o = small_run(dir + "/run");
-  o.device = "cuda";
-  o.dtype = "f32";
+  o.device = DEVICE_CUDA;
+  o.dtype = DTYPE_F32;
   o.objective = OBJECTIVE_F1;
   o.steps = 2;
   o.eval_every = 0;

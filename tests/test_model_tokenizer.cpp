@@ -202,8 +202,8 @@ TEST(Convert, Stories260KToHfDirKeepsLogits) {
                             {"unk_token", "<unk>"}, {"pad_token", nullptr}, {"add_bos_token", true},
                             {"add_eos_token", false}, {"clean_up_tokenization_spaces", false}, {"legacy", true},
                             {"model_max_length", 512}}));
-  LoadedModel src = open_model_paths(default_model_path(), "", "cpu", 64, 64);
-  LoadedModel hf = open_model_paths(dir, "", "cpu", 64, 64);
+  LoadedModel src = open_model_paths(default_model_path(), "", DEVICE_CPU, 64, 64);
+  LoadedModel hf = open_model_paths(dir, "", DEVICE_CPU, 64, 64);
   EXPECT_EQ(hf.model->config().rope_style, ROPE_ROTATE_HALF);
   EXPECT_EQ(tokenizer_wants_bos(*src.tokenizer), true) << "add_bos_token above";
   const std::vector<int32_t> tokens = src.tokenizer->encode("Once upon a time, Lily had a red ball.", true);
@@ -216,7 +216,7 @@ TEST(Convert, Stories260KToHfDirKeepsLogits) {
   SafetensorsFile st(dir16 + "/model.safetensors");
   EXPECT_EQ(st.tensor("model.embed_tokens.weight").dtype, DTYPE_BF16);
   EXPECT_THAT(smezo_test::read_file(dir16 + "/config.json"), testing::HasSubstr("\"bfloat16\""));
-  LoadedModel hf16 = open_model_paths(dir16, "", "cpu", 64, 64);
+  LoadedModel hf16 = open_model_paths(dir16, "", DEVICE_CPU, 64, 64);
   expect_close(logits_of(*src.model, tokens), logits_of(*hf16.model, tokens), 2e-2f);
 }
 
@@ -235,12 +235,12 @@ TEST(Convert, SmolLM2GgufToHfDirKeepsLogitsAndTokenizer) {
   ConvertOptions o;
   o.model_path = path;
   o.out_dir = dir;
-  o.dtype = "f32";
+  o.dtype = DTYPE_F32;
   const ConvertResult r = convert_to_hf_dir(o);
   EXPECT_EQ(r.tokenizer_files, (std::vector<std::string>{"tokenizer.json", "tokenizer_config.json"}));
   {
-    LoadedModel src = open_model_paths(path, "", "cpu", 64, 64);
-    LoadedModel hf = open_model_paths(dir, "", "cpu", 64, 64);
+    LoadedModel src = open_model_paths(path, "", DEVICE_CPU, 64, 64);
+    LoadedModel hf = open_model_paths(dir, "", DEVICE_CPU, 64, 64);
     EXPECT_FALSE(tokenizer_wants_bos(*hf.tokenizer));
     // every prompt of the tokenizer fixture: the written tokenizer.json gives transformers' ids
     std::ifstream in(kBpeFixtures + "smollm2_ids.jsonl");

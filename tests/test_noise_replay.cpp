@@ -56,7 +56,7 @@ std::string weights_sha256(Model& model, const std::string& tmp_dir) {
 }
 
 std::string checkpoint_digest(const std::string& dir, const std::string& tmp_dir) {
-  LoadedModel lm = open_model_paths(dir, "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(dir, "", DEVICE_CPU, 1, 1);
   return weights_sha256(*lm.model, tmp_dir);
 }
 
@@ -67,7 +67,7 @@ std::string replay_digest(const std::string& log_path, const std::string& tmp_di
   const SeedLog log = seed_log_read(log_path);
   SpsaOptions opts = spsa_options_from_json(log.header["spsa"], log_path);
   if (force != NOISE_AUTO) opts.noise = force;
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   SpsaOptimizer opt(*lm.model, opts);
   if (force == NOISE_AUTO) opt.check_matches(log.header["spsa"], log_path);
   for (const SeedRecord& r : log.records) opt.apply_update(r.seed, r.g, r.lr);

@@ -25,7 +25,7 @@ double lone_candidate_logprob(Model& model, const EncodedCandidate& c) {
 }  // namespace
 
 TEST(Objective, SharedPrefixScoringEqualsSeparateCandidates) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 512, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 512, 64);
   for (const char* task : {"sst2", "cb", "copa"}) {  // cb: 3 single-token options; copa: multi-token
     TaskSplits splits = load_task(task, 3, 6, 0, 0);
     std::vector<EncodedExample> enc;
@@ -54,7 +54,7 @@ TEST(Objective, SharedPrefixScoringEqualsSeparateCandidates) {
 
 // An example whose candidates certainly take the shared path: one prefix, single-token options.
 TEST(Objective, SharedPrefixPathOnSingleTokenOptions) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 512, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 512, 64);
   std::vector<int32_t> prefix = lm.tokenizer->encode("Once upon a time there was a", true);
   EncodedExample ex;
   for (int32_t option : {403, 77, 290}) {
@@ -74,7 +74,7 @@ TEST(Objective, SharedPrefixPathOnSingleTokenOptions) {
 }
 
 TEST(Objective, GoldTokenLossIsMeanNllOfGoldOptionTokens) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 512, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 512, 64);
   TaskSplits splits = load_task("copa", 5, 4, 0, 0);
   std::vector<EncodedExample> enc;
   for (const TaskExample& x : splits.train) enc.push_back(encode_example(*lm.tokenizer, x, 96));
@@ -94,7 +94,7 @@ TEST(Objective, GoldTokenLossIsMeanNllOfGoldOptionTokens) {
 // the + and - probes run on their own exactly (CPU; EXPECT_EQ on doubles is exact), a list of several probes gives each
 // probe's own losses, and an unperturbed probe differs from both.
 TEST(Objective, BatchLossOverAProbeListGivesEachHalfInOrder) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 512, 64);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 512, 64);
   for (Param* p : lm.model->params()) p->info.noise = NOISE_GAUSSIAN;
   for (const char* task : {"sst2", "copa"}) {  // classification and gold-token losses
     TaskSplits splits = load_task(task, 5, 5, 0, 0);

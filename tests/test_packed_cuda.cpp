@@ -385,7 +385,7 @@ TEST(PackedCuda, LoraTrainingOverAPackedBaseResumesBitForBit) {
   const std::string dir = smezo_test::make_temp_dir("packed_cuda_train");
   TrainOptions o;
   o.model_path = path;
-  o.device = "cuda";
+  o.device = DEVICE_CUDA;
   o.weights = "packed";
   o.tune = TUNE_LORA;
   o.lora_r = 4;

@@ -48,7 +48,7 @@ constexpr double kTolCuda = 1e-4;
 const std::vector<int32_t> kTokens = {1, 7, 22, 3, 19, 15, 8, 11, 2};
 
 // The prefixed logits on `device` against the plain CPU model reading the init tokens first.
-void expect_prefix_is_its_init_tokens(const ModelConfig& c, const std::string& device, double tol) {
+void expect_prefix_is_its_init_tokens(const ModelConfig& c, Device device, double tol) {
   const uint32_t seed = static_cast<uint32_t>(smezo_test::mixed_seed(31));
   const WeightSource src = smezo_test::random_weight_source(c, seed);
   const int64_t P = 3;
@@ -61,7 +61,7 @@ void expect_prefix_is_its_init_tokens(const ModelConfig& c, const std::string& d
   for (int32_t& t : sequence) t %= static_cast<int32_t>(c.vocab_size);
   const std::vector<float> got = smezo_test::logits_of(prefixed, sequence);
 
-  auto cpu = make_backend("cpu");
+  auto cpu = make_backend(DEVICE_CPU);
   Model plain(src, *cpu, DTYPE_F32, 64, 64);
   std::vector<int32_t> joined = prefix_init_tokens(run_seed, c.vocab_size, P);
   joined.insert(joined.end(), sequence.begin(), sequence.end());
@@ -70,7 +70,7 @@ void expect_prefix_is_its_init_tokens(const ModelConfig& c, const std::string& d
   const std::vector<float> alone = smezo_test::logits_of(plain, sequence);
 
   const double scale = max_abs(want);
-  EXPECT_LE(max_diff(got, want), tol * scale) << c.family << " on " << device
+  EXPECT_LE(max_diff(got, want), tol * scale) << c.family << " on " << device_name(device)
                                               << smezo_test::seed_note();
   EXPECT_GT(max_diff(alone, want), 1e-2 * scale) << "the prefix must move the logits for the test to mean anything";
 }
@@ -78,19 +78,19 @@ void expect_prefix_is_its_init_tokens(const ModelConfig& c, const std::string& d
 }  // namespace
 
 TEST(Prefix, StartsAsTheBaseModelReadingItsInitTokens) {
-  expect_prefix_is_its_init_tokens(smezo_test::tiny_llama_config(), "cpu", kTolLogits);
-  expect_prefix_is_its_init_tokens(smezo_test::tiny_opt_config(), "cpu", kTolLogits);  // learned positions
+  expect_prefix_is_its_init_tokens(smezo_test::tiny_llama_config(), DEVICE_CPU, kTolLogits);
+  expect_prefix_is_its_init_tokens(smezo_test::tiny_opt_config(), DEVICE_CPU, kTolLogits);  // learned positions
   ModelConfig window = smezo_test::tiny_llama_config();
   window.family = "mistral";
   window.sliding_window = 4;  // the window counts the prefix's positions, as a cache's would
-  expect_prefix_is_its_init_tokens(window, "cpu", kTolLogits);
+  expect_prefix_is_its_init_tokens(window, DEVICE_CPU, kTolLogits);
 }
 
 TEST(PrefixCuda, StartsAsTheBaseModelReadingItsInitTokens) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  expect_prefix_is_its_init_tokens(smezo_test::tiny_llama_config(), "cuda", kTolCuda);
-  expect_prefix_is_its_init_tokens(smezo_test::tiny_opt_config(), "cuda", kTolCuda);
+  expect_prefix_is_its_init_tokens(smezo_test::tiny_llama_config(), DEVICE_CUDA, kTolCuda);
+  expect_prefix_is_its_init_tokens(smezo_test::tiny_opt_config(), DEVICE_CUDA, kTolCuda);
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
@@ -100,7 +100,7 @@ TEST(PrefixCuda, StartsAsTheBaseModelReadingItsInitTokens) {
 // generation path (the prefix as the cache's first rows) gives the packed path's logits.
 TEST(Prefix, PackedAndCachedPathsAgree) {
   const ModelConfig c = smezo_test::tiny_llama_config();
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(c, 5), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{4}, 9);
   randomize_adapters(m, 500, 1.0f);
@@ -129,7 +129,7 @@ TEST(Prefix, PackedAndCachedPathsAgree) {
 // A probe pair runs both halves in one pass, each reading its own sign of the prefix's noise.
 TEST(Prefix, PairHalvesEqualTheirSingleProbes) {
   const ModelConfig c = smezo_test::tiny_llama_config();
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(c, 6), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{2}, 10);
   SpsaOptions o;
@@ -155,7 +155,7 @@ TEST(Prefix, PairHalvesEqualTheirSingleProbes) {
 
 TEST(Prefix, ProbesAndUpdatesTouchOnlyThePrefix) {
   const ModelConfig c = smezo_test::tiny_llama_config();
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(c, 9), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{3}, 7);
   SpsaOptions o;
@@ -195,7 +195,7 @@ TEST(Prefix, ProbesAndUpdatesTouchOnlyThePrefix) {
 // base weights, frozen, get no mask.
 TEST(Prefix, SparseMezoMasksThePrefix) {
   const ModelConfig c = smezo_test::tiny_llama_config();
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(c, 4), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{5}, 8);
   SpsaOptions o;
@@ -216,7 +216,7 @@ TEST(Prefix, SparseMezoMasksThePrefix) {
 
 TEST(Prefix, OptionsAndLimitsAreChecked) {
   const ModelConfig c = smezo_test::tiny_opt_config();  // 20 positions
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(c, 2), *be, DTYPE_F32, 64, 64);
   EXPECT_THROW(m.add_prefix(PrefixOptions{0}, 1), Error);
   EXPECT_THROW(m.add_prefix(PrefixOptions{20}, 1), Error);
@@ -248,7 +248,7 @@ TEST(Prefix, AdapterFolderIsPeftsAndReadsBackIdentically) {
   ModelConfig c = smezo_test::tiny_llama_config();
   c.rope_style = ROPE_INTERLEAVED;
   const int64_t P = 3, kv = c.n_kv_heads * c.head_dim;
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model meta(smezo_test::random_weight_source(c, 12), *be, DTYPE_F32, 64, 64);
   meta.add_prefix(PrefixOptions{P}, 3);
   randomize_adapters(meta, 900, 1.0f);
@@ -303,7 +303,7 @@ namespace {
 
 // A 2-token prefix of the tiny model (weights of seed 1) saved into dir, its base named "base".
 void save_tiny_prefix(const std::string& dir) {
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   Model m(smezo_test::random_weight_source(smezo_test::tiny_llama_config(), 1), *be, DTYPE_F32, 64, 64);
   m.add_prefix(PrefixOptions{2}, 1);
   save_prefix_adapter(m, dir, "base");
@@ -314,7 +314,7 @@ void save_tiny_prefix(const std::string& dir) {
 TEST(Prefix, AdapterReaderRefusesWhatItCannotApply) {
   const std::string dir = make_temp_dir("prefix_refuse");
   const ModelConfig c = smezo_test::tiny_llama_config();
-  auto be = make_backend("cpu");
+  auto be = make_backend(DEVICE_CPU);
   save_tiny_prefix(dir + "/a");
   const std::string config_path = dir + "/a/adapter_config.json";
   const std::string good = read_file(config_path);

@@ -165,7 +165,7 @@ RunOutcome train_run(Method method, bool pair, const std::string& task, const st
     r.loss_plus.push_back(rec["loss_plus"].get<double>());
     r.loss_minus.push_back(rec["loss_minus"].get<double>());
   }
-  LoadedModel lm = open_model_paths(dir + "/checkpoint", "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(dir + "/checkpoint", "", DEVICE_CPU, 1, 1);
   for (const Param* p : lm.model->params()) r.weights.insert(r.weights.end(), p->w.f32(), p->w.f32() + p->w.numel());
   return r;
 }
@@ -318,21 +318,17 @@ TEST(LinearDispatch, LinearPathModeAndTheCrossoverTable) {
   const LinearScratch s = linear_scratch_plan(c, LINEAR_FUSED);
   EXPECT_EQ(s.total(), 0);
   EXPECT_STREQ(linear_path_name(LINEAR_FUSED), "fused");
-  LinearPathMode m = LINEAR_MODE_AUTO;
-  EXPECT_TRUE(linear_mode_parse("fused", &m));
-  EXPECT_EQ(m, LINEAR_MODE_FUSED);
-  EXPECT_TRUE(linear_mode_parse("wprime", &m));
-  EXPECT_EQ(m, LINEAR_MODE_WPRIME);
-  EXPECT_FALSE(linear_mode_parse("cublas", &m));
-  EXPECT_EQ(m, LINEAR_MODE_WPRIME);
+  EXPECT_EQ(enum_find(linear_mode_names(), "fused"), LINEAR_MODE_FUSED);
+  EXPECT_EQ(enum_find(linear_mode_names(), "wprime"), LINEAR_MODE_WPRIME);
+  EXPECT_EQ(enum_find(linear_mode_names(), "cublas"), std::nullopt);
 }
 
 // The CPU backend has one linear path: --linear-path auto and wprime are accepted, fused is
-// refused with a hint, and an unknown name is refused for every device.
+// refused with a hint, and an unknown value is refused for every device.
 TEST(LinearDispatch, CpuBackendRefusesTheFusedPath) {
-  EXPECT_NE(make_backend("cpu", "auto"), nullptr);
-  EXPECT_NE(make_backend("cpu", "wprime"), nullptr);
-  EXPECT_THROW_MSG(make_backend("cpu", "fused"), "--linear-path fused: the CPU backend has one linear path");
-  EXPECT_THROW_MSG(make_backend("cpu", "cublas"), "unknown --linear-path 'cublas'");
-  EXPECT_THROW_MSG(make_backend("cuda", "cublas"), "unknown --linear-path 'cublas'");
+  EXPECT_NE(make_backend(DEVICE_CPU, LINEAR_MODE_AUTO), nullptr);
+  EXPECT_NE(make_backend(DEVICE_CPU, LINEAR_MODE_WPRIME), nullptr);
+  EXPECT_THROW_MSG(make_backend(DEVICE_CPU, LINEAR_MODE_FUSED), "--linear-path fused: the CPU backend has one linear path");
+  EXPECT_THROW_MSG(make_backend(DEVICE_CPU, static_cast<LinearPathMode>(7)), "unknown linear path 7");
+  EXPECT_THROW_MSG(make_backend(DEVICE_CUDA, static_cast<LinearPathMode>(7)), "unknown linear path 7");
 }

@@ -53,8 +53,8 @@ std::vector<double> random_losses(size_t n, uint64_t* seed_out) {
 
 // The q-probe SPSA update on `device`, checked against the per-probe updates applied in order
 // (W <- W - lr·(g_i/q)·z_i, weight decay with the first), z from the noise spec.
-void expect_q_probe_update(const std::string& device) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", device, 1, 1, "f32");
+void expect_q_probe_update(Device device) {
+  LoadedModel lm = open_model_paths(default_model_path(), "", device, 1, 1, DTYPE_F32);
   SpsaOptions o;
   o.method = METHOD_MEZO;
   o.sparsity = 0.0;
@@ -100,7 +100,7 @@ void expect_q_probe_update(const std::string& device) {
         w = fp_fma(-(*o.lr * s.probes[i].g / 3.0f), z, w);
         if (i == 0 && decayed) w = fp_fma(-(*o.lr * o.weight_decay), w0, w);
       }
-      ASSERT_EQ(after[t][e], w) << device << " " << p.info.name << "[" << e << "] (losses from seed " << loss_seed
+      ASSERT_EQ(after[t][e], w) << device_name(device) << " " << p.info.name << "[" << e << "] (losses from seed " << loss_seed
                                 << ")";
       moved += after[t][e] != before[t][e];
     }
@@ -109,7 +109,7 @@ void expect_q_probe_update(const std::string& device) {
   // the record holds every probe, and replaying it onto the base weights gives the same weights
   const SeedRecord r = s.record();
   ASSERT_EQ(r.more_probes.size(), 2u);
-  LoadedModel again = open_model_paths(default_model_path(), "", device, 1, 1, "f32");
+  LoadedModel again = open_model_paths(default_model_path(), "", device, 1, 1, DTYPE_F32);
   SpsaOptimizer replay(*again.model, o);
   replay.apply_record(r, "test");
   EXPECT_EQ(weights_of(*again.model), after);
@@ -117,8 +117,8 @@ void expect_q_probe_update(const std::string& device) {
 
 // FZOO's step on `device` against its formula: u_i Rademacher, g_i = (l_i - l_0)/eps,
 // sigma = sample std of l_1..l_N, W <- W - (lr/sigma)·(1/N)·Σ g_i·u_i.
-void expect_fzoo_step(const std::string& device) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", device, 1, 1, "f32");
+void expect_fzoo_step(Device device) {
+  LoadedModel lm = open_model_paths(default_model_path(), "", device, 1, 1, DTYPE_F32);
   SpsaOptions o;
   o.method = METHOD_FZOO;
   o.sparsity = 0.0;
@@ -168,12 +168,12 @@ void expect_fzoo_step(const std::string& device) {
       // factors lr/sigma, g_i/N and their product are floats (~4 float epsilons of each term)
       const double tol = 8 * std::ldexp(1.0, std::ilogb(std::fabs(before[t][e])) - 23) +
                          1e-6 * *o.lr / sigma / 4 * size + 1e-30;
-      ASSERT_NEAR(after[t][e], expected, tol) << device << " " << p.info.name << "[" << e << "] (losses from seed "
+      ASSERT_NEAR(after[t][e], expected, tol) << device_name(device) << " " << p.info.name << "[" << e << "] (losses from seed "
                                               << loss_seed << ")";
       if (delta > 0) max_rel = std::max(max_rel, std::fabs(after[t][e] - expected) / delta);
     }
   }
-  std::printf("fzoo %s: max relative error of the step %.3g\n", device.c_str(), max_rel);
+  std::printf("fzoo %s: max relative error of the step %.3g\n", device_name(device), max_rel);
   // every perturbed loss equal: no spread, no step
   const auto kept = weights_of(*lm.model);
   const SpsaStep flat = opt.step(4, false, [](const std::vector<Probe>& probes) {
@@ -218,15 +218,15 @@ void expect_replay_and_resume(const std::string& opts, int steps, int kill_after
 
 }  // namespace
 
-TEST(Probes, QProbeUpdateIsTheSumOfPerProbeUpdates) { expect_q_probe_update("cpu"); }
+TEST(Probes, QProbeUpdateIsTheSumOfPerProbeUpdates) { expect_q_probe_update(DEVICE_CPU); }
 
-TEST(Probes, FzooStepFollowsItsFormula) { expect_fzoo_step("cpu"); }
+TEST(Probes, FzooStepFollowsItsFormula) { expect_fzoo_step(DEVICE_CPU); }
 
 TEST(Probes, QProbeAndFzooOnCuda) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  expect_q_probe_update("cuda");
-  expect_fzoo_step("cuda");
+  expect_q_probe_update(DEVICE_CUDA);
+  expect_fzoo_step(DEVICE_CUDA);
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
@@ -234,8 +234,8 @@ TEST(Probes, QProbeAndFzooOnCuda) {
 
 TEST(Probes, OneProbeIsTheOneProbeStepBitForBit) {
   // q = 1 through the list of probes: the same probes, g and update as the single-probe call
-  LoadedModel a = open_model_paths(default_model_path(), "", "cpu", 1, 1);
-  LoadedModel b = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel a = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
+  LoadedModel b = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   SpsaOptions o;
   o.lr = 1e-3f;
   o.weight_decay = 0.1f;
@@ -300,7 +300,7 @@ TEST(Probes, SeedLogV2RecordsRoundTrip) {
 }
 
 TEST(Probes, BadOptionsAreOneLineErrors) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   auto error_of = [&](SpsaOptions o) {
     try {
       SpsaOptimizer opt(*lm.model, o);
@@ -460,7 +460,7 @@ TEST(Probes, AccumulateAveragesTheStepsMinibatches) {
 
 // A logged step must have the run's probe count and probe seeds before it is applied.
 TEST(Probes, ReplayRefusesARecordOfAnotherRun) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   SpsaOptions o;
   o.probes = 3;
   SpsaOptimizer opt(*lm.model, o);

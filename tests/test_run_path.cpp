@@ -51,25 +51,27 @@ void cut_log(const std::string& from, const std::string& to, int keep,
 }  // namespace
 
 TEST(RunPath, RecordResolvesTheLinearPath) {
-  const nlohmann::json cpu = run_path_record("cpu", "auto");
+  const nlohmann::json cpu = run_path_record(DEVICE_CPU, LINEAR_MODE_AUTO);
   EXPECT_EQ(cpu, nlohmann::json({{"linear_path", "cpu"}, {"weight_block_bytes", nullptr}, {"graphs", "off"}}));
-  EXPECT_EQ(run_path_record("cuda", "auto")["linear_path"], "wprime");  // the crossover table is empty
-  EXPECT_EQ(run_path_record("cuda", "wprime")["linear_path"], "wprime");
-  EXPECT_EQ(run_path_record("cuda", "fused")["linear_path"], "fused");
-  EXPECT_EQ(run_path_record("cuda", "auto")["weight_block_bytes"], int64_t(64) << 20);
-  EXPECT_EQ(run_path_record("cuda", "fused")["graphs"], "off");
-  EXPECT_EQ(run_path_record("cuda", "auto", true)["graphs"], "on");  // --graphs on
-  EXPECT_EQ(run_path_record("cpu", "auto", false)["graphs"], "off");
-  EXPECT_THAT(smezo_test::error_of([] { run_path_record("cuda", "fast"); }), HasSubstr("unknown --linear-path 'fast'"));
-  EXPECT_EQ(run_path_describe(run_path_record("cuda", "fused")),
+  EXPECT_EQ(run_path_record(DEVICE_CUDA, LINEAR_MODE_AUTO)["linear_path"], "wprime");  // the crossover table is empty
+  EXPECT_EQ(run_path_record(DEVICE_CUDA, LINEAR_MODE_WPRIME)["linear_path"], "wprime");
+  EXPECT_EQ(run_path_record(DEVICE_CUDA, LINEAR_MODE_FUSED)["linear_path"], "fused");
+  EXPECT_EQ(run_path_record(DEVICE_CUDA, LINEAR_MODE_AUTO)["weight_block_bytes"], int64_t(64) << 20);
+  EXPECT_EQ(run_path_record(DEVICE_CUDA, LINEAR_MODE_FUSED)["graphs"], "off");
+  EXPECT_EQ(run_path_record(DEVICE_CUDA, LINEAR_MODE_AUTO, true)["graphs"], "on");  // --graphs on
+  EXPECT_EQ(run_path_record(DEVICE_CPU, LINEAR_MODE_AUTO, false)["graphs"], "off");
+  EXPECT_THAT(smezo_test::error_of([] { run_path_record(DEVICE_CUDA, static_cast<LinearPathMode>(3)); }),
+              HasSubstr("unknown linear path 3"));
+  EXPECT_EQ(run_path_describe(run_path_record(DEVICE_CUDA, LINEAR_MODE_FUSED)),
             "linear path \"fused\", W' blocks of 64 MiB, graphs \"off\"");
   EXPECT_EQ(run_path_describe(cpu), "linear path \"cpu\", no W' blocks, graphs \"off\"");
   EXPECT_THAT(run_path_describe(nlohmann::json::object()), HasSubstr("no recorded path"));
 }
 
 TEST(RunPath, DifferencesNameTheOptionThatTakesTheRunsPath) {
-  const nlohmann::json cpu = run_path_record("cpu", "auto"), wprime = run_path_record("cuda", "auto"),
-                       fused = run_path_record("cuda", "fused");
+  const nlohmann::json cpu = run_path_record(DEVICE_CPU, LINEAR_MODE_AUTO),
+                       wprime = run_path_record(DEVICE_CUDA, LINEAR_MODE_AUTO),
+                       fused = run_path_record(DEVICE_CUDA, LINEAR_MODE_FUSED);
   EXPECT_TRUE(run_path_differences(cpu, cpu).empty());
   EXPECT_TRUE(run_path_differences(nlohmann::json::object(), fused).empty());  // not recorded: assumed
   std::vector<std::string> d = run_path_differences(fused, wprime);

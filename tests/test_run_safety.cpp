@@ -204,7 +204,7 @@ TEST(RunSafety, LeftoversAreRemovedOnTheNextStart) {
 // A failed write removes its temporary file or folder at once.
 TEST(RunSafety, AFailedCheckpointLeavesNoTemporaryFolder) {
   const std::string dir = make_temp_dir("ckptfail");
-  smezo::LoadedModel lm = smezo::open_model_paths(smezo::default_model_path(), "", "cpu", 1, 1);
+  smezo::LoadedModel lm = smezo::open_model_paths(smezo::default_model_path(), "", smezo::DEVICE_CPU, 1, 1);
   lm.model->params()[2]->w.f32()[7] = NAN;
   EXPECT_THROW_MSG(smezo::save_hf_checkpoint(*lm.model, dir + "/ckpt", lm.tokenizer_path),
                    "not writing checkpoint " + dir + "/ckpt: tensor model.layers.0.self_attn.q_proj.weight holds a "
@@ -295,7 +295,7 @@ TEST(RunSafety, EvalChecksItsOutputFirst) {
 TEST(RunSafety, ReplayWithoutATokenizer) {
   const std::string dir = make_temp_dir("replaytok");
   {
-    smezo::LoadedModel lm = smezo::open_model_paths(smezo::default_model_path(), "", "cpu", 1, 1);
+    smezo::LoadedModel lm = smezo::open_model_paths(smezo::default_model_path(), "", smezo::DEVICE_CPU, 1, 1);
     smezo::save_hf_checkpoint(*lm.model, dir + "/base", "");  // an HF folder with no tokenizer
   }
   ASSERT_FALSE(fs::exists(dir + "/base/tokenizer.model"));

@@ -36,7 +36,7 @@ const std::string kSst2 = " --task sst2 --lr 2e-3";
 }  // namespace
 
 TEST(Train, FixedBatchLossFallsOnStories260K) {
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1024, 256);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1024, 256);
   TaskSplits splits = load_task("sst2", 1, 16, 0, 0);
   std::vector<EncodedExample> enc;
   for (int i = 0; i < 3; i++) enc.push_back(encode_example(*lm.tokenizer, splits.train[i], 48));
@@ -126,7 +126,7 @@ TEST(Train, NonFiniteLossStopsAndSaysWhere) {
 
 TEST(Train, CheckpointRefusesNonFiniteWeights) {
   std::string dir = make_temp_dir("ckpt");
-  LoadedModel lm = open_model_paths(default_model_path(), "", "cpu", 1, 1);
+  LoadedModel lm = open_model_paths(default_model_path(), "", DEVICE_CPU, 1, 1);
   save_hf_checkpoint(*lm.model, dir + "/ckpt", lm.tokenizer_path);
   const std::string good = read_file(dir + "/ckpt/model.safetensors");
   lm.model->params()[3]->w.f32()[5] = INFINITY;
@@ -139,9 +139,9 @@ TEST(Train, CheckpointRefusesNonFiniteWeights) {
 // the same logits as the llama2.c original, up to fp32 summation order.
 TEST(Train, ExportedCheckpointReloadsWithSameLogits) {
   std::string dir = make_temp_dir("export");
-  LoadedModel a = open_model_paths(default_model_path(), "", "cpu", 64, 64);
+  LoadedModel a = open_model_paths(default_model_path(), "", DEVICE_CPU, 64, 64);
   save_hf_checkpoint(*a.model, dir + "/hf", a.tokenizer_path);
-  LoadedModel b = open_model_paths(dir + "/hf", "", "cpu", 64, 64);
+  LoadedModel b = open_model_paths(dir + "/hf", "", DEVICE_CPU, 64, 64);
   EXPECT_EQ(b.model->config().rope_style, ROPE_ROTATE_HALF);
   const std::vector<int32_t> tokens = a.tokenizer->encode("Once upon a time there was a cat", true);
   const std::vector<float> la = smezo_test::logits_of(*a.model, tokens);
@@ -230,6 +230,6 @@ TEST(Train, LinearPathFusedIsRefusedOnTheCpu) {
   o.n_test = 4;
   o.steps = 1;
   o.out_dir = make_temp_dir("api_fused") + "/run";
-  o.linear_path = "fused";
+  o.linear_path = LINEAR_MODE_FUSED;
   EXPECT_THROW_MSG(smezo::train(o), "--linear-path fused: the CPU backend has one linear path");
 }

@@ -172,7 +172,7 @@ TEST(TuneScales, RefusesWhatItCannotTune) {
   EXPECT_THAT(error_of([&] { validate_train_options(o); }),
               HasSubstr("--tune scales tunes the block scales of a GGUF kept in its blocks, but --weights dequantized"));
   o.weights = "packed";
-  o.device = "cuda";
+  o.device = DEVICE_CUDA;
   EXPECT_THAT(error_of([&] { validate_train_options(o); }), HasSubstr("--tune scales runs on the CPU in this build"));
   // a block type whose scales the mode does not know, and a tensor not kept in blocks
   std::string blocks(34, '\0');

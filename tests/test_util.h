@@ -13,6 +13,7 @@
 
 #include "backend/tensor.h"
 #include "bench/host_values.h"
+#include "common/device_names.h"  // the option enums' names, for messages
 
 namespace smezo {
 class Backend;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "smezo/train.h"  // Tune
@@ -14,9 +15,9 @@ struct ReplayOptions {
   std::string seed_log;          // the run's seed_log.txt
   std::string out;               // the folder to write (a checkpoint, or a PEFT adapter under lora/prefix)
   std::string tokenizer;         // copied into the checkpoint; "": the model's own, if any
-  std::string device;            // "cpu" | "cuda"; "": the run's, from the seed log
-  std::string dtype;             // weight storage; must be the run's; "": the run's
-  std::string checkpoint_dtype;  // "f32" | "f16" | "bf16"; "": the run's storage dtype
+  std::optional<Device> device;           // unset: the run's, from the seed log
+  std::optional<DType> dtype;             // weight storage; must be the run's; unset: the run's
+  std::optional<DType> checkpoint_dtype;  // unset: the run's storage dtype
 };
 
 struct ReplayResult {

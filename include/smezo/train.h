@@ -8,7 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "smezo/noise.h"  // NoiseKind
+#include "smezo/device.h"  // Device, DType, LinearPathMode
+#include "smezo/noise.h"   // NoiseKind
 
 namespace smezo {
 
@@ -43,9 +44,9 @@ struct SpsaOptions {
 struct TrainOptions {
   std::string model_path;        // base model; empty: the bundled stories260K
   std::string tokenizer_path;    // empty: tokenizer.model beside the model (bundled one for stories260K)
-  std::string device = "cpu";
-  std::string dtype;             // weight storage: "" = the device's default (cpu f32, cuda bf16)
-  std::string linear_path = "auto";  // GPU perturbed linear: "wprime" | "fused" | "auto" (cuda_plan.h)
+  Device device = DEVICE_CPU;
+  std::optional<DType> dtype;    // weight storage; unset: the device's default (cpu f32, cuda bf16)
+  LinearPathMode linear_path = LINEAR_MODE_AUTO;  // how a perturbed linear runs on the GPU
   std::string weights = "dequantized";  // "packed": a GGUF's quantised weights stay in their blocks (frozen)
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
@@ -61,7 +62,7 @@ struct TrainOptions {
   int64_t eval_every = 500;      // 0: only at the end
   int64_t eval_examples = 0;     // dev examples per periodic evaluation; 0: all
   int64_t checkpoint_every = 0;  // 0: only at the end
-  std::string checkpoint_dtype;  // "f32" | "f16" | "bf16"; "": the weights' storage dtype
+  std::optional<DType> checkpoint_dtype;  // unset: the weights' storage dtype
   int64_t flush_every = 10;      // seed-log durability interval (steps)
   int64_t max_tokens = 8192;     // workspace tokens per forward (larger batches are chunked)
   bool fixed_batch = false;      // reuse the first minibatch every step (overfitting checks)

@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "common/noise_spec.h"  // MaskKind, NoiseKind
+#include "smezo/device.h"       // DType
 
 namespace smezo {
-
-enum DType { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 
 const char* dtype_name(DType dtype);
 int64_t dtype_size(DType dtype);
@@ -105,6 +104,12 @@ inline size_t probe_halves(const std::vector<Probe>& probes) {
   size_t n = 0;
   for (const Probe& p : probes) n += probe_halves(p);
   return n;
+}
+
+// Whether a read of packed w under `probe` moves its values (--tune scales: trainable master scales read
+// differently at +scale and -scale): a pair then needs a W' per half.
+inline bool packed_scales_perturbed(const Param& w, const Probe& probe) {
+  return w.w.packed() && w.scales != nullptr && w.scales->info.trainable && probe.scale != 0.0f;
 }
 
 }  // namespace smezo

@@ -97,9 +97,9 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
         ->type_name("PATH")
         ->default_str("the model's own: a GGUF's metadata, the directory's tokenizer files, tokenizer.model "
                       "beside a .bin; the bundled one for stories260K");
-  cmd->add_option("--device", o->device, "where the model runs")->check(one_of({"cpu", "cuda"}));
-  cmd->add_option("--dtype", o->dtype, "how the weights are stored (the CPU stores f32 only)")
-      ->check(one_of({"f32", "f16", "bf16"}))
+  add_enum_option(cmd, "--device", &o->device, device_names(), "where the model runs");
+  add_optional_enum_option(cmd, "--dtype", &o->dtype, dtype_option_names(), "how the weights are stored (the CPU "
+                           "stores f32 only)")
       ->default_str("cpu: f32, cuda: bf16");
   return model;
 }
@@ -115,14 +115,13 @@ CLI::Option* add_weights_option(CLI::App* cmd, std::string* weights) {
       ->check(one_of({"dequantized", "packed"}));
 }
 
-CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path) {
-  return cmd->add_option("--linear-path", *linear_path,
+CLI::Option* add_linear_path_option(CLI::App* cmd, LinearPathMode* linear_path) {
+  return add_enum_option(cmd, "--linear-path", linear_path, linear_mode_names(),
                          "how a perturbed linear runs on the GPU: wprime writes W' = W + eps*m*z to scratch and "
                          "multiplies with cuBLAS; fused forms W' tile by tile in shared memory and multiplies there "
                          "(W' never written; tensor cores for f16/bf16, FMAs for f32); auto takes fused only where "
                          "a measured crossover table says it is faster, and no GPU has measured it yet, so auto is "
-                         "wprime. The CPU has one path: fused is refused there")
-      ->check(one_of({"auto", "wprime", "fused"}));
+                         "wprime. The CPU has one path: fused is refused there");
 }
 
 CLI::Option* add_graphs_option(CLI::App* cmd, bool* graphs) {

@@ -19,9 +19,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/device_names.h"
 #include "common/enum_names.h"
 #include "common/value_range.h"
 #include "setup/model_setup.h"
@@ -41,7 +43,7 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
 // --linear-path auto|wprime|fused (train, bench --shape): how a perturbed linear runs on the GPU.
 // --weights packed|dequantized, bound to *weights (ModelOpenOptions::weights).
 CLI::Option* add_weights_option(CLI::App* cmd, std::string* weights);
-CLI::Option* add_linear_path_option(CLI::App* cmd, std::string* linear_path);
+CLI::Option* add_linear_path_option(CLI::App* cmd, LinearPathMode* linear_path);
 // --graphs on|off into *graphs
 CLI::Option* add_graphs_option(CLI::App* cmd, bool* graphs);
 
@@ -70,6 +72,13 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& name, E* value, c
   return cmd->add_option_function<std::string>(name, set, description)
       ->check(one_of(enum_choices(names)))
       ->default_str(enum_name(names, *value));
+}
+// The same for an option whose absence means a default the caller states (->default_str).
+template <typename E>
+CLI::Option* add_optional_enum_option(CLI::App* cmd, const std::string& name, std::optional<E>* value,
+                                      const EnumNames<E>& names, const std::string& description) {
+  auto set = [value, &names](const std::string& text) { *value = enum_parse(names, text, "value"); };
+  return cmd->add_option_function<std::string>(name, set, description)->check(one_of(enum_choices(names)));
 }
 
 // The help layout: "--name VALUE   description (default: D; allowed: A)".

@@ -20,6 +20,7 @@
 #include "common/check.h"
 #include "cuda/cuda_plan.h"  // the W' block size (host code)
 #include "run/summary.h"
+#include "train/option_names.h"
 #include "train/spsa.h"
 
 #ifdef SMEZO_WITH_CUDA
@@ -71,13 +72,17 @@ std::vector<int64_t> parse_list(const std::string& text, const char* option) {
 }
 
 struct BenchState {
-  std::string kernel, dtype, shapes, ms = "16,64,256,1024,4096", json;
+  std::string kernel, shapes, ms = "16,64,256,1024,4096", json;
   int64_t reps = 20, warmup = 3;
   double quantile = 0.75;
   // --shape
-  std::string shape, device = "cpu", seqs = "64,160,256", probes = "pair", noise = "gaussian";
-  std::string linear_path = "auto";
+  std::string shape, seqs = "64,160,256";
+  Device device = DEVICE_CPU;
+  std::optional<DType> dtype;
+  NoiseKind noise = NOISE_GAUSSIAN;
+  LinearPathMode linear_path = LINEAR_MODE_AUTO;
   bool fold_update = true, graphs = false;
+  std::vector<ProbePasses> probes = {PROBES_PAIR};  // --probes both: the two
   int64_t batch = 16;
   bool profile = false;
   bool profile_rep = false;
@@ -102,7 +107,7 @@ int run_shape_bench(const BenchState& s) {
   o.batch = s.batch;
   o.seqs = parse_list(s.seqs, "seq");
   o.probes = s.probes;
-  o.noise = noise_parse(s.noise);
+  o.noise = s.noise;
   o.fold_update = s.fold_update;
   o.graphs = s.graphs;
   o.profile = s.profile;
@@ -120,7 +125,7 @@ int run_shape_bench(const BenchState& s) {
 int run_excess(const BenchState& s, const std::vector<int64_t>& ms) {
   ExcessBenchOptions opt;
   opt.shape = s.weights_of;
-  opt.dtype = s.dtype == "f16" ? DTYPE_F16 : DTYPE_BF16;
+  opt.dtype = s.dtype == DTYPE_F16 ? DTYPE_F16 : DTYPE_BF16;
   if (s.ms_opt->count()) opt.ms = ms;
   opt.noises.clear();
   for (const std::string& name : split_commas(s.noises)) opt.noises.push_back(noise_parse(name));
@@ -148,15 +153,15 @@ int run_bench(const BenchState& s) {
                 "(a random-weight model), not %s", s.kernel.empty() ? "neither" : "both");
   if (!s.json.empty()) run_prepare_output_file(s.json, "--json");
   if (!s.shape.empty()) return run_shape_bench(s);
-  SMEZO_REQUIRE(s.dtype.empty() || s.dtype == "bf16" || s.dtype == "f16",
-                "bench --kernel linear: --dtype %s (the kernel benchmark takes bf16 or f16)", s.dtype.c_str());
+  SMEZO_REQUIRE(s.dtype.value_or(DTYPE_BF16) != DTYPE_F32, "bench --kernel linear: --dtype f32 (the kernel benchmark "
+                "takes bf16 or f16)");
   const std::vector<std::pair<int64_t, int64_t>> shapes =
       s.shapes.empty() ? std::vector<std::pair<int64_t, int64_t>>() : parse_shapes(s.shapes);
   const std::vector<int64_t> ms = parse_list(s.ms, "m");
 #ifdef SMEZO_WITH_CUDA
   if (s.kernel == "excess") return run_excess(s, ms);
   LinearBenchOptions opt;
-  opt.dtype = s.dtype == "f16" ? DTYPE_F16 : DTYPE_BF16;
+  opt.dtype = s.dtype.value_or(DTYPE_BF16);
   if (!shapes.empty()) {
     opt.shapes.clear();
     for (const auto& s : shapes) opt.shapes.push_back({s.first, s.second});
@@ -193,19 +198,24 @@ Command register_bench(CLI::App& smezo) {
   cmd->parse_complete_callback([kernel, shape] {
     if (kernel->count() == 0 && shape->count() == 0) throw CLI::RequiredError("--kernel or --shape");
   });
-  cmd->add_option("--dtype", s->dtype, "weight dtype (--kernel: bf16 or f16)")
-      ->check(one_of({"f32", "bf16", "f16"}))
+  add_optional_enum_option(cmd, "--dtype", &s->dtype, dtype_option_names(), "weight dtype (--kernel: bf16 or f16)")
       ->default_str("--kernel: bf16; --shape: the device's default");
-  cmd->add_option("--device", s->device, "--shape: the backend")->check(one_of({"cpu", "cuda"}));
+  add_enum_option(cmd, "--device", &s->device, device_names(), "--shape: the backend");
   cmd->add_option("--batch", s->batch, "--shape: sequences per probe")->check(integer_at_least(1));
   cmd->add_option("--seq", s->seqs, "--shape: tokens per sequence, comma-separated")->type_name("T,...");
-  cmd->add_option("--probes", s->probes, "--shape: time the steps with the probe pair, two passes, or both")
-      ->check(one_of({"pair", "separate", "both"}));
+  auto probes = [s](const std::string& v) {
+    s->probes = v == "both" ? std::vector<ProbePasses>{PROBES_PAIR, PROBES_SEPARATE}
+                            : std::vector<ProbePasses>{enum_parse(probe_passes_names(), v, "probe mode")};
+  };
+  cmd->add_option_function<std::string>("--probes", probes, "--shape: time the steps with the probe pair, two "
+                                        "passes, or both")
+      ->check(one_of({"pair", "separate", "both"}))
+      ->default_str("pair");
   add_linear_path_option(cmd, &s->linear_path)->description(
       "--shape: how a perturbed linear runs on the GPU (wprime: W' to scratch + cuBLAS; fused: "
       "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "
       "refuses fused). --kernel linear times both paths whatever this says");
-  cmd->add_option("--noise", s->noise, "--shape: the steps' z")->check(one_of({"gaussian", "gaussian-v1", "rademacher", "sign"}));
+  add_enum_option(cmd, "--noise", &s->noise, noise_names(), "--shape: the steps' z");
   cmd->add_option_function<std::string>("--fold-update", [s](const std::string& v) { s->fold_update = v == "on"; },
                                         "--shape: the steps fold each linear weight's update into the next step's "
                                         "W' pass (as smezo train does), or update in a pass of their own")

@@ -28,11 +28,24 @@ namespace smezo {
 
 namespace {
 
+enum EvalMode { EVAL_ZERO_SHOT, EVAL_ICL };  // icl: --shots demonstrations before each example
+enum EvalSplit { SPLIT_DEV, SPLIT_TEST };
+const EnumNames<EvalMode>& eval_mode_names() {
+  static const EnumNames<EvalMode> names = {{EVAL_ZERO_SHOT, "zero-shot"}, {EVAL_ICL, "icl"}};
+  return names;
+}
+const EnumNames<EvalSplit>& split_names() {
+  static const EnumNames<EvalSplit> names = {{SPLIT_DEV, "dev"}, {SPLIT_TEST, "test"}};
+  return names;
+}
+
 struct EvalState {
   ModelOpenOptions model;
   std::string adapter;       // --adapter DIR, "" for none
   std::string settings_dir;  // where the run's smezo_run.json was looked for (the adapter's or the model's)
-  std::string task = "sst2", mode = "zero-shot", split = "test", data_dir, out, examples_out;
+  std::string task = "sst2", data_dir, out, examples_out;
+  EvalMode mode = EVAL_ZERO_SHOT;
+  EvalSplit split = SPLIT_TEST;
   std::string task_spec, train_file, dev_file, test_file;  // your own data (all "" with --task)
   int64_t shots = 16, max_len = 256, batch = 16, n_train = 1000, n_dev = 500, n_test = 1000;
   uint64_t seed = 42;
@@ -79,7 +92,7 @@ std::string take_run_task_files(EvalState& s, const nlohmann::json& run) {
     taken += std::string(" ") + option + " " + *field;
   };
   take(&s.task_spec, "task_spec", "--task-spec");
-  if (s.mode == "icl") take(&s.train_file, "train_file", "--train-file");  // the demonstrations
+  if (s.mode == EVAL_ICL) take(&s.train_file, "train_file", "--train-file");  // the demonstrations
   if (s.test_file.empty() && s.dev_file.empty()) {  // a file given on the command line is the one to score
     take(&s.dev_file, "dev_file", "--dev-file");
     take(&s.test_file, "test_file", "--test-file");
@@ -129,7 +142,8 @@ void apply_run_settings(EvalState& s, const nlohmann::json& run) {
 double accuracy_writing_examples(Model& model, const std::vector<EncodedExample>& encoded,
                                  const std::vector<TaskExample>& xs, const std::string& prefix, const EvalState& s,
                                  const std::string& task) {
-  std::string text = nlohmann::json({{"task", task}, {"mode", s.mode}, {"shots", s.shots},
+  std::string text = nlohmann::json({{"task", task}, {"mode", enum_name(eval_mode_names(), s.mode)},
+                                     {"shots", s.shots},
                                      {"max_len", std::min(s.max_len, model.config().max_seq_len)},
                                      {"icl_prefix", prefix}, {"examples", xs.size()}})
                          .dump() + "\n";
@@ -168,7 +182,7 @@ GenerationScore generation_writing_examples(Model& model, const Tokenizer& token
   const GenerationScore g = evaluate_generation(model, tokenizer, encoded, xs, limits, s.batch,
                                                 s.examples_out.empty() ? nullptr : &texts);
   if (s.examples_out.empty()) return g;
-  std::string text = nlohmann::json({{"task", splits.name}, {"mode", s.mode},
+  std::string text = nlohmann::json({{"task", splits.name}, {"mode", enum_name(eval_mode_names(), s.mode)},
                                      {"max_len", std::min(s.max_len, model.config().max_seq_len)},
                                      {"max_new_tokens", limits.max_new_tokens}, {"stop", limits.stop},
                                      {"examples", xs.size()}})
@@ -187,14 +201,15 @@ TaskSplits load_eval_splits(EvalState& s) {
   if (s.task_spec.empty())
     return load_task(s.task, s.seed, s.n_train, s.n_dev, s.n_test,
                      s.data_dir.empty() ? asset_path("data") : s.data_dir);
-  if (!s.split_opt->count() && s.test_file.empty()) s.split = "dev";  // the file there is
-  const std::string& file = s.split == "dev" ? s.dev_file : s.test_file;
+  if (!s.split_opt->count() && s.test_file.empty()) s.split = SPLIT_DEV;  // the file there is
+  const bool dev = s.split == SPLIT_DEV;
+  const std::string& file = dev ? s.dev_file : s.test_file;
+  const char* split = enum_name(split_names(), s.split);
   SMEZO_REQUIRE(!file.empty(), "eval: --task-spec with --split %s needs --%s-file FILE (the records to score)",
-                s.split.c_str(), s.split.c_str());
-  const bool icl = s.mode == "icl";
+                split, split);
+  const bool icl = s.mode == EVAL_ICL;
   SMEZO_REQUIRE(!icl || !s.train_file.empty(), "eval: --mode icl with --task-spec needs --train-file FILE (the "
                 "demonstrations are its first --shots rows)");
-  const bool dev = s.split == "dev";
   TaskSplits splits = load_task_files({s.task_spec, icl ? s.train_file : "", dev ? file : "", dev ? "" : file},
                                       icl ? s.n_train : 0, s.n_dev, s.n_test);
   SMEZO_REQUIRE(!icl || !splits.generation, "eval: --mode icl scores classification tasks; %s is a generation task "
@@ -263,25 +278,26 @@ int run_eval(EvalState& s) {
   if (run.is_object()) apply_run_settings(s, run);
   SMEZO_REQUIRE(!any_data_file(s) || !s.task_spec.empty(), "eval: --train-file, --dev-file and --test-file need "
                 "--task-spec FILE (how a record becomes an example)");
-  if (s.mode == "zero-shot" && !s.shots_opt->count()) s.shots = 0;
-  SMEZO_REQUIRE(s.mode == "icl" ? s.shots > 0 : s.shots == 0,
+  if (s.mode == EVAL_ZERO_SHOT && !s.shots_opt->count()) s.shots = 0;
+  SMEZO_REQUIRE(s.mode == EVAL_ICL ? s.shots > 0 : s.shots == 0,
                 "--shots %lld: icl needs k > 0 demonstrations, zero-shot none", (long long)s.shots);
   TaskSplits splits = load_eval_splits(s);
+  const char *split = enum_name(split_names(), s.split), *mode = enum_name(eval_mode_names(), s.mode);
   LoadedModel lm = open_eval_model(s, splits, adapter.get());
   SMEZO_REQUIRE(s.shots <= (int64_t)splits.train.size(), "--shots %lld: the training split has %zu examples",
                 (long long)s.shots, splits.train.size());
   const std::vector<TaskExample> demos(splits.train.begin(), splits.train.begin() + s.shots);
   const std::string prefix = build_icl_prefix(demos);
-  const std::vector<TaskExample>& xs = s.split == "dev" ? splits.dev : splits.test;
-  SMEZO_REQUIRE(!xs.empty(), "the %s split of %s is empty (--%s-examples 0?)", s.split.c_str(),
-                splits.name.c_str(), s.split.c_str());
-  if (splits.generation) check_generation_examples(xs, s.split);
+  const std::vector<TaskExample>& xs = s.split == SPLIT_DEV ? splits.dev : splits.test;
+  SMEZO_REQUIRE(!xs.empty(), "the %s split of %s is empty (--%s-examples 0?)", split,
+                splits.name.c_str(), split);
+  if (splits.generation) check_generation_examples(xs, split);
   std::vector<EncodedExample> encoded;
   // a prefix adapter takes the first positions (as the trainer encodes its examples)
   const int64_t len = std::min(s.max_len, lm.model->config().max_seq_len - lm.model->prefix_tokens());
   for (const TaskExample& x : xs) encoded.push_back(encode_example(*lm.tokenizer, x, len, prefix));
 
-  const nlohmann::json icl = s.mode == "icl" ? icl_report(*lm.tokenizer, demos, encoded, s, len) : nullptr;
+  const nlohmann::json icl = s.mode == EVAL_ICL ? icl_report(*lm.tokenizer, demos, encoded, s, len) : nullptr;
 
   const Stopwatch timer;
   nlohmann::json scores;  // what --out records: accuracy, or em and f1
@@ -300,12 +316,11 @@ int run_eval(EvalState& s) {
   const double secs = timer.seconds();
   const std::string model_name = lm.model_path + (adapter ? " + adapter " + s.adapter : "");
   std::printf("%s %s %s (%zu examples, %s%s): %s  [%.1f s]\n", model_name.c_str(), splits.name.c_str(),
-              s.split.c_str(), xs.size(), s.mode.c_str(),
-              s.mode == "icl" ? (", k=" + std::to_string(s.shots)).c_str() : "", said.c_str(), secs);
+              split, xs.size(), mode, s.mode == EVAL_ICL ? (", k=" + std::to_string(s.shots)).c_str() : "", said.c_str(), secs);
   if (!s.out.empty()) {
-    const std::string& data_file = s.split == "dev" ? s.dev_file : s.test_file;
+    const std::string& data_file = s.split == SPLIT_DEV ? s.dev_file : s.test_file;
     nlohmann::json j = {{"model", lm.model_path}, {"adapter", adapter ? nlohmann::json(s.adapter) : nullptr},
-                        {"task", splits.name}, {"split", s.split}, {"mode", s.mode},
+                        {"task", splits.name}, {"split", split}, {"mode", mode},
                         {"shots", s.shots}, {"max_len", len}, {"examples", xs.size()},
                         {"task_spec", s.task_spec.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.task_spec)},
                         {"data_file", s.task_spec.empty() ? nlohmann::json(nullptr) : nlohmann::json(data_file)},
@@ -351,14 +366,12 @@ Command register_eval(CLI::App& smezo) {
   cmd->add_option("--test-file", s->test_file, "with --task-spec: test records, the first --test-examples rows")
       ->type_name("FILE")
       ->default_str("the run's, else none");
-  cmd->add_option("--mode", s->mode, "zero-shot, or icl: --shots demonstrations from the training split "
-                                     "before each example")
-      ->check(one_of({"zero-shot", "icl"}));
+  add_enum_option(cmd, "--mode", &s->mode, eval_mode_names(), "zero-shot, or icl: --shots demonstrations from the "
+                  "training split before each example");
   s->shots_opt = cmd->add_option("--shots", s->shots, "in-context demonstrations")
                      ->check(integer_at_least(0))
                      ->default_str("16 with --mode icl, else 0");
-  s->split_opt = cmd->add_option("--split", s->split, "which split to score")
-                     ->check(one_of({"dev", "test"}))
+  s->split_opt = add_enum_option(cmd, "--split", &s->split, split_names(), "which split to score")
                      ->default_str("test; with --task-spec the split whose file is given, test first");
   s->max_len_opt = cmd->add_option("--max-len", s->max_len, "tokens per candidate, the prompt cut from the left")
                        ->check(integer_at_least(2))

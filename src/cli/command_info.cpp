@@ -24,7 +24,7 @@ namespace {
 struct InfoState {
   std::string positional, model;
   int64_t batch = 16, max_len = 256;
-  std::string dtype = "bf16";  // the CUDA storage dtype the estimate assumes
+  DType dtype = DTYPE_BF16;  // the CUDA storage dtype the estimate assumes
 };
 
 // --weights packed: the estimates under --tune lora (train's defaults: r 8 on q, v) and --tune scales.
@@ -100,7 +100,7 @@ int run_info(const InfoState& s) {
   const WorkspaceRows ws = workspace_for_batch(s.batch, len, 8192);
   std::printf("\nmemory for training at batch %lld, max-len %lld (%lld token rows, %lld logit rows):\n",
               (long long)s.batch, (long long)len, (long long)ws.tokens, (long long)ws.logit_rows);
-  const DType cuda_dtype = storage_dtype("cuda", s.dtype);
+  const DType cuda_dtype = s.dtype;
   std::printf("  cuda %-4s %s\n", dtype_name(cuda_dtype),
               describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, cuda_memory_plan())).c_str());
   std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
@@ -124,8 +124,7 @@ Command register_info(CLI::App& smezo) {
   cmd->add_option("--batch", s->batch, "examples per step, for the memory estimate")->check(integer_at_least(1));
   cmd->add_option("--max-len", s->max_len, "tokens per example, for the memory estimate")
       ->check(integer_at_least(2));
-  cmd->add_option("--dtype", s->dtype, "the CUDA weight storage the estimate assumes")
-      ->check(one_of({"f32", "f16", "bf16"}));
+  add_enum_option(cmd, "--dtype", &s->dtype, dtype_option_names(), "the CUDA weight storage the estimate assumes");
   return {cmd, [s] { return run_info(*s); }};
 }
 

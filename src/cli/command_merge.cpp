@@ -13,7 +13,8 @@ namespace {
 
 struct MergeState {
   ModelOpenOptions model;
-  std::string adapter, out, checkpoint_dtype;
+  std::string adapter, out;
+  std::optional<DType> checkpoint_dtype;
 };
 
 int run_merge(MergeState& s) {
@@ -43,8 +44,8 @@ Command register_merge(CLI::App& smezo) {
       ->type_name("DIR")
       ->required();
   cmd->add_option("--out", s->out, "the checkpoint folder to write")->type_name("DIR")->required();
-  cmd->add_option("--checkpoint-dtype", s->checkpoint_dtype, "dtype of the checkpoint's tensors")
-      ->check(one_of({"f32", "f16", "bf16"}))
+  add_optional_enum_option(cmd, "--checkpoint-dtype", &s->checkpoint_dtype, dtype_option_names(),
+                           "dtype of the checkpoint's tensors")
       ->default_str("the base model's storage dtype (--dtype)");
   return {cmd, [s] { return run_merge(*s); }};
 }

@@ -42,14 +42,13 @@ Command register_replay(CLI::App& smezo) {
   cmd->add_option("--tokenizer", s->tokenizer, "copied into the checkpoint (replay itself needs none)")
       ->type_name("PATH")
       ->default_str("tokenizer.model beside the base model, the bundled one for stories260K, else none");
-  cmd->add_option("--checkpoint-dtype", s->checkpoint_dtype, "dtype of the checkpoint's tensors")
-      ->check(one_of({"f32", "f16", "bf16"}))
+  add_optional_enum_option(cmd, "--checkpoint-dtype", &s->checkpoint_dtype, dtype_option_names(),
+                           "dtype of the checkpoint's tensors")
       ->default_str("the run's storage dtype");
-  cmd->add_option("--device", s->device, "where the updates run")
-      ->check(one_of({"cpu", "cuda"}))
+  add_optional_enum_option(cmd, "--device", &s->device, device_names(), "where the updates run")
       ->default_str("the run's, from the seed log");
-  cmd->add_option("--dtype", s->dtype, "weight storage; must be the run's, since updates round to it")
-      ->check(one_of({"f32", "f16", "bf16"}))
+  add_optional_enum_option(cmd, "--dtype", &s->dtype, dtype_option_names(),
+                           "weight storage; must be the run's, since updates round to it")
       ->default_str("the run's, from the seed log");
   return {cmd, [s] { return run_replay(*s); }};
 }

@@ -203,8 +203,8 @@ void add_run_options(CLI::App* cmd, TrainOptions* o) {
   add_ranged_option(cmd, "--eval-examples", o->eval_examples, "dev examples per periodic evaluation (0: all)");
   add_ranged_option(cmd, "--checkpoint-every", o->checkpoint_every, "checkpoint interval in steps (0: only at the "
                     "end)");
-  cmd->add_option("--checkpoint-dtype", o->checkpoint_dtype, "dtype of the checkpoint's tensors")
-      ->check(one_of({"f32", "f16", "bf16"}))
+  add_optional_enum_option(cmd, "--checkpoint-dtype", &o->checkpoint_dtype, dtype_option_names(),
+                           "dtype of the checkpoint's tensors")
       ->default_str("the weights' storage dtype (--dtype)");
   add_ranged_option(cmd, "--flush-every", o->flush_every, "seed-log durability interval in steps");
   add_ranged_option(cmd, "--progress-every", o->progress_every, "plain progress line interval (0: about " +

@@ -81,9 +81,6 @@ void cpu_read_param(const Param& p, const Probe& probe, int64_t start, int64_t c
 void cpu_read_param_pair(const Param& p, const Probe& pair, int64_t start, int64_t count, float* out_plus,
                          float* out_minus);
 
-// Whether a read of packed `weight` under `probe` moves its values (--tune scales: trainable master scales).
-bool packed_scales_perturbed(const Param& weight, const Probe& probe);
-
 // out(M, N) = in(M, K) · W'(N, K)ᵀ (+ bias), plain loops, k summed in order: CpuBackend::linear's test.
 void cpu_linear_reference(const Tensor& out, const Tensor& in, const Param& weight,
                           const Param* bias, const Probe& probe);

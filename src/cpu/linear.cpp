@@ -65,10 +65,6 @@ bool reference_forced() {
 
 }  // namespace
 
-bool packed_scales_perturbed(const Param& weight, const Probe& probe) {
-  return probe.scale != 0.0f && weight.scales && weight.scales->info.trainable;
-}
-
 const char* cpu_linear_path(int64_t N, int64_t K) {
   const GemmRowScheme* scheme = scheme_for_weight(N, K);
   return scheme ? scheme->name : "reference";

@@ -11,8 +11,8 @@
 
 namespace smezo {
 
-void dist_select_device(const World& world, const std::string& device) {
-  if (device != "cuda" || world.size() == 1) return;
+void dist_select_device(const World& world, Device device) {
+  if (device != DEVICE_CUDA || world.size() == 1) return;
 #ifdef SMEZO_WITH_CUDA
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

@@ -5,10 +5,10 @@
 
 #include "common/assets.h"
 #include "common/check.h"
+#include "common/device_names.h"
 #include "common/file_util.h"
 #include "common/stopwatch.h"
 #include "cpu/cpu_backend.h"
-#include "cuda/cuda_plan.h"  // LinearPathMode (host-only header)
 #include "model/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,47 +34,34 @@ std::string directory_of(const std::string& path) {
 
 std::string default_model_path() { return asset_path("models/stories260K.bin"); }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path, bool graphs) {
-  LinearPathMode mode = LINEAR_MODE_AUTO;
-  SMEZO_REQUIRE(linear_mode_parse(linear_path, &mode), "unknown --linear-path '%s' (choose auto, wprime or fused)",
-                linear_path.c_str());
-  if (device == "cpu") {
+std::unique_ptr<Backend> make_backend(Device device, LinearPathMode mode, bool graphs) {
+  enum_require_known(device_names(), device, "device");
+  enum_require_known(linear_mode_names(), mode, "linear path");
+  if (device == DEVICE_CPU) {
     SMEZO_REQUIRE(mode != LINEAR_MODE_FUSED, "--linear-path fused: the CPU backend has one linear path (it forms W' "
                   "rows in a buffer) ---> HINT: leave --linear-path out on the CPU, or use --device cuda");
     SMEZO_REQUIRE(!graphs, "--graphs on: CUDA graphs are a GPU's; the CPU backend launches nothing to capture "
                   "---> HINT: leave --graphs out on the CPU, or use --device cuda");
     return std::make_unique<CpuBackend>();
   }
-  if (device == "cuda") {
 #ifdef SMEZO_WITH_CUDA
-    auto cuda = std::make_unique<CudaBackend>();
-    cuda->set_linear_mode(mode);
-    cuda->set_graphs(graphs);
-    return cuda;
+  auto cuda = std::make_unique<CudaBackend>();
+  cuda->set_linear_mode(mode);
+  cuda->set_graphs(graphs);
+  return cuda;
 #else
-    throw_error("--device cuda: this build has no CUDA (built without nvcc) ---> HINT: use --device "
-                "cpu, or rebuild with nvcc on the PATH");
+  throw_error("--device cuda: this build has no CUDA (built without nvcc) ---> HINT: use --device "
+              "cpu, or rebuild with nvcc on the PATH");
 #endif
-  }
-  throw_error("unknown --device '%s' (choose cpu or cuda)", device.c_str());
 }
 
-DType storage_dtype(const std::string& device, const std::string& dtype) {
-  if (dtype.empty()) return device == "cuda" ? DTYPE_BF16 : DTYPE_F32;
-  DType d;
-  if (dtype == "f32") {
-    d = DTYPE_F32;
-  } else if (dtype == "f16") {
-    d = DTYPE_F16;
-  } else if (dtype == "bf16") {
-    d = DTYPE_BF16;
-  } else {
-    throw_error("unknown --dtype '%s' (choose f32, f16 or bf16)", dtype.c_str());
-  }
-  SMEZO_REQUIRE(d == DTYPE_F32 || device != "cpu",
+DType storage_dtype(Device device, std::optional<DType> dtype) {
+  if (!dtype) return device == DEVICE_CUDA ? DTYPE_BF16 : DTYPE_F32;
+  enum_require_known(dtype_option_names(), *dtype, "dtype");
+  SMEZO_REQUIRE(*dtype == DTYPE_F32 || device != DEVICE_CPU,
                 "--dtype %s: the CPU backend stores f32 only ---> HINT: leave --dtype out, or use "
-                "--device cuda", dtype.c_str());
-  return d;
+                "--device cuda", dtype_option_name(dtype));
+  return *dtype;
 }
 
 std::string find_tokenizer_path(const std::string& model_path, const std::string& explicit_path) {
@@ -213,8 +200,8 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
 }
 
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
-                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
-                             const std::string& dtype) {
+                             Device device, int64_t max_tokens, int64_t max_logit_rows,
+                             std::optional<DType> dtype) {
   ModelOpenOptions o;
   o.model_path = model_path;
   o.tokenizer_path = tokenizer_path;

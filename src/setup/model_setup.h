@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "model/memory_estimate.h"
@@ -14,9 +15,9 @@ namespace smezo {
 struct ModelOpenOptions {
   std::string model_path;         // "": default_model_path()
   std::string tokenizer_path;     // "": the model's own (open_model_tokenizer)
-  std::string device = "cpu";     // "cpu" | "cuda"
-  std::string dtype;              // "f32" | "f16" | "bf16"; "": the device's default (storage_dtype)
-  std::string linear_path = "auto";  // --linear-path: "auto" | "wprime" | "fused" (make_backend)
+  Device device = DEVICE_CPU;
+  std::optional<DType> dtype;     // unset: the device's default (storage_dtype)
+  LinearPathMode linear_path = LINEAR_MODE_AUTO;  // --linear-path (make_backend)
   bool graphs = false;            // --graphs on: forward passes as CUDA graphs (make_backend)
   // --weights: "dequantized" | "packed" (a GGUF's block-quantised 2-D tensors kept in their blocks: frozen)
   std::string weights = "dequantized";
@@ -53,16 +54,16 @@ LoadedModel open_model(const ModelOpenOptions& options);
 LoadedModel open_model_on(const ModelOpenOptions& options, std::unique_ptr<Backend> backend);
 // The same with the fields spelled out (dtype may be empty).
 LoadedModel open_model_paths(const std::string& model_path, const std::string& tokenizer_path,
-                             const std::string& device, int64_t max_tokens, int64_t max_logit_rows,
-                             const std::string& dtype = "");
+                             Device device, int64_t max_tokens, int64_t max_logit_rows,
+                             std::optional<DType> dtype = std::nullopt);
 
-// "cpu", or "cuda" in builds with nvcc. linear_path: the CUDA linear path; the CPU refuses "fused".
+// The CPU, or CUDA in builds with nvcc. linear_path: the CUDA linear path; the CPU refuses fused.
 // graphs: forward passes captured as CUDA graphs (cuda/cuda_graphs.cu); the CPU refuses it.
-std::unique_ptr<Backend> make_backend(const std::string& device, const std::string& linear_path = "auto",
+std::unique_ptr<Backend> make_backend(Device device, LinearPathMode linear_path = LINEAR_MODE_AUTO,
                                       bool graphs = false);
 
-// The storage dtype for "f32" | "f16" | "bf16", or "" for the device's default (cpu: f32; cuda: bf16).
-DType storage_dtype(const std::string& device, const std::string& dtype);
+// The storage dtype asked, or unset for the device's default (cpu: f32; cuda: bf16); the CPU stores f32 only.
+DType storage_dtype(Device device, std::optional<DType> dtype);
 
 // A model's sentencepiece tokenizer: explicit_path, else tokenizer.model beside it, else the bundled one.
 std::string resolve_tokenizer_path(const std::string& model_path, const std::string& explicit_path);

@@ -4,7 +4,8 @@
 #include <cstdint>
 
 #include "common/check.h"
-#include "cuda/cuda_plan.h"  // linear_mode_parse, fused_crossover_table, cuda_weight_chunk_bytes (host-only)
+#include "common/device_names.h"
+#include "cuda/cuda_plan.h"  // fused_crossover_table, cuda_weight_chunk_bytes (host-only)
 
 namespace smezo {
 
@@ -25,10 +26,8 @@ std::string table_fingerprint(const std::vector<FusedCrossoverRow>& table) {
   return format_string("%016llx", static_cast<unsigned long long>(h));
 }
 
-std::string cuda_linear_path(const std::string& linear_path) {
-  LinearPathMode mode = LINEAR_MODE_AUTO;
-  SMEZO_REQUIRE(linear_mode_parse(linear_path, &mode), "unknown --linear-path '%s' (choose auto, wprime or fused)",
-                linear_path.c_str());
+std::string cuda_linear_path(LinearPathMode mode) {
+  enum_require_known(linear_mode_names(), mode, "linear path");
   if (mode == LINEAR_MODE_AUTO)
     return fused_crossover_table().empty() ? "wprime" : "auto:" + table_fingerprint(fused_crossover_table());
   return linear_mode_name(mode);
@@ -44,8 +43,8 @@ std::string linear_path_option(const std::string& logged, const std::string& min
 
 }  // namespace
 
-nlohmann::json run_path_record(const std::string& device, const std::string& linear_path, bool graphs) {
-  const bool cuda = device == "cuda";
+nlohmann::json run_path_record(Device device, LinearPathMode linear_path, bool graphs) {
+  const bool cuda = device == DEVICE_CUDA;
   return {{"linear_path", cuda ? cuda_linear_path(linear_path) : "cpu"},
           {"weight_block_bytes", cuda ? nlohmann::json(cuda_weight_chunk_bytes()) : nlohmann::json(nullptr)},
           {"graphs", cuda && graphs ? "on" : "off"}};

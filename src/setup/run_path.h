@@ -16,12 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "smezo/device.h"
+
 namespace smezo {
 
-// The record of a run on `device` ("cpu" | "cuda") with --linear-path `linear_path` ("auto" | "wprime" |
-// "fused"; make_backend refuses anything else first).
+// The record of a run on `device` with --linear-path `linear_path`.
 // graphs: --graphs on (make_backend refuses it on the CPU).
-nlohmann::json run_path_record(const std::string& device, const std::string& linear_path, bool graphs = false);
+nlohmann::json run_path_record(Device device, LinearPathMode linear_path, bool graphs = false);
 
 // True when the run header holds the record (a header written before it: false).
 bool run_path_recorded(const nlohmann::json& header);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/device_names.h"
 #include "common/input_file.h"
 #include "common/file_util.h"
 #include "common/half.h"
@@ -28,12 +29,10 @@ namespace smezo {
 
 namespace {
 
-DType parse_checkpoint_dtype(const std::string& name, DType storage) {
-  if (name.empty()) return storage;
-  if (name == "f32") return DTYPE_F32;
-  if (name == "f16") return DTYPE_F16;
-  if (name == "bf16") return DTYPE_BF16;
-  throw_error("--checkpoint-dtype '%s' is not f32, f16 or bf16", name.c_str());
+DType parse_checkpoint_dtype(std::optional<DType> dtype, DType storage) {
+  if (!dtype) return storage;
+  enum_require_known(dtype_option_names(), *dtype, "checkpoint dtype");
+  return *dtype;
 }
 
 const char* torch_dtype_name(DType d) { return d == DTYPE_BF16 ? "bfloat16" : d == DTYPE_F16 ? "float16" : "float32"; }
@@ -52,7 +51,7 @@ struct CheckpointPlan {
   std::string config_json;
 };
 
-CheckpointPlan plan_checkpoint(const CheckpointSource& source, const std::string& dtype) {
+CheckpointPlan plan_checkpoint(const CheckpointSource& source, std::optional<DType> dtype) {
   CheckpointPlan plan;
   plan.config = source.config;
   plan.permute_qk = rope_rows_interleaved(plan.config);
@@ -166,24 +165,24 @@ CheckpointSource checkpoint_source(Model& model) {
   return source;
 }
 
-DType checkpoint_dtype(Model& model, const std::string& dtype) {
+DType checkpoint_dtype(Model& model, std::optional<DType> dtype) {
   return parse_checkpoint_dtype(dtype, model.params().front()->w.dtype);
 }
 
 int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,
-                         const std::string& dtype) {
+                         std::optional<DType> dtype) {
   return plan_bytes(plan_checkpoint(checkpoint_source(model), dtype), tokenizer_path, run_settings);
 }
 
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
-                        const nlohmann::json& run_settings, const std::string& dtype) {
+                        const nlohmann::json& run_settings, std::optional<DType> dtype) {
   save_hf_checkpoint(checkpoint_source(model), dir, tokenizer_path, run_settings, dtype);
 }
 
 namespace {
 
 void write_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
-                      const nlohmann::json& run_settings, const std::string& dtype) {
+                      const nlohmann::json& run_settings, std::optional<DType> dtype) {
   const CheckpointPlan plan = plan_checkpoint(source, dtype);
   namespace fs = std::filesystem;
   const std::string tmp = dir + ".tmp";
@@ -249,7 +248,7 @@ void write_folder_swapped(const std::string& dir, const std::string& what,
 }
 
 void save_hf_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
-                        const nlohmann::json& run_settings, const std::string& dtype) {
+                        const nlohmann::json& run_settings, std::optional<DType> dtype) {
   try {
     write_checkpoint(source, dir, tokenizer_path, run_settings, dtype);
   } catch (...) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,9 @@ namespace smezo {
 
 inline constexpr const char* kRunSettingsFile = "smezo_run.json";
 
-// run_settings: smezo_run.json when a JSON object. tokenizer_path "": none. dtype "": the storage's.
+// run_settings: smezo_run.json when a JSON object. tokenizer_path "": none. dtype unset: the storage's.
 void save_hf_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
-                        const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
+                        const nlohmann::json& run_settings = nullptr, std::optional<DType> dtype = std::nullopt);
 
 // A checkpoint's tensors and where their values come from (a pipeline's rank 0 fetches the stages').
 struct CheckpointTensor {
@@ -46,14 +47,14 @@ struct CheckpointSource {
 };
 CheckpointSource checkpoint_source(Model& model);
 void save_hf_checkpoint(const CheckpointSource& source, const std::string& dir, const std::string& tokenizer_path,
-                        const nlohmann::json& run_settings = nullptr, const std::string& dtype = "");
+                        const nlohmann::json& run_settings = nullptr, std::optional<DType> dtype = std::nullopt);
 
-// The checkpoint dtype for a name ("" = the storage dtype); throws naming it unless f32, f16 or bf16.
-DType checkpoint_dtype(Model& model, const std::string& dtype);
+// The checkpoint dtype: the one asked, or the storage dtype when unset.
+DType checkpoint_dtype(Model& model, std::optional<DType> dtype);
 
 // The bytes save_hf_checkpoint() would write into dir (all files, before file-system rounding).
 int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,
-                         const std::string& dtype = "");
+                         std::optional<DType> dtype = std::nullopt);
 
 // Bytes available to this process on the file system holding `path` (statvfs of the nearest folder).
 using FreeSpaceQuery = std::function<int64_t(const std::string& path)>;

@@ -4,6 +4,7 @@
 #include "smezo/replay.h"
 
 #include "common/check.h"
+#include "common/device_names.h"
 #include "common/file_util.h"
 #include "model/model_fingerprint.h"
 #include "setup/model_setup.h"
@@ -21,7 +22,9 @@ namespace {
 // What the run header says of the run, read and checked before the model is opened.
 struct LoggedRun {
   std::string where;  // "SEEDLOG line N": the header, for messages about its fields
-  std::string dtype, dtype_arg, device, model;  // storage dtype ("F32"), as an option ("f32"), device, model path
+  std::string dtype, model;  // storage dtype as files spell it ("F32"), model path
+  DType storage = DTYPE_F32;
+  Device device = DEVICE_CPU;
   SpsaOptions opts;
   Tune tune = TUNE_FULL;
   LoraOptions lora_options;
@@ -44,8 +47,8 @@ LoggedRun read_logged_run(const SeedLog& log, const ReplayOptions& s) {
                 r.where.c_str());
   // Updates round to the storage dtype, so the logged device and dtype are the defaults.
   r.dtype = header_string(log, r.where, "storage_dtype", "F32");
-  r.dtype_arg = r.dtype == "BF16" ? "bf16" : r.dtype == "F16" ? "f16" : "f32";
-  r.device = s.device.empty() ? header_string(log, r.where, "device", "cpu") : s.device;
+  r.storage = r.dtype == "BF16" ? DTYPE_BF16 : r.dtype == "F16" ? DTYPE_F16 : DTYPE_F32;
+  r.device = s.device ? *s.device : enum_parse(device_names(), header_string(log, r.where, "device", "cpu"), "device");
   r.model = header_string(log, r.where, "model", "");
   r.opts = spsa_options_from_json(log.header["spsa"], r.where);
   const nlohmann::json tune = log.header.value("tune", nlohmann::json());  // absent: full
@@ -68,7 +71,7 @@ LoadedModel open_replay_model(const LoggedRun& run, const SeedLog& log, const Re
   mo.model_path = s.base;
   mo.tokenizer_path = s.tokenizer;
   mo.device = run.device;
-  mo.dtype = !s.dtype.empty() ? s.dtype : run.device == "cpu" ? "" : run.dtype_arg;
+  mo.dtype = s.dtype ? s.dtype : run.device == DEVICE_CPU ? std::nullopt : std::optional<DType>(run.storage);
   // the updates need no activations; a prefix is made from the model's activations of P tokens
   mo.max_tokens = run.tune == TUNE_PREFIX ? run.prefix_options.tokens : 1;
   mo.max_logit_rows = 1;
@@ -87,7 +90,7 @@ LoadedModel open_replay_model(const LoggedRun& run, const SeedLog& log, const Re
                 "%s: the run stored weights as %s, this replay as %s: the updates would round differently "
                 "---> HINT: replay with %s", s.seed_log.c_str(), printable(run.dtype, 40).c_str(), replay_dtype.c_str(),
                 run.dtype == "F32" ? "--dtype f32 (or no --dtype) on either device"
-                                   : ("--device cuda --dtype " + run.dtype_arg).c_str());
+                                   : ("--device cuda --dtype " + std::string(dtype_option_name(run.storage))).c_str());
   // MeZO and R-MeZO logs have no thresholds to tell another model by: the header's fingerprint does
   const std::string other_model = model_fingerprint_difference(
       log.header.value("model_fingerprint", nlohmann::json()),

@@ -7,7 +7,7 @@
 
 namespace smezo {
 
-Topology::Topology(World& world, int pipeline_stages, int64_t micro_batches, const std::string& device)
+Topology::Topology(World& world, int pipeline_stages, int64_t micro_batches, Device device)
     : world_(world) {
   SMEZO_REQUIRE(pipeline_stages >= 1 && micro_batches >= 0, "train: --pipeline-stages %d must be at least 1 "
                 "and --micro-batches %lld at least 0", pipeline_stages, (long long)micro_batches);
@@ -16,7 +16,7 @@ Topology::Topology(World& world, int pipeline_stages, int64_t micro_batches, con
                 "✓ MPI)", pipeline_stages, pipeline_stages, pipeline_stages);
   if (pipeline_stages > 1) layout_ = pipeline_layout(world, pipeline_stages);
   // Micro-batches trade bubble against noise: K on cuda (compute-bound: overlap wins), 1 on cpu.
-  micro_batches_ = micro_batches > 0 ? micro_batches : device == "cuda" ? int64_t{pipeline_stages} : 1;
+  micro_batches_ = micro_batches > 0 ? micro_batches : device == DEVICE_CUDA ? int64_t{pipeline_stages} : 1;
 }
 
 void Topology::select_stage(ModelOpenOptions* mo) const {
@@ -57,7 +57,7 @@ int64_t Topology::checkpoint_decision(int64_t value, const std::string& what) co
 }
 
 void Topology::save_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
-                               const nlohmann::json& settings, const std::string& dtype) const {
+                               const nlohmann::json& settings, std::optional<DType> dtype) const {
   if (serves_checkpoint()) return pipeline_serve_checkpoint(world_, layout_, model);
   if (!root()) return;
   if (pipelined())

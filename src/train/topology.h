@@ -18,7 +18,7 @@ namespace smezo {
 class Topology {
  public:
   // Checks --pipeline-stages (>= 1, dividing the rank count) and --micro-batches (0: the default).
-  Topology(World& world, int pipeline_stages, int64_t micro_batches, const std::string& device);
+  Topology(World& world, int pipeline_stages, int64_t micro_batches, Device device);
 
   World& world() const { return world_; }
   bool root() const { return world_.is_root(); }  // rank 0: the one rank that writes
@@ -44,7 +44,7 @@ class Topology {
   int64_t checkpoint_decision(int64_t value, const std::string& what) const;
   // Rank 0 writes the whole model's checkpoint (throws as save_hf_checkpoint); stages serve tensors.
   void save_checkpoint(Model& model, const std::string& dir, const std::string& tokenizer_path,
-                       const nlohmann::json& settings, const std::string& dtype) const;
+                       const nlohmann::json& settings, std::optional<DType> dtype) const;
 
  private:
   World& world_;

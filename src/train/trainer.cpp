@@ -110,7 +110,8 @@ nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model
   if (model.has_lora()) h["tune"] = lora_describe(model.lora_options());  // absent: full (older logs too)
   if (model.has_prefix()) h["tune"] = prefix_describe(model.prefix_options());
   if (model.has_scales()) h["tune"] = scales_describe(model, o.model_path);  // with the base's sha256
-  h.update(run_path_record(model.backend().name(), o.linear_path, o.graphs));  // the paths round differently
+  h.update(run_path_record(model.backend().kind() == BACKEND_CUDA ? DEVICE_CUDA : DEVICE_CPU, o.linear_path,
+                           o.graphs));  // the paths round differently
   return h;
 }
 
