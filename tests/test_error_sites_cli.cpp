@@ -83,6 +83,7 @@ TEST(CliErrorSites, OptionCombinations) {
       {"bench --shape tiny --seq 4,x", "--seq: 'x' is not a positive integer"},
       {"bench --kernel linear --shapes 12", "--shapes: '12' is not NxK (out features x in features, e.g. 11008x4096)"},
       {"bench --kernel linear --m ''", "--m needs at least one value"},
+      {"bench --kernel linear --dtype f32", "--dtype f32 (the kernel benchmark takes bf16 or f16)"},
       {"logits --tokens '' --out " + dir + "/l.safetensors", "--tokens needs at least one token id"},
   };
   for (const auto& [args, says] : cases) {
