@@ -94,6 +94,18 @@ struct BenchState {
   CLI::Option *reps_opt = nullptr, *warmup_opt = nullptr, *ms_opt = nullptr;
 };
 
+// --probes pair|separate|both: the probe passes the steps are timed with (both: pair, then separate).
+void add_probes_option(CLI::App* cmd, std::vector<ProbePasses>* probes) {
+  auto set = [probes](const std::string& v) {
+    *probes = v == "both" ? std::vector<ProbePasses>{PROBES_PAIR, PROBES_SEPARATE}
+                          : std::vector<ProbePasses>{enum_parse(probe_passes_names(), v, "probe mode")};
+  };
+  cmd->add_option_function<std::string>("--probes", set, "--shape: time the steps with the probe pair, two "
+                                        "passes, or both")
+      ->check(one_of({"pair", "separate", "both"}))
+      ->default_str("pair");
+}
+
 std::vector<int64_t> block_sizes(const std::string& text) {
   return text.empty() ? std::vector<int64_t>() : parse_list(text, "weight-block-mib");
 }
@@ -203,14 +215,7 @@ Command register_bench(CLI::App& smezo) {
   add_enum_option(cmd, "--device", &s->device, device_names(), "--shape: the backend");
   cmd->add_option("--batch", s->batch, "--shape: sequences per probe")->check(integer_at_least(1));
   cmd->add_option("--seq", s->seqs, "--shape: tokens per sequence, comma-separated")->type_name("T,...");
-  auto probes = [s](const std::string& v) {
-    s->probes = v == "both" ? std::vector<ProbePasses>{PROBES_PAIR, PROBES_SEPARATE}
-                            : std::vector<ProbePasses>{enum_parse(probe_passes_names(), v, "probe mode")};
-  };
-  cmd->add_option_function<std::string>("--probes", probes, "--shape: time the steps with the probe pair, two "
-                                        "passes, or both")
-      ->check(one_of({"pair", "separate", "both"}))
-      ->default_str("pair");
+  add_probes_option(cmd, &s->probes);
   add_linear_path_option(cmd, &s->linear_path)->description(
       "--shape: how a perturbed linear runs on the GPU (wprime: W' to scratch + cuBLAS; fused: "
       "cuda/fused_linear.cu; auto: wprime until a measured crossover table says fused is faster; the CPU "

@@ -31,6 +31,8 @@ CLASSES = [
     ("fused linear", r"fused_linear"),
     ("GEMM", r"nvjet|gemm|gemv|xmma|cutlass|cublas|splitKreduce"),
     ("conversion", r"convert_input_kernel|convert_kernel|check_kernel|round_kernel"),
+    # --weights packed: GGUF blocks dequantised into the W' block (cuda/packed_dequant.cu)
+    ("dequantise", r"dequant_packed_kernel"),
     ("norms/elementwise", r"norm_kernel|rope_kernel|swiglu_kernel|relu_kernel|add_kernel|add_scaled_kernel|"
                           r"gather_rows_kernel|embed_rows_kernel|bias_epilogue_kernel"),
     ("threshold", r"abs_radix_hist_kernel"),
