@@ -2,7 +2,7 @@
 # gguf_export_ci.sh: CI's round trip of the --tune scales export (issue 43): a scale-patched GGUF
 # read back by the gguf package and by transformers (tools/oracles/gguf_export_oracle.py, checks a
 # and b), on SmolLM2 and on a random LLaMA with every block type. Run from the repo root after make
-# (build/smezo, build/patch_scales) and weights/fetch_smollm2.sh.
+# (build/smezo, build/patch_scales) and weights/fetch_smollm2.sh. SmolLM2's file is a --tune scales run's checkpoint.
 #
 #   tools/oracles/gguf_export_ci.sh            checks a, b
 #   tools/oracles/gguf_export_ci.sh llama      check c (llama.cpp) on SmolLM2 and the random model:
@@ -42,9 +42,12 @@ venv() {
 
 mkdir -p "$WORK"
 [ -f "$SMOLLM2" ] || { echo "gguf_export_ci: $SMOLLM2 absent: run weights/fetch_smollm2.sh"; exit 1; }
-# The patched GGUFs. When `smezo train --tune scales` lands, the SmolLM2 line below becomes a 2-step
-# run whose checkpoint is the patched file (smezo train --model "$SMOLLM2" --tune scales --steps 2 ...).
-build/patch_scales "$SMOLLM2" "$WORK/smollm2-patched.gguf" --seed 43 --spread 0.01
+# The patched GGUFs. SmolLM2's is what users get: the checkpoint of a 2-step `--tune scales` run (eps and
+# lr 1e-5: about 1.4 M scale bytes move); the random model's is build/patch_scales' (seeded factors).
+rm -rf "$WORK/scales-run"
+build/smezo train --model "$SMOLLM2" --tune scales --task sst2 --steps 2 --batch 2 --max-len 32 \
+  --train-examples 8 --dev-examples 0 --skip-test --eps 1e-5 --lr 1e-5 --out "$WORK/scales-run" > /dev/null
+cp "$WORK/scales-run/checkpoint/model.gguf" "$WORK/smollm2-patched.gguf"
 
 if [ "${1:-}" = llama ]; then
   start=$SECONDS
