@@ -217,7 +217,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       j["phase"] = phase;
       if (probes) j["probes"] = probes;
       j["noise"] = noise_name(o.noise);
-      j["linear_path"] = o.linear_path;  // --linear-path: the perturbed linear's GPU path
+      j["linear_path"] = linear_mode_name(o.linear_path);  // --linear-path: the perturbed linear's GPU path
       if (o.device == DEVICE_CUDA) j["weight_block_mib"] = cuda_weight_chunk_bytes() / 1048576.0;  // W' rows per block
       if (o.profile_rep) j["profiled_rep"] = o.warmup + o.reps;  // the rep inside the profiler's region
       j["fold_update"] = o.fold_update;
