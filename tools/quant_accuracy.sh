@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # quant_accuracy.sh: issue 43's accuracy table. SmolLM2-135M-Instruct Q4_1 on SST-2 on the CPU, the demo's
 #   CPU settings (batch 16, max-len 128, dev 500 examples, test 200), 400 steps, seeds 1..3, rows:
-#     --tune scales, mezo and smezo (the defaults of the mode: eps 1e-4, lr 1e-5 in scale space), each
+#     --tune scales, mezo and smezo (the mode's defaults, eps 1e-5, lr 3e-6; --freeze-embeddings), each
 #       scored on its exported GGUF re-loaded (checkpoint/model.gguf: the f16-rounded scales), not the masters
 #     --tune lora (r 8, q v) over the packed base
 #     full S-MeZO (sparsity 0.75, lr 3e-5, dequantised f32: tools/demo.sh's CPU run)
@@ -31,8 +31,8 @@ COMMON=(--task sst2 --batch 16 --max-len 128 --dev-examples 500 --test-examples 
 
 row_args() {
   case "$1" in
-    scales-mezo) echo "--tune scales --method mezo" ;;
-    scales-smezo) echo "--tune scales --method smezo" ;;
+    scales-mezo) echo "--tune scales --method mezo --freeze-embeddings" ;;
+    scales-smezo) echo "--tune scales --method smezo --freeze-embeddings" ;;
     lora) echo "--tune lora --weights packed --lora-r 8 --lr 1e-3 --eps 1e-2" ;;
     full) echo "--method smezo --sparsity 0.75 --lr 3e-5" ;;
     *) echo "quant_accuracy.sh: error: unknown row '$1'" >&2; exit 2 ;;

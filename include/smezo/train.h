@@ -100,8 +100,8 @@ struct TrainOptions {
 TrainOptions resolve_defaults(TrainOptions o);
 
 // --tune scales' defaults, in scale space (absolute, as for any parameter; docs/results-log.md: the sweep).
-constexpr float kScalesDefaultEps = 1e-3f;
-constexpr float kScalesDefaultLr = 2e-6f;
+constexpr float kScalesDefaultEps = 1e-5f;
+constexpr float kScalesDefaultLr = 3e-6f;
 
 // Learning rates above this warn (stderr) but are used: they usually blow the weights up.
 constexpr double kLrWarnAbove = 0.1;
