@@ -20,6 +20,7 @@ ORACLE_PINS="torch==2.15.0 transformers==5.24.0 accelerate==1.15.0 gguf==0.19.0 
 LLAMA_PINS="llama-cpp-python==0.3.36 numpy==2.4.6 safetensors==0.8.0"
 CACHE=${SMEZO_PY_CACHE:-$HOME/.cache/smezo}
 WORK=build/gguf_export
+VENV_NEEDS_GB=${SMEZO_VENV_NEEDS_GB:-8}
 SMOLLM2=${SMEZO_SMOLLM2:-weights/SmolLM2-135M-Instruct.Q4_1.gguf}
 
 # venv NAME PINS [VAR=VALUE...]: prints the venv's folder, made and filled (pip under those
@@ -32,9 +33,23 @@ venv() {
   if [ ! -e "$dir/.complete" ]; then
     rm -rf "$dir"
     mkdir -p "$CACHE"
-    python3 -m venv "$dir" >&2
+    # torch's CUDA wheel and its nvidia-* libraries fill about 5.6 GB; pip unpacks beside them
+    local free_gb
+    free_gb=$(( $(df -Pk "$CACHE" | awk 'NR == 2 { print $4 }') / 1048576 ))
+    if [ "$free_gb" -lt "$VENV_NEEDS_GB" ]; then
+      echo "gguf_export_ci: error: $CACHE has $free_gb GB free; the $name venv needs about $VENV_NEEDS_GB" \
+        "---> HINT: free space there, or set SMEZO_PY_CACHE to a folder on a larger disk" >&2
+      return 1
+    fi
+    # set -e does not reach into $(...): each step's failure is checked here, so a venv whose
+    # install failed is never marked complete (one CI run went on without the gguf package)
     # shellcheck disable=SC2086
-    env "$@" "$dir/bin/pip" install -q --disable-pip-version-check $pins >&2
+    if ! python3 -m venv "$dir" >&2 ||
+       ! env "$@" "$dir/bin/pip" install -q --no-cache-dir --disable-pip-version-check $pins >&2; then
+      rm -rf "$dir"
+      echo "gguf_export_ci: error: filling the $name venv ($pins) failed (pip's message above)" >&2
+      return 1
+    fi
     touch "$dir/.complete"
   fi
   echo "$dir"
