@@ -73,7 +73,8 @@ NVCCFLAGS += -I$(DEPS)/usr/include
 endif
 CXXFLAGS  += -DSMEZO_WITH_CUDA -I$(CUDA_HOME)/include
 LDFLAGS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-LDLIBS    += -lcublas -lcudart
+# cuBLAS is dlopen()ed on first use (cuda/cublas_lazy.cu), so CPU runs never map libcublasLt
+LDLIBS    += -lcudart -ldl
 CUDA_STATUS := ✓ CUDA: $(NVCC) (arch sm_$(CUDA_ARCH): $(ARCH_SOURCE))
 else
 CUDA_STATUS := ✗ CUDA: nvcc not found (or NO_CUDA=1), building the CPU-only program
@@ -371,7 +372,7 @@ EMU_CXXFLAGS := -Itests/emu/include $(filter-out -DSMEZO_WITH_CUDA -I$(CUDA_HOME
                 -DSMEZO_WITH_CUDA -DSMEZO_EMU
 EMU_DEV_CXXFLAGS = $(EMU_CXXFLAGS) $(EMU_SANFLAGS)
 EMU_LDFLAGS  := $(filter-out -L$(CUDA_HOME)/lib64 -Wl$(COMMA)-rpath$(COMMA)$(CUDA_HOME)/lib64,$(LDFLAGS)) $(EMU_SANFLAGS)
-EMU_LDLIBS   := $(filter-out -lcublas -lcudart,$(LDLIBS)) -lboost_context
+EMU_LDLIBS   := $(filter-out -lcudart,$(LDLIBS)) -lboost_context
 EMU_RT_SRC   := $(filter-out tests/emu/launch_rewrite.cpp,$(wildcard tests/emu/*.cpp))
 EMU_CU_ALL   := $(wildcard cuda/*.cu)
 EMU_LIB_OBJ  := $(LIB_SRC:%.cpp=$(EMU_PLAIN)/%.o) $(EMU_CU_ALL:%.cu=$(EMU_BUILD)/%.cu.o) \

@@ -3,7 +3,7 @@
 // rebuild the run's weights from its seed log (smezo::replay) and check they are the checkpoint's.
 // `make test` builds and runs it:
 //   g++ -std=c++17 -fopenmp -Iinclude docs/examples/train_embedded.cpp build/libsmezo.a
-//       -lsentencepiece -lpthread   (and -lcublas -lcudart in CUDA builds)
+//       -lsentencepiece -lpthread   (and -lcudart -ldl in CUDA builds: cuBLAS is opened on first use)
 //   ./train_embedded OUT_DIR
 #include <cstdio>
 #include <exception>
