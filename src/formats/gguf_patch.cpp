@@ -99,9 +99,12 @@ void put_f16(uint8_t* p, float v) {
   std::memcpy(p, &h, 2);
 }
 
+// Writes the patched copy a megabyte at a time, releasing each megabyte of the base's mapping once
+// written, so the copy adds about a megabyte to the process's resident memory, not the base's size.
 class PatchWriter {
  public:
-  PatchWriter(const std::string& out, const std::string& tmp) : out_(out), tmp_(tmp) {
+  PatchWriter(const MappedFile& base, const std::string& out, const std::string& tmp)
+      : base_(base), out_(out), tmp_(tmp) {
     f_ = std::fopen(tmp_.c_str(), "wb");
     if (!f_) throw_write_error("create", tmp_, errno);
   }
@@ -109,14 +112,18 @@ class PatchWriter {
     if (f_) std::fclose(f_);
     if (!done_) std::remove(tmp_.c_str());
   }
-  void write(const uint8_t* p, int64_t n) {
-    if (n > 0 && std::fwrite(p, 1, static_cast<size_t>(n), f_) != static_cast<size_t>(n))
-      throw_write_error("write", tmp_, errno);
+  // The base's bytes [p, p + n) as they are.
+  void copy(const uint8_t* p, int64_t n) {
+    for (int64_t done = 0; done < n; done += kChunk) {
+      const int64_t len = std::min(kChunk, n - done);
+      write(p + done, len);
+      base_.release_pages(p + done, len);
+    }
   }
   // The tensor's bytes with its scales replaced, a chunk of whole blocks at a time.
   void write_patched(const PlannedPatch& pp) {
     const int64_t n_blocks = static_cast<int64_t>(pp.patch->d.size());
-    const int64_t chunk_blocks = std::max<int64_t>(1, (int64_t{1} << 20) / pp.block_bytes);
+    const int64_t chunk_blocks = std::max<int64_t>(1, kChunk / pp.block_bytes);
     for (int64_t b0 = 0; b0 < n_blocks; b0 += chunk_blocks) {
       const int64_t nb = std::min(chunk_blocks, n_blocks - b0);
       buf_.assign(pp.info->data + b0 * pp.block_bytes, pp.info->data + (b0 + nb) * pp.block_bytes);
@@ -126,6 +133,7 @@ class PatchWriter {
         if (pp.fields.m >= 0) put_f16(blk + pp.fields.m, pp.patch->m[static_cast<size_t>(b0 + b)]);
       }
       write(buf_.data(), nb * pp.block_bytes);
+      base_.release_pages(pp.info->data + b0 * pp.block_bytes, nb * pp.block_bytes);
     }
   }
   void commit() {
@@ -139,6 +147,13 @@ class PatchWriter {
   }
 
  private:
+  static constexpr int64_t kChunk = int64_t{1} << 20;
+  void write(const uint8_t* p, int64_t n) {
+    if (n > 0 && std::fwrite(p, 1, static_cast<size_t>(n), f_) != static_cast<size_t>(n))
+      throw_write_error("write", tmp_, errno);
+  }
+
+  const MappedFile& base_;
   std::string out_, tmp_;
   std::FILE* f_ = nullptr;
   bool done_ = false;
@@ -162,14 +177,14 @@ void write_scale_patched_gguf(const std::string& base_path, const std::string& o
     by_offset.emplace(pp.info->offset, pp);
   }
   const uint8_t* bytes = file->mapping()->data();
-  PatchWriter w(out_path, out_path + ".tmp");
+  PatchWriter w(*file->mapping(), out_path, out_path + ".tmp");
   int64_t pos = 0;
   for (const auto& [offset, pp] : by_offset) {
-    w.write(bytes + pos, offset - pos);
+    w.copy(bytes + pos, offset - pos);
     w.write_patched(pp);
     pos = offset + pp.info->nbytes;
   }
-  w.write(bytes + pos, file->file_size() - pos);
+  w.copy(bytes + pos, file->file_size() - pos);
   w.commit();
 }
 
