@@ -5,6 +5,7 @@
 #       scored on its exported GGUF re-loaded (checkpoint/model.gguf: the f16-rounded scales), not the masters
 #     --tune lora (r 8, q v) over the packed base
 #     full S-MeZO (sparsity 0.75, lr 3e-5, dequantised f32: tools/demo.sh's CPU run)
+#     scales-smezo-m (not in the default rows): scales-smezo with Q4_1's m (and K-quants' dmin) tuned too
 #   and prints a markdown table of dev and test accuracy, mean ± std over the seeds. About 12 runs of
 #   15-25 minutes each on 2 cores: run it when the machine is free.
 #
@@ -33,6 +34,7 @@ row_args() {
   case "$1" in
     scales-mezo) echo "--tune scales --method mezo --freeze-embeddings" ;;
     scales-smezo) echo "--tune scales --method smezo --freeze-embeddings" ;;
+    scales-smezo-m) echo "--tune scales --method smezo --freeze-embeddings --scales-m" ;;
     lora) echo "--tune lora --weights packed --lora-r 8 --lr 1e-3 --eps 1e-2" ;;
     full) echo "--method smezo --sparsity 0.75 --lr 3e-5" ;;
     *) echo "quant_accuracy.sh: error: unknown row '$1'" >&2; exit 2 ;;
