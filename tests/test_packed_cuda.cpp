@@ -386,7 +386,7 @@ TEST(PackedCuda, LoraTrainingOverAPackedBaseResumesBitForBit) {
   TrainOptions o;
   o.model_path = path;
   o.device = DEVICE_CUDA;
-  o.weights = "packed";
+  o.weights = WEIGHTS_PACKED;
   o.tune = TUNE_LORA;
   o.lora_r = 4;
   o.task = "sst2";

@@ -239,7 +239,7 @@ TEST(PackedWeights, RefusesWhatCannotStayPacked) {
   EXPECT_THAT(msg, HasSubstr("innermost dimension 48 is not a multiple of the block size"));
   // a full-weight run over a packed base
   TrainOptions o;
-  o.weights = "packed";
+  o.weights = WEIGHTS_PACKED;
   o.tune = TUNE_FULL;
   msg = smezo_test::error_of([&] { validate_train_options(o); });
   EXPECT_THAT(msg, HasSubstr("--tune full (MeZO/S-MeZO) updates every weight ---> HINT: use --tune lora"));

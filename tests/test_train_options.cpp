@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/device_names.h"
 #include "run/seed_log.h"
 #include "smezo/train.h"
 #include "test_util.h"
@@ -54,6 +55,19 @@ TEST(TrainOptions, ResolveDefaultsAreTheCommandLines) {
   spec.task_spec = "specs/my-task.json";
   spec.spsa.method = METHOD_RMEZO;
   EXPECT_EQ(resolve_defaults(spec).out_dir, "runs/my-task-rmezo");
+}
+
+// --weights auto: a GGUF's blocks stay packed under a frozen base, dequantized when every weight is tuned
+TEST(TrainOptions, WeightsAutoPacksAFrozenBase) {
+  for (Tune tune : {TUNE_FULL, TUNE_LORA, TUNE_PREFIX, TUNE_SCALES}) {
+    TrainOptions o;
+    o.tune = tune;
+    EXPECT_EQ(o.weights, WEIGHTS_AUTO);
+    EXPECT_EQ(resolve_defaults(o).weights, tune == TUNE_FULL ? WEIGHTS_DEQUANTIZED : WEIGHTS_PACKED) << tune;
+    o.weights = WEIGHTS_DEQUANTIZED;  // what the caller set stays
+    EXPECT_EQ(resolve_defaults(o).weights, WEIGHTS_DEQUANTIZED) << tune;
+  }
+  EXPECT_EQ(enum_choices(weight_storage_names()), (std::vector<std::string>{"auto", "dequantized", "packed"}));
 }
 
 TEST(TrainOptions, EveryNameParsesToItsValueAndBack) {

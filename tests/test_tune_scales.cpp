@@ -44,7 +44,7 @@ TrainOptions scales_run(const std::string& model, const std::string& out) {
   o.progress_every = 1000;
   o.out_dir = out;
   o.tune = TUNE_SCALES;
-  o.weights = "packed";
+  o.weights = WEIGHTS_PACKED;
   o.spsa.eps = kScalesDefaultEps;
   o.spsa.lr = kScalesDefaultLr;
   return o;
@@ -159,7 +159,7 @@ TEST(TuneScales, RefusesWhatItCannotTune) {
   // an unquantised model: the bundled stories260K (llama2.c)
   TrainOptions o;
   o.tune = TUNE_SCALES;
-  o.weights = "packed";
+  o.weights = WEIGHTS_PACKED;
   o.n_train = 8, o.n_dev = 0, o.n_test = 0;
   o.skip_test = true;
   o.steps = 1;
@@ -168,10 +168,10 @@ TEST(TuneScales, RefusesWhatItCannotTune) {
   EXPECT_THAT(msg, HasSubstr("--tune scales: this model has no block-quantised weight kept in its blocks"));
   EXPECT_THAT(msg, HasSubstr("---> HINT: give a block-quantised GGUF"));
   // the weights dequantized at load, or a device without the mode yet
-  o.weights = "dequantized";
+  o.weights = WEIGHTS_DEQUANTIZED;
   EXPECT_THAT(error_of([&] { validate_train_options(o); }),
               HasSubstr("--tune scales tunes the block scales of a GGUF kept in its blocks, but --weights dequantized"));
-  o.weights = "packed";
+  o.weights = WEIGHTS_PACKED;
   o.device = DEVICE_CUDA;
   EXPECT_THAT(error_of([&] { validate_train_options(o); }), HasSubstr("--tune scales runs on the CPU in this build"));
   // a block type whose scales the mode does not know, and a tensor not kept in blocks

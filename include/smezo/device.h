@@ -10,5 +10,9 @@ enum DType : int { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 // --linear-path: how a perturbed linear runs on the GPU (the CPU has one path): wprime = W' to
 // scratch + cuBLAS, fused = one kernel, auto = fused where a measured crossover table says so.
 enum LinearPathMode : int { LINEAR_MODE_AUTO, LINEAR_MODE_WPRIME, LINEAR_MODE_FUSED };
+// --weights: how a GGUF's block-quantised weights are held: dequantized to the storage dtype at load,
+// or packed in the file's blocks (frozen). auto (train's default): packed unless the run updates the
+// base's weights (--tune full), which needs them dequantized.
+enum WeightStorage : int { WEIGHTS_AUTO, WEIGHTS_DEQUANTIZED, WEIGHTS_PACKED };
 
 }  // namespace smezo

@@ -47,7 +47,7 @@ struct TrainOptions {
   Device device = DEVICE_CPU;
   std::optional<DType> dtype;    // weight storage; unset: the device's default (cpu f32, cuda bf16)
   LinearPathMode linear_path = LINEAR_MODE_AUTO;  // how a perturbed linear runs on the GPU
-  std::string weights = "dequantized";  // "packed": a GGUF's quantised weights stay in their blocks (frozen)
+  WeightStorage weights = WEIGHTS_AUTO;  // a GGUF's quantised weights: auto packs them unless --tune full
   std::string task = "sst2";
   std::string data_dir;          // empty: asset_path("data")
   // Own data (JSON Lines or CSV/TSV) through a task spec; train_file required, dev/test optional.

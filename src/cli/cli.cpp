@@ -104,15 +104,14 @@ CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tok
   return model;
 }
 
-CLI::Option* add_weights_option(CLI::App* cmd, std::string* weights) {
-  return cmd->add_option("--weights", *weights,
+CLI::Option* add_weights_option(CLI::App* cmd, WeightStorage* weights) {
+  return add_enum_option(cmd, "--weights", weights, weight_storage_names(),
                          "how a GGUF's block-quantised weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) are held: "
                          "dequantized to the storage dtype at load, or packed, kept in the file's blocks and dequantised "
                          "row block by row block as each linear and the embedding read them (the same values, a "
-                         "quarter to an eighth of the memory). packed holds frozen weights only: for --tune lora|prefix "
-                         "and for eval/generate; full-weight MeZO/S-MeZO updates every weight and needs dequantized. "
-                         "The CPU backend only, for now")
-      ->check(one_of({"dequantized", "packed"}));
+                         "quarter to an eighth of the memory). packed holds frozen weights only: for --tune "
+                         "lora|prefix|scales and for eval/generate; full-weight MeZO/S-MeZO updates every weight and "
+                         "needs dequantized. auto: packed unless the run updates the weights (train --tune full)");
 }
 
 CLI::Option* add_linear_path_option(CLI::App* cmd, LinearPathMode* linear_path) {

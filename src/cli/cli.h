@@ -42,7 +42,7 @@ CLI::App* add_command(CLI::App& smezo, const std::string& name, const std::strin
 CLI::Option* add_model_options(CLI::App* cmd, ModelOpenOptions* o, bool with_tokenizer = true);
 // --linear-path auto|wprime|fused (train, bench --shape): how a perturbed linear runs on the GPU.
 // --weights packed|dequantized, bound to *weights (ModelOpenOptions::weights).
-CLI::Option* add_weights_option(CLI::App* cmd, std::string* weights);
+CLI::Option* add_weights_option(CLI::App* cmd, WeightStorage* weights);
 CLI::Option* add_linear_path_option(CLI::App* cmd, LinearPathMode* linear_path);
 // --graphs on|off into *graphs
 CLI::Option* add_graphs_option(CLI::App* cmd, bool* graphs);

@@ -23,7 +23,6 @@ struct TrainState {
   TrainOptions o;
   ModelOpenOptions model;
   CLI::Option* task = nullptr;
-  CLI::Option* weights = nullptr;  // --tune scales: packed unless --weights is given
   CLI::Option* eps = nullptr;      // --tune scales: kScalesDefaultEps unless --eps is given
   bool check_data = false;
   std::string export_data;  // --export-data DIR
@@ -71,7 +70,7 @@ int run_train(TrainState& s) {
   o.dtype = s.model.dtype;
   o.linear_path = s.model.linear_path;
   o.graphs = s.model.graphs;
-  o.weights = o.tune == TUNE_SCALES && s.weights->count() == 0 ? "packed" : s.model.weights;
+  o.weights = s.model.weights;
   if (o.tune == TUNE_SCALES && s.eps->count() == 0) o.spsa.eps = kScalesDefaultEps;  // scale space
   o = resolve_defaults(o);  // what train() uses: the method's lr and sparsity, runs/TASK-METHOD ...
   if (!s.export_data.empty()) {
@@ -265,7 +264,8 @@ Command register_train(CLI::App& smezo) {
   add_model_options(cmd, &s->model);
   add_linear_path_option(cmd, &s->model.linear_path);
   add_graphs_option(cmd, &s->model.graphs);
-  s->weights = add_weights_option(cmd, &s->model.weights);
+  s->model.weights = WEIGHTS_AUTO;  // packed over a frozen base (resolve_defaults)
+  add_weights_option(cmd, &s->model.weights);
   add_task_options(cmd, s.get());
   add_method_options(cmd, &s->o);
   s->eps = cmd->get_option("--eps");

@@ -18,4 +18,10 @@ const EnumNames<LinearPathMode>& linear_mode_names() {
   return names;
 }
 
+const EnumNames<WeightStorage>& weight_storage_names() {
+  static const EnumNames<WeightStorage> names = {
+      {WEIGHTS_AUTO, "auto"}, {WEIGHTS_DEQUANTIZED, "dequantized"}, {WEIGHTS_PACKED, "packed"}};
+  return names;
+}
+
 }  // namespace smezo

@@ -171,9 +171,8 @@ LoadedModel open_model_on(const ModelOpenOptions& o, std::unique_ptr<Backend> ba
   if (auto* cuda = dynamic_cast<CudaBackend*>(lm.backend.get())) cuda->set_packed_wprime_dtype(storage);
 #endif
   WeightSource source = load_weights(lm.model_path);
-  SMEZO_REQUIRE(o.weights == "dequantized" || o.weights == "packed", "--weights %s: use packed or dequantized",
-                o.weights.c_str());
-  source.keep_packed = o.weights == "packed";
+  enum_require_known(weight_storage_names(), o.weights, "--weights");
+  source.keep_packed = o.weights != WEIGHTS_DEQUANTIZED;
   // replay needs no tokenizer (tokenizer_optional): one found is opened, checked and copied
   if (!o.tokenizer_optional || model_tokenizer_available(lm.model_path, o.tokenizer_path)) {
     OpenedTokenizer tok = open_model_tokenizer(lm.model_path, o.tokenizer_path);

@@ -19,8 +19,9 @@ struct ModelOpenOptions {
   std::optional<DType> dtype;     // unset: the device's default (storage_dtype)
   LinearPathMode linear_path = LINEAR_MODE_AUTO;  // --linear-path (make_backend)
   bool graphs = false;            // --graphs on: forward passes as CUDA graphs (make_backend)
-  // --weights: "dequantized" | "packed" (a GGUF's block-quantised 2-D tensors kept in their blocks: frozen)
-  std::string weights = "dequantized";
+  // --weights: packed (or auto) keeps a GGUF's block-quantised 2-D tensors in their blocks, frozen; a
+  // caller that updates the weights (train under --tune full, replay) passes dequantized
+  WeightStorage weights = WEIGHTS_DEQUANTIZED;
   int64_t max_tokens = 8192;      // workspace: tokens per forward
   int64_t max_logit_rows = 1024;  // workspace: logit rows per forward
   // Set: the workspace from the model's config, read before anything is allocated, in place of the two

@@ -80,7 +80,7 @@ LoadedModel open_replay_model(const LoggedRun& run, const SeedLog& log, const Re
   if (run.tune == TUNE_LORA) mo.adapters.lora_targets = run.lora_options.targets;
   if (run.tune == TUNE_SCALES) {  // the run's base GGUF, kept in its blocks as the run kept it
     scales_require_base(log.header["tune"], s.base, s.seed_log);
-    mo.weights = "packed";
+    mo.weights = WEIGHTS_PACKED;
   }
   mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
   LoadedModel lm = open_model(mo);

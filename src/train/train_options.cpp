@@ -26,6 +26,7 @@ TrainOptions resolve_defaults(TrainOptions o) {
   if (o.tune == TUNE_SCALES && !o.spsa.lr) o.spsa.lr = kScalesDefaultLr;  // scale space
   o.spsa = spsa_resolve_defaults(o.spsa);
   o.spsa.total_steps = o.steps;
+  if (o.weights == WEIGHTS_AUTO) o.weights = o.tune == TUNE_FULL ? WEIGHTS_DEQUANTIZED : WEIGHTS_PACKED;
   if (o.data_seed == 0) o.data_seed = o.spsa.seed;
   if (o.out_dir.empty())
     o.out_dir = "runs/" + (o.task_spec.empty() ? o.task : std::filesystem::path(o.task_spec).stem().string()) + "-" +
@@ -97,14 +98,13 @@ void validate_train_options(const TrainOptions& o) {
   validate_data_options(o);
   if (o.tune == TUNE_LORA) lora_validate(LoraOptions{o.lora_r, o.lora_alpha, lora_targets_parse(o.lora_targets)});
   if (o.tune == TUNE_PREFIX) prefix_validate(PrefixOptions{o.prefix_tokens});
-  SMEZO_REQUIRE(o.weights == "dequantized" || o.weights == "packed", "--weights %s: use packed or dequantized",
-                o.weights.c_str());
-  SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.weights == "packed", "--tune scales tunes the block scales of a GGUF "
-                "kept in its blocks, but --weights %s dequantizes them at load ---> HINT: drop --weights (--tune scales "
-                "implies --weights packed)", o.weights.c_str());
+  enum_require_known(weight_storage_names(), o.weights, "--weights");
+  SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.weights != WEIGHTS_DEQUANTIZED, "--tune scales tunes the block scales of "
+                "a GGUF kept in its blocks, but --weights dequantized dequantizes them at load ---> HINT: drop --weights "
+                "(--tune scales keeps them packed)");
   SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.device == DEVICE_CPU, "--tune scales runs on the CPU in this build, not on "
                 "--device %s ---> HINT: --device cpu", device_name(o.device));
-  SMEZO_REQUIRE(o.weights != "packed" || o.tune != TUNE_FULL, "--weights packed keeps the base frozen in its "
+  SMEZO_REQUIRE(o.weights != WEIGHTS_PACKED || o.tune != TUNE_FULL, "--weights packed keeps the base frozen in its "
                 "quantised blocks, but --tune full (MeZO/S-MeZO) updates every weight ---> HINT: use --tune lora "
                 "or --tune prefix over the packed base, or --weights dequantized to tune every weight");
 }
