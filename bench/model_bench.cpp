@@ -278,15 +278,13 @@ int run_model_bench(const ModelBenchOptions& o) {
           const std::string mode = enum_name(probe_passes_names(), passes);
           int64_t step = 1;
           auto ms = time_reps(phase.c_str(), [&](int) {
-            opt.step(step++, passes == PROBES_PAIR, [&](const std::vector<Probe>& probes) {
-              std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
-              for (const Probe& probe : probes) {
-                model.forward(batch, probe, &logits);
-                for (size_t h = 0; h < probe_halves(probe); h++)
-                  losses.push_back(mean_nll(logits, static_cast<int64_t>(h) * B, B, V, targets));
-              }
-              return losses;
-            });
+            std::vector<double> losses;  // per half: a pair's rows [0, B) and [B, 2B)
+            for (const Probe& probe : opt.probes(step, passes == PROBES_PAIR)) {
+              model.forward(batch, probe, &logits);
+              for (size_t h = 0; h < probe_halves(probe); h++)
+                losses.push_back(mean_nll(logits, static_cast<int64_t>(h) * B, B, V, targets));
+            }
+            opt.finish(step++, losses);
           });
           report(phase.c_str(), mode.c_str(), ms);
           if (timed)

@@ -59,15 +59,13 @@ std::vector<std::vector<float>> steps_and_weights(LoadedModel& lm, bool fold) {
   std::vector<std::vector<float>> out;
   for (int64_t step = 1; step <= 4; step++) {
     batch.tokens[0] = static_cast<int32_t>(step);  // another batch each step, the same shape
-    opt.step(step, true, [&](const std::vector<Probe>& probes) {
-      std::vector<float> logits;
-      lm.model->forward(batch, probes[0], &logits);  // the pair: + rows, then - rows
-      out.push_back(logits);
-      const size_t half = logits.size() / 2;
-      double plus = 0, minus = 0;
-      for (size_t i = 0; i < half; i++) plus += logits[i], minus += logits[half + i];
-      return std::vector<double>{plus / half, minus / half};
-    });
+    std::vector<float> logits;
+    lm.model->forward(batch, opt.probes(step, true)[0], &logits);  // the pair: + rows, then - rows
+    out.push_back(logits);
+    const size_t half = logits.size() / 2;
+    double plus = 0, minus = 0;
+    for (size_t i = 0; i < half; i++) plus += logits[i], minus += logits[half + i];
+    opt.finish(step, {plus / half, minus / half});
     if (step % 2 == 1) continue;
     out.emplace_back();
     lm.model->forward(batch, Probe{}, &out.back());

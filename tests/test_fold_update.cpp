@@ -285,15 +285,14 @@ void two_steps(Model& model, bool fold) {
   batch.tokens = {1, 5, 9, 2, 7, 3, 11, 4};
   batch.seq_lens = {8};
   batch.logit_rows = {6, 7};
-  for (int64_t step = 1; step <= 2; step++)
-    opt.step(step, true, [&](const std::vector<Probe>& probes) {
-      std::vector<float> logits;
-      model.forward(batch, probes[0], &logits);  // the pair: + rows, then - rows
-      const size_t half = logits.size() / 2;
-      double plus = 0, minus = 0;
-      for (size_t i = 0; i < half; i++) plus += logits[i], minus += logits[half + i];
-      return std::vector<double>{plus / half, minus / half};
-    });
+  for (int64_t step = 1; step <= 2; step++) {
+    std::vector<float> logits;
+    model.forward(batch, opt.probes(step, true)[0], &logits);  // the pair: + rows, then - rows
+    const size_t half = logits.size() / 2;
+    double plus = 0, minus = 0;
+    for (size_t i = 0; i < half; i++) plus += logits[i], minus += logits[half + i];
+    opt.finish(step, {plus / half, minus / half});
+  }
 }
 
 }  // namespace

@@ -67,11 +67,8 @@ void expect_q_probe_update(Device device) {
   const auto before = weights_of(*lm.model);
   uint64_t loss_seed = 0;
   const std::vector<double> losses = random_losses(6, &loss_seed);
-  std::vector<Probe> seen;
-  const SpsaStep s = opt.step(5, true, [&](const std::vector<Probe>& probes) {
-    seen = probes;
-    return losses;
-  });
+  const std::vector<Probe> seen = opt.probes(5, true);
+  const SpsaStep s = opt.finish(5, losses);
   // the probes: one pair per probe, probe 0 with the step seed, the others their own seeds
   ASSERT_EQ(seen.size(), 3u);
   ASSERT_EQ(s.probes.size(), 3u);
@@ -130,11 +127,8 @@ void expect_fzoo_step(Device device) {
   const auto before = weights_of(*lm.model);
   uint64_t loss_seed = 0;
   const std::vector<double> l = random_losses(5, &loss_seed);
-  std::vector<Probe> seen;
-  const SpsaStep s = opt.step(3, true, [&](const std::vector<Probe>& probes) {
-    seen = probes;
-    return l;
-  });
+  const std::vector<Probe> seen = opt.probes(3, true);
+  const SpsaStep s = opt.finish(3, l);
   ASSERT_EQ(seen.size(), 5u);
   EXPECT_EQ(seen[0].scale, 0.0f);  // l_0 at W itself
   for (int i = 1; i <= 4; i++) {
@@ -176,11 +170,9 @@ void expect_fzoo_step(Device device) {
   std::printf("fzoo %s: max relative error of the step %.3g\n", device_name(device), max_rel);
   // every perturbed loss equal: no spread, no step
   const auto kept = weights_of(*lm.model);
-  const SpsaStep flat = opt.step(4, false, [](const std::vector<Probe>& probes) {
-    std::vector<double> out(probes.size(), 3.0);
-    out[0] = 2.0;
-    return out;
-  });
+  std::vector<double> out(opt.probes(4, false).size(), 3.0);
+  out[0] = 2.0;
+  const SpsaStep flat = opt.finish(4, out);
   EXPECT_EQ(flat.sigma, 0.0);
   EXPECT_EQ(flat.lr, 0.0f);
   EXPECT_EQ(weights_of(*lm.model), kept);
@@ -241,8 +233,8 @@ TEST(Probes, OneProbeIsTheOneProbeStepBitForBit) {
   o.weight_decay = 0.1f;
   SpsaOptimizer oa(*a.model, o), ob(*b.model, o);
   EXPECT_EQ(oa.probe_seed(9, 0), oa.step_seed(9));
-  ASSERT_EQ(oa.probes_of_step(9, true).size(), 1u);
-  const SpsaStep s = oa.step(9, true, [](const std::vector<Probe>&) { return std::vector<double>{1.75, 1.5}; });
+  ASSERT_EQ(oa.probes(9, true).size(), 1u);
+  const SpsaStep s = oa.finish(9, {1.75, 1.5});
   EXPECT_EQ(s.probes.size(), 1u);
   EXPECT_TRUE(s.record().more_probes.empty());
   EXPECT_EQ(seed_log_format_record(s.record()), seed_log_format_record(SeedRecord{9, s.seed, s.g, s.lr}));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "common/check.h"
 #include "cpu/cpu_backend.h"
@@ -53,6 +54,13 @@ std::vector<std::vector<float>> snapshot(Model& m) {
   return out;
 }
 
+// One step whose losses are f of each probe in turn (never a pair: + then -).
+SpsaStep step_on(SpsaOptimizer& opt, int64_t step, const std::function<double(const Probe&)>& f) {
+  std::vector<double> losses;
+  for (const Probe& p : opt.probes(step, false)) losses.push_back(f(p));
+  return opt.finish(step, losses);
+}
+
 struct QuadraticRun {
   double f0, f1;     // objective before and after
   double floor = 0;  // the part no tuned entry can reduce (entries outside the mask)
@@ -85,7 +93,7 @@ QuadraticRun run_quadratic(Method method, double sparsity, int steps, Model& mod
         r.floor += (w - f.target[t][i]) * (w - f.target[t][i]);
     }
   }
-  for (int s = 1; s <= steps; s++) opt.step(s, false, each_probe([&](const Probe& p) { return f(p); }));
+  for (int s = 1; s <= steps; s++) step_on(opt, s, [&](const Probe& p) { return f(p); });
   r.f1 = f(Probe{});
   return r;
 }
@@ -218,14 +226,14 @@ TEST(Spsa, NonFiniteLossStopsWithoutTouchingWeights) {
   SpsaOptions o;
   SpsaOptimizer opt(m, o);
   auto before = snapshot(m);
-  EXPECT_THAT([&] { opt.step(7, false, each_probe([](const Probe& p) { return p.scale > 0 ? 1.0 : NAN; })); },
+  EXPECT_THAT([&] { step_on(opt, 7, [](const Probe& p) { return p.scale > 0 ? 1.0 : NAN; }); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("NaN at step 7")));
   auto after = snapshot(m);
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
 }
 
-// The probes a step hands its losses function: one pair in one pass, else + then -; a losses
-// function that answers with another count than two is an error, and W stays untouched.
+// The probes of a step: one pair in one pass, else + then -; finishing a step with another
+// count of losses than two is an error, and W stays untouched.
 TEST(Spsa, StepProbesAndTheLossCount) {
   CpuBackend be;
   Model m(smezo_test::random_weight_source(micro_config(), 13), be, DTYPE_F32, 8, 8);
@@ -244,11 +252,10 @@ TEST(Spsa, StepProbesAndTheLossCount) {
   EXPECT_EQ(separate[1].scale, -2e-3f);
   EXPECT_EQ(separate[1].seed, seed);
   auto before = snapshot(m);
-  EXPECT_THAT([&] { opt.step(4, true, [](const std::vector<Probe>&) { return std::vector<double>{1.0}; }); },
+  EXPECT_THAT([&] { opt.finish(4, {1.0}); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("step 4: 1 losses for the two probes")));
-  EXPECT_THAT([&] { opt.step(4, true, each_probe([](const Probe&) { return 1.0; })); },
-              testing::ThrowsMessage<Error>(testing::HasSubstr("each_probe: a function of one probe cannot take a "
-                                                               "probe pair")));
+  EXPECT_THAT([&] { opt.finish(4, {1.0, 1.0, 1.0}); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("step 4: 3 losses for the two probes")));
   auto after = snapshot(m);
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
 }
@@ -260,7 +267,7 @@ TEST(Spsa, GradientOverflowStopsWithoutTouchingWeights) {
   SpsaOptions o;
   SpsaOptimizer opt(m, o);
   auto before = snapshot(m);
-  EXPECT_THAT([&] { opt.step(3, false, each_probe([](const Probe& p) { return p.scale > 0 ? 1e36 : -1e36; })); },
+  EXPECT_THAT([&] { step_on(opt, 3, [](const Probe& p) { return p.scale > 0 ? 1e36 : -1e36; }); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("the projected gradient overflowed at step 3")));
   auto after = snapshot(m);
   for (size_t t = 0; t < before.size(); t++) EXPECT_EQ(before[t], after[t]);
@@ -317,7 +324,7 @@ TEST(Spsa, QuadraticConvergesForEveryNoiseKind) {
     o.noise = kind;
     SpsaOptimizer opt(m, o);
     const double f0 = f(Probe{});
-    for (int s = 1; s <= 2000; s++) opt.step(s, false, each_probe([&](const Probe& p) { return f(p); }));
+    for (int s = 1; s <= 2000; s++) step_on(opt, s, [&](const Probe& p) { return f(p); });
     EXPECT_LT(f(Probe{}), 0.1 * f0) << noise_name(kind);
   }
 }

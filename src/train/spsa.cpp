@@ -133,17 +133,6 @@ float SpsaOptimizer::lr_at(int64_t step) const {
   return static_cast<float>(*opts_.lr * (frac > 0.0 ? frac : 0.0));
 }
 
-ProbeLosses each_probe(std::function<double(const Probe&)> loss) {
-  return [loss = std::move(loss)](const std::vector<Probe>& probes) {
-    std::vector<double> losses;
-    for (const Probe& p : probes) {
-      SMEZO_REQUIRE(!p.pair, "each_probe: a function of one probe cannot take a probe pair");
-      losses.push_back(loss(p));
-    }
-    return losses;
-  };
-}
-
 std::vector<Probe> SpsaOptimizer::step_probes(uint64_t seed, bool in_one_pass) const {
   if (in_one_pass) return {Probe{opts_.eps, seed, true}};
   return {Probe{opts_.eps, seed}, Probe{-opts_.eps, seed}};
@@ -154,7 +143,7 @@ uint64_t SpsaOptimizer::probe_seed(int64_t step, int64_t i) const {
   return i == 0 ? first : splitmix64(first + static_cast<uint64_t>(i));
 }
 
-std::vector<Probe> SpsaOptimizer::probes_of_step(int64_t step, bool in_one_pass) const {
+std::vector<Probe> SpsaOptimizer::probes(int64_t step, bool in_one_pass) const {
   std::vector<Probe> probes;
   if (opts_.method == METHOD_FZOO) probes.push_back(Probe{});  // l_0: the weights themselves
   for (int64_t i = 0; i < opts_.probes; i++) {
@@ -173,22 +162,22 @@ SeedRecord SpsaStep::record() const {
   return r;
 }
 
-SpsaStep SpsaOptimizer::step(int64_t step, bool in_one_pass, const ProbeLosses& losses) {
+SpsaStep SpsaOptimizer::finish(int64_t step, std::vector<double> losses) {
   SpsaStep r;
   r.step = step;
   r.seed = step_seed(step);
   r.lr = lr_at(step);
-  r.losses = losses(probes_of_step(step, in_one_pass));
+  r.losses = std::move(losses);
   const size_t want = opts_.method == METHOD_FZOO ? opts_.probes + 1 : 2 * opts_.probes;
   SMEZO_REQUIRE(r.losses.size() == want, "step %lld: %zu losses for the %s", (long long)step, r.losses.size(),
                 want == 2 ? "two probes" : (std::to_string(want) + " probe halves").c_str());
   if (opts_.method == METHOD_FZOO) {
-    finish_fzoo_step(&r);
+    finish_fzoo(&r);
     return r;
   }
   r.loss_plus = r.losses[0];
   r.loss_minus = r.losses[1];
-  finish_step(&r);
+  finish_spsa(&r);
   return r;
 }
 
@@ -205,7 +194,7 @@ void require_finite_losses(const std::vector<double>& losses, int64_t step) {
 
 }  // namespace
 
-void SpsaOptimizer::finish_step(SpsaStep* r) {
+void SpsaOptimizer::finish_spsa(SpsaStep* r) {
   const int64_t step = r->step;
   if (opts_.probes == 1)  // one probe: the l+/l- message
     SMEZO_REQUIRE(std::isfinite(r->loss_plus) && std::isfinite(r->loss_minus),
@@ -228,7 +217,7 @@ void SpsaOptimizer::finish_step(SpsaStep* r) {
   update_weights(r->probes, r->lr, fold_);
 }
 
-void SpsaOptimizer::finish_fzoo_step(SpsaStep* r) {
+void SpsaOptimizer::finish_fzoo(SpsaStep* r) {
   const int64_t step = r->step;
   require_finite_losses(r->losses, step);
   const double l0 = r->losses[0];

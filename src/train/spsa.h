@@ -9,13 +9,12 @@
 // The update applies the single-probe op once per probe, in order (weight decay with the first):
 // bit-identical across run, resume and replay on every backend. Probe i's mask is read from the
 // weights after probes 0..i-1 (S-MeZO: an entry crossing h mid-step may leave the next mask).
-// The fold (set_fold_update; backend/pending_updates.h): step() hands the linear weights' updates to
+// The fold (set_fold_update; backend/pending_updates.h): finish() hands the linear weights' updates to
 // the backend, which applies them, the same ops in the same order, inside the next step's first W'
 // pass; the caller flushes (flush_updates) before any other read of the weights.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,16 +44,11 @@ struct SpsaStep {
   float g = 0;                       // the first probe's
   float lr = 0;                      // the step size of the update (fzoo: lr_t / sigma)
   std::vector<SeedProbe> probes;     // every probe's (seed, g), in order
-  std::vector<double> losses;        // every half's loss, in the order of probes_of_step
+  std::vector<double> losses;        // every half's loss, in the order of probes()
   double loss = 0;                   // the step's loss: the mean of the halves (fzoo: l_0)
   double sigma = 0;                  // fzoo: the spread of the perturbed losses
   SeedRecord record() const;         // what the seed log holds of it
 };
-
-// The losses of a minibatch under a list of probes, one per half (probe_halves), in order.
-using ProbeLosses = std::function<std::vector<double>(const std::vector<Probe>&)>;
-// The ProbeLosses of a function of one single probe (never a pair): each probe in turn.
-ProbeLosses each_probe(std::function<double(const Probe&)> loss);
 
 class SpsaOptimizer {
  public:
@@ -69,11 +63,12 @@ class SpsaOptimizer {
 
   // The seed of probe i (0 .. probes - 1) of a step; probe 0's is step_seed(step).
   uint64_t probe_seed(int64_t step, int64_t i) const;
-  // A step's probes: SPSA, step_probes of each seed; FZOO, Probe{} (l_0), then one + probe per seed.
-  std::vector<Probe> probes_of_step(int64_t step, bool in_one_pass) const;
-
-  // losses(probes) scores the minibatch under probes_of_step; throws, W untouched, on a non-finite loss.
-  SpsaStep step(int64_t step, bool in_one_pass, const ProbeLosses& losses);
+  // A step's probes, in the order finish() takes their losses: SPSA, step_probes of each probe seed;
+  // FZOO, Probe{} (l_0), then one + probe per seed.
+  std::vector<Probe> probes(int64_t step, bool in_one_pass) const;
+  // A step from the losses of its probes (one per half): g (checked finite: else it throws, W untouched),
+  // then the update, or the linear weights' held in the backend under the fold.
+  SpsaStep finish(int64_t step, std::vector<double> losses);
   // The update alone, from a logged (seed, g, lr): what replay and resume apply.
   void apply_update(uint64_t seed, float g, float lr);
   // The update of several probes: W <- W - lr·(1/q)·Σ_i g_i·m⊙z_i, probe by probe in order.
@@ -83,7 +78,7 @@ class SpsaOptimizer {
   // Every record of a seed log in order: the one loop of smezo::replay() (src/train/replay.cpp) and --resume.
   void apply_seed_log(const SeedLog& log, const std::string& seed_log_path);
 
-  // On: step() holds the linear weights' updates in the backend for the fold (off unless set; `smezo
+  // On: finish() holds the linear weights' updates in the backend for the fold (off unless set; `smezo
   // train --fold-update`). apply_update and apply_record always apply at once.
   void set_fold_update(bool on) { fold_ = on; }
   bool fold_update() const { return fold_; }
@@ -101,8 +96,8 @@ class SpsaOptimizer {
   const SpsaOptions& options() const { return opts_; }
 
  private:
-  void finish_step(SpsaStep* r);  // g from the losses (checked finite), then the update
-  void finish_fzoo_step(SpsaStep* r);
+  void finish_spsa(SpsaStep* r);  // g from the losses (checked finite), then the update
+  void finish_fzoo(SpsaStep* r);
   // apply_update's, the linear weights' held for the fold when `fold`
   void update_weights(const std::vector<SeedProbe>& probes, float lr, bool fold);
 

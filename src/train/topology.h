@@ -26,6 +26,8 @@ class Topology {
   int64_t micro_batches() const { return micro_batches_; }
   // A later stage of the first pipeline: it hands its tensors to rank 0 for each checkpoint.
   bool serves_checkpoint() const { return pipelined() && layout_.replica == 0 && !layout_.first_stage(); }
+  // Takes part in a checkpoint: rank 0 writes it, a later stage serves (a data-parallel replica: no part).
+  bool writes_checkpoint() const { return root() || serves_checkpoint(); }
   // Loads only this rank's stage of the model (a pipeline), or all of it.
   void select_stage(ModelOpenOptions* mo) const;
   // What else every rank must agree on ("" for one stage).

@@ -221,11 +221,11 @@ TrainOptions validated(const TrainOptions& o) {
   return o;
 }
 
-void warn_about_options(const TrainOptions& o) {
-  if (*o.spsa.lr > kLrWarnAbove)
-    std::fprintf(stderr, "smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the "
-                 "weights up (MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway\n",
-                 *o.spsa.lr, kLrWarnAbove);
+std::string options_warning(const TrainOptions& o) {
+  if (*o.spsa.lr <= kLrWarnAbove) return "";
+  return format_string("smezo: warning: --lr %g is above %g, where zeroth-order updates usually blow the weights up "
+                       "(MeZO uses 1e-7 to 1e-5 on LLMs, stories260K about 1e-3); training anyway", *o.spsa.lr,
+                       kLrWarnAbove);
 }
 
 // A data-file run uses each file's first rows: o's counts become the rows used; a line if fewer, else "".
@@ -243,7 +243,7 @@ std::string use_file_rows(const TaskSplits& s, TrainOptions* o) {
   return fewer.empty() ? "" : "data: fewer records than asked for: " + fewer + "; the run uses and records these";
 }
 
-// One run on one rank: every rank computes, rank 0 alone writes (phases: docs/ARCHITECTURE.md).
+// One run on one rank: every rank computes, rank 0's recorder alone writes (phases: docs/ARCHITECTURE.md).
 class TrainRun {
  public:
   // splits: the task's examples made by the caller (train_on_splits), or null to load o.task
@@ -259,7 +259,10 @@ class TrainRun {
   void complete_finished_run(const nlohmann::json& done, const SeedLog& log);
   void read_history();
   void train_steps();
-  void record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset);
+  void train_step(int64_t step, const std::vector<const EncodedExample*>& fixed,
+                  const std::vector<EncodedExample>& dev_subset);
+  void record_step(const SpsaStep& s, const std::vector<double>& task_losses,
+                   const std::vector<EncodedExample>& dev_subset);
   void record_stop(const Error& e, int64_t steps_done);
   void evaluate_at_end();
   void finish();
@@ -270,6 +273,7 @@ class TrainRun {
   bool tests() const { return !o_.skip_test && !data_.test.empty(); }
   std::string title() const { return splits_.name + " · " + method_name(o_.spsa.method) + " · " + o_.model_path; }
   double evaluate_dev(int64_t step, const std::vector<EncodedExample>& set);
+  ProgressOptions progress_options() const;
   TrainingPlotOptions plot_options() const {  // a generation task plots its dev F1
     TrainingPlotOptions p;
     if (splits_.generation) p.dev_label = "dev F1";
@@ -279,16 +283,16 @@ class TrainRun {
   GenerationLimits limits() const { return GenerationLimits{splits_.max_new_tokens, splits_.stop}; }
   GenerationScore evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set);
   void evaluate_generation_at_end();
-  // One value per probe half: the task's loss, or 1 - the metric (--objective; the loss goes to step_losses_).
-  std::vector<double> probe_values(const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes);
-  // probe_values averaged over the step's K minibatches (--accumulate); step_losses_ likewise.
-  std::vector<double> step_values(int64_t step, const std::vector<const EncodedExample*>& fixed,
-                                  const std::vector<Probe>& probes);
+  // Per probe half: what SPSA sees (the task's loss, or 1 - the metric: --objective) and the task's loss.
+  ProbeMeasures probe_losses(const std::vector<const EncodedExample*>& batch, const std::vector<Probe>& probes);
+  // A step's forward passes: probe_losses averaged over its K minibatches (--accumulate).
+  ProbeMeasures step_losses(int64_t step, const std::vector<const EncodedExample*>& fixed,
+                            const std::vector<Probe>& probes);
   std::string save_checkpoint(int64_t step);  // "" or why it failed (a warning)
 
   TrainOptions o_;
   Topology topo_;
-  const bool root_;
+  RunRecorder recorder_;  // the run folder's records and terminal lines: rank 0's; no-ops elsewhere
   SteadyClock::time_point t_start_;
   // start-up and end phases, wall seconds in run order (summary.json startup_s, finish_s)
   nlohmann::ordered_json startup_, finish_;
@@ -302,20 +306,18 @@ class TrainRun {
   nlohmann::json run_settings_;  // what `smezo eval` needs to measure a checkpoint as the run did
   nlohmann::json asked_rows_ = nlohmann::json::object();  // a data-file run's n_train, n_dev as asked
   std::string seed_log_path_;
-  std::unique_ptr<RunRecorder> recorder_;  // the run folder's records: rank 0's alone
   int64_t first_step_ = 1;
   bool final_dev_logged_ = false;        // a resumed, already finished run: its final evaluation too
   double train_wall_ = 0;
-  std::vector<double> step_losses_;  // --objective accuracy|f1: the last step's task loss per probe half
   TrainResult result_;
 };
 
 TrainRun::TrainRun(const TrainOptions& options, World& world, const TaskSplits* splits)
     : o_(validated(resolve_defaults(options))),
       topo_(world, o_.pipeline_stages, o_.micro_batches, o_.device),
-      root_(world.is_root()),
+      recorder_(world.is_root()),
       given_splits_(splits) {
-  if (root_) warn_about_options(o_);
+  recorder_.say(options_warning(o_));
   t_start_ = SteadyClock::now();
 }
 
@@ -340,13 +342,11 @@ void TrainRun::load_data() {
                               o_.n_test);
     o_.task = splits_.name;
     asked_rows_ = {{"n_train", o_.n_train}, {"n_dev", o_.n_dev}};
-    const std::string fewer = use_file_rows(splits_, &o_);
-    if (root_ && !fewer.empty()) std::fprintf(stderr, "%s\n", fewer.c_str());
+    recorder_.say(use_file_rows(splits_, &o_));
   }
   SMEZO_REQUIRE(!splits_.train.empty(), "task %s has no training examples", o_.task.c_str());
   const int64_t passes = o_.accumulate * (o_.spsa.method == METHOD_FZOO ? o_.spsa.probes + 1 : 2 * o_.spsa.probes);
-  const std::string slow = task_candidates_warning(splits_, o_.batch, passes);
-  if (root_ && !slow.empty()) std::fprintf(stderr, "%s\n", slow.c_str());
+  recorder_.say(task_candidates_warning(splits_, o_.batch, passes));
   check_objective(o_.objective, splits_.generation, splits_.name);
   if (splits_.generation)  // before any training: a bad example would fail only at evaluation
     for (const auto& [split, xs] : {std::pair{"train", &splits_.train}, {"dev", &splits_.dev}, {"test", &splits_.test}})
@@ -463,19 +463,18 @@ void TrainRun::agree_on_run_folder() {
   SMEZO_REQUIRE(o_.resume || kind != RUN_DIR_RUN, "%s already holds a run ---> HINT: pass --resume to continue it, "
                 "or choose another --out", o_.out_dir.c_str());
   if (o_.resume && kind == RUN_DIR_NOTHING) {
-    if (root_)
-      std::fprintf(stderr, "resume: nothing is logged in %s yet (the run stopped before its seed log was written): "
-                   "starting it at step 1\n", o_.out_dir.c_str());
+    recorder_.say("resume: nothing is logged in " + o_.out_dir + " yet (the run stopped before its seed log was "
+                  "written): starting it at step 1");
     o_.resume = false;
   }
-  if (root_) recorder_ = std::make_unique<RunRecorder>(o_.out_dir, title(), plot_options());
+  recorder_.open(o_.out_dir, title(), plot_options());
 }
 
 // Start fresh, or rebuild the weights of a killed run from its seed log.
 bool TrainRun::start() {
   if (!o_.resume) {
     const int version = o_.spsa.probes > 1 ? 2 : 1;  // one probe per step: log v1
-    if (recorder_) recorder_->start(header_, o_.flush_every, version, model(), o_.spsa, topo_.pipelined());
+    recorder_.start(header_, o_.flush_every, version, model(), o_.spsa, topo_.pipelined());
     return true;
   }
   const auto t_phase = SteadyClock::now();
@@ -485,9 +484,9 @@ bool TrainRun::start() {
                         "--resume: " + seed_log_header_where(log, seed_log_path_));
   check_resume_header(log.header, header_, asked_rows_, *optimizer_, seed_log_path_,
                       seed_log_header_where(log, seed_log_path_));
-  if (root_ && !run_path_recorded(log.header))
-    std::fprintf(stderr, "resume: %s records no path (written before smezo recorded it): assuming this "
-                 "invocation's, %s\n", seed_log_path_.c_str(), run_path_describe(header_).c_str());
+  if (!run_path_recorded(log.header))
+    recorder_.say("resume: " + seed_log_path_ + " records no path (written before smezo recorded it): assuming this "
+                  "invocation's, " + run_path_describe(header_));
   const int64_t last = log.records.empty() ? 0 : log.records.back().step;
   // every rank sees the same summary: rank 0 has written nothing since the agreement above
   const nlohmann::json done = last == o_.steps ? completed_summary(o_.out_dir, o_.steps) : nlohmann::json(nullptr);
@@ -496,14 +495,14 @@ bool TrainRun::start() {
     return false;
   }
   // a start killed before its mask record: the record is of the base weights, held until the replay
-  if (recorder_) recorder_->write_masks_if_missing(model(), o_.spsa, topo_.pipelined());
+  recorder_.write_masks_if_missing(model(), o_.spsa, topo_.pipelined());
   optimizer_->apply_seed_log(log, seed_log_path_);
   first_step_ = last + 1;
   startup_["replay"] = seconds_since(t_phase);
   // every rank has read the log (and replayed the same updates) before rank 0 touches it
   require_same_on_all_ranks(topo_.world(), log.records.empty() ? "" : seed_log_format_record(log.records.back()),
                             "last step in " + seed_log_path_);
-  if (recorder_) recorder_->resume(first_step_, o_.flush_every, log.records.size());
+  recorder_.resume(first_step_, o_.flush_every, log.records.size());
   return true;
 }
 
@@ -525,46 +524,57 @@ void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& 
   std::string damage;
   const int64_t have_checkpoint =
       topo_.checkpoint_decision(checkpoint_step(o_.out_dir, &damage), "the final checkpoint's step");
-  if (!root_ && !topo_.serves_checkpoint()) return;
-  if (have_checkpoint == o_.steps) {
-    if (root_)
-      std::fprintf(stderr, "run already finished at step %lld (%s/summary.json); nothing to do\n",
-                   (long long)o_.steps, o_.out_dir.c_str());
-    return;
-  }
-  if (root_)
-    std::fprintf(stderr, "run already finished at step %lld, but its final checkpoint is %s: rebuilding it from the "
-                 "seed log\n", (long long)o_.steps, damage.empty() ? "missing" : ("damaged (" + damage + ")").c_str());
+  if (!topo_.writes_checkpoint()) return;  // a data-parallel replica: nothing to rebuild
+  const std::string steps = std::to_string(o_.steps);
+  if (have_checkpoint == o_.steps)
+    return recorder_.say("run already finished at step " + steps + " (" + o_.out_dir + "/summary.json); nothing to do");
+  recorder_.say("run already finished at step " + steps + ", but its final checkpoint is " +
+                (damage.empty() ? "missing" : "damaged (" + damage + ")") + ": rebuilding it from the seed log");
   optimizer_->apply_seed_log(log, seed_log_path_);
-  if (!root_) {  // a later pipeline stage: its tensors go to rank 0
-    save_checkpoint(o_.steps);
-    return;
-  }
-  nlohmann::json summary = done;
+  nlohmann::json summary = done;  // a later pipeline stage serves rank 0 its tensors and records nothing
   result_.checkpoint_error = save_checkpoint(o_.steps);
   summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written (rebuilt from the seed log)"
                                                                      : "failed: " + result_.checkpoint_error;
-  recorder_->write_summary(summary);
+  recorder_.write_summary(summary);
 }
 
-// Rank 0: the loss and accuracy history of the steps already run, from the metrics file.
+// The loss and accuracy history of the steps already run, from the metrics file (rank 0's recorder).
 void TrainRun::read_history() {
-  if (!recorder_) return;
   const char* dev_key = splits_.generation ? "dev_f1" : "dev_acc";  // what the plot shows
   double& best_dev = splits_.generation ? result_.best_dev_f1 : result_.best_dev_acc;
-  for (const nlohmann::json& rec : recorder_->logged_metrics()) {
+  for (const nlohmann::json& rec : recorder_.logged_metrics()) {
     if (rec.contains("loss") && rec["loss"].is_number()) {
-      recorder_->plot_loss(rec["step"], rec["loss"]);
+      recorder_.plot_loss(rec["step"], rec["loss"]);
       if (rec["step"] == 1) result_.first_loss = rec["loss"].get<double>();
       result_.last_loss = rec["loss"].get<double>();  // a resume with no step left to run
     }
     if (rec.contains(dev_key) && rec["step"] == o_.steps && rec.value("dev_examples", 0) == (int64_t)data_.dev.size())
       final_dev_logged_ = true;
     if (rec.contains(dev_key) && rec[dev_key].is_number()) {
-      recorder_->plot_dev(rec["step"], rec[dev_key]);
+      recorder_.plot_dev(rec["step"], rec[dev_key]);
       best_dev = std::max(best_dev, rec[dev_key].get<double>());
     }
   }
+}
+
+ProgressOptions TrainRun::progress_options() const {
+  ProgressOptions po;
+  po.total_steps = o_.steps;
+  po.start_step = first_step_ - 1;
+  if (splits_.generation) po.dev_label = "dev F1";
+  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / kProgressLinesPerRun);
+  return po;
+}
+
+// One step: its probes, their forward passes, the update from their losses, then its records.
+void TrainRun::train_step(int64_t step, const std::vector<const EncodedExample*>& fixed,
+                          const std::vector<EncodedExample>& dev_subset) {
+  const auto t_step = SteadyClock::now();
+  const std::vector<Probe> probes = optimizer_->probes(step, o_.probe_passes == PROBES_PAIR);
+  const ProbeMeasures losses = step_losses(step, fixed, probes);  // the forward passes
+  const SpsaStep s = optimizer_->finish(step, losses.objective);  // g, then the update (held under the fold)
+  if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
+  record_step(s, losses.loss, dev_subset);
 }
 
 void TrainRun::train_steps() {
@@ -572,120 +582,104 @@ void TrainRun::train_steps() {
       o_.eval_examples > 0 && o_.eval_examples < (int64_t)data_.dev.size()
           ? std::vector<EncodedExample>(data_.dev.begin(), data_.dev.begin() + o_.eval_examples)
           : data_.dev;
-  ProgressOptions po;
-  po.total_steps = o_.steps;
-  po.start_step = first_step_ - 1;
-  if (splits_.generation) po.dev_label = "dev F1";
-  po.plain_every = o_.progress_every > 0 ? o_.progress_every : std::max<int64_t>(1, o_.steps / kProgressLinesPerRun);
-  if (recorder_) recorder_->start_progress(po);
   const std::vector<const EncodedExample*> fixed = minibatch(data_.train, o_.batch, o_.data_seed, 1);
+  recorder_.start_progress(progress_options());
   int64_t step = first_step_;
   const auto t_loop = SteadyClock::now();
   try {
-    for (; step <= o_.steps; step++) {
-      const auto t_step = SteadyClock::now();
-      const SpsaStep s = optimizer_->step(step, o_.probe_passes == PROBES_PAIR, [&](const std::vector<Probe>& probes) {
-        return step_values(step, fixed, probes);
-      });
-      if (step == first_step_) startup_["first_step"] = seconds_since(t_step);
-      record_step(s, dev_subset);
-    }
+    for (; step <= o_.steps; step++) train_step(step, fixed, dev_subset);
   } catch (const Error& e) {
-    // A non-finite loss: W is untouched, so the log so far and any checkpoint stay good.
-    if (recorder_) record_stop(e, step - 1);
+    record_stop(e, step - 1);  // a non-finite loss: W is untouched, so the log so far and any checkpoint stay good
     throw;
   }
   optimizer_->flush_updates();  // the run's end: the last step's update
-  if (recorder_) recorder_->end_steps();
+  recorder_.end_steps();
   result_.steps_done = o_.steps;
   train_wall_ = seconds_since(t_loop);
 }
 
-std::vector<double> TrainRun::step_values(int64_t step, const std::vector<const EncodedExample*>& fixed,
-                                          const std::vector<Probe>& probes) {
-  std::vector<double> sum, task_sum;
+ProbeMeasures TrainRun::step_losses(int64_t step, const std::vector<const EncodedExample*>& fixed,
+                                    const std::vector<Probe>& probes) {
+  ProbeMeasures sum;
   for (int64_t k = 0; k < o_.accumulate; k++) {
     const auto batch = o_.fixed_batch ? fixed : minibatch(data_.train, o_.batch, o_.data_seed,
                                                           accumulated_minibatch(step, k, o_.accumulate));
-    add_into(&sum, probe_values(batch, probes));
-    if (o_.objective != OBJECTIVE_LOSS) add_into(&task_sum, step_losses_);
+    const ProbeMeasures m = probe_losses(batch, probes);
+    add_into(&sum.objective, m.objective);
+    add_into(&sum.loss, m.loss);
   }
   const double k = static_cast<double>(o_.accumulate);  // K = 1: l / 1 = l exactly
-  for (double& l : sum) l /= k;
-  for (double& l : task_sum) l /= k;
-  if (o_.objective != OBJECTIVE_LOSS) step_losses_ = task_sum;
+  for (std::vector<double>* v : {&sum.objective, &sum.loss})
+    for (double& l : *v) l /= k;
   return sum;
 }
 
-std::vector<double> TrainRun::probe_values(const std::vector<const EncodedExample*>& batch,
-                                           const std::vector<Probe>& probes) {
+ProbeMeasures TrainRun::probe_losses(const std::vector<const EncodedExample*>& batch,
+                                     const std::vector<Probe>& probes) {
   // a generation task trains on its completion's tokens (the gold-token cross-entropy)
   const bool as_classification = splits_.train_as_classification && !splits_.generation;
-  if (o_.objective == OBJECTIVE_LOSS) return topo_.losses(model(), batch, probes, as_classification);
+  if (o_.objective == OBJECTIVE_LOSS) {
+    std::vector<double> loss = topo_.losses(model(), batch, probes, as_classification);
+    return {loss, loss};
+  }
   MetricBatch mb{&batch, {}, as_classification};
   if (splits_.generation) mb.references = references_of(batch, data_.train, splits_.train);
   // every rank measures the whole batch (data parallel: the same numbers on each)
-  ProbeMeasures m = measure_metric_objective(model(), *lm_.tokenizer, o_.objective, mb, probes, limits());
-  step_losses_ = m.loss;
-  return m.objective;
+  return measure_metric_objective(model(), *lm_.tokenizer, o_.objective, mb, probes, limits());
 }
 
 // A step into the results, metrics, progress and seed log; then any evaluation and checkpoint due.
-void TrainRun::record_step(const SpsaStep& s, const std::vector<EncodedExample>& dev_subset) {
+void TrainRun::record_step(const SpsaStep& s, const std::vector<double>& task_losses,
+                           const std::vector<EncodedExample>& dev_subset) {
   const int64_t step = s.step;
   // with --objective accuracy|f1 SPSA saw 1 - the metric (s's losses); the task loss is logged beside it
   const bool metric = o_.objective != OBJECTIVE_LOSS, fzoo = o_.spsa.method == METHOD_FZOO;
   double loss = s.loss, loss_plus = s.loss_plus, loss_minus = s.loss_minus;
-  if (metric) {  // step_losses_ in the order of s.losses (fzoo: l_0 first)
-    loss = fzoo ? step_losses_.at(0) : mean_of(step_losses_);
-    loss_plus = step_losses_.at(fzoo ? 1 : 0);
-    loss_minus = step_losses_.at(fzoo ? 0 : 1);
+  if (metric) {  // task_losses in the order of s.losses (fzoo: l_0 first)
+    loss = fzoo ? task_losses.at(0) : mean_of(task_losses);
+    loss_plus = task_losses.at(fzoo ? 1 : 0);
+    loss_minus = task_losses.at(fzoo ? 0 : 1);
   }
   if (step == 1) result_.first_loss = loss;
   result_.last_loss = loss;
   // Metrics (and evaluation) before the seed log: a kill between leaves lines resume drops, never a gap.
-  if (recorder_) {
-    nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
-                        {"g", s.g}, {"lr", s.lr}};
-    if (metric)
-      m.update({{"objective", enum_name(objective_names(), o_.objective)}, {"objective_value", s.loss},
-                {"objective_plus", s.loss_plus}, {"objective_minus", s.loss_minus}});
-    if (s.probes.size() > 1) {  // several probes: each one's g and every half's loss (metric: objective)
-      m["probe_g"] = nlohmann::json::array();
-      for (const SeedProbe& p : s.probes) m["probe_g"].push_back(p.g);
-      m["losses"] = s.losses;
-      if (metric) m["task_losses"] = step_losses_;
-    }
-    if (fzoo) m["sigma"] = s.sigma;
-    recorder_->step(m, step, loss);
+  nlohmann::json m = {{"step", step}, {"loss", loss}, {"loss_plus", loss_plus}, {"loss_minus", loss_minus},
+                      {"g", s.g}, {"lr", s.lr}};
+  if (metric)
+    m.update({{"objective", enum_name(objective_names(), o_.objective)}, {"objective_value", s.loss},
+              {"objective_plus", s.loss_plus}, {"objective_minus", s.loss_minus}});
+  if (s.probes.size() > 1) {  // several probes: each one's g and every half's loss (metric: objective)
+    m["probe_g"] = nlohmann::json::array();
+    for (const SeedProbe& p : s.probes) m["probe_g"].push_back(p.g);
+    m["losses"] = s.losses;
+    if (metric) m["task_losses"] = task_losses;
   }
-  if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps) {
-    const double acc = evaluate_dev(step, dev_subset);
-    if (recorder_) recorder_->dev_shown(acc, step);  // a generation task's F1
-  }
-  if (recorder_) recorder_->seed(s.record());
-  if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps &&
-      (recorder_ || topo_.serves_checkpoint())) {
-    if (recorder_) recorder_->flush_seed_log();
+  if (fzoo) m["sigma"] = s.sigma;
+  recorder_.step(m, step, loss);
+  if (evaluates() && o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps)
+    recorder_.dev_shown(evaluate_dev(step, dev_subset), step);  // a generation task's F1
+  recorder_.seed(s.record());
+  if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step < o_.steps) {
+    recorder_.flush_seed_log();
     save_checkpoint(step);  // a failure warns; training goes on
   }
 }
 
-// Rank 0, when a step stops the run: the log so far made durable, and a summary saying why.
+// When a step stops the run: the log so far made durable, and a summary saying why.
 void TrainRun::record_stop(const Error& e, int64_t steps_done) {
-  recorder_->end_steps();
+  recorder_.end_steps();
   const std::string status = "stopped: " + e.message();  // the hint goes to the terminal, not into the record
   nlohmann::json summary = {{"status", status}, {"task", splits_.name}, {"steps_done", steps_done},
                             {"hyperparameters", header_}, {"startup_s", startup_}};
   summary_add_standard_fields(&summary);
-  recorder_->write_summary(summary);
+  recorder_.write_summary(summary);
 }
 
 double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& set) {
   optimizer_->flush_updates();  // the fold: evaluation reads W unperturbed
   if (splits_.generation) return evaluate_dev_generation(step, set).f1;
   const double acc = topo_.accuracy(model(), set, o_.batch);
-  if (recorder_) recorder_->dev({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}}, step, acc);
+  recorder_.dev({{"step", step}, {"dev_acc", acc}, {"dev_examples", set.size()}}, step, acc);
   result_.best_dev_acc = std::max(result_.best_dev_acc, acc);
   return acc;
 }
@@ -693,14 +687,11 @@ double TrainRun::evaluate_dev(int64_t step, const std::vector<EncodedExample>& s
 // Every rank decodes the whole set (data parallel: the same texts on each).
 GenerationScore TrainRun::evaluate_dev_generation(int64_t step, const std::vector<EncodedExample>& set) {
   const GenerationScore g = evaluate_generation(model(), *lm_.tokenizer, set, splits_.dev, limits(), o_.batch);
-  if (recorder_) {
-    recorder_->dev({{"step", step}, {"dev_em", g.exact_match}, {"dev_f1", g.f1}, {"dev_examples", set.size()}}, step,
-                   g.f1);
-    if (step < o_.steps)
-      recorder_->message(format_string("step %lld: dev EM %s, F1 %s (%zu examples)", (long long)step,
-                                       format_accuracy(g.exact_match).c_str(), format_accuracy(g.f1).c_str(),
-                                       set.size()));
-  }
+  recorder_.dev({{"step", step}, {"dev_em", g.exact_match}, {"dev_f1", g.f1}, {"dev_examples", set.size()}}, step,
+                g.f1);
+  if (step < o_.steps)
+    recorder_.message(format_string("step %lld: dev EM %s, F1 %s (%zu examples)", (long long)step,
+                                    format_accuracy(g.exact_match).c_str(), format_accuracy(g.f1).c_str(), set.size()));
   result_.best_dev_f1 = std::max(result_.best_dev_f1, g.f1);
   return g;
 }
@@ -725,10 +716,10 @@ void TrainRun::evaluate_at_end() {
   optimizer_->flush_updates();  // nothing is held after train_steps: this read too is flushed
   const bool test = tests();
   const auto t_phase = SteadyClock::now();
-  if ((evaluates() || test) && recorder_)
-    std::fprintf(stderr, "evaluating on %s%s%s examples...\n",
-                 evaluates() ? (std::to_string(data_.dev.size()) + " dev").c_str() : "",
-                 evaluates() && test ? " and " : "", test ? (std::to_string(data_.test.size()) + " test").c_str() : "");
+  if (evaluates() || test)
+    recorder_.say("evaluating on " + (evaluates() ? std::to_string(data_.dev.size()) + " dev" : "") +
+                  (evaluates() && test ? " and " : "") + (test ? std::to_string(data_.test.size()) + " test" : "") +
+                  " examples...");
   if (splits_.generation) {
     evaluate_generation_at_end();
   } else if (!evaluates()) {
@@ -750,9 +741,8 @@ std::string TrainRun::save_checkpoint(int64_t step) {
   settings["step"] = step;
   const std::string dir = o_.out_dir + "/checkpoint";
   const bool adapter = model().has_lora() || model().has_prefix() || model().has_scales();
-  if (adapter && !root_) return "";  // --tune lora/prefix: rank 0 writes the adapter alone
-  if (!root_) {  // a pipeline stage serves rank 0 its tensors; other ranks have nothing to do
-    topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
+  if (!topo_.root()) {  // a pipeline stage serves rank 0 its tensors (an adapter's: rank 0 alone); others: nothing
+    if (!adapter) topo_.save_checkpoint(model(), dir, lm_.tokenizer_path, settings, o_.checkpoint_dtype);
     return "";
   }
   try {
@@ -781,20 +771,16 @@ void TrainRun::finish() {
   const int64_t parameters = topo_.sum_over_model(model(), [](const Param& p) { return p.w.numel(); });
   const int64_t tuned =
       topo_.sum_over_model(model(), [](const Param& p) { return p.info.trainable ? p.w.numel() : int64_t{0}; });
-  if (!recorder_) {
-    if (topo_.serves_checkpoint()) save_checkpoint(o_.steps);
-    return;
-  }
-  recorder_->write_plot();
+  recorder_.write_plot();
   // The summary is durable before the final checkpoint is tried, then rewritten with its status.
   nlohmann::json summary = completed_summary_json(parameters, tuned);
-  recorder_->write_summary(summary);
+  recorder_.write_summary(summary);
   const auto t_phase = SteadyClock::now();
   result_.checkpoint_error = save_checkpoint(o_.steps);
   finish_["checkpoint"] = seconds_since(t_phase);
   summary["finish_s"] = finish_;
   summary["checkpoint"]["status"] = result_.checkpoint_error.empty() ? "written" : "failed: " + result_.checkpoint_error;
-  recorder_->write_summary(summary);
+  recorder_.write_summary(summary);
   std::string done = !evaluates()        ? std::string("no dev evaluation")
                      : splits_.generation ? "dev EM " + format_accuracy(result_.final_dev_em) + ", F1 " +
                                                 format_accuracy(result_.final_dev_f1) + " (best F1 " +
@@ -806,8 +792,8 @@ void TrainRun::finish() {
                                : ", test acc " + format_accuracy(result_.test_acc);
   if (!result_.checkpoint_error.empty())
     done += "; no final checkpoint (see the warning; once fixed, the same command with --resume writes it)";
-  std::fprintf(stderr, "start-up: %s; end: %s\n", describe_phases(startup_).c_str(), describe_phases(finish_).c_str());
-  std::fprintf(stderr, "done: %s, %s\n", done.c_str(), (o_.out_dir + "/summary.json").c_str());
+  recorder_.say("start-up: " + describe_phases(startup_) + "; end: " + describe_phases(finish_));
+  recorder_.say("done: " + done + ", " + o_.out_dir + "/summary.json");
 }
 
 // summary.json of a completed run, its final checkpoint still being written.
