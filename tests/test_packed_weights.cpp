@@ -279,3 +279,15 @@ TEST(PackedWeights, MasterScalesRefusals) {
   EXPECT_THAT(smezo_test::error_of([] { scales_with_m_from_json({{"mode", "lora"}}, "LOG line 1"); }),
               HasSubstr("LOG line 1: the run header's tune {\"mode\":\"lora\"} is not a --tune scales record"));
 }
+
+// smezo info on a packed GGUF: the memory estimates of --weights packed under --tune lora and --tune scales,
+// on the CPU and on CUDA (both modes run on both devices: no line says one does not).
+TEST(PackedWeights, InfoEstimatesBothModesOnBothDevices) {
+  const std::string path = write_random_packed_gguf(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_0, true, 3, kPositiveScales);
+  std::string out;
+  ASSERT_EQ(smezo_test::run_command(smezo_test::smezo_binary() + " info " + path + " 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--weights packed, --tune lora (r 8, q v):"));
+  EXPECT_THAT(out, HasSubstr("--tune scales (f32 master d per block):"));
+  EXPECT_THAT(out, HasSubstr("(predicted: the stored blocks, the f32 masters and the W' block)"));
+  EXPECT_THAT(out, testing::Not(HasSubstr("does not")));
+}
