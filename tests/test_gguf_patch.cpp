@@ -11,6 +11,7 @@
 #include <sha2.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "common/check.h"
@@ -211,6 +212,28 @@ TEST(GgufScalePatch, RefusesWithOneLineAndAHint) {
   }
   EXPECT_FALSE(path_exists(out));
   EXPECT_FALSE(path_exists(out + ".tmp"));
+  // a tensor the base does not have: the hint names the command that lists the base's tensors
+  EXPECT_THAT(refusal_of(patch({{"blk.0.attn_q.weight", {1.0f}, {}}})).hint,
+              HasSubstr("the patch was made for another base GGUF; `smezo info --model " + base + "` lists its"));
+}
+
+// The export's own file operations, refused with the path and the system's reason, and nothing left behind:
+// the temporary cannot be created (its folder is missing), or the result cannot take the out path (a folder
+// with a file in it is there).
+TEST(GgufScalePatch, ACreateOrRenameThatFailsIsNamed) {
+  const std::string dir = smezo_test::make_temp_dir("gguf_patch_io");
+  const std::string base = random_fixture(dir, smezo_test::base_seed() + 7);
+  const Refusal create = refusal_of([&] { write_scale_patched_gguf(base, dir + "/missing/out.gguf", {}); });
+  EXPECT_THAT(create.message, HasSubstr("cannot create " + dir + "/missing/out.gguf.tmp: No such file or directory"));
+  EXPECT_FALSE(create.hint.empty());
+  const std::string taken = dir + "/taken.gguf";
+  std::filesystem::create_directories(taken);
+  smezo_test::write_file(taken + "/keep", "a file in the folder the result should replace");
+  const Refusal rename = refusal_of([&] { write_scale_patched_gguf(base, taken, {}); });
+  EXPECT_THAT(rename.message, HasSubstr("cannot rename " + taken + ".tmp to " + taken + ": "));
+  EXPECT_TRUE(smezo_test::is_one_line(rename.message + rename.hint));
+  EXPECT_FALSE(path_exists(taken + ".tmp"));
+  EXPECT_EQ(smezo_test::read_file(taken + "/keep"), "a file in the folder the result should replace");
 }
 
 TEST(GgufScalePatch, AFailedWriteLeavesNoFile) {

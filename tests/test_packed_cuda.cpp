@@ -21,6 +21,7 @@
 #include "model/model_loader.h"
 #include "run/seed_log.h"
 #include "model_fixture.h"
+#include "packed_gguf_fixture.h"
 #include "smezo/train.h"
 #include "test_gguf_writer.h"
 #include "test_util.h"
@@ -30,39 +31,15 @@
 #endif
 
 using namespace smezo;
+using smezo_test::kPackedBlockTypes;
+using smezo_test::kSignedScales;
+using smezo_test::PackedScaleBytes;
 
 #ifdef SMEZO_WITH_CUDA
 namespace {
 
-// Where each type keeps its f16 scales: d, and m/dmin (-1: none).
-struct ScaleBytes {
-  uint32_t type;
-  int d_at, m_at;
-};
-const ScaleBytes kTypes[] = {{GGUF_TYPE_Q8_0, 0, -1}, {GGUF_TYPE_Q4_0, 0, -1}, {GGUF_TYPE_Q4_1, 0, 2},
-                             {GGUF_TYPE_Q5_0, 0, -1}, {GGUF_TYPE_Q5_1, 0, 2}, {GGUF_TYPE_Q4_K, 0, 2},
-                             {GGUF_TYPE_Q5_K, 0, 2},  {GGUF_TYPE_Q6_K, 208, -1}};
-
-bool k_quant(uint32_t t) { return t == GGUF_TYPE_Q4_K || t == GGUF_TYPE_Q5_K || t == GGUF_TYPE_Q6_K; }
-
-// n values of random blocks of s.type: random codes and sub-scales, random f16 scales of either sign.
-std::string random_blocks(const ScaleBytes& s, int64_t n, std::mt19937* rng) {
-  const GgufTypeTraits* t = gguf_type_traits(s.type);
-  std::string out(static_cast<size_t>(n / t->block_size * t->block_bytes), '\0');
-  for (char& c : out) c = static_cast<char>((*rng)() & 255);
-  std::uniform_real_distribution<float> d(-0.02f, 0.02f), m(-0.05f, 0.05f);
-  for (size_t b = 0; b < out.size(); b += static_cast<size_t>(t->block_bytes)) {
-    const uint16_t dv = float_to_f16(d(*rng) / (s.type == GGUF_TYPE_Q8_0 ? 4 : k_quant(s.type) ? 32 : 1));
-    std::memcpy(&out[b + s.d_at], &dv, 2);
-    if (s.m_at < 0) continue;
-    const uint16_t mv = float_to_f16(k_quant(s.type) ? m(*rng) / 8 : m(*rng));
-    std::memcpy(&out[b + s.m_at], &mv, 2);
-  }
-  return out;
-}
-
 // A host packed tensor over `bytes` (rows of cols values of s.type).
-Tensor host_packed(const ScaleBytes& s, std::string* bytes, int64_t rows, int64_t cols) {
+Tensor host_packed(const PackedScaleBytes& s, std::string* bytes, int64_t rows, int64_t cols) {
   Tensor t;
   t.data = &(*bytes)[0];
   t.rows = rows;
@@ -119,10 +96,10 @@ TEST(PackedCuda, DequantisationEqualsTheCpuDecoderBitForBit) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   std::mt19937 rng(static_cast<uint32_t>(smezo_test::mixed_seed(43)));
-  for (const ScaleBytes& s : kTypes) {
+  for (const PackedScaleBytes& s : kPackedBlockTypes) {
     SCOPED_TRACE(gguf_type_name(s.type));
     const int64_t rows = 5, cols = 3 * gguf_type_traits(s.type)->block_size;
-    std::string bytes = random_blocks(s, rows * cols, &rng);
+    std::string bytes = smezo_test::random_packed_blocks(s, rows * cols, kSignedScales, &rng);
     const Tensor host = host_packed(s, &bytes, rows, cols);
     const std::vector<float> want = cpu_values(host);
     CudaBackend gpu;
@@ -157,9 +134,9 @@ namespace {
 // The scales hook for one type: the packed (rows, cols) weight's scales Param (its file's scales, moved a
 // little, and m/dmin when the type has one), read under a pair of the given mask and noise; W+ and W- (an
 // fp32 GEMM by the identity) against dequantize_packed with the scales cpu_read_param perturbs.
-void expect_scales_hook_matches_cpu(const ScaleBytes& s, MaskKind mask, NoiseKind noise, std::mt19937* rng) {
+void expect_scales_hook_matches_cpu(const PackedScaleBytes& s, MaskKind mask, NoiseKind noise, std::mt19937* rng) {
   const int64_t rows = 4, cols = 2 * gguf_type_traits(s.type)->block_size, n_blocks = rows * cols / (cols / 2);
-  std::string bytes = random_blocks(s, rows * cols, rng);
+  std::string bytes = smezo_test::random_packed_blocks(s, rows * cols, kSignedScales, rng);
   const Tensor host = host_packed(s, &bytes, rows, cols);
   const int64_t srows = s.m_at >= 0 ? 2 : 1;
   std::vector<float> scales(static_cast<size_t>(srows * n_blocks));
@@ -225,7 +202,7 @@ TEST(PackedCuda, ScalesHookUnderAPairEqualsTheCpuReference) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   std::mt19937 rng(static_cast<uint32_t>(smezo_test::mixed_seed(44)));
-  for (const ScaleBytes& s : kTypes) {
+  for (const PackedScaleBytes& s : kPackedBlockTypes) {
     SCOPED_TRACE(gguf_type_name(s.type));
     expect_scales_hook_matches_cpu(s, MASK_DENSE, NOISE_GAUSSIAN, &rng);
     expect_scales_hook_matches_cpu(s, MASK_MAGNITUDE, NOISE_SIGN, &rng);
@@ -235,89 +212,6 @@ TEST(PackedCuda, ScalesHookUnderAPairEqualsTheCpuReference) {
 #endif
 }
 
-#ifdef SMEZO_WITH_CUDA
-namespace {
-
-// A LLaMA GGUF (dim 256, hidden 512, vocab 1000, 2 layers) whose 2-D tensors are random blocks of `type`
-// (the embedding `embedding_type`), norms F32; a tied head when `tied`.
-std::string write_random_gguf(uint32_t type, uint32_t embedding_type, bool tied, uint32_t seed) {
-  const int64_t dim = 256, hidden = 512, vocab = 1000;
-  smezo_test::GgufBuilder b;
-  b.add_string("general.architecture", "llama");
-  b.add_u32("llama.context_length", 64);
-  b.add_u32("llama.embedding_length", dim);
-  b.add_u32("llama.block_count", 2);
-  b.add_u32("llama.feed_forward_length", hidden);
-  b.add_u32("llama.attention.head_count", 4);
-  b.add_u32("llama.attention.head_count_kv", 2);
-  b.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  b.add_u32("llama.vocab_size", vocab);
-  std::mt19937 rng(seed);
-  auto add = [&](const std::string& name, uint32_t t, int64_t cols, int64_t rows) {
-    smezo_test::GgufTestTensor x;
-    x.name = name;
-    x.type = t;
-    x.dims = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-    for (const ScaleBytes& s : kTypes)
-      if (s.type == t) x.bytes = random_blocks(s, cols * rows, &rng);
-    b.add_tensor(x);
-  };
-  auto norm = [&](const std::string& name) {
-    std::vector<float> v(dim);
-    for (float& x : v) x = 0.8f + 0.4f * static_cast<float>(rng() % 1000) / 1000.0f;
-    b.add_f32_tensor(name, {static_cast<uint64_t>(dim)}, v);
-  };
-  add("token_embd.weight", embedding_type, dim, vocab);
-  for (int l = 0; l < 2; l++) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    norm(p + "attn_norm.weight");
-    add(p + "attn_q.weight", type, dim, dim);
-    add(p + "attn_k.weight", type, dim, dim / 2);
-    add(p + "attn_v.weight", type, dim, dim / 2);
-    add(p + "attn_output.weight", type, dim, dim);
-    norm(p + "ffn_norm.weight");
-    add(p + "ffn_gate.weight", type, dim, hidden);
-    add(p + "ffn_up.weight", type, dim, hidden);
-    add(p + "ffn_down.weight", type, hidden, dim);
-  }
-  norm("output_norm.weight");
-  if (!tied) add("output.weight", type, dim, vocab);
-  const std::string path = smezo_test::make_temp_dir("packed_cuda") + "/model.gguf";
-  b.write(path);
-  return path;
-}
-
-// Logits of `tokens` (two sequences) from the packed model on `backend` in `dtype` (cuda: W' in it):
-// unperturbed, then under a probe pair with random LoRA adapters on q, v, down (the base frozen).
-std::vector<float> packed_logits(const std::string& path, Backend& backend, DType dtype,
-                                 const std::vector<int32_t>& tokens, std::vector<float>* lora_pair) {
-  WeightSource src = load_weights(path);
-  src.keep_packed = true;
-  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) cuda->set_packed_wprime_dtype(dtype);
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  Model model(src, backend, dtype, 2 * n, 2 * n);
-  std::vector<float> plain = smezo_test::logits_of(model, tokens);
-  model.add_lora(LoraOptions{4, 8.0f, {ROLE_ATTN_Q, ROLE_ATTN_V, ROLE_MLP_DOWN}}, 7);
-  smezo_test::randomize_adapters(model, 11, 0.05f);
-  for (Param* p : model.params()) p->info.trainable = p->info.adapter != ADAPTER_NONE;
-  ForwardBatch batch;  // two sequences, each run at +scale and at -scale
-  batch.tokens = tokens;
-  batch.seq_lens = {n / 2, n - n / 2};
-  for (int64_t i = 0; i < n; i++) batch.logit_rows.push_back(i);
-  model.forward(batch, Probe{1e-2f, 99, true}, lora_pair);
-  return plain;
-}
-
-std::vector<int32_t> some_tokens(int64_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int32_t& x : t) x = static_cast<int32_t>(rng() % vocab);
-  return t;
-}
-
-}  // namespace
-#endif
-
 // A random model of every block type, packed on both backends (the tied Q8_0 embedding/head with Q4_1, as
 // SmolLM2 has them), fp32 W': the CUDA logits equal the CPU's within 1e-4 x max|logit| (cuBLAS sums the
 // same products in another order: ~1e-6 relative over 512 terms, through 2 layers and the head), both
@@ -326,24 +220,25 @@ std::vector<int32_t> some_tokens(int64_t n, int64_t vocab, uint32_t seed) {
 TEST(PackedCuda, EveryBlockTypeGivesTheCpuLogits) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  const std::vector<int32_t> tokens = some_tokens(8, 1000, smezo_test::base_seed());
-  for (const ScaleBytes& s : kTypes) {
+  const std::vector<int32_t> tokens = smezo_test::random_tokens(8, 1000, smezo_test::base_seed());
+  for (const PackedScaleBytes& s : kPackedBlockTypes) {
     SCOPED_TRACE(gguf_type_name(s.type));
     const bool tied = s.type == GGUF_TYPE_Q4_1;
-    const std::string path = write_random_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied, smezo_test::base_seed());
-    std::vector<float> want_pair, got_pair;
+    const std::string path = smezo_test::write_random_packed_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied,
+                                                      smezo_test::base_seed(), kSignedScales);
     CpuBackend cpu;
-    const std::vector<float> want = packed_logits(path, cpu, DTYPE_F32, tokens, &want_pair);
+    const smezo_test::PackedLogits want = smezo_test::lora_pair_logits(path, true, cpu, DTYPE_F32, tokens);
     const std::vector<DType> dtypes = s.type == GGUF_TYPE_Q4_K ? std::vector<DType>{DTYPE_F32, DTYPE_BF16}
                                                                : std::vector<DType>{DTYPE_F32};
     for (DType dt : dtypes) {
       CudaBackend gpu;
-      const std::vector<float> got = packed_logits(path, gpu, dt, tokens, &got_pair);
-      const double tol = (dt == DTYPE_F32 ? 1e-4 : 3e-2) * smezo_test::max_abs(want);
-      EXPECT_GT(smezo_test::max_abs(want), 0.1);  // the random model computes something
-      EXPECT_LE(smezo_test::max_diff(got, want), tol) << dtype_name(dt) << " " << smezo_test::seed_note();
-      EXPECT_LE(smezo_test::max_diff(got_pair, want_pair), tol) << dtype_name(dt);
-      EXPECT_GT(smezo_test::max_diff(want, want_pair), 10 * tol);  // the adapters and the probe count
+      gpu.set_packed_wprime_dtype(dt);
+      const smezo_test::PackedLogits got = smezo_test::lora_pair_logits(path, true, gpu, dt, tokens);
+      const double tol = (dt == DTYPE_F32 ? 1e-4 : 3e-2) * smezo_test::max_abs(want.plain);
+      EXPECT_GT(smezo_test::max_abs(want.plain), 0.1);  // the random model computes something
+      EXPECT_LE(smezo_test::max_diff(got.plain, want.plain), tol) << dtype_name(dt) << " " << smezo_test::seed_note();
+      EXPECT_LE(smezo_test::max_diff(got.lora_pair, want.lora_pair), tol) << dtype_name(dt);
+      EXPECT_GT(smezo_test::max_diff(want.plain, want.lora_pair), 10 * tol);  // the adapters and the probe count
     }
   }
 #else
@@ -359,14 +254,14 @@ TEST(PackedCuda, SmolLM2WithTheTiedQ8HeadGivesTheCpuLogits) {
   const std::string path = smezo_test::smollm2_path();
   SKIP_WITHOUT_SMOLLM2(path);
   const std::vector<int32_t> tokens = {1, 504, 3537, 28, 2030, 314, 29, 17};
-  std::vector<float> want_pair, got_pair;
   CpuBackend cpu;
   CudaBackend gpu;
-  const std::vector<float> want = packed_logits(path, cpu, DTYPE_F32, tokens, &want_pair);
-  const std::vector<float> got = packed_logits(path, gpu, DTYPE_F32, tokens, &got_pair);
+  gpu.set_packed_wprime_dtype(DTYPE_F32);
+  const smezo_test::PackedLogits want = smezo_test::lora_pair_logits(path, true, cpu, DTYPE_F32, tokens);
+  const smezo_test::PackedLogits got = smezo_test::lora_pair_logits(path, true, gpu, DTYPE_F32, tokens);
   EXPECT_LT(gpu.bytes_allocated(), int64_t{150} << 20);  // 96.6 MB of blocks, adapters, workspace
-  EXPECT_LE(smezo_test::max_diff(got, want), 1e-4 * smezo_test::max_abs(want));
-  EXPECT_LE(smezo_test::max_diff(got_pair, want_pair), 1e-4 * smezo_test::max_abs(want_pair));
+  EXPECT_LE(smezo_test::max_diff(got.plain, want.plain), 1e-4 * smezo_test::max_abs(want.plain));
+  EXPECT_LE(smezo_test::max_diff(got.lora_pair, want.lora_pair), 1e-4 * smezo_test::max_abs(want.lora_pair));
 #else
   GTEST_SKIP() << "built without CUDA: skipped";
 #endif
@@ -426,8 +321,9 @@ TEST(PackedCuda, LoraTrainingOverAPackedBaseResumesBitForBit) {
 TEST(PackedCuda, GraphsOnGiveTheUncapturedLogits) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
-  const std::string path = write_random_gguf(GGUF_TYPE_Q4_K, GGUF_TYPE_Q4_K, false, smezo_test::base_seed());
-  const std::vector<int32_t> tokens = some_tokens(8, 1000, smezo_test::base_seed() + 1);
+  const std::string path = smezo_test::write_random_packed_gguf(GGUF_TYPE_Q4_K, GGUF_TYPE_Q4_K, false,
+                                                                smezo_test::base_seed(), kSignedScales);
+  const std::vector<int32_t> tokens = smezo_test::random_tokens(8, 1000, smezo_test::base_seed() + 1);
   WeightSource src = load_weights(path);
   src.keep_packed = true;
   CudaBackend gpu;
@@ -451,7 +347,8 @@ TEST(PackedCuda, RefusesWhatAPackedWeightCannotDo) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
   std::mt19937 rng(static_cast<uint32_t>(smezo_test::mixed_seed(45)));
-  std::string bytes = random_blocks(kTypes[2], 2 * 64, &rng);  // Q4_1, 2 rows of 2 blocks
+  // Q4_1, 2 rows of 2 blocks
+  std::string bytes = smezo_test::random_packed_blocks(kPackedBlockTypes[2], 2 * 64, kSignedScales, &rng);
   CudaBackend gpu;
   Param w;
   w.info.name = "blk.0.attn_q.weight";

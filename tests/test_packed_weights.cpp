@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/model_loader.h"
 #include "model_fixture.h"
+#include "packed_gguf_fixture.h"
 #include "smezo/train.h"
 #include "test_gguf_writer.h"
 #include "test_util.h"
@@ -29,132 +30,26 @@
 using namespace smezo;
 using smezo_test::GgufBuilder;
 using smezo_test::GgufTestTensor;
+using smezo_test::kPackedBlockTypes;
+using smezo_test::kPositiveScales;
+using smezo_test::lora_pair_logits;
+using smezo_test::PackedLogits;
+using smezo_test::PackedScaleBytes;
+using smezo_test::random_packed_blocks;
+using smezo_test::random_tokens;
+using smezo_test::write_random_packed_gguf;
 using testing::HasSubstr;
 
-namespace {
-
-// Where each type keeps its f16 scales: d, and m/dmin (-1: none).
-struct ScaleBytes {
-  uint32_t type;
-  int d_at, m_at;
-};
-const ScaleBytes kBlockTypes[] = {{GGUF_TYPE_Q8_0, 0, -1}, {GGUF_TYPE_Q4_0, 0, -1}, {GGUF_TYPE_Q4_1, 0, 2},
-                                  {GGUF_TYPE_Q5_0, 0, -1}, {GGUF_TYPE_Q5_1, 0, 2}, {GGUF_TYPE_Q4_K, 0, 2},
-                                  {GGUF_TYPE_Q5_K, 0, 2},  {GGUF_TYPE_Q6_K, 208, -1}};
-
-// n values' worth of random blocks of s.type: random codes (and sub-scales), f16 scales in a sane range.
-std::string random_blocks(const ScaleBytes& s, int64_t n, std::mt19937* rng) {
-  const GgufTypeTraits* t = gguf_type_traits(s.type);
-  std::string out(static_cast<size_t>(n / t->block_size * t->block_bytes), '\0');
-  for (char& c : out) c = static_cast<char>((*rng)() & 255);
-  std::uniform_real_distribution<float> d(0.002f, 0.02f), m(-0.05f, 0.0f);
-  for (size_t b = 0; b < out.size(); b += static_cast<size_t>(t->block_bytes)) {
-    // K-quants multiply d by 6-bit (Q6_K: 8-bit) sub-scales: a smaller d keeps the weights near the others'
-    const bool k_quant = s.type == GGUF_TYPE_Q4_K || s.type == GGUF_TYPE_Q5_K || s.type == GGUF_TYPE_Q6_K;
-    const uint16_t dv = float_to_f16(d(*rng) / (s.type == GGUF_TYPE_Q8_0 ? 4 : k_quant ? 32 : 1));
-    std::memcpy(&out[b + s.d_at], &dv, 2);
-    if (s.m_at < 0) continue;
-    const uint16_t mv = float_to_f16(s.type == GGUF_TYPE_Q4_1 || s.type == GGUF_TYPE_Q5_1 ? m(*rng) : -m(*rng) / 8);
-    std::memcpy(&out[b + s.m_at], &mv, 2);
-  }
-  return out;
-}
-
-// A LLaMA GGUF (dim 256, hidden 512, vocab 1000: two W' groups and a tail block in the head) whose 2-D
-// tensors are random blocks of `type` (the embedding `embedding_type`), norms F32; tied head when `tied`.
-std::string write_random_gguf(uint32_t type, uint32_t embedding_type, bool tied, uint32_t seed) {
-  const int64_t dim = 256, hidden = 512, vocab = 1000, layers = 2;
-  GgufBuilder b;
-  b.add_string("general.architecture", "llama");
-  b.add_u32("llama.context_length", 64);
-  b.add_u32("llama.embedding_length", dim);
-  b.add_u32("llama.block_count", layers);
-  b.add_u32("llama.feed_forward_length", hidden);
-  b.add_u32("llama.attention.head_count", 4);
-  b.add_u32("llama.attention.head_count_kv", 2);
-  b.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  b.add_u32("llama.vocab_size", vocab);
-  std::mt19937 rng(seed);
-  auto scales_of = [](uint32_t t) {
-    for (const ScaleBytes& s : kBlockTypes)
-      if (s.type == t) return s;
-    throw std::runtime_error("no such block type");
-  };
-  auto add = [&](const std::string& name, uint32_t t, uint64_t cols, uint64_t rows) {
-    GgufTestTensor x;
-    x.name = name;
-    x.type = t;
-    x.dims = {cols, rows};
-    x.bytes = random_blocks(scales_of(t), static_cast<int64_t>(cols * rows), &rng);
-    b.add_tensor(x);
-  };
-  auto norm = [&](const std::string& name) {
-    std::vector<float> v(dim);
-    for (float& x : v) x = 0.8f + 0.4f * static_cast<float>(rng() % 1000) / 1000.0f;
-    b.add_f32_tensor(name, {static_cast<uint64_t>(dim)}, v);
-  };
-  add("token_embd.weight", embedding_type, dim, vocab);
-  for (int64_t l = 0; l < layers; l++) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    norm(p + "attn_norm.weight");
-    add(p + "attn_q.weight", type, dim, dim);
-    add(p + "attn_k.weight", type, dim, dim / 2);
-    add(p + "attn_v.weight", type, dim, dim / 2);
-    add(p + "attn_output.weight", type, dim, dim);
-    norm(p + "ffn_norm.weight");
-    add(p + "ffn_gate.weight", type, dim, hidden);
-    add(p + "ffn_up.weight", type, dim, hidden);
-    add(p + "ffn_down.weight", type, hidden, dim);
-  }
-  norm("output_norm.weight");
-  if (!tied) add("output.weight", type, dim, vocab);
-  const std::string path = smezo_test::make_temp_dir("packed") + "/model.gguf";
-  b.write(path);
-  return path;
-}
-
-// Logits of `tokens` (two sequences) from source loaded packed or not: unperturbed, then under a probe
-// pair with random LoRA adapters on q, v, down (the base frozen, as --tune lora runs it).
-struct TwoRuns {
-  std::vector<float> plain, lora_pair;
-  int64_t bytes = 0;
-};
-TwoRuns run_model(const std::string& path, bool packed, const std::vector<int32_t>& tokens) {
-  WeightSource src = load_weights(path);
-  src.keep_packed = packed;
-  CpuBackend backend;
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  Model model(src, backend, DTYPE_F32, 2 * n, 2 * n);
-  TwoRuns r;
-  r.bytes = backend.bytes_allocated();
-  r.plain = smezo_test::logits_of(model, tokens);
-  model.add_lora(LoraOptions{4, 8.0f, {ROLE_ATTN_Q, ROLE_ATTN_V, ROLE_MLP_DOWN}}, 7);
-  smezo_test::randomize_adapters(model, 11, 0.05f);
-  for (Param* p : model.params()) p->info.trainable = p->info.adapter != ADAPTER_NONE;
-  ForwardBatch batch;  // two sequences, each run at +scale and at -scale
-  batch.tokens = tokens;
-  batch.seq_lens = {n / 2, n - n / 2};
-  for (int64_t i = 0; i < n; i++) batch.logit_rows.push_back(i);
-  model.forward(batch, Probe{1e-2f, 99, true}, &r.lora_pair);
-  return r;
-}
-
-std::vector<int32_t> some_tokens(int64_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int32_t& x : t) x = static_cast<int32_t>(rng() % vocab);
-  return t;
-}
-
-}  // namespace
-
 TEST(PackedWeights, EveryBlockTypeGivesTheDequantisedLogitsBitForBit) {
-  const std::vector<int32_t> tokens = some_tokens(12, 1000, smezo_test::base_seed());
-  for (const ScaleBytes& s : kBlockTypes) {
+  const std::vector<int32_t> tokens = random_tokens(12, 1000, smezo_test::base_seed());
+  for (const PackedScaleBytes& s : kPackedBlockTypes) {
     SCOPED_TRACE(gguf_type_name(s.type));
     const bool tied = s.type == GGUF_TYPE_Q4_1;  // SmolLM2's layout: a tied Q8_0 embedding/head
-    const std::string path = write_random_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied, smezo_test::base_seed());
-    const TwoRuns want = run_model(path, false, tokens), got = run_model(path, true, tokens);
+    const std::string path = write_random_packed_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied,
+                                                      smezo_test::base_seed(), kPositiveScales);
+    CpuBackend b1, b2;
+    const PackedLogits want = lora_pair_logits(path, false, b1, DTYPE_F32, tokens),
+                       got = lora_pair_logits(path, true, b2, DTYPE_F32, tokens);
     ASSERT_EQ(got.plain.size(), 12u * 1000u);
     EXPECT_GT(smezo_test::max_abs(want.plain), 0.1);  // the random model computes something
     EXPECT_TRUE(smezo_test::same_bits(want.plain, got.plain));
@@ -185,10 +80,10 @@ TEST(PackedWeights, SmolLM2LogitsBitForBitWithTheTiedQ8Head) {
 
 TEST(PackedWeights, ScaleOverrideReplacesTheStoredScales) {
   std::mt19937 rng(smezo_test::base_seed());
-  for (const ScaleBytes& s : kBlockTypes) {
+  for (const PackedScaleBytes& s : kPackedBlockTypes) {
     SCOPED_TRACE(gguf_type_name(s.type));
     const int64_t bs = gguf_type_traits(s.type)->block_size, blocks = 3, n = blocks * bs;
-    std::string bytes = random_blocks(s, n, &rng);
+    std::string bytes = random_packed_blocks(s, n, kPositiveScales, &rng);
     const int64_t row_bytes = packed_row_bytes(s.type, n, "test tensor");
     const Tensor t{&bytes[0], DTYPE_F32, 1, n, s.type, row_bytes};
     std::vector<float> stored(n), same(n), doubled(n), d(blocks), m(blocks);
@@ -249,7 +144,7 @@ TEST(PackedWeights, RefusesWhatCannotStayPacked) {
 
 // A packed weight is frozen: perturbing or updating it is refused, never done silently.
 TEST(PackedWeights, APackedWeightIsNeverPerturbedOrUpdated) {
-  const std::string path = write_random_gguf(GGUF_TYPE_Q4_0, GGUF_TYPE_Q8_0, true, 5);
+  const std::string path = write_random_packed_gguf(GGUF_TYPE_Q4_0, GGUF_TYPE_Q8_0, true, 5, kPositiveScales);
   WeightSource src = load_weights(path);
   src.keep_packed = true;
   CpuBackend backend;
@@ -258,7 +153,7 @@ TEST(PackedWeights, APackedWeightIsNeverPerturbedOrUpdated) {
   for (Param* p : model.params())
     if (p->info.name == "model.layers.0.self_attn.q_proj.weight") q = p;
   ASSERT_TRUE(q && q->w.packed());
-  std::vector<int32_t> tokens = some_tokens(4, 1000, 3);
+  std::vector<int32_t> tokens = random_tokens(4, 1000, 3);
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.seq_lens = {4};
@@ -278,7 +173,7 @@ TEST(PackedWeights, APackedWeightIsNeverPerturbedOrUpdated) {
 
 TEST(PackedWeights, ReadsOnlyWholeBlocks) {
   std::mt19937 rng(smezo_test::base_seed());
-  std::string bytes = random_blocks(kBlockTypes[0], 64, &rng);
+  std::string bytes = random_packed_blocks(kPackedBlockTypes[0], 64, kPositiveScales, &rng);
   const Tensor t{&bytes[0], DTYPE_F32, 2, 32, GGUF_TYPE_Q8_0, 34};
   std::vector<float> out(64);
   EXPECT_THAT(smezo_test::error_of([&] { dequantize_packed(t, 16, 32, out.data()); }),
@@ -324,11 +219,12 @@ std::vector<float> spec_logits(const std::string& path, Model& scaled, const Pro
 // pass), give the logits of an fp32 model whose weights were decoded with the spec's perturbed scales, bit
 // for bit, for every block type (m/dmin too where the type has one; one tensor under S-MeZO's |d| mask).
 TEST(PackedWeights, PerturbedMasterScalesGiveTheSpecsWeightsBitForBit) {
-  const std::vector<int32_t> tokens = some_tokens(6, 1000, smezo_test::base_seed() + 1);
-  for (const ScaleBytes& s : kBlockTypes) {
+  const std::vector<int32_t> tokens = random_tokens(6, 1000, smezo_test::base_seed() + 1);
+  for (const PackedScaleBytes& s : kPackedBlockTypes) {
     SCOPED_TRACE(gguf_type_name(s.type));
     const bool tied = s.type == GGUF_TYPE_Q4_1;
-    const std::string path = write_random_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied, smezo_test::base_seed());
+    const std::string path = write_random_packed_gguf(s.type, tied ? GGUF_TYPE_Q8_0 : s.type, tied,
+                                                      smezo_test::base_seed(), kPositiveScales);
     WeightSource src = load_weights(path);
     src.keep_packed = true;
     CpuBackend backend;
@@ -365,7 +261,7 @@ TEST(PackedWeights, PerturbedMasterScalesGiveTheSpecsWeightsBitForBit) {
 }
 
 TEST(PackedWeights, MasterScalesRefusals) {
-  const std::string path = write_random_gguf(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_0, true, 9);
+  const std::string path = write_random_packed_gguf(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_0, true, 9, kPositiveScales);
   WeightSource src = load_weights(path);
   src.keep_packed = true;
   CpuBackend backend;
@@ -382,4 +278,16 @@ TEST(PackedWeights, MasterScalesRefusals) {
                         "prefix (this one: scales"));
   EXPECT_THAT(smezo_test::error_of([] { scales_with_m_from_json({{"mode", "lora"}}, "LOG line 1"); }),
               HasSubstr("LOG line 1: the run header's tune {\"mode\":\"lora\"} is not a --tune scales record"));
+}
+
+// smezo info on a packed GGUF: the memory estimates of --weights packed under --tune lora and --tune scales,
+// on the CPU and on CUDA (both modes run on both devices: no line says one does not).
+TEST(PackedWeights, InfoEstimatesBothModesOnBothDevices) {
+  const std::string path = write_random_packed_gguf(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_0, true, 3, kPositiveScales);
+  std::string out;
+  ASSERT_EQ(smezo_test::run_command(smezo_test::smezo_binary() + " info " + path + " 2>&1", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--weights packed, --tune lora (r 8, q v):"));
+  EXPECT_THAT(out, HasSubstr("--tune scales (f32 master d per block):"));
+  EXPECT_THAT(out, HasSubstr("(predicted: the stored blocks, the f32 masters and the W' block)"));
+  EXPECT_THAT(out, testing::Not(HasSubstr("does not")));
 }

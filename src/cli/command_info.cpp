@@ -49,7 +49,8 @@ void print_packed_estimates(const WeightSource& src, const ModelConfig& c, const
     std::printf("  cpu  %-4s %s\n", dtype_name(DTYPE_F32),
                 describe_memory_estimate(estimate_model_memory(c, DTYPE_F32, ws, cpu_memory_plan(), ModelStage{},
                                                                scales, packed)).c_str());
-    std::printf("  cuda %-4s %s (predicted: the CUDA backend does not tune scales yet)\n", dtype_name(cuda_dtype),
+    std::printf("  cuda %-4s %s (predicted: the stored blocks, the f32 masters and the W' block)\n",
+                dtype_name(cuda_dtype),
                 describe_memory_estimate(estimate_model_memory(c, cuda_dtype, ws, cuda_memory_plan(), ModelStage{},
                                                                scales, packed)).c_str());
   }

@@ -45,6 +45,7 @@ Model::Model(const WeightSource& source, Backend& backend, DType storage, int64_
     : config_(source.config),
       stage_(stage),
       backend_(backend),
+      storage_(storage),
       max_tokens_(max_tokens),
       max_logit_rows_(max_logit_rows) {
   SMEZO_REQUIRE(max_tokens > 0 && max_logit_rows > 0, "model workspace needs positive sizes");

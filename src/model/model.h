@@ -65,6 +65,9 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
+  // The dtype the weights were loaded in (the run's storage dtype). A packed weight keeps its GGUF
+  // blocks, and its Tensor says F32 whatever this is: ask here, not a weight's tensor.
+  DType storage_dtype() const { return storage_; }
 
   // Host logits (batch.logit_rows.size(), vocab); a probe pair: (2 * logit_rows, vocab), + rows first.
   void forward(const ForwardBatch& batch, const Probe& probe, std::vector<float>* logits);
@@ -171,6 +174,7 @@ class Model {
   ModelConfig config_;
   ModelStage stage_;
   Backend& backend_;
+  DType storage_;
   ModelParams weights_;
   std::vector<Param*> param_list_;
   std::vector<LoraLayer> lora_;  // per layer; empty unless add_lora

@@ -155,7 +155,7 @@ FreeSpaceQuery checkpoint_set_free_space_query(FreeSpaceQuery query) {
 CheckpointSource checkpoint_source(Model& model) {
   CheckpointSource source;
   source.config = model.config();
-  source.storage = model.params().front()->w.dtype;
+  source.storage = model.storage_dtype();
   for (const Param* p : model.params()) source.tensors.push_back({p->info.name, p->w.rows, p->w.cols, p->info.role, p->info.is_bias});
   source.fetch = [&model](size_t i, std::vector<float>* values) {
     const Param* p = model.params()[i];
@@ -166,7 +166,7 @@ CheckpointSource checkpoint_source(Model& model) {
 }
 
 DType checkpoint_dtype(Model& model, std::optional<DType> dtype) {
-  return parse_checkpoint_dtype(dtype, model.params().front()->w.dtype);
+  return parse_checkpoint_dtype(dtype, model.storage_dtype());
 }
 
 int64_t checkpoint_bytes(Model& model, const std::string& tokenizer_path, const nlohmann::json& run_settings,

@@ -85,7 +85,7 @@ LoadedModel open_replay_model(const LoggedRun& run, const SeedLog& log, const Re
   mo.tokenizer_optional = true;  // the updates need none; one found is copied into the checkpoint
   LoadedModel lm = open_model(mo);
   checkpoint_dtype(*lm.model, s.checkpoint_dtype);  // a bad name fails before the updates
-  const std::string replay_dtype = dtype_name(lm.model->params().front()->w.dtype);
+  const std::string replay_dtype = dtype_name(lm.model->storage_dtype());
   SMEZO_REQUIRE(replay_dtype == run.dtype,
                 "%s: the run stored weights as %s, this replay as %s: the updates would round differently "
                 "---> HINT: replay with %s", s.seed_log.c_str(), printable(run.dtype, 40).c_str(), replay_dtype.c_str(),

@@ -102,8 +102,6 @@ void validate_train_options(const TrainOptions& o) {
   SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.weights != WEIGHTS_DEQUANTIZED, "--tune scales tunes the block scales of "
                 "a GGUF kept in its blocks, but --weights dequantized dequantizes them at load ---> HINT: drop --weights "
                 "(--tune scales keeps them packed)");
-  SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.device == DEVICE_CPU, "--tune scales runs on the CPU in this build, not on "
-                "--device %s ---> HINT: --device cpu", device_name(o.device));
   SMEZO_REQUIRE(o.weights != WEIGHTS_PACKED || o.tune != TUNE_FULL, "--weights packed keeps the base frozen in its "
                 "quantised blocks, but --tune full (MeZO/S-MeZO) updates every weight ---> HINT: use --tune lora "
                 "or --tune prefix over the packed base, or --weights dequantized to tune every weight");

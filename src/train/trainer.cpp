@@ -93,7 +93,7 @@ void add_into(std::vector<double>* sum, const std::vector<double>& v) {
 nlohmann::json run_header(const TrainOptions& o, const SpsaOptimizer& opt, Model& model) {
   nlohmann::json h;
   // Updates round to the storage dtype, so replay and resume must store weights the same way.
-  h["storage_dtype"] = dtype_name(model.params().front()->w.dtype);
+  h["storage_dtype"] = dtype_name(model.storage_dtype());
   h["device"] = model.backend().name();
   h["spsa"] = opt.describe();
   h["task"] = o.task;
