@@ -192,7 +192,7 @@ CheckpointSource pipeline_checkpoint_source(World& world, const PipelineLayout& 
   SMEZO_REQUIRE(world.is_root(), "the pipeline checkpoint is written by rank 0");
   CheckpointSource source;
   source.config = model.config();
-  source.storage = model.params().front()->w.dtype;
+  source.storage = model.storage_dtype();  // a packed weight's w is F32 whatever the storage
   ModelParams scratch;
   const std::vector<ParamSlot> slots = list_param_slots(model.config(), scratch);  // names and places only
   std::vector<int> owner(slots.size(), 0);                  // stage that owns each canonical tensor
