@@ -43,11 +43,12 @@ row_args() {
 
 # dev and test accuracy of one finished run: the re-loaded exported GGUF for the scales rows
 score() {
-  local row=$1 dir=$2
+  local row=$1 dir=$2 seed=$3
   if [[ $row == scales-* ]]; then
     for split in dev test; do
+      # --seed: the run's data seed (its seed), so dev and test are the examples the run held out
       [ -f "$dir/$split.json" ] || "$SMEZO" eval --model "$dir/checkpoint/model.gguf" --task sst2 --split "$split" \
-        --max-len 128 --dev-examples 500 --test-examples 200 --out "$dir/$split.json" >/dev/null
+        --seed "$seed" --max-len 128 --dev-examples 500 --test-examples 200 --out "$dir/$split.json" >/dev/null
     done
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["accuracy"], json.load(open(sys.argv[2]))["accuracy"])' \
       "$dir/dev.json" "$dir/test.json"
@@ -70,7 +71,7 @@ for row in $ROWS; do
       "$SMEZO" train --model "$GGUF" "${args[@]}" --seed "$seed" --steps "$STEPS" "${COMMON[@]}" --out "$dir" \
         $([ -d "$dir" ] && echo --resume) > "$dir.log" 2>&1
     fi
-    results+=("$(score "$row" "$dir")")
+    results+=("$(score "$row" "$dir" "$seed")")
   done
   python3 - "$row" "${results[@]}" >> "$TABLE" <<'PY'
 import statistics, sys
