@@ -44,7 +44,7 @@ class RunRecorder {
   void resume(int64_t first_step, int64_t flush_every, size_t replayed);
 
   // The metrics lines of the steps already run (a resumed run's history), in order.
-  std::vector<nlohmann::json> logged_metrics() const { 
+  std::vector<nlohmann::json> logged_metrics() const {
     return records_ ? metrics_log_read(metrics_path()) : std::vector<nlohmann::json>{};
   }
   // The plot's points, from the history or as the run goes.
