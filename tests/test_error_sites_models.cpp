@@ -260,6 +260,17 @@ TEST(ModelErrorSites, AdapterSettingsFromARunHeader) {
                 prefix_options_from_json({{"mode", "prefix"}, {"init", "real-activations"}, {"tokens", -3}}, "log");
               }),
               HasSubstr("log: field \"tokens\" must be an integer in [1, 65536], got -3"));
+  // numbers that do not fit the field's type: refused before any cast (a float cast out of range is undefined)
+  const nlohmann::json huge_alpha = {{"mode", "lora"}, {"r", 2}, {"alpha", 1e300}, {"targets", "q"}};
+  EXPECT_THAT(error_of([&] { lora_options_from_json(huge_alpha, "log"); }),
+              HasSubstr("log: \"alpha\" is 1e+300, not a finite number within float's range"));
+  const nlohmann::json float_r = {{"mode", "lora"}, {"r", 1e30}, {"alpha", 2}, {"targets", "q"}};
+  EXPECT_THAT(error_of([&] { lora_options_from_json(float_r, "log"); }),
+              HasSubstr("log: \"r\" is 1e+30, not an integer from -2^63 to 2^63-1"));
+  EXPECT_THAT(error_of([] {
+                prefix_options_from_json({{"mode", "prefix"}, {"init", "real-activations"}, {"tokens", 2.5}}, "log");
+              }),
+              HasSubstr("log: \"tokens\" is 2.5, not an integer from -2^63 to 2^63-1"));
   EXPECT_THAT(error_of([] { prefix_init_tokens(1, 0, 3); }), HasSubstr("prefix_init_tokens: vocabulary 0, 3 tokens"));
 }
 

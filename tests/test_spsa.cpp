@@ -12,6 +12,7 @@
 #include "cpu/cpu_backend.h"
 #include "model/model.h"
 #include "model_fixture.h"
+#include "run/seed_log.h"
 #include "test_util.h"
 #include "train/spsa.h"
 
@@ -386,6 +387,31 @@ TEST(Spsa, NoiseKindInTheRunHeader) {
   bad = h;
   bad["noise_spec"] = "2";
   EXPECT_THAT(refused(bad), testing::HasSubstr("names its noise incompletely"));
+}
+
+// A number the run header holds is read as its field's type only when it fits: the seed_log fuzzer's
+// finding (CI, stop 50) was "seed": 9.22e20, a float cast to uint64 (undefined behaviour under UBSan).
+// The input is tests/fuzz/corpus/seed_log/float_seed.txt.
+TEST(Spsa, RunHeaderNumbersThatDoNotFitTheirFieldAreErrors) {
+  CpuBackend be;
+  Model m(smezo_test::random_weight_source(micro_config(), 14), be, DTYPE_F32, 8, 8);
+  const nlohmann::json h = SpsaOptimizer(m, SpsaOptions{}).describe();
+  const std::pair<const char*, nlohmann::json> cases[] = {
+      {"seed", 9.22337e20}, {"seed", -1},          {"seed", 42.0},          {"eps", 1e300},
+      {"lr", -1e39},        {"weight_decay", "0"}, {"total_steps", 1e30},   {"total_steps", 18446744073709551615ull},
+      {"probes", 2.5e19},   {"probes", 1.5},
+  };
+  for (const auto& [key, value] : cases) {
+    nlohmann::json bad = h;
+    bad[key] = value;
+    EXPECT_THAT(smezo_test::error_of([&] { spsa_options_from_json(bad, "a/seed_log.txt line 2"); }),
+                testing::HasSubstr(std::string("a/seed_log.txt line 2: \"") + key + "\" is " + value.dump() + ", not "))
+        << key << " " << value.dump();
+  }
+  const std::string path = "tests/fuzz/corpus/seed_log/float_seed.txt";
+  const SeedLog log = seed_log_read(path);
+  EXPECT_THAT(smezo_test::error_of([&] { spsa_options_from_json(log.header["spsa"], seed_log_header_where(log, path)); }),
+              testing::HasSubstr("float_seed.txt line 2: \"seed\" is 9.22337e+20, not an integer from 0 to 2^64-1"));
 }
 
 TEST(Spsa, NoiseNamesParseBack) {

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <set>
 #include <vector>
 
@@ -39,16 +38,8 @@ bool dtype_from_name(const std::string& s, DType* out) {
 
 // A non-negative JSON integer, or -1 when v is not an integer (or is negative / too large).
 int64_t json_nonneg_int(const json& v) {
-  if (v.is_number_unsigned()) {
-    uint64_t u = v.get<uint64_t>();
-    return u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? -1
-                                                                          : static_cast<int64_t>(u);
-  }
-  if (v.is_number_integer()) {
-    int64_t i = v.get<int64_t>();
-    return i < 0 ? -1 : i;
-  }
-  return -1;
+  const std::optional<int64_t> i = json_number<int64_t>(v);
+  return i && *i >= 0 ? *i : -1;
 }
 
 // One header entry, before its offsets are checked against the others.

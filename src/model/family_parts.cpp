@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "common/check.h"
@@ -46,12 +45,7 @@ void HfConfigReader::wrong_type(const char* field, const json& v, const char* ex
 }
 
 int64_t HfConfigReader::as_int(const char* field, const json& v) const {
-  if (v.is_number_unsigned()) {
-    uint64_t u = v.get<uint64_t>();
-    if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(u);
-  } else if (v.is_number_integer()) {
-    return v.get<int64_t>();
-  }
+  if (const std::optional<int64_t> i = json_number<int64_t>(v)) return *i;
   wrong_type(field, v, "an integer");
 }
 

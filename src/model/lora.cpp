@@ -6,6 +6,7 @@
 
 #include "common/check.h"
 #include "common/splitmix.h"
+#include "formats/json_read.h"
 
 namespace smezo {
 
@@ -86,8 +87,8 @@ LoraOptions lora_options_from_json(const nlohmann::json& j, const std::string& s
     SMEZO_REQUIRE(j.at("mode").get<std::string>() == "lora", "%s: tune mode '%s' is not lora", source.c_str(),
                   j.at("mode").get<std::string>().c_str());
     LoraOptions o;
-    o.rank = j.at("r").get<int64_t>();
-    o.alpha = j.at("alpha").get<float>();
+    o.rank = json_number_at<int64_t>(j, "r", source);
+    o.alpha = json_number_at<float>(j, "alpha", source);
     o.targets = lora_targets_parse(j.at("targets").get<std::string>());
     lora_validate(o, ValueOrigin{source, {{"--lora-alpha", "alpha"}, {"--lora-r", "r"}, {"--lora-targets", "targets"}},
                                  "the run header was edited or damaged"});

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/splitmix.h"
+#include "formats/json_read.h"
 
 namespace smezo {
 
@@ -32,7 +33,7 @@ PrefixOptions prefix_options_from_json(const nlohmann::json& j, const std::strin
                   "%s: prefix init '%s' is not one this build knows (real-activations)", source.c_str(),
                   j.at("init").get<std::string>().c_str());
     PrefixOptions o;
-    o.tokens = j.at("tokens").get<int64_t>();
+    o.tokens = json_number_at<int64_t>(j, "tokens", source);
     prefix_validate(o, ValueOrigin{source, {{"--prefix-tokens", "tokens"}}, "the run header was edited or damaged"});
     return o;
   } catch (const nlohmann::json::exception& e) {

@@ -318,11 +318,8 @@ namespace {
 
 // The candidate in [0, n) a label names as an index (the rule: task_spec.h, "label"); -1 if none.
 int64_t label_as_index(const json& v, size_t n) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>() < n ? v.get<int64_t>() : -1;
-  if (v.is_number_integer()) {  // negative, or -0 (JSON's "-0" reads as the integer 0)
-    const int64_t i = v.get<int64_t>();
-    return i >= 0 && static_cast<uint64_t>(i) < n ? i : -1;
-  }
+  if (const std::optional<int64_t> i = json_number<int64_t>(v))  // -0 too: JSON's "-0" reads as the integer 0
+    return *i >= 0 && static_cast<uint64_t>(*i) < n ? *i : -1;
   if (!v.is_string()) return -1;
   const std::string& t = v.get_ref<const std::string&>();
   const bool digits = !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;

@@ -10,7 +10,7 @@
 #include "common/check.h"
 #include "common/file_util.h"
 #include "common/input_file.h"
-#include "formats/json_read.h"  // json_brief
+#include "formats/json_read.h"  // json_brief, json_number
 #include "tokenizer/bpe_bytes.h"
 #include "tokenizer/bpe_pretokenizer.h"
 
@@ -229,12 +229,10 @@ void apply_hf_config(const std::string& dir, bool mark_special, BpeVocab* v) {
 // A token's id as a JSON file gives it: an integer in [0, 2^31), checked before it is converted (a float
 // or a huge number would not fit an int64: undefined behaviour in the conversion).
 int64_t token_id(const json& id, const char* what, const std::string& name, const std::string& path) {
-  const bool fits = id.is_number_unsigned() ? id.get<uint64_t>() < (uint64_t{1} << 31)
-                                            : id.is_number_integer() && id.get<int64_t>() >= 0 &&
-                                                  id.get<int64_t>() < (int64_t{1} << 31);
-  SMEZO_REQUIRE(fits, "%s: %s \"%s\" has id %s, not an integer in [0, 2^31)", path.c_str(), what,
-                printable(name, 80).c_str(), printable(json_brief(id), 80).c_str());
-  return id.get<int64_t>();
+  const std::optional<int64_t> i = json_number<int64_t>(id);
+  SMEZO_REQUIRE(i && *i >= 0 && *i < (int64_t{1} << 31), "%s: %s \"%s\" has id %s, not an integer in [0, 2^31)",
+                path.c_str(), what, printable(name, 80).c_str(), printable(json_brief(id), 80).c_str());
+  return *i;
 }
 
 // The model's vocab, then added_tokens (which may reuse a vocab id or extend it), without holes.

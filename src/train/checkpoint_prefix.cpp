@@ -39,11 +39,10 @@ int64_t positive_int(const nlohmann::json& j, const char* key, const std::string
   SMEZO_REQUIRE(j.contains(key), "%s: field %s is missing", path.c_str(), key);
   constexpr int64_t kMost = int64_t{1} << 24;
   const nlohmann::json& v = j[key];
-  const bool ok = v.is_number_unsigned() ? v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= uint64_t{kMost}
-                                         : v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMost;
-  SMEZO_REQUIRE(ok, "%s: %s %s must be an integer from 1 to %lld", path.c_str(), key, json_brief(v).c_str(),
-                (long long)kMost);
-  return v.get<int64_t>();
+  const std::optional<int64_t> i = json_number<int64_t>(v);
+  SMEZO_REQUIRE(i && *i >= 1 && *i <= kMost, "%s: %s %s must be an integer from 1 to %lld", path.c_str(), key,
+                json_brief(v).c_str(), (long long)kMost);
+  return *i;
 }
 
 }  // namespace

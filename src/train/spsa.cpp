@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "formats/json_read.h"
 #include "train/train_options.h"  // spsa_resolve_defaults, spsa_option_rules
 
 namespace smezo {
@@ -320,18 +321,18 @@ SpsaOptions spsa_options_from_json(const nlohmann::json& j, const std::string& s
   try {
     o.method = logged_enum(method_names(), "method");
     o.sparsity = j.at("sparsity").get<double>();
-    o.eps = j.at("eps").get<float>();
-    o.lr = j.at("lr").get<float>();
+    o.eps = json_number_at<float>(j, "eps", source);
+    o.lr = json_number_at<float>(j, "lr", source);
     o.schedule = logged_enum(lr_schedule_names(), "lr_schedule");
-    o.total_steps = j.at("total_steps").get<int64_t>();
-    o.weight_decay = j.at("weight_decay").get<float>();
-    o.seed = j.at("seed").get<uint64_t>();
+    o.total_steps = json_number_at<int64_t>(j, "total_steps", source);
+    o.weight_decay = json_number_at<float>(j, "weight_decay", source);
+    o.seed = json_number_at<uint64_t>(j, "seed", source);
     o.freeze_embeddings = j.at("freeze").at("embeddings").get<bool>();
     o.freeze_norms = j.at("freeze").at("norms").get<bool>();
     o.freeze_biases = j.at("freeze").at("biases").get<bool>();
     o.stochastic_rounding = j.value("stochastic_rounding", false);
     o.noise = spsa_logged_noise(j, source);
-    o.probes = j.value("probes", int64_t{1});
+    o.probes = j.contains("probes") ? json_number_at<int64_t>(j, "probes", source) : 1;
   } catch (const nlohmann::json::exception& e) {
     throw_error("%s: the run header is incomplete or malformed: %s", source.c_str(), e.what());
   }

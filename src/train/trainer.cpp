@@ -18,6 +18,7 @@
 #include "common/stopwatch.h"
 #include "dist/device.h"
 #include "dist/world.h"
+#include "formats/json_read.h"
 #include "formats/safetensors.h"  // checkpoint_step
 #include "model/model_fingerprint.h"
 #include "run/metrics_log.h"
@@ -139,7 +140,8 @@ void check_resume_header(const nlohmann::json& logged, const nlohmann::json& min
   const std::string objective = logged.value("objective", std::string("loss"));
   if (objective != mine["objective"])
     diffs.push_back("objective = \"" + objective + "\" in the run, " + mine["objective"].dump() + " here");
-  const int64_t their_k = logged.value("accumulate", int64_t{1}), my_k = mine.value("accumulate", int64_t{1});
+  const int64_t their_k = logged.contains("accumulate") ? json_number<int64_t>(logged["accumulate"]).value_or(0) : 1;
+  const int64_t my_k = mine.value("accumulate", int64_t{1});
   if (their_k != my_k)
     diffs.push_back(format_string("accumulate = %lld in the run, %lld here", (long long)their_k, (long long)my_k));
   // the examples themselves, when the options that choose them agree (data files edited or swapped)
