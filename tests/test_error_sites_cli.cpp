@@ -139,9 +139,9 @@ TEST(CliErrorSites, DeviceDtypeAndOptionChecks) {
   EXPECT_THAT(error_of([] { smezo::train_option_range("--colour"); }),
               HasSubstr("train_option_range: no rule for --colour"));
   smezo::ConvertOptions c;
-  c.dtype = "f16";
+  c.dtype = smezo::DTYPE_F16;
   EXPECT_THAT(error_of([&] { smezo::convert_to_hf_dir(c); }), HasSubstr("--dtype f16: convert writes bf16 or f32"));
-  c.dtype = "f32";
+  c.dtype = smezo::DTYPE_F32;
   EXPECT_THAT(error_of([&] { smezo::convert_to_hf_dir(c); }), HasSubstr("convert needs --out DIR"));
   // the SPSA checks a run's options go through (a header's are checked the same way, see above)
   smezo::TrainOptions o;

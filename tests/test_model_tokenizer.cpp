@@ -235,7 +235,7 @@ TEST(Convert, SmolLM2GgufToHfDirKeepsLogitsAndTokenizer) {
   ConvertOptions o;
   o.model_path = path;
   o.out_dir = dir;
-  o.dtype = "f32";
+  o.dtype = DTYPE_F32;
   const ConvertResult r = convert_to_hf_dir(o);
   EXPECT_EQ(r.tokenizer_files, (std::vector<std::string>{"tokenizer.json", "tokenizer_config.json"}));
   {

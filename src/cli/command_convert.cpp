@@ -42,7 +42,7 @@ int run_convert(ConvertState& s) {
   std::string files;
   for (const std::string& f : r.tokenizer_files) files += ", " + f;
   std::printf("wrote %s: config.json, model.safetensors (%lld tensors, %lld parameters, %s, %.1f MB)%s\n",
-              o.out_dir.c_str(), (long long)r.n_tensors, (long long)r.n_params, o.dtype.c_str(), r.bytes / 1e6,
+              o.out_dir.c_str(), (long long)r.n_tensors, (long long)r.n_params, enum_name(convert_dtype_names(), o.dtype), r.bytes / 1e6,
               files.c_str());
   if (r.tokenizer_files.empty()) std::printf("no tokenizer files: the source has none\n");
   if (!s.adapter_dir.empty())
@@ -72,7 +72,7 @@ Command register_convert(CLI::App& smezo) {
       ->type_name("PATH")
       ->default_str("the model's own");
   cmd->add_option("--out", s->options.out_dir, "the folder to write (new, or empty)")->type_name("DIR")->required();
-  cmd->add_option("--dtype", s->options.dtype, "how the weights are stored")->check(one_of({"bf16", "f32"}));
+  add_enum_option(cmd, "--dtype", &s->options.dtype, convert_dtype_names(), "how the weights are stored");
   return {cmd, [s] { return run_convert(*s); }};
 }
 

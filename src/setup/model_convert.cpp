@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/check.h"
+#include "common/device_names.h"  // dtype_option_names
 #include "common/half.h"
 #include "formats/safetensors.h"
 #include "model/hf_dir.h"
@@ -17,12 +18,14 @@
 
 namespace smezo {
 
-namespace {
-
-}  // namespace
+const EnumNames<DType>& convert_dtype_names() {
+  static const EnumNames<DType> names = {{DTYPE_BF16, "bf16"}, {DTYPE_F32, "f32"}};
+  return names;
+}
 
 ConvertResult convert_to_hf_dir(const ConvertOptions& o) {
-  SMEZO_REQUIRE(o.dtype == "bf16" || o.dtype == "f32", "--dtype %s: convert writes bf16 or f32", o.dtype.c_str());
+  SMEZO_REQUIRE(enum_known(convert_dtype_names(), o.dtype), "--dtype %s: convert writes bf16 or f32",
+                enum_name(dtype_option_names(), o.dtype));
   SMEZO_REQUIRE(!o.out_dir.empty(), "convert needs --out DIR");
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -38,7 +41,7 @@ ConvertResult convert_to_hf_dir(const ConvertOptions& o) {
   ModelConfig config = source.config;
   const bool permute = rope_rows_interleaved(config);
   config.rope_style = ROPE_ROTATE_HALF;
-  const bool bf16 = o.dtype == "bf16";
+  const bool bf16 = o.dtype == DTYPE_BF16;
 
   std::vector<std::vector<char>> bytes;  // the output tensors, one buffer each
   std::vector<SafetensorsEntry> entries;

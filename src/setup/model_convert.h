@@ -16,14 +16,19 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
+#include "smezo/device.h"
+
 namespace smezo {
 
 struct ConvertOptions {
   std::string model_path;      // the source ("": the bundled stories260K)
   std::string tokenizer_path;  // "": the model's own (open_model_tokenizer)
   std::string out_dir;         // created; must not exist or be empty
-  std::string dtype = "bf16";  // "bf16" | "f32"
+  DType dtype = DTYPE_BF16;     // one of convert_dtype_names()
 };
+
+const EnumNames<DType>& convert_dtype_names();  // bf16, f32: what convert writes
 
 struct ConvertResult {
   std::string model_path, tokenizer_path;
