@@ -15,6 +15,7 @@
 using smezo::GgufFile;
 using smezo_test::GgufBuilder;
 using smezo_test::GgufTestTensor;
+using testing::AllOf;
 using testing::HasSubstr;
 
 namespace {
@@ -298,6 +299,13 @@ TEST(Gguf, RefusesBadTensorEntries) {
   EXPECT_THAT(open_error(with_tensor(t)), HasSubstr("tensor 'blk.0.w' (F32, 64 bytes at data offset 4611686018427387904)"));
   t.offset_override = 36;
   EXPECT_THAT(open_error(with_tensor(t)), HasSubstr("starts at data offset 36, which is not a multiple of the alignment 32"));
+  t.offset_override = 0;  // on top of "ok"
+  EXPECT_THAT(open_error(with_tensor(t)), AllOf(HasSubstr("tensor 'ok' (16 bytes at byte "),
+                                                HasSubstr(") runs into tensor 'blk.0.w' at byte ")));
+  // the gguf fuzzer's input (its scale patch grew the file): attn_q's dimension grown into attn_k
+  EXPECT_THAT(smezo_test::error_of([] { GgufFile::open("tests/fuzz/corpus/gguf/overlapping_tensors.gguf"); }),
+              HasSubstr("tensor 'blk.0.attn_q.weight' (700 bytes at byte 2912) runs into tensor "
+                        "'blk.0.attn_k.weight' at byte 3552; the GGUF's tensor table is corrupt"));
   t.offset_override = -1;
   t.name = "ok";
   EXPECT_THAT(open_error(with_tensor(t)), HasSubstr("tensor 'ok' appears twice"));

@@ -1,6 +1,7 @@
 // GGUF container reader: every read and count bounds-checked, so a corrupt file ends in one smezo::Error.
 #include "formats/gguf.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -372,6 +373,18 @@ void GgufFile::parse() {
                   (unsigned long long)rel, (long long)size);
     t.offset = data_offset_ + static_cast<int64_t>(rel);
     t.data = file_->data() + t.offset;
+  }
+  // No two tensors share bytes (a writer lays them out one after another): a scale patch of one would
+  // otherwise rewrite the other (the gguf fuzzer's finding: a grown dimension ran into the next tensor).
+  std::vector<const GgufTensorInfo*> by_offset;
+  for (const GgufTensorInfo& t : tensors_) by_offset.push_back(&t);
+  std::stable_sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); i++) {
+    const GgufTensorInfo &a = *by_offset[i - 1], &b = *by_offset[i];
+    SMEZO_REQUIRE(a.offset + a.nbytes <= b.offset,
+                  "%s: tensor '%s' (%lld bytes at byte %lld) runs into tensor '%s' at byte %lld; the GGUF's "
+                  "tensor table is corrupt", p, a.name.c_str(), (long long)a.nbytes, (long long)a.offset,
+                  b.name.c_str(), (long long)b.offset);
   }
 }
 
