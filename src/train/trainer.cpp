@@ -208,7 +208,7 @@ int64_t checkpoint_step(const std::string& out_dir, std::string* damage) {
   }
 }
 
-double json_number(const nlohmann::json& j, const char* key, double none) {
+double number_or(const nlohmann::json& j, const char* key, double none) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : none;
 }
 
@@ -511,17 +511,17 @@ bool TrainRun::start() {
 // A finished run: its files stay as they are, unless its final checkpoint is missing.
 void TrainRun::complete_finished_run(const nlohmann::json& done, const SeedLog& log) {
   result_.steps_done = o_.steps;
-  result_.first_loss = json_number(done, "first_loss", 0);
-  result_.last_loss = json_number(done, "final_loss", 0);
-  result_.final_dev_acc = json_number(done, "final_dev_acc", -1);
-  result_.best_dev_acc = json_number(done, "best_dev_acc", -1);
-  result_.test_acc = json_number(done, "test_acc", -1);
-  result_.final_dev_em = json_number(done, "final_dev_em", -1);
-  result_.final_dev_f1 = json_number(done, "final_dev_f1", -1);
-  result_.best_dev_f1 = json_number(done, "best_dev_f1", -1);
-  result_.test_em = json_number(done, "test_em", -1);
-  result_.test_f1 = json_number(done, "test_f1", -1);
-  result_.wall_s = json_number(done, "wall_time_s", 0);
+  result_.first_loss = number_or(done, "first_loss", 0);
+  result_.last_loss = number_or(done, "final_loss", 0);
+  result_.final_dev_acc = number_or(done, "final_dev_acc", -1);
+  result_.best_dev_acc = number_or(done, "best_dev_acc", -1);
+  result_.test_acc = number_or(done, "test_acc", -1);
+  result_.final_dev_em = number_or(done, "final_dev_em", -1);
+  result_.final_dev_f1 = number_or(done, "final_dev_f1", -1);
+  result_.best_dev_f1 = number_or(done, "best_dev_f1", -1);
+  result_.test_em = number_or(done, "test_em", -1);
+  result_.test_f1 = number_or(done, "test_f1", -1);
+  result_.wall_s = number_or(done, "wall_time_s", 0);
   // Rank 0 decides whether the checkpoint is there (its clean-up may have restored checkpoint.old).
   std::string damage;
   const int64_t have_checkpoint =
