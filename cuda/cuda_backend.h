@@ -32,7 +32,6 @@ class CudaBackend : public Backend {
   Tensor alloc_packed(int64_t rows, int64_t cols, uint32_t packed_type, int64_t row_bytes, const void* src) override;
   // The dtype of a packed weight's W' block and of its GEMM (the run's storage dtype; default fp32).
   void set_packed_wprime_dtype(DType dtype) { packed_wprime_dtype_ = dtype; }
-  DType packed_wprime_dtype() const { return packed_wprime_dtype_; }
   void upload(const Tensor& dst, const float* src) override;
   void download(const Tensor& src, float* dst) override;
   int64_t bytes_allocated() const override { return bytes_; }
@@ -72,7 +71,6 @@ class CudaBackend : public Backend {
 
   // --linear-path (cuda_plan.h)
   void set_linear_mode(LinearPathMode mode) { linear_mode_ = mode; }
-  LinearPathMode linear_mode() const { return linear_mode_; }
 
   // --graphs (cuda/cuda_graphs.cu): forward_pass captures each forward as a CUDA graph and launches it.
   // On: sets a cuBLAS workspace (a capture must not let cuBLAS allocate one); refuses SMEZO_CUDA_SYNC=1.

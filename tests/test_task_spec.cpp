@@ -1,5 +1,5 @@
 // Task specs (src/tasks/task_spec.h) and training from data files (task_files.h):
-//  * the built-in tasks' specs give exactly MeZO's templates (templates.h, kept as the
+//  * the built-in tasks' specs give exactly MeZO's templates (tests/mezo_templates.h, kept as the
 //    reference) on every real row, and the shipped spec files are the compiled-in ones;
 //  * a hand-written spec turns records into examples as the format says (classification with
 //    fixed or per-record candidates, generation with references), and each bad record or spec
@@ -20,6 +20,7 @@
 #include "model_fixture.h"
 #include "tasks/task_files.h"
 #include "tasks/task_spec.h"
+#include "mezo_templates.h"
 #include "tasks/templates.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +28,13 @@
 using namespace smezo;
 using nlohmann::json;
 using smezo_test::error_of;
+using smezo_test::template_boolq;
+using smezo_test::template_cb;
+using smezo_test::template_copa;
+using smezo_test::template_multirc;
+using smezo_test::template_rte;
+using smezo_test::template_sst2;
+using smezo_test::template_wic;
 using smezo_test::read_file;
 using smezo_test::run_command;
 using testing::HasSubstr;
@@ -35,7 +43,7 @@ namespace {
 
 const TaskId kTasks[] = {TASK_SST2, TASK_RTE, TASK_BOOLQ, TASK_WIC, TASK_MULTIRC, TASK_COPA, TASK_CB};
 
-// The example MeZO's template (templates.h) makes of a built-in task's record.
+// The example MeZO's template (mezo_templates.h) makes of a built-in task's record.
 TaskExample mezo_example(TaskId task, const json& r) {
   auto s = [&](const char* k) { return r.at(k).get<std::string>(); };
   auto index_of = [&](std::vector<std::string> names) {

@@ -14,6 +14,7 @@
 #include "common/check.h"
 #include "tasks/task_data.h"
 #include "tasks/task_encode.h"
+#include "mezo_templates.h"
 #include "tasks/templates.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +23,11 @@ using namespace smezo;
 using testing::HasSubstr;
 
 using smezo_test::error_of;
+using smezo_test::template_boolq;
+using smezo_test::template_cb;
+using smezo_test::template_copa;
+using smezo_test::template_rte;
+using smezo_test::template_sst2;
 
 namespace {
 

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "bench/model_bench.h"
 #include "cli/commands.h"
 #include "common/check.h"
+#include "common/file_util.h"  // split_on
 #include "cuda/cuda_plan.h"  // the W' block size (host code)
 #include "run/summary.h"
 #include "train/option_names.h"
@@ -32,14 +32,6 @@ namespace smezo {
 
 namespace {
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(item);
-  return out;
-}
-
 int64_t parse_positive(const std::string& text, const char* option) {
   char* end = nullptr;
   errno = 0;
@@ -52,7 +44,7 @@ int64_t parse_positive(const std::string& text, const char* option) {
 // "4096x4096,11008x4096" -> {(4096, 4096), (11008, 4096)}: N (out features) x K (in features).
 std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
   std::vector<std::pair<int64_t, int64_t>> out;
-  for (const std::string& item : split_commas(text)) {
+  for (const std::string& item : split_on(text, ',')) {
     const size_t x = item.find_first_of("xX");
     SMEZO_REQUIRE(x != std::string::npos,
                   "--shapes: '%s' is not NxK (out features x in features, e.g. 11008x4096)",
@@ -66,7 +58,7 @@ std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
 
 std::vector<int64_t> parse_list(const std::string& text, const char* option) {
   std::vector<int64_t> out;
-  for (const std::string& item : split_commas(text)) out.push_back(parse_positive(item, option));
+  for (const std::string& item : split_on(text, ',')) out.push_back(parse_positive(item, option));
   SMEZO_REQUIRE(!out.empty(), "--%s needs at least one value", option);
   return out;
 }
@@ -124,7 +116,7 @@ int run_shape_bench(const BenchState& s) {
   o.graphs = s.graphs;
   o.profile = s.profile;
   o.profile_rep = s.profile_rep;
-  o.phases = split_commas(s.phases);
+  o.phases = split_on(s.phases, ',');
   o.weight_block_mib = block_sizes(s.weight_block_mib);
   o.json_path = s.json;
   if (s.reps_opt->count()) o.reps = static_cast<int>(s.reps);
@@ -140,10 +132,10 @@ int run_excess(const BenchState& s, const std::vector<int64_t>& ms) {
   opt.dtype = s.dtype == DTYPE_F16 ? DTYPE_F16 : DTYPE_BF16;
   if (s.ms_opt->count()) opt.ms = ms;
   opt.noises.clear();
-  for (const std::string& name : split_commas(s.noises)) opt.noises.push_back(noise_parse(name));
-  opt.parts = split_commas(s.parts);
+  for (const std::string& name : split_on(s.noises, ',')) opt.noises.push_back(noise_parse(name));
+  opt.parts = split_on(s.parts, ',');
   opt.sm_reserve.clear();
-  for (const std::string& r : split_commas(s.sm_reserve)) opt.sm_reserve.push_back(static_cast<int>(parse_positive(r, "sm-reserve")));
+  for (const std::string& r : split_on(s.sm_reserve, ',')) opt.sm_reserve.push_back(static_cast<int>(parse_positive(r, "sm-reserve")));
   opt.flat_elements = s.flat_elements;
   opt.flush_bytes = s.flush_mib << 20;
   opt.dram_range = s.dram_range;

@@ -13,6 +13,7 @@
 #include "model/lora.h"  // lora_targets_parse
 #include "model/memory_estimate.h"
 #include "model/model.h"
+#include "model/model_check.h"  // shape_string
 #include "model/model_loader.h"
 #include "model/model_size.h"  // format_bytes
 #include "setup/model_setup.h"
@@ -86,10 +87,7 @@ int run_info(const InfoState& s) {
       std::printf("%-56s MISSING\n", e.name.c_str());
       continue;
     }
-    std::string shape = "[";
-    for (size_t i = 0; i < v->shape.size(); i++) shape += (i ? ", " : "") + std::to_string(v->shape[i]);
-    shape += "]";
-    std::printf("%-56s %-6s %s\n", e.name.c_str(), v->storage_name(), shape.c_str());
+    std::printf("%-56s %-6s %s\n", e.name.c_str(), v->storage_name(), shape_string(v->shape).c_str());
     total += v->numel();
     stored += v->nbytes > 0 ? v->nbytes : v->numel() * dtype_size(v->dtype);
     per_dtype[v->storage_name()] += v->numel();

@@ -11,17 +11,11 @@ namespace smezo {
 
 namespace {
 
-std::string parent_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 std::string running_binary_dir() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return "";
-  return parent_of(std::string(buf, static_cast<size_t>(n)));
+  return parent_dir(std::string(buf, static_cast<size_t>(n)));
 }
 
 }  // namespace
@@ -31,8 +25,8 @@ std::vector<std::string> assets_candidates() {
   if (env && *env) return {env};
   std::vector<std::string> out = {"../shared/assets"};
   std::string dir = running_binary_dir();
-  for (int up = 0; up < 4 && !dir.empty() && dir != "/"; up++, dir = parent_of(dir)) {
-    const std::string up_dir = parent_of(dir);
+  for (int up = 0; up < 4 && !dir.empty() && dir != "/"; up++, dir = parent_dir(dir)) {
+    const std::string up_dir = parent_dir(dir);
     const std::string candidate = (up_dir == "/" ? "" : up_dir) + "/shared/assets";
     bool seen = false;
     for (const std::string& c : out) seen = seen || c == candidate;

@@ -16,7 +16,6 @@ const EnumNames<WeightStorage>& weight_storage_names();  // auto, dequantized, p
 
 inline const char* device_name(Device d) { return enum_name(device_names(), d); }
 inline const char* linear_mode_name(LinearPathMode m) { return enum_name(linear_mode_names(), m); }
-inline const char* weight_storage_name(WeightStorage w) { return enum_name(weight_storage_names(), w); }
 // An option's dtype as the command line spells it; unset: "" (the device's default).
 inline const char* dtype_option_name(std::optional<DType> d) {
   return d ? enum_name(dtype_option_names(), *d) : "";

@@ -30,7 +30,7 @@
 //    4 normals per call (noise_normal4), |z| <= sqrt(48 ln 2) = 5.77.
 // 5. Arithmetic. Only correctly rounded (nearest even) binary32 +, -, *, /, sqrt, fma and exact
 //    integer/bit operations; never libm/CUDA logf, sinf, cosf (they differ). Spelled fp_add ...
-//    fp_fma (macros SMZ_ADD ... SMZ_FMA): __fadd_rn ... __fmaf_rn on the device, so nvcc can neither
+//    fp_fma: __fadd_rn ... __fmaf_rn on the device, so nvcc can neither
 //    contract a*b+c nor apply -use_fast_math; plain operators on the host (-ffp-contract=off, SSE
 //    math) and std::fma(float), correctly rounded with or without FMA hardware.
 //    gaussian-v1's ln u (noise_log): u = 2^e * m with m in [sqrt(1/2), sqrt(2)) (exact bit split),
@@ -209,13 +209,6 @@ SMEZO_HD float fp_abs(float a) {
   return std::fabs(a);
 #endif
 }
-
-#define SMZ_ADD(a, b) ::smezo::fp_add((a), (b))
-#define SMZ_SUB(a, b) ::smezo::fp_sub((a), (b))
-#define SMZ_MUL(a, b) ::smezo::fp_mul((a), (b))
-#define SMZ_DIV(a, b) ::smezo::fp_div((a), (b))
-#define SMZ_SQRT(a) ::smezo::fp_sqrt((a))
-#define SMZ_FMA(a, b, c) ::smezo::fp_fma((a), (b), (c))
 
 // ---- Philox4x32-10 (see 1.)
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "common/file_util.h"  // split_on
 
 namespace smezo {
 
@@ -23,14 +24,6 @@ namespace {
 
 const char* const kMarker = "SMEZO_OMP_DEFAULTS";
 std::string g_reexec_error;  // why the re-exec failed, "" when it did not
-
-std::vector<std::string> split_on(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, sep)) out.push_back(item);
-  return out;
-}
 
 // "/a/b" -> {"/a/b", "/a", ""}: the cgroup and its ancestors, as suffixes of the mount point.
 std::vector<std::string> cgroup_and_ancestors(std::string path) {

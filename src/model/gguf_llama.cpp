@@ -51,12 +51,6 @@ std::string keys_for(const std::string& hf_name, const std::string& a) {
   return a + ".embedding_length";
 }
 
-std::string dims_string(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); i++) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 int64_t positive(const GgufFile& f, const std::string& key) {
   const uint32_t v = f.get_u32(key);
   SMEZO_REQUIRE(v > 0 && v < (1u << 30), "%s: GGUF metadata key '%s' = %u is not a valid size",
@@ -162,7 +156,7 @@ void read_tensor_features(const GgufFile& f, ModelConfig* c) {
   SMEZO_REQUIRE(freqs->type == GGUF_TYPE_F32 && freqs->dims.size() == 1 && freqs->dims[0] == c->head_dim / 2,
                 "%s: tensor 'rope_freqs.weight' must be F32 of %lld values (one per RoPE pair), it is %s of dims "
                 "%s", f.path().c_str(), (long long)(c->head_dim / 2), gguf_type_name(freqs->type),
-                dims_string(freqs->dims).c_str());
+                shape_string(freqs->dims).c_str());
   c->rope_scaling.freq_divisors.resize(static_cast<size_t>(c->head_dim / 2));
   std::memcpy(c->rope_scaling.freq_divisors.data(), freqs->data, c->rope_scaling.freq_divisors.size() * 4);
 }
@@ -228,8 +222,8 @@ WeightSource load_gguf(const std::string& path) {
                   n.gguf.c_str(), family->name, arch.c_str(), (long long)c.n_layers);
     const std::vector<int64_t> want_dims(n.shape.rbegin(), n.shape.rend());
     SMEZO_REQUIRE(t->dims == want_dims, "%s: tensor '%s' has dims %s, but the metadata (%s) says %s", p,
-                  n.gguf.c_str(), dims_string(t->dims).c_str(), keys_for(n.hf, arch).c_str(),
-                  dims_string(want_dims).c_str());
+                  n.gguf.c_str(), shape_string(t->dims).c_str(), keys_for(n.hf, arch).c_str(),
+                  shape_string(want_dims).c_str());
   }
   return src;
 }

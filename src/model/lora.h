@@ -35,7 +35,6 @@ struct LoraPair {
 // One layer's adapters, indexed by the role of the layer they adapt (q .. down).
 struct LoraLayer {
   LoraPair by_role[7];
-  static bool adaptable(ParamRole r) { return r >= ROLE_ATTN_Q && r <= ROLE_MLP_DOWN; }
   LoraPair& of(ParamRole r) { return by_role[r - ROLE_ATTN_Q]; }
   const LoraPair& of(ParamRole r) const { return by_role[r - ROLE_ATTN_Q]; }
 };

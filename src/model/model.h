@@ -96,7 +96,6 @@ class Model {
   void add_lora(const LoraOptions& options, uint64_t seed);
   bool has_lora() const { return !lora_.empty(); }
   const LoraOptions& lora_options() const { return lora_options_; }
-  const std::vector<LoraLayer>& lora_layers() const { return lora_; }
 
   // --tune prefix (prefix.h): the P rows join params() after the base tensors; sequences sit at P.. and
   // each must ask for a logit row. Whole model, no LoRA, once; workspace >= P tokens.

@@ -13,13 +13,13 @@
 
 namespace smezo {
 
-namespace {
-
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
+
+namespace {
 
 void require_range(const std::string& source, const char* field, int64_t v, int64_t hi) {
   SMEZO_REQUIRE(v >= 1 && v <= hi, "model %s: config %s = %lld is outside 1..%lld; the model "

@@ -3,7 +3,9 @@
 // and Model both run check_weight_source, so `smezo info` refuses exactly what `train` does.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/weight_source.h"
 #include "smezo/model_config.h"
@@ -17,5 +19,8 @@ void check_model_config(const ModelConfig& config, const std::string& source);
 
 // check_model_config, then every expected tensor present, shaped, known dtype; throws naming it.
 void check_weight_source(const WeightSource& source);
+
+// A tensor's shape as its messages print it: "[576, 1536]".
+std::string shape_string(const std::vector<int64_t>& shape);
 
 }  // namespace smezo

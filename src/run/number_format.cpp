@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "common/half.h"  // float_bits
 
 namespace smezo {
 
@@ -18,5 +19,7 @@ std::string format_loss(double x) {
   if (a != 0 && (a < 1e-3 || a >= 1e4)) return format_string("%.3e", x);
   return format_string("%.4f", x);
 }
+
+std::string float_hex_bits(float f) { return format_string("%08x", float_bits(f)); }
 
 }  // namespace smezo

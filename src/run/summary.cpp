@@ -13,17 +13,11 @@
 #include <ctime>
 
 #include "common/check.h"
+#include "common/file_util.h"  // parent_dir
 
 namespace smezo {
 
 namespace {
-
-std::string parent_dir(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 // Writes bytes to fd (tmp, to become `path`); a failure removes tmp and names `path`.
 void write_all(int fd, const std::string& bytes, const std::string& tmp, const std::string& path) {

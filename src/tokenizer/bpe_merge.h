@@ -17,7 +17,6 @@ class BpeMerger {
   BpeMerger() { byte_ids_.fill(-1); }
   // The token of byte b's alphabet character.
   void set_byte_id(uint8_t b, int32_t id) { byte_ids_[b] = id; }
-  int32_t byte_id(uint8_t b) const { return byte_ids_[b]; }
   // Lower rank merges first; a pair added again takes the later rank, as in HF.
   void add_merge(int32_t left, int32_t right, int32_t merged, int32_t rank);
   int64_t n_merges() const { return static_cast<int64_t>(merges_.size()); }

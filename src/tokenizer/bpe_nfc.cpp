@@ -5,6 +5,7 @@
 #include <iterator>
 #include <vector>
 
+#include "tokenizer/bpe_bytes.h"  // utf8_append
 #include "tokenizer/nfc_tables.h"
 
 namespace smezo {
@@ -95,24 +96,6 @@ void compose(std::vector<uint32_t>* cps) {
   c.resize(out);
 }
 
-void append_utf8(uint32_t cp, std::string* s) {
-  if (cp < 0x80) {
-    s->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    s->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    s->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    s->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    s->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    s->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    s->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    s->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    s->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    s->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // The code point at text[i] (valid UTF-8) and its length in *n.
 uint32_t code_point_at(const std::string& text, size_t i, size_t* n) {
   const unsigned char b = static_cast<unsigned char>(text[i]);
@@ -148,7 +131,7 @@ std::string nfc_normalize(const std::string& text) {
   compose(&cps);
   std::string out;
   out.reserve(text.size());
-  for (uint32_t cp : cps) append_utf8(cp, &out);
+  for (uint32_t cp : cps) utf8_append(cp, &out);
   return out;
 }
 

@@ -1,10 +1,10 @@
 // The masks a run's first step applies, counted (see mask_record.h).
 #include "train/mask_record.h"
 
-#include <cstring>
 #include <vector>
 
 #include "common/noise_spec.h"
+#include "run/number_format.h"  // float_hex_bits
 #include "run/summary.h"
 #include "train/spsa.h"
 #include "train/train_options.h"  // spsa_resolve_defaults
@@ -28,14 +28,6 @@ int64_t count_perturbed(const Param& p, const std::vector<float>& w) {
   return kept;
 }
 
-std::string f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", u);
-  return buf;
-}
-
 }  // namespace
 
 nlohmann::json spsa_mask_record(Model& model, const SpsaOptions& opts) {
@@ -52,7 +44,7 @@ nlohmann::json spsa_mask_record(Model& model, const SpsaOptions& opts) {
     if (p->info.mask == MASK_MAGNITUDE) {
       t["mask"] = "magnitude";
       t["threshold"] = p->info.threshold;
-      t["threshold_f32_bits"] = f32_bits(p->info.threshold);
+      t["threshold_f32_bits"] = float_hex_bits(p->info.threshold);
     } else {
       t["mask"] = "random";
       t["keep_prob"] = p->info.keep_prob;

@@ -42,9 +42,6 @@ const EnumNames<ProbePasses>& probe_passes_names() {
 
 Method method_parse(const std::string& name) { return enum_parse(method_names(), name, "method"); }
 const char* method_name(Method m) { return enum_name(method_names(), m); }
-LrSchedule lr_schedule_parse(const std::string& name) {
-  return enum_parse(lr_schedule_names(), name, "learning-rate schedule");
-}
 const char* lr_schedule_name(LrSchedule s) { return enum_name(lr_schedule_names(), s); }
 NoiseKind noise_parse(const std::string& name) { return enum_parse(noise_names(), name, "noise"); }
 const char* noise_name(NoiseKind k) { return enum_name(noise_names(), k); }

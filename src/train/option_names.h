@@ -18,7 +18,6 @@ const EnumNames<ProbePasses>& probe_passes_names();  // pair, separate
 // The same tables, named for the seed-log header's values; parse throws listing the known names.
 Method method_parse(const std::string& name);
 const char* method_name(Method m);
-LrSchedule lr_schedule_parse(const std::string& name);
 const char* lr_schedule_name(LrSchedule s);
 NoiseKind noise_parse(const std::string& name);
 const char* noise_name(NoiseKind k);

@@ -2,11 +2,11 @@
 #include "train/spsa.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "common/check.h"
 #include "formats/json_read.h"
+#include "run/number_format.h"  // float_hex_bits
 #include "train/train_options.h"  // spsa_resolve_defaults, spsa_option_rules
 
 namespace smezo {
@@ -16,14 +16,6 @@ namespace {
 bool is_norm(const ParamInfo& p) { return p.role == ROLE_NORM; }  // LayerNorm biases too
 bool is_bias(const ParamInfo& p) { return p.is_bias; }
 bool is_embedding(const ParamInfo& p) { return role_is_embedding(p.role); }
-
-std::string float_hex_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", u);
-  return buf;
-}
 
 }  // namespace
 
