@@ -298,7 +298,7 @@ FUZZ_CXXFLAGS += -I$(DEPS)/usr/include
 FUZZ_LDLIBS   := -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu $(FUZZ_LDLIBS)
 endif
 FUZZ_LIB_SRC    := $(wildcard src/common/*.cpp src/backend/*.cpp src/formats/*.cpp src/model/*.cpp \
-                   src/tokenizer/*.cpp src/tasks/*.cpp) src/run/summary.cpp src/run/seed_log.cpp \
+                   src/tokenizer/*.cpp src/tasks/*.cpp) src/run/summary.cpp src/run/seed_log.cpp src/run/number_format.cpp \
                    src/train/checkpoint.cpp src/train/checkpoint_lora.cpp src/train/checkpoint_prefix.cpp \
                    src/train/adapter_folder.cpp src/train/adapter_base.cpp src/train/spsa.cpp \
                    src/train/option_names.cpp src/train/train_options.cpp
