@@ -193,26 +193,6 @@ std::string seed_log_header_where(const SeedLog& log, const std::string& path) {
   return format_string("%s line %lld", path.c_str(), static_cast<long long>(log.header_line));
 }
 
-int64_t seed_log_truncate_to(const std::string& path, int64_t step) {
-  SeedLog log = seed_log_read(path);
-  // An empty log only fits a resume from before the first step.
-  int64_t last = log.records.empty() ? 0 : log.records.back().step;
-  SMEZO_REQUIRE(last >= step,
-                "seed log %s ends at step %lld but the run is resumed from step %lld ---> HINT: "
-                "resume from step %lld or earlier (smezo train --resume rebuilds the weights from the "
-                "seed log and continues after its last step by itself)",
-                path.c_str(), static_cast<long long>(last), static_cast<long long>(step),
-                static_cast<long long>(last));
-  std::string text = header_text(log.header, log.version);
-  int64_t dropped = 0;
-  for (const SeedRecord& r : log.records) {
-    if (r.step <= step) text += seed_log_format_record(r);
-    else ++dropped;
-  }
-  run_write_file_atomic(path, text);
-  return dropped;
-}
-
 // --- writer
 
 SeedLogWriter SeedLogWriter::create(const std::string& path, const nlohmann::json& header,

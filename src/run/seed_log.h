@@ -25,8 +25,8 @@
 // SeedLog::partial_tail; any other bad line or step gap throws smezo::Error naming file and 1-based line.
 // Durability: SeedLogWriter's flush() does fflush + fsync, every `flush_every` records (0: only on
 // request) and in close()/the destructor; a kill loses at most the records since. Flush before
-// writing a checkpoint at step S so the log reaches it. Resume: seed_log_truncate_to(path, S)
-// atomically keeps the header and steps <= S, then SeedLogWriter::open_append() continues at S+1.
+// writing a checkpoint at step S so the log reaches it. Resume replays every record over the base
+// weights, then SeedLogWriter::open_append() cuts a partial last line and continues after the last step.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -77,9 +77,6 @@ SeedLog seed_log_read(const std::string& path);
 void seed_record_require_loggable(const SeedRecord& r, const std::string& path);
 // "PATH line N": where the header is, for the messages about its fields.
 std::string seed_log_header_where(const SeedLog& log, const std::string& path);
-
-// Atomically keeps the header and steps <= `step`; throws if the log ends before; returns records dropped.
-int64_t seed_log_truncate_to(const std::string& path, int64_t step);
 
 class SeedLogWriter {
  public:
