@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "bench/bench_finish.h"
+#include "bench/device_fill.h"
 #include "bench/device_timing.h"
+#include "bench/host_values.h"  // round_to
 #include "bench/model_bench.h"  // model_bench_shape
 #include "bench/profiler_region.h"
 #include "common/check.h"
@@ -45,28 +47,6 @@ constexpr float kAmplitude = 0.02f;  // weights uniform on (-a, a): |w|'s 0.75 q
 constexpr double kOrderTol = 1e-3;   // another order's output against the serial one, over max |y|
 
 // --- kernels
-
-__host__ __device__ __forceinline__ uint64_t excess_mix64(uint64_t x) {  // splitmix64's finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// out[i] uniform on (-amplitude, amplitude), never 0, from a hash of (base, i); rounded to T.
-template <typename T>
-__global__ void excess_fill_kernel(T* out, int64_t n, uint64_t base, float amplitude) {
-  SMEZO_GRID_STRIDE(i, n) {
-    const int32_t j = static_cast<int32_t>(excess_mix64(base + static_cast<uint64_t>(i)) >> 40);
-    out[i] = from_float<T>(static_cast<float>(2 * j + 1 - (1 << 24)) * 0x1p-24f * amplitude);
-  }
-}
-
-template <typename T>
-__global__ void round_kernel(T* dst, const float* src, int64_t n) {
-  SMEZO_GRID_STRIDE(i, n) { dst[i] = from_float<T>(src[i]); }
-}
 
 // The twin of cuda/linear.cu's perturb_weight_pair_kernel: the same body, the same launch shape.
 template <typename T>
@@ -127,19 +107,6 @@ __global__ void max_diff_kernel(const float* a, const float* b, int64_t n, unsig
 
 // --- host helpers
 
-float host_round(DType dtype, float v) {
-  return dtype == DTYPE_BF16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
-}
-
-void fill(DType dtype, void* out, int64_t n, uint64_t seed, float amplitude, cudaStream_t s) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    excess_fill_kernel<T><<<grid_blocks(n, kBlock), kBlock, 0, s>>>(static_cast<T*>(out), n, excess_mix64(seed),
-                                                                    amplitude);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
 // The twin over elements [first, first + n) of src (first a multiple of 8): W+ into plus, W- into
 // minus (null: the single probe into plus). Sign noise runs cuda/sign_noise.cu's launch_sign_perturb,
 // the product's kernel for it (128 signs per Philox call), not a twin of the generic noise_z8 body.
@@ -176,7 +143,7 @@ std::vector<int64_t> sample_groups(int64_t n, int extra, uint64_t salt) {
     g.push_back(std::min(i, n / 8 - 1));
     g.push_back(std::max<int64_t>(0, n / 8 - 1 - i));
   }
-  for (int i = 0; i < extra; ++i) g.push_back(static_cast<int64_t>(excess_mix64(salt + i) % (n / 8)));
+  for (int i = 0; i < extra; ++i) g.push_back(static_cast<int64_t>(bench_mix64(salt + i) % (n / 8)));
   std::sort(g.begin(), g.end());
   g.erase(std::unique(g.begin(), g.end()), g.end());
   return g;
@@ -194,8 +161,8 @@ int64_t check_twin(DType dt, const void* w, const void* plus, const void* minus,
       const float v = from16(dt, w8[l]);
       const bool keep = mask_keep(p.mask.kind, v, p.mask.threshold, p.mask.keep_prob, p.mask.mask_seed,
                                   p.mask.tensor_id, 8 * g + l);
-      bad += fp_bits(host_round(dt, perturbed_value(v, z[l], p.scale, keep))) != fp_bits(from16(dt, p8[l]));
-      if (minus) bad += fp_bits(host_round(dt, perturbed_value(v, z[l], -p.scale, keep))) != fp_bits(from16(dt, m8[l]));
+      bad += fp_bits(round_to(dt, perturbed_value(v, z[l], p.scale, keep))) != fp_bits(from16(dt, p8[l]));
+      if (minus) bad += fp_bits(round_to(dt, perturbed_value(v, z[l], -p.scale, keep))) != fp_bits(from16(dt, m8[l]));
     }
   }
   return bad;
@@ -222,15 +189,6 @@ struct Bench {
   int regions = 0;  // profiler regions opened so far (dram_range)
   int64_t model_linear_elements = 0;
 };
-
-// dst = src rounded to the storage dtype, as CudaBackend::linear converts x before its GEMM.
-void round_to(DType dtype, void* dst, const float* src, int64_t n, cudaStream_t s) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    round_kernel<T><<<grid_blocks(n, kBlock), kBlock, 0, s>>>(static_cast<T*>(dst), src, n);
-    CUDA_CHECK_LAUNCH();
-  });
-}
 
 // One JSON object per measurement, written as it is built: {"bench":"excess","shape":...,<fields>}.
 class JsonLine {
@@ -269,7 +227,7 @@ void perturb_part(Bench& B, RegionTimer& timer, cudaStream_t s) {
   const int64_t n = std::max<int64_t>(8, std::min(o.flat_elements, B.model_linear_elements) / 8 * 8);
   const size_t bytes = static_cast<size_t>(n * dtype_size(o.dtype));
   DeviceBuffer w(bytes, "the flat weights"), plus(bytes, "W+"), minus(bytes, "W-");
-  fill(o.dtype, w.get(), n, o.seed, kAmplitude, s);
+  bench_fill(o.dtype, w.get(), n, o.seed, kAmplitude, s);
   const double scale_to_model = static_cast<double>(B.model_linear_elements) / n;
   std::printf("\n== perturb pass over %lld elements (%.1f MiB of %s; the model has %lld linear weights: times x %.3g) ==\n",
               (long long)n, bytes / 1048576.0, dtype_name(o.dtype), (long long)B.model_linear_elements, scale_to_model);
@@ -284,7 +242,7 @@ void perturb_part(Bench& B, RegionTimer& timer, cudaStream_t s) {
     if (!ok) B.all_ok = false;
   };
   for (NoiseKind noise : o.noises) {
-    const ProbeArgs p = bench_probe(noise, 7, excess_mix64(o.seed ^ 0x5eed), kEps);
+    const ProbeArgs p = bench_probe(noise, 7, bench_mix64(o.seed ^ 0x5eed), kEps);
     CUDA_CHECK(cudaMemsetAsync(plus.get(), 0xff, bytes, s));  // poisoned: an unwritten element fails
     CUDA_CHECK(cudaMemsetAsync(minus.get(), 0xff, bytes, s));
     twin_perturb(o.dtype, plus.get(), minus.get(), w.get(), 0, n, p, s);
@@ -373,7 +331,7 @@ Layer make_layer(Bench& B, int64_t m, cudaStream_t s) {
   for (size_t l = 0; l < L.lin.size(); ++l) {
     const LayerLinear& f = L.lin[l];
     L.w.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(f.n * f.k * sz), "a layer weight"));
-    fill(o.dtype, L.w.back()->get(), f.n * f.k, o.seed + 17 * (l + 1), kAmplitude, s);
+    bench_fill(o.dtype, L.w.back()->get(), f.n * f.k, o.seed + 17 * (l + 1), kAmplitude, s);
     const size_t ybytes = static_cast<size_t>(2 * m * f.n * 4);
     L.y_serial.push_back(std::make_unique<DeviceBuffer>(ybytes, "an output"));
     L.y_other.push_back(std::make_unique<DeviceBuffer>(ybytes, "an output"));
@@ -384,10 +342,10 @@ Layer make_layer(Bench& B, int64_t m, cudaStream_t s) {
       L.x_k.push_back(f.k);
       L.x16.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(2 * m * f.k * sz), "x"));
       L.x32.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(2 * m * f.k * 4), "x (fp32)"));
-      fill(DTYPE_F32, L.x32.back()->get(), 2 * m * f.k, o.seed + 1000 + f.k, 1.0f, s);
-      round_to(o.dtype, L.x16.back()->get(), L.x32.back()->as<float>(), 2 * m * f.k, s);
+      bench_fill(DTYPE_F32, L.x32.back()->get(), 2 * m * f.k, o.seed + 1000 + f.k, 1.0f, s);
+      bench_round(o.dtype, L.x16.back()->get(), L.x32.back()->as<float>(), 2 * m * f.k, s);
     }
-    L.probe.push_back(bench_probe(o.noises.front(), static_cast<uint32_t>(100 + l), excess_mix64(o.seed + 5), kEps));
+    L.probe.push_back(bench_probe(o.noises.front(), static_cast<uint32_t>(100 + l), bench_mix64(o.seed + 5), kEps));
     const LinearCall call{m, f.n, f.k, true, true, o.dtype};
     const LinearScratch plan = linear_scratch_plan(call, LINEAR_MATERIALISE_PAIR);
     L.w_bytes = std::max(L.w_bytes, plan.w_bytes);

@@ -37,7 +37,9 @@
 #include <vector>
 
 #include "bench/bench_finish.h"
+#include "bench/device_fill.h"
 #include "bench/device_timing.h"
+#include "bench/host_values.h"  // round_to
 #include "common/check.h"
 #include "common/device_names.h"
 #include "common/half.h"
@@ -60,35 +62,7 @@ constexpr float kUpdateCoef = 1e-3f;           // lr·g: large enough to change 
 constexpr int64_t kFloorCheckMax = int64_t(1) << 24;  // floors are checked up to this N·K
 constexpr double kU32 = 0x1p-24;                // unit roundoff of fp32 accumulation
 
-__host__ __device__ __forceinline__ uint64_t bench_mix64(uint64_t x) {  // splitmix64 finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // --- kernels
-
-// out[i] = amplitude · (2j + 1 - 2^24) / 2^24 with j the top 24 bits of a hash of (base, i):
-// uniform on (-amplitude, amplitude), never exactly 0, std amplitude/sqrt(3); rounded to T.
-template <typename T>
-__global__ void bench_fill_kernel(T* out, int64_t n, uint64_t base, float amplitude) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int32_t j = static_cast<int32_t>(bench_mix64(base + static_cast<uint64_t>(i)) >> 40);
-    const float u = static_cast<float>(2 * j + 1 - (1 << 24)) * 0x1p-24f;  // exact
-    out[i] = from_float<T>(u * amplitude);
-  }
-}
-
-// dst[i] = round_T(src[i]): x in the GEMM's input type, for the gemm-only reference.
-template <typename T>
-__global__ void bench_round_kernel(T* dst, const float* src, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dst[i] = from_float<T>(src[i]);
-}
 
 // The RNG floor of one noise kind: every z of n elements, exactly as the spec and
 // perturb_weight_kernel (cuda/linear.cu) generate them — one noise_z8 per group of 8,
@@ -151,26 +125,6 @@ void dispatch_storage(DType dtype, Fn&& fn) {
   SMEZO_REQUIRE(dtype == DTYPE_BF16 || dtype == DTYPE_F16,
                 "bench --kernel linear: --dtype must be bf16 or f16 (got %s)", dtype_name(dtype));
   dispatch_dtype(dtype, fn);
-}
-
-void fill_uniform(DType dtype, void* out, int64_t n, uint64_t seed, float amplitude,
-                  cudaStream_t stream) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    bench_fill_kernel<T><<<grid_blocks(n, kBlock), kBlock, 0, stream>>>(
-        static_cast<T*>(out), n, bench_mix64(seed), amplitude);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-// Rounds like CudaBackend::linear's conversion of x and like the storage of W' (nearest even).
-float host_round(DType dtype, float v) {
-  switch (dtype) {
-    case DTYPE_BF16: return bf16_to_float(float_to_bf16(v));
-    case DTYPE_F16: return f16_to_float(float_to_f16(v));
-    case DTYPE_F32: break;
-  }
-  return v;
 }
 
 std::vector<float> download_row(CudaBackend& b, const void* base, DType dtype, int64_t row,
@@ -239,7 +193,7 @@ std::vector<EntryRef> reference_entries(CudaBackend& b, const Param& w, const Pr
   std::vector<std::vector<float>> xr;
   for (int64_t m : ms) {
     std::vector<float> row = download_row(b, x, DTYPE_F32, m, K);
-    for (float& v : row) v = host_round(dt, v);
+    for (float& v : row) v = round_to(dt, v);
     xr.push_back(row);
   }
   std::vector<EntryRef> refs;
@@ -251,7 +205,7 @@ std::vector<EntryRef> reference_entries(CudaBackend& b, const Param& w, const Pr
       const float z = noise_z(w.info.noise, probe.seed, w.info.tensor_id, idx);
       const bool keep = mask_keep(w.info.mask, wr[k], w.info.threshold, w.info.keep_prob,
                                   w.info.mask_seed, w.info.tensor_id, idx);
-      wp[k] = host_round(dt, perturbed_value(wr[k], z, probe.scale, keep));
+      wp[k] = round_to(dt, perturbed_value(wr[k], z, probe.scale, keep));
     }
     for (size_t i = 0; i < ms.size(); ++i) {
       EntryRef e;
@@ -325,7 +279,7 @@ int64_t check_update(CudaBackend& b, const Param& w, Param& copy, uint64_t seed,
         const float z = noise_z(w.info.noise, seed, w.info.tensor_id, idx);
         expect = fp_fma(-0.0f, v, updated_value(v, z, kUpdateCoef, true));
       }
-      expect = host_round(dt, expect);
+      expect = round_to(dt, expect);
       if (fp_bits(expect) != fp_bits(after[k])) ++bad;
     }
   }
@@ -649,12 +603,8 @@ void bench_m(Bench& B, const Param& ws, const Param& wd, const ShapeStats& s, in
   const Tensor x = view(xb.get(), DTYPE_F32, M, K);
   const Tensor y0 = view(y0b.get(), DTYPE_F32, M, N);
   const Tensor y1 = view(y1b.get(), DTYPE_F32, M, N);
-  fill_uniform(DTYPE_F32, x.data, M * K, x_seed + static_cast<uint64_t>(M), 1.0f, stream);
-  dispatch_dtype(dt, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    bench_round_kernel<T><<<grid_blocks(M * K, kBlock), kBlock, 0, stream>>>(xrb.as<T>(), x.f32(), M * K);
-    CUDA_CHECK_LAUNCH();
-  });
+  bench_fill(DTYPE_F32, x.data, M * K, x_seed + static_cast<uint64_t>(M), 1.0f, stream);
+  bench_round(dt, xrb.get(), x.f32(), M * K, stream);
   auto gemm = [&] { gemm_only(b, ws, xrb.get(), y1); };
   auto linear = [&] { b.linear(y1, x, ws, nullptr, plain); };
   auto smezo = [&] { b.linear(y1, x, ws, nullptr, probe); };
@@ -836,7 +786,7 @@ int run_linear_bench(const LinearBenchOptions& opt) {
       DeviceBuffer wbuf(bytes, "W");
       DeviceBuffer copy(bytes, "the copy of W for the update");
       const uint64_t shape_seed = bench_mix64(opt.seed + 1000003 * (si + 1));
-      fill_uniform(opt.dtype, wbuf.get(), N * K, shape_seed, 0.02f * std::sqrt(3.0f), stream);
+      bench_fill(opt.dtype, wbuf.get(), N * K, shape_seed, 0.02f * std::sqrt(3.0f), stream);
       Param ws;
       ws.w = view(wbuf.get(), opt.dtype, N, K);
       ws.info.name = format_string("bench.W[%lldx%lld]", (long long)N, (long long)K);
