@@ -20,6 +20,12 @@ nlohmann::json json_parse_strict(const char* begin, const char* end, const std::
 // would cast a float such as 1e300 to an integer, or to float, out of range: undefined behaviour.
 template <class T>
 std::optional<T> json_number(const nlohmann::json& v);
+template <>
+std::optional<int64_t> json_number<int64_t>(const nlohmann::json& v);
+template <>
+std::optional<uint64_t> json_number<uint64_t>(const nlohmann::json& v);
+template <>
+std::optional<float> json_number<float>(const nlohmann::json& v);
 
 // j.at(key) (a missing key throws json::out_of_range) read by json_number<T>; a value that is not
 // one is an Error "<where>: \"<key>\" is <value>, not <an integer in T's range | a float>".
