@@ -19,6 +19,7 @@
 #include "common/device_names.h"
 #include "common/stopwatch.h"
 #include "cuda/cuda_plan.h"  // the W' block size (host code; also in a build without CUDA)
+#include "formats/gguf.h"  // gguf_type_name
 #include "model/model.h"
 #include "run/metrics_log.h"
 #include "run/summary.h"
@@ -124,6 +125,18 @@ void check_options(const ModelBenchOptions& o, const ModelConfig& config) {
                 "profiler's region are the CUDA backend's)");
   for (int64_t mib : o.weight_block_mib)
     SMEZO_REQUIRE(mib >= 1 && mib <= 1024, "bench: --weight-block-mib %lld (1 to 1024 MiB)", (long long)mib);
+  SMEZO_REQUIRE(o.tune == TUNE_FULL || o.tune == TUNE_SCALES || o.tune == TUNE_LORA,
+                "bench: --tune %s is not benched (choose full, scales or lora)", enum_name(tune_names(), o.tune));
+  SMEZO_REQUIRE(o.quant == 0 || o.tune != TUNE_FULL, "bench: --quant keeps the weights in their blocks, which "
+                "full-weight MeZO does not (it updates every weight) ---> HINT: add --tune scales or --tune lora");
+  SMEZO_REQUIRE(o.tune != TUNE_SCALES || o.quant != 0, "bench: --tune scales tunes the scales of GGUF blocks "
+                "---> HINT: add --quant, e.g. --quant Q4_K");
+  if (o.quant == 0) return;
+  const int64_t block = gguf_type_traits(o.quant)->block_size;
+  SMEZO_REQUIRE(config.dim % block == 0 && config.hidden_dim % block == 0, "bench: --quant %s packs %lld values a "
+                "block, which do not divide shape %s's rows (%lld and %lld values) ---> HINT: a 32-value type "
+                "(Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) for this shape", gguf_type_name(o.quant), (long long)block,
+                o.shape.c_str(), (long long)config.dim, (long long)config.hidden_dim);
 }
 
 // Restores the process's W' block size when the sweep ends (or throws).
@@ -185,7 +198,10 @@ int run_model_bench(const ModelBenchOptions& o) {
   Backend& backend = timed ? static_cast<Backend&>(*timed) : *inner;
   const Stopwatch load_timer;
   // the workspace holds a probe pair's two copies of the longest batch
-  Model model(random_weight_source(config, o.seed, o.shape), backend, storage, 2 * o.batch * max_t, 2 * o.batch);
+  Model model(random_weight_source(config, o.seed, o.shape, o.quant), backend, storage, 2 * o.batch * max_t,
+              2 * o.batch);
+  if (o.tune == TUNE_LORA) model.add_lora(LoraOptions{}, o.seed);  // rank 8 on q and v, as train's defaults
+  if (o.tune == TUNE_SCALES) model.add_scales(/*with_m=*/false);
   const double load_s = load_timer.seconds();
   Sync sync(backend);
 
@@ -212,6 +228,8 @@ int run_model_bench(const ModelBenchOptions& o) {
       j["shape"] = o.shape;
       j["device"] = device_name(o.device);
       j["dtype"] = dtype_name(storage);
+      j["quant"] = o.quant ? gguf_type_name(o.quant) : "none";  // the linear weights' GGUF blocks, kept packed
+      j["tune"] = enum_name(tune_names(), o.tune);
       j["batch"] = B;
       j["seq"] = T;
       j["phase"] = phase;
@@ -267,7 +285,7 @@ int run_model_bench(const ModelBenchOptions& o) {
       SpsaOptions so;
       so.method = method;
       so.sparsity = method == METHOD_MEZO ? 0.0 : 0.75;
-      so.lr = 1e-7f;  // tiny: the weights stay essentially the base ones over the reps
+      so.lr = 1e-7f;  // tiny: the weights (scales, adapters) stay essentially the base ones over the reps
       so.total_steps = 1 << 30;
       so.noise = o.noise;
       SpsaOptimizer opt(model, so);  // S-MeZO thresholds: exact selection, not timed

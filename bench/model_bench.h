@@ -5,6 +5,9 @@
 //   mezo-step    one SPSA step of MeZO: both probes (a probe pair, or two passes with
 //                --probes separate) and the update
 //   smezo-step   the same for S-MeZO at sparsity 0.75 (thresholds fixed before timing)
+// What the steps tune (issue 43's GGUF modes): every weight (tune full), or over a base kept in random
+// GGUF blocks of `quant` (--weights packed, random_weights.h) the blocks' f32 master scales (tune scales)
+// or rank-8 LoRA adapters on q and v (tune lora, also over an unquantised base).
 // Timing: `warmup` untimed runs, then `reps` timed ones, the median reported; the backend is
 // synchronised before and after each (a one-float download, which waits for the device's
 // stream), so a time is the wall clock of the whole phase, host launches included.
@@ -28,7 +31,7 @@
 
 #include "smezo/model_config.h"
 #include "smezo/noise.h"
-#include "smezo/train.h"  // ProbePasses
+#include "smezo/train.h"  // ProbePasses, Tune
 
 namespace smezo {
 
@@ -54,6 +57,8 @@ struct ModelBenchOptions {
   bool profile_rep = false;                // CUDA: the last timed rep of each phase inside a profiler region
   std::vector<std::string> phases = {"forward", "mezo-step", "smezo-step"};
   std::vector<int64_t> weight_block_mib;   // CUDA: the steps at each W' block size; {}: the process's
+  uint32_t quant = 0;                      // a GGUF block type (GGUF_TYPE_Q4_K, ...) kept packed; 0: none
+  Tune tune = TUNE_FULL;                   // full, scales (needs quant) or lora
   uint64_t seed = 1234;
   std::string json_path;                   // also write the JSON lines here; "" = stdout only
 };

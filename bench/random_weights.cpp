@@ -1,11 +1,20 @@
 // Random weights for the benchmarks (see random_weights.h).
 #include "bench/random_weights.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "common/check.h"
+#include "common/half.h"
+#include "common/splitmix.h"
+#include "formats/gguf.h"
+#include "formats/packed_weights.h"
 #include "model/model.h"
-#include "train/spsa.h"  // splitmix64
 
 namespace smezo {
 
@@ -28,15 +37,105 @@ void random_decode(const void* src, int64_t n, float* dst) {
   }
 }
 
+// Where a block's f16 scales lie and the values that keep its weights within about ± s, its codes
+// spanning their whole range: Q8_0 d*q (q in ±128), Q4_0/Q5_0 d*(q - 8|16), Q4_1/Q5_1 d*q + m (q up to
+// 15|31), Q4_K/Q5_K d*sc*q - dmin*mc (6-bit sc and mc), Q6_K d*sc*(q - 32) (8-bit sc).
+struct RandomBlockScales {
+  int d_at = 0, m_at = -1;  // byte offsets in the block; -1: no m
+  float d = 0, m = 0;
+};
+
+RandomBlockScales random_block_scales(uint32_t type, float s) {
+  switch (type) {
+    case GGUF_TYPE_Q8_0: return {0, -1, s / 128, 0};
+    case GGUF_TYPE_Q4_0: return {0, -1, s / 8, 0};
+    case GGUF_TYPE_Q5_0: return {0, -1, s / 16, 0};
+    case GGUF_TYPE_Q4_1: return {0, 2, 2 * s / 15, -s};
+    case GGUF_TYPE_Q5_1: return {0, 2, 2 * s / 31, -s};
+    case GGUF_TYPE_Q4_K: return {0, 2, 2 * s / (63 * 15), s / 63};
+    case GGUF_TYPE_Q5_K: return {0, 2, 2 * s / (63 * 31), s / 63};
+    case GGUF_TYPE_Q6_K: return {208, -1, s / (128 * 32), 0};
+    default: throw_error("random weights: %s is not a block type smezo keeps packed (choose %s)",
+                         gguf_type_name(type), random_packed_type_names().c_str());
+  }
+}
+
+// rows * cols values of random blocks of `type`: hashed bytes, then each block's f16 scales.
+std::shared_ptr<std::vector<uint8_t>> random_blocks(uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
+                                                    const std::string& what) {
+  const int64_t row_bytes = packed_row_bytes(type, cols, what);
+  const GgufTypeTraits& traits = *gguf_type_traits(type);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rows * row_bytes));
+  uint8_t* b = bytes->data();
+  const int64_t words = rows * row_bytes / 8;
+#pragma omp parallel for schedule(static) if (words > (1 << 20))
+  for (int64_t i = 0; i < words; i++) {
+    const uint64_t h = splitmix64(seed ^ (static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL));
+    std::memcpy(b + 8 * i, &h, 8);
+  }
+  for (int64_t i = 8 * words; i < rows * row_bytes; i++) b[i] = static_cast<uint8_t>(splitmix64(seed + i));
+  const RandomBlockScales sc = random_block_scales(type, 1.0f / std::sqrt(static_cast<float>(cols)));
+  const uint16_t d = float_to_f16(sc.d), m = float_to_f16(sc.m);
+  for (uint8_t* block = b; block < b + rows * row_bytes; block += traits.block_bytes) {
+    std::memcpy(block + sc.d_at, &d, 2);
+    if (sc.m_at >= 0) std::memcpy(block + sc.m_at, &m, 2);
+  }
+  return bytes;
+}
+
 }  // namespace
 
-WeightSource random_weight_source(const ModelConfig& config, uint64_t seed, const std::string& name) {
+const std::vector<uint32_t>& random_packed_types() {
+  static const std::vector<uint32_t> types = {GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0,
+                                              GGUF_TYPE_Q5_1, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K};
+  return types;
+}
+
+std::string random_packed_type_names() {
+  std::string out;
+  for (uint32_t t : random_packed_types()) out += (out.empty() ? "" : ", ") + std::string(gguf_type_name(t));
+  return out;
+}
+
+uint32_t random_packed_type(const std::string& name) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (uint32_t t : random_packed_types())
+    if (upper == gguf_type_name(t)) return t;
+  throw_error("--quant %s is not a block type smezo keeps packed (choose %s)", name.c_str(),
+              random_packed_type_names().c_str());
+}
+
+WeightSource random_weight_source(const ModelConfig& config, uint64_t seed, const std::string& name,
+                                  uint32_t packed_type) {
   WeightSource src;
   src.config = config;
   src.path = "random " + name;
+  src.keep_packed = packed_type != 0;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<std::vector<uint8_t>>> blocks_of_shape;
   uint64_t k = 0;
   for (const ExpectedTensor& e : expected_tensors(config)) {
     const bool vector = e.shape.size() == 1;
+    if (packed_type != 0 && !vector) {  // random blocks, shared by every matrix of this shape
+      const int64_t rows = e.shape[0], cols = e.shape[1];
+      std::shared_ptr<std::vector<uint8_t>>& blocks = blocks_of_shape[{rows, cols}];
+      if (!blocks)
+        blocks = random_blocks(packed_type, rows, cols, splitmix64(seed ^ static_cast<uint64_t>(rows * 65537 + cols)),
+                               "tensor " + e.name + " of " + src.path);
+      HostTensorView v;
+      v.name = e.name;
+      v.shape = e.shape;
+      v.data = blocks->data();
+      v.nbytes = static_cast<int64_t>(blocks->size());
+      v.decode = gguf_decode_fn(packed_type);
+      v.quant_name = gguf_type_name(packed_type);
+      v.packed_type = packed_type;
+      v.file = src.path;
+      src.tensors[e.name] = v;
+      src.keep_alive.push_back(blocks);
+      ++k;  // the vectors' seeds as without packed_type
+      continue;
+    }
     const bool norm_weight = vector && e.name.find("norm") != std::string::npos &&
                              e.name.find(".bias") == std::string::npos;
     auto r = std::make_shared<RandomTensor>();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/model_bench.h"
+#include "bench/random_weights.h"
 #include "cli/commands.h"
 #include "common/check.h"
 #include "common/file_util.h"  // split_on
@@ -79,6 +80,8 @@ struct BenchState {
   bool profile = false;
   bool profile_rep = false;
   std::string phases = "forward,mezo-step,smezo-step", weight_block_mib;
+  uint32_t quant = 0;  // --quant: a GGUF block type; 0: unquantised weights
+  Tune tune = TUNE_FULL;
   // --kernel excess
   std::string weights_of = "llama-7b", noises = "gaussian,rademacher", parts = "perturb,layer", sm_reserve = "16,32";
   int64_t flat_elements = int64_t(1) << 29, flush_mib = 256;
@@ -102,6 +105,17 @@ std::vector<int64_t> block_sizes(const std::string& text) {
   return text.empty() ? std::vector<int64_t>() : parse_list(text, "weight-block-mib");
 }
 
+// --quant TYPE and --tune: the random model kept in GGUF blocks, and what its steps tune.
+void add_quant_options(CLI::App* cmd, BenchState* s) {
+  cmd->add_option_function<std::string>("--quant", [s](const std::string& v) { s->quant = random_packed_type(v); },
+                                        "--shape: the matrices as random GGUF blocks of this type, kept packed "
+                                        "(--weights packed), with --tune scales or lora")
+      ->type_name("TYPE")
+      ->default_str("none; " + random_packed_type_names());
+  add_enum_option(cmd, "--tune", &s->tune, tune_names(), "--shape: what the steps tune: every weight, the blocks' "
+                  "scales (--quant), or LoRA adapters (rank 8, q and v); prefix is not benched");
+}
+
 int run_shape_bench(const BenchState& s) {
   ModelBenchOptions o;
   o.shape = s.shape;
@@ -119,6 +133,8 @@ int run_shape_bench(const BenchState& s) {
   o.phases = split_on(s.phases, ',');
   o.weight_block_mib = block_sizes(s.weight_block_mib);
   o.json_path = s.json;
+  o.quant = s.quant;
+  o.tune = s.tune;
   if (s.reps_opt->count()) o.reps = static_cast<int>(s.reps);
   if (s.warmup_opt->count()) o.warmup = static_cast<int>(s.warmup);
   return run_model_bench(o);
@@ -229,6 +245,7 @@ Command register_bench(CLI::App& smezo) {
                                             "twice as many)")
                   ->type_name("M,...")
                   ->default_str("linear: 16,64,256,1024,4096; excess: 1024,4096");
+  add_quant_options(cmd, s.get());
   cmd->add_option("--phases", s->phases, "--shape: the phases to run, comma-separated")->type_name("PHASE,...");
   cmd->add_flag("--profile-rep", s->profile_rep, "--shape, cuda: the last timed rep of each phase inside "
                                                  "cudaProfilerStart/Stop (ncu --profile-from-start off; nsys "

@@ -428,6 +428,15 @@ def post_excess(ctx, job, rc, log):
     return ("done" if ok else "failed"), [head] + parts + rows + ([] if rows else tail(log, 8))
 
 
+def packed_bench_cmd(ctx):
+    """tools/gpu/packed_bench.sh: llama-7b as bf16 and as Q4_K blocks (tiny, Q4_0 in a dry run)."""
+    env = "OUT=%s SMEZO=%s " % (q(ctx.work("5.bench-q4-7b")), q(ctx.smezo))
+    if ctx.dry:
+        return env + "bash tools/gpu/packed_bench.sh --shape tiny --quant Q4_0 --device %s --seqs 16 --batch 2 " \
+            "--reps 1" % ctx.dev
+    return env + "bash tools/gpu/packed_bench.sh --shape llama-7b --quant Q4_K --device %s" % ctx.dev
+
+
 def bigmem_cmd(ctx, jid, shape):
     env = "OUT=%s SMEZO=%s CLEAN=1 DEVICE=%s " % (q(ctx.work(jid)), q(ctx.smezo), ctx.dev)
     return env + "bash tools/gpu/bigmem_check.sh %s" % ("tiny" if ctx.dry else shape)
@@ -635,6 +644,10 @@ def listed_jobs():
             "65 GB of random bf16 weights, T = 64 and 256, 5 reps (estimate)",
             lambda c: step_bench_cmd(c, "5.bench-30b", "llama-30b", "--seqs 64,256 --no-torch"),
             post_file("step_bench.md", r"\| (llama-30b|tiny) \|"), exclusive=True),
+        Job("5.bench-q4-7b", "llama-7b S-MeZO step over Q4_K blocks kept packed (--tune scales, --tune lora) beside "
+            "the bf16 step, device memory of each (issue 43; tools/gpu/packed_bench.sh)", 120,
+            "three 7B processes (bf16 load ~20 s, Q4_K ~10 s each), T = 64 and 256, 5 reps (estimate)",
+            packed_bench_cmd, post_file("packed_bench.md", r"\| Q4_(K|0) packed, --tune lora \|"), exclusive=True),
         Job("6.mpi", "2 ranks sharing the GPU: data parallel and a 2-stage pipeline replay bit for bit", 60,
             "stories260K, 10 steps x 3 runs + replays (estimate)",
             lambda c: "BUILD=%s DEVICE=%s bash tools/gpu/mpi_gpu_check.sh 2" % (q(os.path.dirname(c.smezo)), c.dev),
@@ -666,7 +679,7 @@ ITEM_TITLES = {
     3: "the lease-sized paper grid (zo_grid.py smollm2-lease), SST-2",
     4: "step_bench smollm2-135m and llama-7b beside the PyTorch peer; the fused linear's crossover table; the call "
        "that explains the step's excess (issue 41)",
-    5: "bigmem 7b and the llama-30b bench",
+    5: "bigmem 7b, the llama-30b bench and the 7B step over Q4_K blocks (issue 43)",
     6: "the MPI GPU check",
     7: "the remaining shapes (mistral-7b, opt-13b, bigmem 13b) and README's demo",
     8: "optional, after the list: the lease grid's RTE and BoolQ",
@@ -704,6 +717,9 @@ SHOWS = {
                 "W' pair at llama-7b's shapes (the fused kernel is deleted if it loses at every one)",
     "5.bigmem-7b": "peak host RSS <= 2 GB; start-up <= 15 s (file cached); device <= weights + 1 GB; BF16 checkpoint",
     "5.bench-30b": "device <= weights + 1 GB; the S-MeZO step beside the peer's recorded 3.0 s (T = 256)",
+    "5.bench-q4-7b": "device memory of --tune scales and of --tune lora <= 6 GB, the CUDA context aside (nvidia-smi's "
+                     "peak less about 0.5 GB; smezo info predicts 5.2 GB); each step / its own forward and / the bf16 "
+                     "forward, beside the bf16 step; RESULTS.md's memory table gets the measured rows",
     "6.mpi": "data parallel and a 2-stage pipeline: the 2-rank seed log replays on one process bit for bit",
     "7.step-bench-rest": "as 4.step-bench: >= 5x the peer's S-MeZO step (>= 12x at T = 64)",
     "7.bigmem-13b": "as 5.bigmem-7b, for 13B",
