@@ -647,7 +647,7 @@ def listed_jobs():
         Job("5.bench-q4-7b", "llama-7b S-MeZO step over Q4_K blocks kept packed (--tune scales, --tune lora) beside "
             "the bf16 step, device memory of each (issue 43; tools/gpu/packed_bench.sh)", 120,
             "three 7B processes (bf16 load ~20 s, Q4_K ~10 s each), T = 64 and 256, 5 reps (estimate)",
-            packed_bench_cmd, post_file("packed_bench.md", r"\| Q4_(K|0) packed, --tune lora \|"), exclusive=True),
+            packed_bench_cmd, post_file("packed_bench.md", r"\| packed Q4_(K|0), --tune lora \|"), exclusive=True),
         Job("6.mpi", "2 ranks sharing the GPU: data parallel and a 2-stage pipeline replay bit for bit", 60,
             "stories260K, 10 steps x 3 runs + replays (estimate)",
             lambda c: "BUILD=%s DEVICE=%s bash tools/gpu/mpi_gpu_check.sh 2" % (q(os.path.dirname(c.smezo)), c.dev),

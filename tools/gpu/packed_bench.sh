@@ -69,7 +69,7 @@ lines = ["| mode | T | forward ms | S-MeZO step ms | step / own forward (floor 2
          "peak device MiB (nvidia-smi) | backend allocated MB |", "|---|---|---|---|---|---|---|---|"]
 for (mode, t), r in sorted(rows.items(), key=lambda kv: (kv[0][1], ("bf16", "scales", "lora").index(kv[0][0]))):
     base = rows[("bf16", t)]["forward"]
-    name = "%s, full S-MeZO" % r["dtype"] if mode == "bf16" else "%s packed, --tune %s" % (quant, mode)
+    name = "%s, full S-MeZO" % r["dtype"].lower() if mode == "bf16" else "packed %s, --tune %s" % (quant, mode)
     lines.append("| %s | %d | %.1f | %.1f | %.2f | %.2f | %s | %.1f |" % (
         name, t, r["forward"], r["smezo-step"], r["smezo-step"] / r["forward"], r["smezo-step"] / base,
         r["peak"], r["allocated"]))
