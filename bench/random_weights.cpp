@@ -37,6 +37,13 @@ void random_decode(const void* src, int64_t n, float* dst) {
   }
 }
 
+// The block types --weights packed keeps (gguf_block_quantized), in the order the errors list them.
+const std::vector<uint32_t>& random_packed_types() {
+  static const std::vector<uint32_t> types = {GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0,
+                                              GGUF_TYPE_Q5_1, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K};
+  return types;
+}
+
 // Where a block's f16 scales lie and the values that keep its weights within about ± s, its codes
 // spanning their whole range: Q8_0 d*q (q in ±128), Q4_0/Q5_0 d*(q - 8|16), Q4_1/Q5_1 d*q + m (q up to
 // 15|31), Q4_K/Q5_K d*sc*q - dmin*mc (6-bit sc and mc), Q6_K d*sc*(q - 32) (8-bit sc).
@@ -84,12 +91,6 @@ std::shared_ptr<std::vector<uint8_t>> random_blocks(uint32_t type, int64_t rows,
 }
 
 }  // namespace
-
-const std::vector<uint32_t>& random_packed_types() {
-  static const std::vector<uint32_t> types = {GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0,
-                                              GGUF_TYPE_Q5_1, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K};
-  return types;
-}
 
 std::string random_packed_type_names() {
   std::string out;
