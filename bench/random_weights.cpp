@@ -13,6 +13,7 @@
 #include "common/half.h"
 #include "common/splitmix.h"
 #include "formats/gguf.h"
+#include "formats/gguf_dequant.h"  // gguf_scale_offsets, gguf_decode_fn
 #include "formats/packed_weights.h"
 #include "model/model.h"
 
@@ -44,24 +45,23 @@ const std::vector<uint32_t>& random_packed_types() {
   return types;
 }
 
-// Where a block's f16 scales lie and the values that keep its weights within about ± s, its codes
-// spanning their whole range: Q8_0 d*q (q in ±128), Q4_0/Q5_0 d*(q - 8|16), Q4_1/Q5_1 d*q + m (q up to
-// 15|31), Q4_K/Q5_K d*sc*q - dmin*mc (6-bit sc and mc), Q6_K d*sc*(q - 32) (8-bit sc).
+// The f16 scales that keep a block's weights within about ± s, its codes spanning their whole range:
+// Q8_0 d*q (q in ±128), Q4_0/Q5_0 d*(q - 8|16), Q4_1/Q5_1 d*q + m (q up to 15|31), Q4_K/Q5_K
+// d*sc*q - dmin*mc (6-bit sc and mc), Q6_K d*sc*(q - 32) (8-bit sc). Where they lie: gguf_scale_offsets.
 struct RandomBlockScales {
-  int d_at = 0, m_at = -1;  // byte offsets in the block; -1: no m
   float d = 0, m = 0;
 };
 
 RandomBlockScales random_block_scales(uint32_t type, float s) {
   switch (type) {
-    case GGUF_TYPE_Q8_0: return {0, -1, s / 128, 0};
-    case GGUF_TYPE_Q4_0: return {0, -1, s / 8, 0};
-    case GGUF_TYPE_Q5_0: return {0, -1, s / 16, 0};
-    case GGUF_TYPE_Q4_1: return {0, 2, 2 * s / 15, -s};
-    case GGUF_TYPE_Q5_1: return {0, 2, 2 * s / 31, -s};
-    case GGUF_TYPE_Q4_K: return {0, 2, 2 * s / (63 * 15), s / 63};
-    case GGUF_TYPE_Q5_K: return {0, 2, 2 * s / (63 * 31), s / 63};
-    case GGUF_TYPE_Q6_K: return {208, -1, s / (128 * 32), 0};
+    case GGUF_TYPE_Q8_0: return {s / 128, 0};
+    case GGUF_TYPE_Q4_0: return {s / 8, 0};
+    case GGUF_TYPE_Q5_0: return {s / 16, 0};
+    case GGUF_TYPE_Q4_1: return {2 * s / 15, -s};
+    case GGUF_TYPE_Q5_1: return {2 * s / 31, -s};
+    case GGUF_TYPE_Q4_K: return {2 * s / (63 * 15), s / 63};
+    case GGUF_TYPE_Q5_K: return {2 * s / (63 * 31), s / 63};
+    case GGUF_TYPE_Q6_K: return {s / (128 * 32), 0};
     default: throw_error("random weights: %s is not a block type smezo keeps packed (choose %s)",
                          gguf_type_name(type), random_packed_type_names().c_str());
   }
@@ -82,10 +82,11 @@ std::shared_ptr<std::vector<uint8_t>> random_blocks(uint32_t type, int64_t rows,
   }
   for (int64_t i = 8 * words; i < rows * row_bytes; i++) b[i] = static_cast<uint8_t>(splitmix64(seed + i));
   const RandomBlockScales sc = random_block_scales(type, 1.0f / std::sqrt(static_cast<float>(cols)));
+  const GgufScaleOffsets at = gguf_scale_offsets(type);
   const uint16_t d = float_to_f16(sc.d), m = float_to_f16(sc.m);
   for (uint8_t* block = b; block < b + rows * row_bytes; block += traits.block_bytes) {
-    std::memcpy(block + sc.d_at, &d, 2);
-    if (sc.m_at >= 0) std::memcpy(block + sc.m_at, &m, 2);
+    std::memcpy(block + at.d, &d, 2);
+    if (at.m >= 0) std::memcpy(block + at.m, &m, 2);
   }
   return bytes;
 }

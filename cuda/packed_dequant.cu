@@ -30,6 +30,7 @@
 #include "cuda_check.h"
 #include "device_utils.cuh"
 #include "formats/gguf.h"
+#include "formats/gguf_dequant.h"  // gguf_scale_offsets
 #include "packed_dequant.h"
 
 namespace smezo {
@@ -131,21 +132,14 @@ __global__ void dequant_packed_kernel(T* dst, PackedRead r, const int32_t* ids, 
   }
 }
 
-// Where a block type keeps its f16 scales (d, and m/dmin or -1), or false for a type the kernel lacks.
-bool scale_offsets(uint32_t type, int* d_at, int* m_at) {
-  switch (type) {
-    case GGUF_TYPE_Q8_0: case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q5_0: *d_at = 0; *m_at = -1; return true;
-    case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_1: case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: *d_at = 0; *m_at = 2; return true;
-    case GGUF_TYPE_Q6_K: *d_at = 208; *m_at = -1; return true;
-  }
-  return false;
-}
-
 PackedRead packed_read(const Param& w, const Probe& probe) {
   const Tensor& t = w.w;
   PackedRead r;
   const GgufTypeTraits* traits = gguf_type_traits(t.packed_type);
-  SMEZO_REQUIRE(t.packed() && traits && scale_offsets(t.packed_type, &r.d_at, &r.m_at),
+  const GgufScaleOffsets at = gguf_scale_offsets(t.packed_type);  // d < 0: a type the kernel lacks
+  r.d_at = at.d;
+  r.m_at = at.m;
+  SMEZO_REQUIRE(t.packed() && traits && at.d >= 0,
                 "%s: the CUDA backend cannot dequantise packed type %s ---> HINT: use --weights dequantized",
                 w.info.name.c_str(), traits ? traits->name : "?");
   r.blocks = static_cast<const uint8_t*>(t.data);

@@ -233,6 +233,15 @@ GgufDecodeFn gguf_decode_fn(uint32_t type) {
 
 bool gguf_block_quantized(uint32_t type) { return scaled_decode_fn(type) != nullptr; }
 
+GgufScaleOffsets gguf_scale_offsets(uint32_t type) {
+  switch (type) {
+    case GGUF_TYPE_Q8_0: case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q5_0: return {0, -1};
+    case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_1: case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: return {0, 2};
+    case GGUF_TYPE_Q6_K: return {208, -1};
+    default: return {};
+  }
+}
+
 void gguf_dequantize(uint32_t type, const void* src, int64_t n, float* dst) {
   GgufDecodeFn fn = gguf_decode_fn(type);
   const GgufTypeTraits* traits = gguf_type_traits(type);

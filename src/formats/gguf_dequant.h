@@ -15,6 +15,14 @@ GgufDecodeFn gguf_decode_fn(uint32_t type);
 // --weights packed keeps in its blocks (formats/packed_weights.h).
 bool gguf_block_quantized(uint32_t type);
 
+// Where a block of `type` keeps its f16 scales: the byte of d, and of m (Q4_1/Q5_1) or dmin (Q4_K/Q5_K);
+// -1 for a field the type has none of, {-1, -1} for a type that is not block-quantised.
+struct GgufScaleOffsets {
+  int d = -1;
+  int m = -1;
+};
+GgufScaleOffsets gguf_scale_offsets(uint32_t type);
+
 // Throws smezo::Error for an unsupported type or partial block.
 void gguf_dequantize(uint32_t type, const void* src, int64_t n, float* dst);
 

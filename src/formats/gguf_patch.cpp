@@ -20,26 +20,11 @@ namespace smezo {
 
 namespace {
 
-// Byte offsets of the f16 scales in one block; -1: the type has no such field.
-struct ScaleFields {
-  int d = -1;
-  int m = -1;
-};
-
-ScaleFields scale_fields(uint32_t type) {
-  switch (type) {
-    case GGUF_TYPE_Q8_0: case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q5_0: return {0, -1};
-    case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_1: case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: return {0, 2};
-    case GGUF_TYPE_Q6_K: return {208, -1};
-    default: return {};
-  }
-}
-
 // One patch checked against the base: where its tensor lies and which fields it writes.
 struct PlannedPatch {
   const GgufScalePatch* patch;
   const GgufTensorInfo* info;
-  ScaleFields fields;
+  GgufScaleOffsets fields;  // the bytes it writes in each block
   int64_t block_bytes;
 };
 
@@ -61,7 +46,7 @@ PlannedPatch plan_patch(const GgufFile& file, const GgufScalePatch& p) {
                 "scale patch of %s: no tensor '%s' in the file ---> HINT: the patch was made for another "
                 "base GGUF; `smezo info --model %s` lists its tensors",
                 base, printable(p.tensor).c_str(), base);
-  const ScaleFields f = scale_fields(t->type);
+  const GgufScaleOffsets f = gguf_scale_offsets(t->type);
   SMEZO_REQUIRE(f.d >= 0,
                 "scale patch of %s: tensor '%s' is %s, which has no block scales ---> HINT: only the "
                 "block-quantised types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) have scales to patch",

@@ -52,15 +52,13 @@ void dequantize_packed_range(const Tensor& t, int64_t start, int64_t count, floa
 
 int64_t packed_block_count(const Tensor& t) { return t.numel() / packed_block_size(t); }
 
-bool packed_type_has_m(uint32_t type) {
-  return type == GGUF_TYPE_Q4_1 || type == GGUF_TYPE_Q5_1 || type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q5_K;
-}
+bool packed_type_has_m(uint32_t type) { return gguf_scale_offsets(type).m >= 0; }
 
 void read_packed_scales(const Tensor& t, int64_t rows, const std::string& what, float* out) {
   const GgufTypeTraits* traits = t.packed() ? gguf_type_traits(t.packed_type) : nullptr;
   SMEZO_REQUIRE(traits && gguf_block_quantized(t.packed_type), "%s is not kept in GGUF blocks: --tune scales has no "
                 "block scales to tune in it", what.c_str());
-  const int64_t d_at = t.packed_type == GGUF_TYPE_Q6_K ? 208 : 0;  // the byte of the block's f16 d
+  const int64_t d_at = gguf_scale_offsets(t.packed_type).d;  // m, when read, is the f16 after it
   SMEZO_REQUIRE(rows == 1 || (rows == 2 && packed_type_has_m(t.packed_type)), "%s: %lld rows of scales for type %s",
                 what.c_str(), (long long)rows, traits->name);
   const int64_t n = packed_block_count(t);
