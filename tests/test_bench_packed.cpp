@@ -118,8 +118,12 @@ static void expect_lines(const std::string& out, const char* quant, const char* 
   EXPECT_EQ(n, count) << out;
 }
 
-TEST(ModelBench, QuantAndTuneOnTheCpuAndOnCuda) {
-  const std::string bench = smezo_test::smezo_binary() + " bench --shape tiny --batch 2 --seq 8 --reps 1 --warmup 0";
+static std::string tiny_bench_command() {
+  return smezo_test::smezo_binary() + " bench --shape tiny --batch 2 --seq 8 --reps 1 --warmup 0";
+}
+
+TEST(ModelBench, QuantAndTuneOnTheCpu) {
+  const std::string bench = tiny_bench_command();
   std::string out;
   ASSERT_EQ(smezo_test::run_command(bench + " --device cpu --quant q4_1 --tune scales", &out), 0) << out;
   expect_lines(out, "Q4_1", "scales", 3);
@@ -139,8 +143,14 @@ TEST(ModelBench, QuantAndTuneOnTheCpuAndOnCuda) {
     EXPECT_NE(smezo_test::run_command(bench + " --device cpu" + args + " 2>&1", &out), 0) << args;
     EXPECT_THAT(out, HasSubstr(message)) << args;
   }
+}
+
+// The CUDA half stands alone so the CPU suites run the half above rather than skip it all.
+TEST(ModelBench, QuantAndTuneOnCuda) {
 #ifdef SMEZO_WITH_CUDA
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: skipped";
+  const std::string bench = tiny_bench_command();
+  std::string out;
   ASSERT_EQ(smezo_test::run_command(bench + " --device cuda --quant Q4_0 --tune scales", &out), 0) << out;
   expect_lines(out, "Q4_0", "scales", 3);
   ASSERT_EQ(smezo_test::run_command(bench + " --device cuda --quant Q5_1 --tune lora", &out), 0) << out;
