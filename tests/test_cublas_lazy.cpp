@@ -38,7 +38,10 @@ TEST(CublasLazy, OpenedOnFirstUseNotAtStartUp) {
     EXPECT_NE(maps.find("libcublasLt.so"), std::string::npos);
     return;
   }
-  const std::string command = "SMEZO_CUBLAS_LAZY_FRESH=1 /proc/" + std::to_string(getpid()) +
+  // Without the shard variables: under tests/run_shards.sh the child would otherwise take the
+  // parent's shard of a one-test list and, in any shard but the first, run nothing.
+  const std::string command = "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE "
+                              "SMEZO_CUBLAS_LAZY_FRESH=1 /proc/" + std::to_string(getpid()) +
                               "/exe --gtest_filter=CublasLazy.OpenedOnFirstUseNotAtStartUp 2>&1";
   FILE* child = popen(command.c_str(), "r");
   ASSERT_NE(child, nullptr);
