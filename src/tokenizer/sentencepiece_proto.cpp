@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "common/check.h"
+#include "common/input_file.h"
 
 namespace smezo {
 
@@ -65,8 +64,8 @@ SentencepieceModelInfo::Piece read_piece(ProtoReader r) {
     if (number == 1 && wire == 2) {
       piece.piece.assign(reinterpret_cast<const char*>(bytes.p), static_cast<size_t>(bytes.end - bytes.p));
     } else if (number == 2 && wire == 5) {
-      std::memcpy(&piece.score, r.p, 4);
-      r.skip(5);
+      r.skip(5);  // checks that the 4 bytes are there before they are read
+      std::memcpy(&piece.score, r.p - 4, 4);
     } else if (number == 3 && wire == 0) {
       piece.type = static_cast<int>(r.varint());
     } else {
@@ -98,9 +97,7 @@ void read_spec(ProtoReader r, bool normalizer, SentencepieceModelInfo* info) {
 }  // namespace
 
 SentencepieceModelInfo read_sentencepiece_model_info(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  SMEZO_REQUIRE(in.good(), "cannot read sentencepiece model %s", path.c_str());
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string data = input_read(path, "sentencepiece model", kInputTextMaxBytes);
   const uint8_t* begin = reinterpret_cast<const uint8_t*>(data.data());
   ProtoReader r{begin, begin + data.size(), &path};
   SentencepieceModelInfo info;
