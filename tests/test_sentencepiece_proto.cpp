@@ -4,11 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <sentencepiece_processor.h>
 
 #include "common/assets.h"
-#include "common/check.h"
 #include "test_util.h"
 #include "tokenizer/sentencepiece_proto.h"
 
